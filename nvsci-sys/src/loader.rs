@@ -1,0 +1,215 @@
+//! Opens `libnvscibuf.so.1` and `libnvscisync.so.1` at run time and fills the function tables.
+//!
+//! Search order for each library, first hit wins:
+//! 1. every directory in `NVSCI_LIB_DIR` (colon-separated),
+//! 2. [`JETPACK6_LIB_DIR`] (JetPack 6 and 7),
+//! 3. [`JETPACK5_LIB_DIR`] (JetPack 5),
+//! 4. the dynamic linker's default search path (the bare SONAME).
+//!
+//! NvSciBuf is opened first: NvSciSync depends on it, and the dynamic linker then reuses the copy
+//! already loaded instead of searching for it again. Loading never panics; every failure is a
+//! [`LoadError`] that names what was looked for and where.
+
+use crate::{NvSciBufFns, NvSciSyncFns, NvSciError_Success};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// SONAME of the NvSciBuf library.
+pub const NVSCIBUF_SONAME: &str = "libnvscibuf.so.1";
+/// SONAME of the NvSciSync library.
+pub const NVSCISYNC_SONAME: &str = "libnvscisync.so.1";
+/// Environment variable holding extra directories (colon-separated) searched first.
+pub const LIB_DIR_ENV: &str = "NVSCI_LIB_DIR";
+/// Where JetPack 6 and 7 (Jetson Linux r36+) install the NvSci libraries.
+pub const JETPACK6_LIB_DIR: &str = "/usr/lib/aarch64-linux-gnu/nvidia";
+/// Where JetPack 5 (Jetson Linux r35) installs the NvSci libraries.
+pub const JETPACK5_LIB_DIR: &str = "/usr/lib/aarch64-linux-gnu/tegra";
+/// The NvSci major version these bindings speak.
+pub const REQUIRED_MAJOR: u32 = 2;
+/// The oldest minor version these bindings need (every required function exists in 2.0).
+pub const REQUIRED_MINOR: u32 = 0;
+
+/// One place a library was looked for, and why it was not used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attempt {
+    /// The path or bare name handed to the dynamic loader.
+    pub path: String,
+    /// The loader's message.
+    pub error: String,
+}
+
+/// Why the NvSci libraries could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoadError {
+    /// The library was found nowhere; `tried` lists every attempt in order.
+    NotFound {
+        /// SONAME that was looked for.
+        library: &'static str,
+        /// Every path tried, with the loader's answer.
+        tried: Vec<Attempt>,
+    },
+    /// The library loaded but lacks a function every 2.x version exports.
+    MissingSymbol {
+        /// SONAME of the library.
+        library: &'static str,
+        /// Path it was loaded from.
+        path: String,
+        /// The missing function.
+        symbol: &'static str,
+    },
+    /// The library reports that it is not compatible with NvSci major version 2.
+    IncompatibleVersion {
+        /// SONAME of the library.
+        library: &'static str,
+        /// Path it was loaded from.
+        path: String,
+        /// The version that was asked for.
+        required: (u32, u32),
+        /// The NvSciError the check returned (0 when the check ran and answered "incompatible").
+        code: u32,
+    },
+}
+
+impl fmt::Display for LoadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoadError::NotFound { library, tried } => {
+                write!(f, "{library} not found; tried: ")?;
+                for (i, a) in tried.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{} ({})", a.path, a.error)?;
+                }
+                write!(
+                    f,
+                    ". Set {LIB_DIR_ENV} to the directory holding the NvSci libraries \
+                     (they ship only with Jetson Linux and DRIVE OS)"
+                )
+            }
+            LoadError::MissingSymbol { library, path, symbol } => {
+                write!(f, "{library} at {path} does not export required function {symbol}")
+            }
+            LoadError::IncompatibleVersion { library, path, required, code } => write!(
+                f,
+                "{library} at {path} is not compatible with version {}.{} (major version {} \
+                 required; version check returned 0x{code:x})",
+                required.0, required.1, REQUIRED_MAJOR
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// The loaded NvSci libraries and their function tables.
+///
+/// The tables point into the libraries, which stay loaded until this value is dropped; keep it
+/// alive (the safe crate holds it in an `Arc`) for as long as any table copy is used.
+pub struct NvSciLibraries {
+    /// NvSciBuf entry points.
+    pub buf: NvSciBufFns,
+    /// NvSciSync entry points.
+    pub sync: NvSciSyncFns,
+    /// Path NvSciBuf was loaded from.
+    pub buf_path: String,
+    /// Path NvSciSync was loaded from.
+    pub sync_path: String,
+    _sync_lib: libloading::Library,
+    _buf_lib: libloading::Library,
+}
+
+impl fmt::Debug for NvSciLibraries {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NvSciLibraries")
+            .field("buf_path", &self.buf_path)
+            .field("sync_path", &self.sync_path)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The directories searched before the default path, in order: `NVSCI_LIB_DIR` entries, then the
+/// JetPack 6/7 and JetPack 5 directories.
+pub fn search_dirs() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os(LIB_DIR_ENV)
+        .map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect())
+        .unwrap_or_default();
+    dirs.push(PathBuf::from(JETPACK6_LIB_DIR));
+    dirs.push(PathBuf::from(JETPACK5_LIB_DIR));
+    dirs
+}
+
+/// Loads both libraries from [`search_dirs`] and the default search path.
+pub fn load() -> Result<NvSciLibraries, LoadError> {
+    load_from(&search_dirs(), true)
+}
+
+/// Loads both libraries from `dirs`, then (if `default_path`) by bare SONAME.
+pub fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLibraries, LoadError> {
+    let (buf_lib, buf_path) = open_first(NVSCIBUF_SONAME, dirs, default_path)?;
+    // SAFETY: the library was found under the NvSciBuf SONAME, whose exported functions have the
+    // signatures of the header the tables were generated from; `buf_lib` outlives the table
+    // because both move into the returned `NvSciLibraries`.
+    let buf = unsafe { NvSciBufFns::resolve(&buf_lib) }.map_err(|symbol| {
+        LoadError::MissingSymbol { library: NVSCIBUF_SONAME, path: buf_path.clone(), symbol }
+    })?;
+    check_version(NVSCIBUF_SONAME, &buf_path, buf.NvSciBufCheckVersionCompatibility)?;
+
+    let (sync_lib, sync_path) = open_first(NVSCISYNC_SONAME, dirs, default_path)?;
+    // SAFETY: as above, for the NvSciSync SONAME.
+    let sync = unsafe { NvSciSyncFns::resolve(&sync_lib) }.map_err(|symbol| {
+        LoadError::MissingSymbol { library: NVSCISYNC_SONAME, path: sync_path.clone(), symbol }
+    })?;
+    check_version(NVSCISYNC_SONAME, &sync_path, sync.NvSciSyncCheckVersionCompatibility)?;
+
+    Ok(NvSciLibraries { buf, sync, buf_path, sync_path, _sync_lib: sync_lib, _buf_lib: buf_lib })
+}
+
+type CheckFn = Option<unsafe extern "C" fn(u32, u32, *mut bool) -> crate::NvSciError>;
+
+fn check_version(library: &'static str, path: &str, check: CheckFn) -> Result<(), LoadError> {
+    let incompatible = |code| LoadError::IncompatibleVersion {
+        library,
+        path: path.to_owned(),
+        required: (REQUIRED_MAJOR, REQUIRED_MINOR),
+        code,
+    };
+    let Some(check) = check else {
+        return Err(incompatible(crate::NvSciError_NotSupported));
+    };
+    let mut ok = false;
+    // SAFETY: NvSci*CheckVersionCompatibility(major, minor, bool*) only writes the bool through a
+    // valid pointer; it needs no module or other state.
+    let code = unsafe { check(REQUIRED_MAJOR, REQUIRED_MINOR, &mut ok) };
+    if code != NvSciError_Success || !ok {
+        return Err(incompatible(code));
+    }
+    Ok(())
+}
+
+fn open_first(
+    soname: &'static str,
+    dirs: &[PathBuf],
+    default_path: bool,
+) -> Result<(libloading::Library, String), LoadError> {
+    let mut tried = Vec::new();
+    let candidates = dirs
+        .iter()
+        .map(|d| d.join(soname))
+        .chain(default_path.then(|| PathBuf::from(soname)));
+    for path in candidates {
+        let shown = path.display().to_string();
+        if path.components().count() > 1 && !Path::new(&path).exists() {
+            tried.push(Attempt { path: shown, error: "no such file".into() });
+            continue;
+        }
+        // SAFETY: loading runs the library's initialisers. The NvSci libraries' initialisers have
+        // no preconditions; loading an arbitrary file of this name is the user's choice through
+        // NVSCI_LIB_DIR.
+        match unsafe { libloading::Library::new(&path) } {
+            Ok(lib) => return Ok((lib, shown)),
+            Err(e) => tried.push(Attempt { path: shown, error: e.to_string() }),
+        }
+    }
+    Err(LoadError::NotFound { library: soname, tried })
+}

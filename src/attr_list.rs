@@ -1,0 +1,317 @@
+//! The attribute-list type shared by NvSciBuf and NvSciSync, generated once per family.
+
+/// Defines an owned attribute-list type, its borrowed twin and their methods for one family.
+macro_rules! attr_list_type {
+    (
+        family: $family:literal,
+        list: $List:ident,
+        list_ref: $ListRef:ident,
+        module: $Module:ident,
+        attr: $Attr:ident,
+        table: $table:ident,
+        raw_list: $RawList:ident,
+        pair: $Pair:ident { $keyfield:ident },
+        fns: {
+            create: $Create:ident,
+            free: $Free:ident,
+            set_attrs: $SetAttrs:ident,
+            slot_get_attrs: $SlotGetAttrs:ident,
+            slot_count: $GetSlotCount:ident,
+            is_reconciled: $IsReconciled:ident,
+            clone: $Clone:ident,
+            append: $Append:ident,
+            reconcile: $Reconcile:ident,
+            debug_dump: $DebugDump:ident,
+            free_desc: $FreeDesc:ident $(,)?
+        } $(,)?
+    ) => {
+        #[doc = concat!("An owned ", $family, " attribute list (unreconciled, reconciled or appended).")]
+        pub struct $List {
+            pub(crate) raw: nvsci_sys::$RawList,
+            pub(crate) module: $Module,
+            // False for lists borrowed from an object: those are never freed by us.
+            owned: bool,
+        }
+
+        // SAFETY: an attribute list is a heap object of the library with no thread affinity, so
+        // the handle may move between threads. It is not `Sync`: setting needs `&mut`, and the
+        // library does not document concurrent reads and writes of one list.
+        unsafe impl Send for $List {}
+
+        impl Drop for $List {
+            fn drop(&mut self) {
+                if !self.owned {
+                    return;
+                }
+                if let Some(free) = self.module.0.lib.$table().$Free {
+                    // SAFETY: `raw` is a list we own (borrowed lists have `owned == false`),
+                    // freed exactly once.
+                    unsafe { free(self.raw) };
+                }
+            }
+        }
+
+        impl std::fmt::Debug for $List {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($List))
+                    .field("reconciled", &self.is_reconciled().ok())
+                    .field("slots", &self.slot_count())
+                    .finish()
+            }
+        }
+
+        impl $List {
+            pub(crate) fn new(module: &$Module) -> $crate::Result<Self> {
+                let create = $crate::library::nvfn!(module.0.lib.$table(), $Create);
+                let mut raw = core::ptr::null_mut();
+                // SAFETY: the module is alive (we hold it) and `raw` is a valid out-pointer.
+                $crate::error::check(stringify!($Create), unsafe { create(module.0.raw, &mut raw) })?;
+                Ok(Self { raw, module: module.clone(), owned: true })
+            }
+
+            fn wrap(raw: nvsci_sys::$RawList, module: &$Module) -> Self {
+                Self { raw, module: module.clone(), owned: true }
+            }
+
+            /// Sets attributes. Each key may be set once per list; the whole call fails if any
+            /// value is rejected. Allocates nothing: the C pair array lives on the stack.
+            pub fn set(&mut self, attrs: &[$Attr<'_>]) -> $crate::Result<&mut Self> {
+                let set = $crate::library::nvfn!(self.module.0.lib.$table(), $SetAttrs);
+                let mut pairs: heapless::Vec<nvsci_sys::$Pair, { $crate::attr_list::MAX_PAIRS }> =
+                    heapless::Vec::new();
+                for a in attrs {
+                    let (key, value, len) = a.to_pair()?;
+                    pairs.push(nvsci_sys::$Pair { $keyfield: key, value, len }).map_err(|_| {
+                        $crate::Error::Capacity {
+                            what: "attributes per set() call",
+                            max: $crate::attr_list::MAX_PAIRS,
+                        }
+                    })?;
+                }
+                if pairs.is_empty() {
+                    return Ok(self);
+                }
+                // SAFETY: every pair points into `attrs`, which outlives the call; the lengths
+                // were computed from the element types; the list is owned and alive.
+                $crate::error::check(stringify!($SetAttrs), unsafe {
+                    set(self.raw, pairs.as_mut_ptr(), pairs.len())
+                })?;
+                Ok(self)
+            }
+
+            /// Reads a key from slot 0. An unset key gives an empty vector.
+            pub fn get<T: $crate::AttrElem, const N: usize>(
+                &self,
+                key: $crate::Key<T, N>,
+            ) -> $crate::Result<heapless::Vec<T, N>> {
+                self.slot_get(0, key)
+            }
+
+            /// Reads a single-valued key from slot 0; `None` when unset.
+            pub fn get_one<T: $crate::AttrElem>(&self, key: $crate::Key<T, 1>) -> $crate::Result<Option<T>> {
+                Ok(self.get(key)?.first().copied())
+            }
+
+            /// Reads a key from one slot of an appended (multi-slot) list.
+            pub fn slot_get<T: $crate::AttrElem, const N: usize>(
+                &self,
+                slot: usize,
+                key: $crate::Key<T, N>,
+            ) -> $crate::Result<heapless::Vec<T, N>> {
+                let (value, len) = self.raw_get(slot, key.raw())?;
+                // SAFETY: the library returned (value, len) for this key; the value points into
+                // this list, which lives for the duration of the copy.
+                unsafe { $crate::attr::decode(key, value, len) }
+            }
+
+            fn raw_get(&self, slot: usize, key: u32) -> $crate::Result<(*const core::ffi::c_void, usize)> {
+                let get = $crate::library::nvfn!(self.module.0.lib.$table(), $SlotGetAttrs);
+                let mut pair = nvsci_sys::$Pair { $keyfield: key, value: core::ptr::null(), len: 0 };
+                // SAFETY: one valid pair with its key set; the library fills value and len.
+                $crate::error::check(stringify!($SlotGetAttrs), unsafe {
+                    get(self.raw, slot, &mut pair, 1)
+                })?;
+                Ok((pair.value, pair.len))
+            }
+
+            /// Number of slots (1 for a created list; the sum for an appended one).
+            pub fn slot_count(&self) -> usize {
+                match self.module.0.lib.$table().$GetSlotCount {
+                    // SAFETY: the list is alive.
+                    Some(f) => unsafe { f(self.raw) },
+                    None => 0,
+                }
+            }
+
+            /// Whether the list is the output of a reconciliation.
+            pub fn is_reconciled(&self) -> $crate::Result<bool> {
+                let f = $crate::library::nvfn!(self.module.0.lib.$table(), $IsReconciled);
+                let mut out = false;
+                // SAFETY: the list is alive and `out` is a valid out-pointer.
+                $crate::error::check(stringify!($IsReconciled), unsafe { f(self.raw, &mut out) })?;
+                Ok(out)
+            }
+
+            /// A deep copy of this list.
+            pub fn try_clone(&self) -> $crate::Result<Self> {
+                let f = $crate::library::nvfn!(self.module.0.lib.$table(), $Clone);
+                let mut raw = core::ptr::null_mut();
+                // SAFETY: the list is alive; `raw` receives a new owned list.
+                $crate::error::check(stringify!($Clone), unsafe { f(self.raw, &mut raw) })?;
+                Ok(Self::wrap(raw, &self.module))
+            }
+
+            /// Concatenates unreconciled lists into one multi-slot list.
+            pub fn append(lists: &[&$List]) -> $crate::Result<Self> {
+                let (module, raws) = Self::gather(lists)?;
+                let f = $crate::library::nvfn!(module.0.lib.$table(), $Append);
+                let mut raw = core::ptr::null_mut();
+                // SAFETY: every handle in `raws` is alive (borrowed from `lists`).
+                $crate::error::check(stringify!($Append), unsafe {
+                    f(raws.as_ptr(), raws.len(), &mut raw)
+                })?;
+                Ok(Self::wrap(raw, &module))
+            }
+
+            /// Reconciles unreconciled lists into one reconciled list.
+            ///
+            /// On a conflict the error is [`Error::ReconcileConflict`](crate::Error::ReconcileConflict),
+            /// naming the keys the library reported and carrying its dump of the conflict list.
+            /// The outcome is logged at debug level.
+            pub fn reconcile(lists: &[&$List]) -> $crate::Result<Self> {
+                let (module, raws) = Self::gather(lists)?;
+                let f = $crate::library::nvfn!(module.0.lib.$table(), $Reconcile);
+                let mut out = core::ptr::null_mut();
+                let mut conflict = core::ptr::null_mut();
+                // SAFETY: every input handle is alive; both out-pointers are valid.
+                let code = unsafe { f(raws.as_ptr(), raws.len(), &mut out, &mut conflict) };
+                // Owned from here, so it is freed on every path.
+                let conflict = (!conflict.is_null()).then(|| Self::wrap(conflict, &module));
+                if code == nvsci_sys::NvSciError_ReconciliationFailed {
+                    let (keys, dump) = match &conflict {
+                        Some(c) => (c.set_keys(), c.debug_dump().unwrap_or_default()),
+                        None => (Vec::new(), String::new()),
+                    };
+                    log::debug!(
+                        "{} reconcile of {} lists failed, conflicting keys {keys:?}",
+                        $family,
+                        lists.len()
+                    );
+                    return Err($crate::Error::ReconcileConflict { function: stringify!($Reconcile), keys, dump });
+                }
+                $crate::error::check(stringify!($Reconcile), code)?;
+                let list = Self::wrap(out, &module);
+                if log::log_enabled!(log::Level::Debug) {
+                    log::debug!(
+                        "{} reconciled {} lists: {}",
+                        $family,
+                        lists.len(),
+                        list.debug_dump().unwrap_or_else(|e| e.to_string())
+                    );
+                }
+                Ok(list)
+            }
+
+            /// Names of the bound keys that are set in any slot of this list (at most
+            /// [`MAX_CONFLICT_KEYS`](crate::MAX_CONFLICT_KEYS)).
+            pub fn set_keys(&self) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                for slot in 0..self.slot_count().max(1) {
+                    for &(k, name) in ALL_KEYS {
+                        if keys.len() >= $crate::MAX_CONFLICT_KEYS {
+                            return keys;
+                        }
+                        if let Ok((v, len)) = self.raw_get(slot, k) {
+                            if !v.is_null() && len > 0 && !keys.contains(&name) {
+                                keys.push(name);
+                            }
+                        }
+                    }
+                }
+                keys
+            }
+
+            /// The library's textual dump of this list.
+            pub fn debug_dump(&self) -> $crate::Result<String> {
+                let dump = $crate::library::nvfn!(self.module.0.lib.$table(), $DebugDump);
+                let free = $crate::library::nvfn!(self.module.0.lib.$table(), $FreeDesc);
+                let mut buf = core::ptr::null_mut();
+                let mut len = 0usize;
+                // SAFETY: the list is alive; buf and len are valid out-pointers.
+                $crate::error::check(stringify!($DebugDump), unsafe { dump(self.raw, &mut buf, &mut len) })?;
+                if buf.is_null() {
+                    return Ok(String::new());
+                }
+                // SAFETY: the library returned `len` readable bytes at `buf`; they are copied and
+                // then released with the documented deallocator.
+                let text = unsafe {
+                    let bytes = core::slice::from_raw_parts(buf as *const u8, len);
+                    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+                    let s = String::from_utf8_lossy(&bytes[..end]).into_owned();
+                    free(buf);
+                    s
+                };
+                Ok(text)
+            }
+
+            /// The module this list belongs to.
+            pub fn module(&self) -> &$Module {
+                &self.module
+            }
+
+            /// The raw handle (valid while `self` lives; do not free it).
+            pub fn as_raw(&self) -> nvsci_sys::$RawList {
+                self.raw
+            }
+
+            fn gather(
+                lists: &[&$List],
+            ) -> $crate::Result<($Module, heapless::Vec<nvsci_sys::$RawList, { $crate::attr_list::MAX_LISTS }>)> {
+                let first = lists
+                    .first()
+                    .ok_or_else(|| $crate::error::invalid("lists", "at least one attribute list is required"))?;
+                let mut raws = heapless::Vec::new();
+                for l in lists {
+                    if !std::sync::Arc::ptr_eq(&l.module.0.lib.0, &first.module.0.lib.0) {
+                        return Err($crate::error::invalid("lists", "lists come from different NvSci implementations"));
+                    }
+                    raws.push(l.raw).map_err(|_| $crate::Error::Capacity {
+                        what: "lists per call",
+                        max: $crate::attr_list::MAX_LISTS,
+                    })?;
+                }
+                Ok((first.module.clone(), raws))
+            }
+        }
+
+        #[doc = concat!("A ", $family, " list owned by an object: readable, never freed by us.")]
+        pub struct $ListRef<'a> {
+            list: $List,
+            _owner: core::marker::PhantomData<&'a ()>,
+        }
+
+        impl $ListRef<'_> {
+            /// # Safety
+            /// `raw` must stay valid for the returned lifetime and must not be freed by the caller.
+            pub(crate) unsafe fn new(raw: nvsci_sys::$RawList, module: &$Module) -> Self {
+                Self {
+                    list: $List { raw, module: module.clone(), owned: false },
+                    _owner: core::marker::PhantomData,
+                }
+            }
+        }
+
+        impl core::ops::Deref for $ListRef<'_> {
+            type Target = $List;
+            fn deref(&self) -> &$List {
+                &self.list
+            }
+        }
+    };
+}
+pub(crate) use attr_list_type;
+
+/// Most attributes one `set` call accepts.
+pub const MAX_PAIRS: usize = 32;
+/// Most lists one reconcile or append call accepts.
+pub const MAX_LISTS: usize = 16;

@@ -1,0 +1,92 @@
+//! NvSciBuf: modules, attribute lists, reconciliation and buffer objects.
+
+mod attr_list;
+pub mod keys;
+mod obj;
+mod types;
+
+pub use attr_list::{BufAttrList, BufAttrListRef};
+pub use keys::{key, key_name, BufAttr};
+pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
+pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
+pub use types::*;
+
+use crate::error::{check, Result};
+use crate::library::{nvfn, Implementation, NvSci};
+use std::sync::Arc;
+
+pub(crate) struct ModuleInner {
+    pub(crate) raw: nvsci_sys::NvSciBufModule,
+    pub(crate) lib: NvSci,
+}
+
+// SAFETY: an NvSciBufModule is a process-wide handle that the library documents as usable from
+// any thread (module functions are thread-safe); the Rust side never mutates it after creation.
+unsafe impl Send for ModuleInner {}
+// SAFETY: as above; shared references only pass the handle to thread-safe library calls.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        if let Some(close) = self.lib.buf().NvSciBufModuleClose {
+            // SAFETY: `raw` came from NvSciBufModuleOpen and is closed exactly once; every list and
+            // object created under it holds this `Arc`, so none outlives the module.
+            unsafe { close(self.raw) };
+        }
+    }
+}
+
+/// An open NvSciBuf module: the root of every attribute list and buffer object.
+///
+/// Cheap to clone (reference counted); lists and objects keep it open.
+#[derive(Clone)]
+pub struct BufModule(pub(crate) Arc<ModuleInner>);
+
+impl std::fmt::Debug for BufModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufModule")
+            .field("implementation", &self.0.lib.implementation())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BufModule {
+    /// Opens a module on a loaded implementation.
+    pub fn open(lib: &NvSci) -> Result<Self> {
+        let open = nvfn!(lib.buf(), NvSciBufModuleOpen);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: NvSciBufModuleOpen writes a new module handle through a valid out-pointer.
+        check("NvSciBufModuleOpen", unsafe { open(&mut raw) })?;
+        Ok(Self(Arc::new(ModuleInner { raw, lib: lib.clone() })))
+    }
+
+    /// The implementation this module belongs to.
+    pub fn implementation(&self) -> Implementation {
+        self.0.lib.implementation()
+    }
+
+    /// The loaded implementation.
+    pub fn library(&self) -> &NvSci {
+        &self.0.lib
+    }
+
+    /// Creates an empty, unreconciled attribute list.
+    pub fn attr_list(&self) -> Result<BufAttrList> {
+        BufAttrList::new(self)
+    }
+
+    /// The raw handle (valid while this module or anything created from it lives).
+    pub fn as_raw(&self) -> nvsci_sys::NvSciBufModule {
+        self.0.raw
+    }
+
+    /// Live-handle accounting of a mock module (`None` for a native module).
+    #[cfg(feature = "mock")]
+    pub fn mock_ledger(&self) -> Option<nvsci_mock::Ledger> {
+        if self.implementation() != Implementation::Mock {
+            return None;
+        }
+        // SAFETY: the module was opened by the mock (checked above) and is alive (we hold it).
+        unsafe { nvsci_mock::buf_module_ledger(self.0.raw) }
+    }
+}

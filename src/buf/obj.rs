@@ -1,0 +1,338 @@
+//! NvSciBuf buffer objects and CPU access.
+
+use super::types::{BufType, ColorFormat, GpuId, Perm};
+use super::{key, BufAttrList, BufAttrListRef, BufModule};
+use crate::error::{check, invalid, Error, Result};
+use crate::library::{nvfn, Implementation};
+use core::sync::atomic::{AtomicIsize, Ordering};
+use nvsci_sys as sys;
+use std::sync::Arc;
+
+/// Layout of one plane of a plane-based image, read from the reconciled attributes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlaneLayout {
+    /// Pixel format.
+    pub format: ColorFormat,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Row pitch in bytes.
+    pub pitch: u32,
+    /// Byte offset from the start of the buffer.
+    pub offset: u64,
+    /// Rows allocated (>= `height`).
+    pub aligned_height: u32,
+    /// Bytes allocated for the plane.
+    pub aligned_size: u64,
+    /// Bits per pixel.
+    pub bits_per_pixel: u32,
+    /// Channels per pixel.
+    pub channel_count: u8,
+}
+
+/// CPU borrow state shared by every duplicate of one allocation: >0 readers, -1 one writer.
+#[derive(Default)]
+struct CpuBorrow(AtomicIsize);
+
+/// One reference to an NvSciBuf allocation.
+///
+/// Dropping it frees the reference (NvSciBufObjFree); the memory goes away with the last one.
+/// Duplicates made with [`dup`](Self::dup) or [`dup_with_reduced_perm`](Self::dup_with_reduced_perm)
+/// are separate references to the same memory.
+pub struct BufObj {
+    raw: sys::NvSciBufObj,
+    module: BufModule,
+    perm: Perm,
+    size: u64,
+    cpu: Arc<CpuBorrow>,
+}
+
+// SAFETY: NvSciBufObj functions are documented thread-safe and the handle has no thread affinity.
+// CPU access to the memory is serialised across all duplicates by the atomic `CpuBorrow` state.
+unsafe impl Send for BufObj {}
+// SAFETY: `&BufObj` only allows thread-safe library queries and the `CpuBorrow`-guarded access.
+unsafe impl Sync for BufObj {}
+
+impl Drop for BufObj {
+    fn drop(&mut self) {
+        if let Some(free) = self.module.0.lib.buf().NvSciBufObjFree {
+            // SAFETY: `raw` is our own reference, freed exactly once. Imports into other APIs borrow
+            // the `BufObj`, so none outlives it.
+            unsafe { free(self.raw) };
+        }
+    }
+}
+
+impl std::fmt::Debug for BufObj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufObj").field("size", &self.size).field("perm", &self.perm).finish()
+    }
+}
+
+impl BufObj {
+    /// Allocates a buffer from a reconciled list.
+    pub fn alloc(list: &BufAttrList) -> Result<Self> {
+        if !list.is_reconciled()? {
+            return Err(invalid("list", "BufObj::alloc needs a reconciled attribute list"));
+        }
+        let f = nvfn!(list.module.0.lib.buf(), NvSciBufObjAlloc);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the list is alive and reconciled; `raw` receives a new object reference.
+        check("NvSciBufObjAlloc", unsafe { f(list.raw, &mut raw) })?;
+        Self::wrap(raw, &list.module, Arc::default())
+    }
+
+    fn wrap(raw: sys::NvSciBufObj, module: &BufModule, cpu: Arc<CpuBorrow>) -> Result<Self> {
+        let mut obj = Self { raw, module: module.clone(), perm: Perm::ReadOnly, size: 0, cpu };
+        // From here on `obj` owns `raw` and frees it on any error below.
+        let list = obj.attr_list()?;
+        let perm = list.get_one(key::ACTUAL_PERM)?.unwrap_or(Perm::ReadOnly);
+        let size = [key::RAW_SIZE, key::IMAGE_SIZE, key::TENSOR_SIZE, key::ARRAY_SIZE]
+            .into_iter()
+            .find_map(|k| list.get_one(k).ok().flatten())
+            .unwrap_or(0);
+        drop(list);
+        obj.perm = perm;
+        obj.size = size;
+        Ok(obj)
+    }
+
+    /// A new reference with the same permission.
+    pub fn dup(&self) -> Result<Self> {
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjDup);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `self.raw` is alive; `raw` receives a new reference.
+        check("NvSciBufObjDup", unsafe { f(self.raw, &mut raw) })?;
+        Self::wrap(raw, &self.module, self.cpu.clone())
+    }
+
+    /// A new reference with a lower (or equal) permission; raising it is refused.
+    pub fn dup_with_reduced_perm(&self, perm: Perm) -> Result<Self> {
+        if perm > self.perm {
+            return Err(Error::PermissionDenied("a duplicate cannot have more permission than its source"));
+        }
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjDupWithReducePerm);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `self.raw` is alive; `perm` is a valid NvSciBufAttrValAccessPerm value.
+        check("NvSciBufObjDupWithReducePerm", unsafe { f(self.raw, perm as u32, &mut raw) })?;
+        Self::wrap(raw, &self.module, self.cpu.clone())
+    }
+
+    /// The object's reconciled attribute list (borrowed: it belongs to the object).
+    pub fn attr_list(&self) -> Result<BufAttrListRef<'_>> {
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetAttrList);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: `self.raw` is alive; the returned list is owned by the object and valid while
+        // it lives, which the borrow on `self` guarantees.
+        check("NvSciBufObjGetAttrList", unsafe { f(self.raw, &mut raw) })?;
+        // SAFETY: as above; `BufAttrListRef` never frees it.
+        Ok(unsafe { BufAttrListRef::new(raw, &self.module) })
+    }
+
+    /// This reference's permission (`ActualPerm`).
+    pub fn perm(&self) -> Perm {
+        self.perm
+    }
+
+    /// Size of the buffer in bytes (raw, image, tensor or array size).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The buffer types of the reconciled list.
+    pub fn buf_types(&self) -> Result<heapless::Vec<BufType, 5>> {
+        self.attr_list()?.get(key::TYPES)
+    }
+
+    /// Plane layouts of a plane-based image (empty for other types).
+    pub fn planes(&self) -> Result<heapless::Vec<PlaneLayout, 3>> {
+        let l = self.attr_list()?;
+        let count = l.get_one(key::PLANE_COUNT)?.unwrap_or(0) as usize;
+        let formats = l.get(key::PLANE_COLOR_FORMAT)?;
+        let widths = l.get(key::PLANE_WIDTH)?;
+        let heights = l.get(key::PLANE_HEIGHT)?;
+        let pitches = l.get(key::PLANE_PITCH)?;
+        let offsets = l.get(key::PLANE_OFFSET)?;
+        let aligned_heights = l.get(key::PLANE_ALIGNED_HEIGHT)?;
+        let aligned_sizes = l.get(key::PLANE_ALIGNED_SIZE)?;
+        let bpp = l.get(key::PLANE_BITS_PER_PIXEL)?;
+        let channels = l.get(key::PLANE_CHANNEL_COUNT)?;
+        let mut out = heapless::Vec::new();
+        for i in 0..count {
+            let at = |n: usize| -> Result<()> {
+                if i < n {
+                    Ok(())
+                } else {
+                    Err(Error::UnexpectedValue { key: "plane attributes", detail: format!("plane {i} of {count} missing") })
+                }
+            };
+            at(formats.len().min(widths.len()).min(heights.len()).min(pitches.len()).min(offsets.len()))?;
+            at(aligned_heights.len().min(aligned_sizes.len()).min(bpp.len()).min(channels.len()))?;
+            let _ = out.push(PlaneLayout {
+                format: formats[i],
+                width: widths[i],
+                height: heights[i],
+                pitch: pitches[i],
+                offset: offsets[i],
+                aligned_height: aligned_heights[i],
+                aligned_size: aligned_sizes[i],
+                bits_per_pixel: bpp[i],
+                channel_count: channels[i],
+            });
+        }
+        Ok(out)
+    }
+
+    /// Whether `gpu` needs software cache-coherency operations on this buffer
+    /// (`GpuSwNeedCacheCoherency`); `None` when the GPU is not in the list.
+    pub fn gpu_sw_need_cache_coherency(&self, gpu: GpuId) -> Result<Option<bool>> {
+        let entries = self.attr_list()?.get(key::GPU_SW_NEED_CACHE_COHERENCY)?;
+        Ok(entries.iter().find(|e| e.gpu_id == gpu).map(|e| e.cacheable))
+    }
+
+    /// Whether the CPU must flush its caches around accesses (`CpuNeedSwCacheCoherency`).
+    pub fn cpu_need_sw_cache_coherency(&self) -> Result<bool> {
+        Ok(self.attr_list()?.get_one(key::CPU_NEED_SW_CACHE_COHERENCY)?.unwrap_or(false))
+    }
+
+    /// Read access to the memory from the CPU. Fails while a [`CpuWrite`] of any duplicate of
+    /// this allocation exists, or when the list did not ask for CPU access.
+    pub fn cpu_read(&self) -> Result<CpuRead<'_>> {
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetConstCpuPtr);
+        self.borrow(false)?;
+        let mut guard = CpuRead { obj: self, ptr: core::ptr::null() };
+        let mut ptr = core::ptr::null();
+        // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
+        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
+        if ptr.is_null() {
+            return Err(Error::NvSci { function: "NvSciBufObjGetConstCpuPtr", code: crate::NvSciError::BAD_ADDRESS });
+        }
+        guard.ptr = ptr as *const u8;
+        Ok(guard)
+    }
+
+    /// Write access to the memory from the CPU. Needs a read-write reference; fails while any
+    /// other CPU access to this allocation exists.
+    pub fn cpu_write(&self) -> Result<CpuWrite<'_>> {
+        if self.perm != Perm::ReadWrite {
+            return Err(Error::PermissionDenied("CPU write access needs a read-write buffer reference"));
+        }
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetCpuPtr);
+        self.borrow(true)?;
+        let mut guard = CpuWrite { obj: self, ptr: core::ptr::null_mut() };
+        let mut ptr = core::ptr::null_mut();
+        // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
+        check("NvSciBufObjGetCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
+        if ptr.is_null() {
+            return Err(Error::NvSci { function: "NvSciBufObjGetCpuPtr", code: crate::NvSciError::BAD_ADDRESS });
+        }
+        guard.ptr = ptr as *mut u8;
+        Ok(guard)
+    }
+
+    /// Flushes the CPU cache for a byte range (needed when `cpu_need_sw_cache_coherency`).
+    pub fn flush_cpu_cache(&self, offset: u64, len: u64) -> Result<()> {
+        if offset.checked_add(len).is_none_or(|end| end > self.size) {
+            return Err(invalid("range", format!("{offset}+{len} exceeds buffer size {}", self.size)));
+        }
+        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjFlushCpuCacheRange);
+        // SAFETY: `self.raw` is alive and the range lies inside the buffer.
+        check("NvSciBufObjFlushCpuCacheRange", unsafe { f(self.raw, offset, len) })
+    }
+
+    fn borrow(&self, write: bool) -> Result<()> {
+        let busy = || Error::InvalidArgument {
+            name: "cpu access",
+            reason: "the buffer is already borrowed for CPU write (or, for a write, read) access".into(),
+        };
+        if write {
+            self.cpu.0.compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed).map_err(|_| busy())?;
+        } else {
+            let mut cur = self.cpu.0.load(Ordering::Relaxed);
+            loop {
+                if cur < 0 {
+                    return Err(busy());
+                }
+                match self.cpu.0.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+                    Ok(_) => break,
+                    Err(v) => cur = v,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The implementation this object belongs to.
+    pub fn implementation(&self) -> Implementation {
+        self.module.implementation()
+    }
+
+    /// The module this object belongs to.
+    pub fn module(&self) -> &BufModule {
+        &self.module
+    }
+
+    /// The raw handle (valid while `self` lives; do not free it).
+    pub fn as_raw(&self) -> sys::NvSciBufObj {
+        self.raw
+    }
+}
+
+/// CPU read access to a buffer; derefs to its bytes.
+pub struct CpuRead<'a> {
+    obj: &'a BufObj,
+    ptr: *const u8,
+}
+
+impl Drop for CpuRead<'_> {
+    fn drop(&mut self) {
+        self.obj.cpu.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl core::ops::Deref for CpuRead<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: the library mapped `size` bytes at `ptr` for as long as the object lives (we
+        // borrow it), and the shared borrow state excludes writers through any duplicate.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.obj.size as usize) }
+    }
+}
+
+/// Exclusive CPU write access to a buffer; derefs to its bytes.
+pub struct CpuWrite<'a> {
+    obj: &'a BufObj,
+    ptr: *mut u8,
+}
+
+impl Drop for CpuWrite<'_> {
+    fn drop(&mut self) {
+        self.obj.cpu.0.store(0, Ordering::Release);
+    }
+}
+
+impl core::ops::Deref for CpuWrite<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        if self.ptr.is_null() {
+            return &[];
+        }
+        // SAFETY: see `deref_mut`.
+        unsafe { core::slice::from_raw_parts(self.ptr, self.obj.size as usize) }
+    }
+}
+
+impl core::ops::DerefMut for CpuWrite<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        if self.ptr.is_null() {
+            return &mut [];
+        }
+        // SAFETY: the library mapped `size` writable bytes at `ptr` while the object lives; the
+        // shared borrow state makes this the only CPU access through any duplicate.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.obj.size as usize) }
+    }
+}

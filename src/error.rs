@@ -1,0 +1,183 @@
+//! The crate's single error type.
+
+use core::fmt;
+
+/// An NvSci status code, kept open: libraries newer than these bindings may return codes this
+/// crate does not name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct NvSciError(pub u32);
+
+impl NvSciError {
+    /// `NvSciError_Success`.
+    pub const SUCCESS: Self = Self(nvsci_sys::NvSciError_Success);
+    /// `NvSciError_NotSupported`.
+    pub const NOT_SUPPORTED: Self = Self(nvsci_sys::NvSciError_NotSupported);
+    /// `NvSciError_BadParameter`.
+    pub const BAD_PARAMETER: Self = Self(nvsci_sys::NvSciError_BadParameter);
+    /// `NvSciError_InsufficientMemory`.
+    pub const INSUFFICIENT_MEMORY: Self = Self(nvsci_sys::NvSciError_InsufficientMemory);
+    /// `NvSciError_Timeout`.
+    pub const TIMEOUT: Self = Self(nvsci_sys::NvSciError_Timeout);
+    /// `NvSciError_ReconciliationFailed`.
+    pub const RECONCILIATION_FAILED: Self = Self(nvsci_sys::NvSciError_ReconciliationFailed);
+    /// `NvSciError_ClearedFence`.
+    pub const CLEARED_FENCE: Self = Self(nvsci_sys::NvSciError_ClearedFence);
+    /// `NvSciError_InvalidState`.
+    pub const INVALID_STATE: Self = Self(nvsci_sys::NvSciError_InvalidState);
+    /// `NvSciError_BadAddress`.
+    pub const BAD_ADDRESS: Self = Self(nvsci_sys::NvSciError_BadAddress);
+    /// `NvSciError_AccessDenied`.
+    pub const ACCESS_DENIED: Self = Self(nvsci_sys::NvSciError_AccessDenied);
+
+    /// The C enumerator name, when this crate knows the code.
+    #[allow(non_upper_case_globals)]
+    pub fn name(self) -> Option<&'static str> {
+        use nvsci_sys::*;
+        Some(match self.0 {
+            NvSciError_Success => "NvSciError_Success",
+            NvSciError_Unknown => "NvSciError_Unknown",
+            NvSciError_NotImplemented => "NvSciError_NotImplemented",
+            NvSciError_NotSupported => "NvSciError_NotSupported",
+            NvSciError_AccessDenied => "NvSciError_AccessDenied",
+            NvSciError_NotPermitted => "NvSciError_NotPermitted",
+            NvSciError_InvalidState => "NvSciError_InvalidState",
+            NvSciError_InvalidOperation => "NvSciError_InvalidOperation",
+            NvSciError_NotInitialized => "NvSciError_NotInitialized",
+            NvSciError_AlreadyInUse => "NvSciError_AlreadyInUse",
+            NvSciError_AlreadyDone => "NvSciError_AlreadyDone",
+            NvSciError_NotYetAvailable => "NvSciError_NotYetAvailable",
+            NvSciError_NoLongerAvailable => "NvSciError_NoLongerAvailable",
+            NvSciError_InsufficientMemory => "NvSciError_InsufficientMemory",
+            NvSciError_InsufficientResource => "NvSciError_InsufficientResource",
+            NvSciError_ResourceError => "NvSciError_ResourceError",
+            NvSciError_BadParameter => "NvSciError_BadParameter",
+            NvSciError_BadAddress => "NvSciError_BadAddress",
+            NvSciError_TooBig => "NvSciError_TooBig",
+            NvSciError_Overflow => "NvSciError_Overflow",
+            NvSciError_InconsistentData => "NvSciError_InconsistentData",
+            NvSciError_InsufficientData => "NvSciError_InsufficientData",
+            NvSciError_IndexOutOfRange => "NvSciError_IndexOutOfRange",
+            NvSciError_ValueOutOfRange => "NvSciError_ValueOutOfRange",
+            NvSciError_Timeout => "NvSciError_Timeout",
+            NvSciError_TryItAgain => "NvSciError_TryItAgain",
+            NvSciError_Busy => "NvSciError_Busy",
+            NvSciError_InterruptedCall => "NvSciError_InterruptedCall",
+            NvSciError_NoSuchDevice => "NvSciError_NoSuchDevice",
+            NvSciError_NoSpace => "NvSciError_NoSpace",
+            NvSciError_IO => "NvSciError_IO",
+            NvSciError_ReconciliationFailed => "NvSciError_ReconciliationFailed",
+            NvSciError_AttrListValidationFailed => "NvSciError_AttrListValidationFailed",
+            NvSciError_ObjValidationFailed => "NvSciError_ObjValidationFailed",
+            NvSciError_UnsupportedConfig => "NvSciError_UnsupportedConfig",
+            NvSciError_ClearedFence => "NvSciError_ClearedFence",
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Debug for NvSciError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+impl fmt::Display for NvSciError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => write!(f, "{n} (0x{:x})", self.0),
+            None => write!(f, "NvSci error 0x{:x}", self.0),
+        }
+    }
+}
+
+/// Keys named by a failed reconciliation (at most this many are kept).
+pub const MAX_CONFLICT_KEYS: usize = 16;
+
+/// Every error this crate returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An NvSci call returned a failure code.
+    #[error("{function} failed: {code}")]
+    NvSci {
+        /// The C function that failed.
+        function: &'static str,
+        /// Its status code.
+        code: NvSciError,
+    },
+    /// The NvSci libraries could not be loaded (missing file, missing symbol, wrong major
+    /// version); the message lists every path tried.
+    #[error("could not load NvSci: {0}")]
+    Load(#[from] nvsci_sys::loader::LoadError),
+    /// The loaded library (or the platform) does not provide this operation.
+    #[error("{what} is not supported: {reason}")]
+    Unsupported {
+        /// The operation or symbol.
+        what: &'static str,
+        /// Why, and what to use instead.
+        reason: &'static str,
+    },
+    /// Reconciliation failed; `keys` names the conflicting attributes the library reported and
+    /// `dump` holds its textual description of the conflict (may be empty).
+    #[error("reconciliation failed ({function}): conflicting keys [{}]{}", keys.join(", "), if dump.is_empty() { String::new() } else { format!("; {dump}") })]
+    ReconcileConflict {
+        /// The reconcile function that failed.
+        function: &'static str,
+        /// Names of the conflicting keys.
+        keys: Vec<&'static str>,
+        /// The library's dump of the conflict list.
+        dump: String,
+    },
+    /// A CPU wait on a fence ran out of time.
+    #[error("{function} timed out after {timeout_us} us")]
+    Timeout {
+        /// The waiting function.
+        function: &'static str,
+        /// The timeout that expired, in microseconds.
+        timeout_us: i64,
+    },
+    /// An argument was rejected before reaching the library.
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// The argument (or attribute key) that was wrong.
+        name: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// The library returned a value this crate cannot represent.
+    #[error("attribute {key} holds an unexpected value: {detail}")]
+    UnexpectedValue {
+        /// The attribute key.
+        key: &'static str,
+        /// What was found.
+        detail: String,
+    },
+    /// The operation needs a permission the object does not have.
+    #[error("permission denied: {0}")]
+    PermissionDenied(&'static str),
+    /// A fixed-capacity container was full.
+    #[error("capacity of {what} exceeded (max {max})")]
+    Capacity {
+        /// Which container.
+        what: &'static str,
+        /// Its capacity.
+        max: usize,
+    },
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Turns a C status into `Ok(())` or [`Error::NvSci`].
+pub(crate) fn check(function: &'static str, code: nvsci_sys::NvSciError) -> Result<()> {
+    if code == nvsci_sys::NvSciError_Success {
+        Ok(())
+    } else {
+        Err(Error::NvSci { function, code: NvSciError(code) })
+    }
+}
+
+pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidArgument { name, reason: reason.into() }
+}

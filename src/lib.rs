@@ -1,0 +1,44 @@
+//! Safe, zero-copy NvSciBuf / NvSciSync interop for Rust.
+//!
+//! * [`NvSci`] is a loaded implementation: NVIDIA's libraries (Jetson, DRIVE OS), opened at run
+//!   time, or the in-process mock (feature `mock`, on by default) for machines without NvSci.
+//! * [`buf`]: modules, typed attribute lists, reconciliation with explained conflicts, buffer
+//!   objects, reduced-permission duplicates and CPU access.
+//! * [`sync`]: sync attribute lists, sync objects, fences and CPU waits.
+//!
+//! ```
+//! # fn main() -> nvsci::Result<()> {
+//! use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
+//! let lib = nvsci::NvSci::load().or_else(|_| Ok::<_, nvsci::Error>(nvsci::NvSci::mock()))?;
+//! let module = BufModule::open(&lib)?;
+//! let mut list = module.attr_list()?;
+//! list.set(&[
+//!     BufAttr::Types(&[BufType::RAW_BUFFER]),
+//!     BufAttr::RawSize(4096),
+//!     BufAttr::NeedCpuAccess(true),
+//!     BufAttr::RequiredPerm(Perm::ReadWrite),
+//! ])?;
+//! let reconciled = BufAttrList::reconcile(&[&list])?;
+//! let buf = BufObj::alloc(&reconciled)?;
+//! buf.cpu_write()?[..4].copy_from_slice(b"nvsc");
+//! assert_eq!(&buf.cpu_read()?[..4], b"nvsc");
+//! # Ok(()) }
+//! ```
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod attr;
+mod attr_list;
+pub mod buf;
+mod error;
+mod library;
+pub mod sync;
+
+pub use attr::{AttrElem, Key};
+pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
+pub use library::{Implementation, NvSci};
+pub use nvsci_sys as sys;
+
+/// Live-handle accounting of the mock implementation.
+#[cfg(feature = "mock")]
+pub use nvsci_mock::{HandleCounts, Ledger};

@@ -1,0 +1,114 @@
+//! The loaded NvSci implementation: real libraries or the mock, behind the same function tables.
+
+use crate::error::{Error, Result};
+use nvsci_sys::loader::NvSciLibraries;
+use nvsci_sys::{NvSciBufFns, NvSciSyncFns};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Which implementation a [`NvSci`] handle talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// NVIDIA's `libnvscibuf.so.1` / `libnvscisync.so.1` (Jetson, DRIVE OS).
+    Native,
+    /// The in-process emulation (CPU-only tests, desktops); its objects can never reach a GPU.
+    Mock,
+}
+
+pub(crate) struct Inner {
+    pub(crate) buf: NvSciBufFns,
+    pub(crate) sync: NvSciSyncFns,
+    pub(crate) implementation: Implementation,
+    // Keeps the shared objects mapped while any table copy may be called.
+    libs: Option<NvSciLibraries>,
+}
+
+/// A loaded NvSci implementation. Cheap to clone; every module, list and object keeps one, so the
+/// libraries stay loaded until the last of them is dropped.
+#[derive(Clone)]
+pub struct NvSci(pub(crate) Arc<Inner>);
+
+impl std::fmt::Debug for NvSci {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NvSci")
+            .field("implementation", &self.0.implementation)
+            .field("libraries", &self.0.libs)
+            .finish()
+    }
+}
+
+impl NvSci {
+    /// Loads the NvSci libraries from `NVSCI_LIB_DIR`, the JetPack 6/7 and JetPack 5 library
+    /// directories, then the default search path.
+    ///
+    /// Never panics: a missing library gives [`Error::Load`] listing every path tried.
+    pub fn load() -> Result<Self> {
+        Ok(Self::from_libraries(nvsci_sys::loader::load()?))
+    }
+
+    /// Loads the NvSci libraries from `dirs` only (no default search path).
+    pub fn load_from_dirs(dirs: &[PathBuf]) -> Result<Self> {
+        Ok(Self::from_libraries(nvsci_sys::loader::load_from(dirs, false)?))
+    }
+
+    /// Wraps libraries opened by [`nvsci_sys::loader`].
+    pub fn from_libraries(libs: NvSciLibraries) -> Self {
+        Self(Arc::new(Inner {
+            buf: libs.buf,
+            sync: libs.sync,
+            implementation: Implementation::Native,
+            libs: Some(libs),
+        }))
+    }
+
+    /// The in-process NvSci emulation (feature `mock`).
+    #[cfg(feature = "mock")]
+    pub fn mock() -> Self {
+        Self(Arc::new(Inner {
+            buf: nvsci_mock::buf_fns(),
+            sync: nvsci_mock::sync_fns(),
+            implementation: Implementation::Mock,
+            libs: None,
+        }))
+    }
+
+    /// Which implementation this is.
+    pub fn implementation(&self) -> Implementation {
+        self.0.implementation
+    }
+
+    /// Paths the native libraries were loaded from (`None` for the mock).
+    pub fn library_paths(&self) -> Option<(&str, &str)> {
+        self.0.libs.as_ref().map(|l| (l.buf_path.as_str(), l.sync_path.as_str()))
+    }
+
+    pub(crate) fn buf(&self) -> &NvSciBufFns {
+        &self.0.buf
+    }
+
+    pub(crate) fn sync(&self) -> &NvSciSyncFns {
+        &self.0.sync
+    }
+}
+
+/// Fetches a function from a table, or returns [`Error::Unsupported`] naming it.
+macro_rules! nvfn {
+    ($table:expr, $name:ident) => {
+        match $table.$name {
+            Some(f) => f,
+            None => {
+                return Err($crate::error::Error::Unsupported {
+                    what: stringify!($name),
+                    reason: "the loaded NvSci library does not export this function",
+                })
+            }
+        }
+    };
+}
+pub(crate) use nvfn;
+
+/// Unsupported-function error for use outside `nvfn!`.
+#[allow(dead_code)]
+pub(crate) fn missing(what: &'static str) -> Error {
+    Error::Unsupported { what, reason: "the loaded NvSci library does not export this function" }
+}

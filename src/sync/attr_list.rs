@@ -1,0 +1,29 @@
+//! NvSciSync attribute lists.
+
+use super::keys::{SyncAttr, ALL_KEYS};
+use super::SyncModule;
+use crate::attr_list::attr_list_type;
+
+attr_list_type! {
+    family: "NvSciSync",
+    list: SyncAttrList,
+    list_ref: SyncAttrListRef,
+    module: SyncModule,
+    attr: SyncAttr,
+    table: sync,
+    raw_list: NvSciSyncAttrList,
+    pair: NvSciSyncAttrKeyValuePair { attrKey },
+    fns: {
+        create: NvSciSyncAttrListCreate,
+        free: NvSciSyncAttrListFree,
+        set_attrs: NvSciSyncAttrListSetAttrs,
+        slot_get_attrs: NvSciSyncAttrListSlotGetAttrs,
+        slot_count: NvSciSyncAttrListGetSlotCount,
+        is_reconciled: NvSciSyncAttrListIsReconciled,
+        clone: NvSciSyncAttrListClone,
+        append: NvSciSyncAttrListAppendUnreconciled,
+        reconcile: NvSciSyncAttrListReconcile,
+        debug_dump: NvSciSyncAttrListDebugDump,
+        free_desc: NvSciSyncAttrListFreeDesc,
+    },
+}

@@ -1,0 +1,185 @@
+//! Fences and CPU waits.
+
+use super::{SyncModule, SyncObj};
+use crate::error::{check, invalid, Error, Result};
+use crate::library::nvfn;
+use core::time::Duration;
+use nvsci_sys as sys;
+
+/// A fixed-capacity list of fences (no heap allocation).
+pub type FenceList<const N: usize> = heapless::Vec<Fence, N>;
+
+/// An NvSciSync fence: a point on a sync object's timeline.
+///
+/// A fence that is not cleared holds a reference on its object inside the library; dropping the
+/// fence clears it (NvSciSyncFenceClear). A fence also keeps its [`SyncObj`] (and so the loaded
+/// library) alive. Duplicate with [`try_clone`](Self::try_clone), which can fail.
+pub struct Fence {
+    raw: sys::NvSciSyncFence,
+    obj: Option<SyncObj>,
+}
+
+// SAFETY: fence storage is plain data; the library's fence functions are thread-safe and take the
+// fence by pointer, so moving it between threads is fine.
+unsafe impl Send for Fence {}
+// SAFETY: `&Fence` only reaches NvSciSyncFenceWait/Dup/ExtractFence, which read the fence through
+// a const pointer and are documented thread-safe.
+unsafe impl Sync for Fence {}
+
+impl Default for Fence {
+    fn default() -> Self {
+        Self::cleared()
+    }
+}
+
+impl Drop for Fence {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+impl std::fmt::Debug for Fence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fence").field("cleared", &self.is_cleared()).finish()
+    }
+}
+
+impl Fence {
+    /// A cleared fence: waiting on it succeeds at once.
+    pub const fn cleared() -> Self {
+        Self { raw: sys::NVSCI_SYNC_FENCE_INITIALIZER, obj: None }
+    }
+
+    /// Empty fence storage bound to `obj`, to be filled by a signaler (CPU or another API).
+    pub(crate) fn for_object(obj: &SyncObj) -> Self {
+        Self { raw: sys::NVSCI_SYNC_FENCE_INITIALIZER, obj: Some(obj.clone()) }
+    }
+
+    /// Whether the fence is cleared (all-zero storage).
+    pub fn is_cleared(&self) -> bool {
+        self.raw.payload.iter().all(|&w| w == 0)
+    }
+
+    /// Clears the fence, releasing its reference on the object.
+    pub fn clear(&mut self) {
+        if let Some(obj) = &self.obj {
+            if !self.is_cleared() {
+                if let Some(clear) = obj.0.module.0.lib.sync().NvSciSyncFenceClear {
+                    // SAFETY: the storage holds a fence of this library (or zeroes); clearing
+                    // releases its object reference and zeroes it.
+                    unsafe { clear(&mut self.raw) };
+                }
+            }
+        }
+        self.raw = sys::NVSCI_SYNC_FENCE_INITIALIZER;
+    }
+
+    /// A duplicate of this fence (NvSciSyncFenceDup), with its own object reference.
+    pub fn try_clone(&self) -> Result<Self> {
+        let Some(obj) = &self.obj else {
+            return Ok(Self::cleared());
+        };
+        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceDup);
+        let mut out = Self::for_object(obj);
+        // SAFETY: `self.raw` is a valid fence; `out.raw` is zeroed storage for the copy.
+        check("NvSciSyncFenceDup", unsafe { f(&self.raw, &mut out.raw) })?;
+        Ok(out)
+    }
+
+    /// Waits on the CPU until the fence expires. `None` waits forever.
+    ///
+    /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`].
+    pub fn wait(&self, ctx: &mut CpuWaitContext, timeout: Option<Duration>) -> Result<()> {
+        let Some(obj) = &self.obj else { return Ok(()) };
+        if self.is_cleared() {
+            return Ok(());
+        }
+        if !std::sync::Arc::ptr_eq(&obj.0.module.0.lib.0, &ctx.module.0.lib.0) {
+            return Err(invalid("ctx", "wait context comes from a different NvSci implementation"));
+        }
+        let timeout_us = match timeout {
+            None => -1,
+            Some(d) => i64::try_from(d.as_micros())
+                .ok()
+                .filter(|&us| us <= sys::NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US)
+                .ok_or_else(|| invalid("timeout", format!("{d:?} exceeds the NvSci maximum; use None to wait forever")))?,
+        };
+        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceWait);
+        // SAFETY: the fence and the context are alive; the context is used by this thread only
+        // (`&mut`), as the library requires.
+        let code = unsafe { f(&self.raw, ctx.raw, timeout_us) };
+        if code == sys::NvSciError_Timeout {
+            return Err(Error::Timeout { function: "NvSciSyncFenceWait", timeout_us });
+        }
+        check("NvSciSyncFenceWait", code)
+    }
+
+    /// The fence's primitive id and value (NvSciSyncFenceExtractFence; NvSciSync 2.3+).
+    pub fn id_value(&self) -> Result<(u64, u64)> {
+        let Some(obj) = &self.obj else {
+            return Err(Error::NvSci { function: "NvSciSyncFenceExtractFence", code: crate::NvSciError::CLEARED_FENCE });
+        };
+        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceExtractFence);
+        let (mut id, mut value) = (0u64, 0u64);
+        // SAFETY: the fence is alive; both out-pointers are valid.
+        check("NvSciSyncFenceExtractFence", unsafe { f(&self.raw, &mut id, &mut value) })?;
+        Ok((id, value))
+    }
+
+    /// The sync object this fence belongs to (`None` for a fence created cleared).
+    pub fn object(&self) -> Option<&SyncObj> {
+        self.obj.as_ref()
+    }
+
+    /// Pointer to the C fence (valid while `self` lives).
+    pub fn as_raw(&self) -> *const sys::NvSciSyncFence {
+        &self.raw
+    }
+
+    /// Mutable pointer to the C fence storage, for a signaler to fill.
+    pub(crate) fn as_raw_mut(&mut self) -> *mut sys::NvSciSyncFence {
+        &mut self.raw
+    }
+}
+
+/// Waits for every fence of a list (each with the same timeout).
+pub fn wait_all(fences: &[Fence], ctx: &mut CpuWaitContext, timeout: Option<Duration>) -> Result<()> {
+    fences.iter().try_for_each(|f| f.wait(ctx, timeout))
+}
+
+/// A CPU wait context (NvSciSyncCpuWaitContext): needed to wait on fences from the CPU.
+///
+/// One context must not be used by two threads at once, so waiting takes `&mut`.
+pub struct CpuWaitContext {
+    raw: sys::NvSciSyncCpuWaitContext,
+    module: SyncModule,
+}
+
+// SAFETY: the context may move between threads; it is not `Sync` because the library forbids
+// concurrent use of one context, and every use needs `&mut`.
+unsafe impl Send for CpuWaitContext {}
+
+impl Drop for CpuWaitContext {
+    fn drop(&mut self) {
+        if let Some(free) = self.module.0.lib.sync().NvSciSyncCpuWaitContextFree {
+            // SAFETY: freed once; no wait can be running (waits borrow `&mut self`).
+            unsafe { free(self.raw) };
+        }
+    }
+}
+
+impl std::fmt::Debug for CpuWaitContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CpuWaitContext").finish_non_exhaustive()
+    }
+}
+
+impl CpuWaitContext {
+    pub(crate) fn new(module: &SyncModule) -> Result<Self> {
+        let f = nvfn!(module.0.lib.sync(), NvSciSyncCpuWaitContextAlloc);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the module is alive; `raw` receives a new context.
+        check("NvSciSyncCpuWaitContextAlloc", unsafe { f(module.0.raw, &mut raw) })?;
+        Ok(Self { raw, module: module.clone() })
+    }
+}

@@ -1,0 +1,96 @@
+//! NvSciSync objects.
+
+use super::{Fence, SyncAttrList, SyncAttrListRef, SyncModule};
+use crate::error::{check, invalid, Result};
+use crate::library::{nvfn, Implementation};
+use nvsci_sys as sys;
+use std::sync::Arc;
+
+pub(crate) struct ObjInner {
+    pub(crate) raw: sys::NvSciSyncObj,
+    pub(crate) module: SyncModule,
+}
+
+// SAFETY: NvSciSync object functions are documented thread-safe and the handle has no thread
+// affinity; the Rust side never mutates it.
+unsafe impl Send for ObjInner {}
+// SAFETY: as above: shared references only reach thread-safe library calls.
+unsafe impl Sync for ObjInner {}
+
+impl Drop for ObjInner {
+    fn drop(&mut self) {
+        if let Some(free) = self.module.0.lib.sync().NvSciSyncObjFree {
+            // SAFETY: freed once, after every `SyncObj` clone and every `Fence` made from it (each
+            // holds this `Arc`) and after every import into another API (those borrow or hold it).
+            unsafe { free(self.raw) };
+        }
+    }
+}
+
+/// An NvSciSync object: the primitive fences are generated from and waited on.
+///
+/// Cheap to clone (reference counted); fences and imports hold a clone, so the object outlives
+/// them.
+#[derive(Clone)]
+pub struct SyncObj(pub(crate) Arc<ObjInner>);
+
+impl std::fmt::Debug for SyncObj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SyncObj").field("raw", &self.0.raw).finish()
+    }
+}
+
+impl SyncObj {
+    /// Allocates a sync object from a reconciled list.
+    pub fn alloc(list: &SyncAttrList) -> Result<Self> {
+        if !list.is_reconciled()? {
+            return Err(invalid("list", "SyncObj::alloc needs a reconciled attribute list"));
+        }
+        let f = nvfn!(list.module.0.lib.sync(), NvSciSyncObjAlloc);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the list is alive and reconciled; `raw` receives a new object.
+        check("NvSciSyncObjAlloc", unsafe { f(list.raw, &mut raw) })?;
+        Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone() })))
+    }
+
+    /// The object's reconciled attribute list (borrowed from the object).
+    pub fn attr_list(&self) -> Result<SyncAttrListRef<'_>> {
+        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGetAttrList);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the object is alive; the list it returns belongs to it and lives as long.
+        check("NvSciSyncObjGetAttrList", unsafe { f(self.0.raw, &mut raw) })?;
+        // SAFETY: as above; the reference never frees it.
+        Ok(unsafe { SyncAttrListRef::new(raw, &self.0.module) })
+    }
+
+    /// Generates the fence of the next CPU signal (the CPU must be the signaler).
+    pub fn generate_fence(&self) -> Result<Fence> {
+        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGenerateFence);
+        let mut fence = Fence::for_object(self);
+        // SAFETY: the object is alive and the fence storage is zeroed (cleared) as required.
+        check("NvSciSyncObjGenerateFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })?;
+        Ok(fence)
+    }
+
+    /// Signals from the CPU, expiring the oldest outstanding generated fence.
+    pub fn signal(&self) -> Result<()> {
+        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjSignal);
+        // SAFETY: the object is alive.
+        check("NvSciSyncObjSignal", unsafe { f(self.0.raw) })
+    }
+
+    /// The module this object belongs to.
+    pub fn module(&self) -> &SyncModule {
+        &self.0.module
+    }
+
+    /// The implementation this object belongs to.
+    pub fn implementation(&self) -> Implementation {
+        self.0.module.implementation()
+    }
+
+    /// The raw handle (valid while any clone lives; do not free it).
+    pub fn as_raw(&self) -> sys::NvSciSyncObj {
+        self.0.raw
+    }
+}
