@@ -156,6 +156,22 @@ pub enum Error {
     /// The operation needs a permission the object does not have.
     #[error("permission denied: {0}")]
     PermissionDenied(&'static str),
+    /// A CUDA driver call failed.
+    #[error("{function} failed: CUDA error {code} ({name})")]
+    Cuda {
+        /// The CUDA function that failed.
+        function: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// The `CUresult` name, when known.
+        name: &'static str,
+    },
+    /// No usable CUDA driver or device; the message says what to do instead.
+    #[error("CUDA is not available: {reason}")]
+    CudaUnavailable {
+        /// What is missing and what to use instead.
+        reason: String,
+    },
     /// A fixed-capacity container was full.
     #[error("capacity of {what} exceeded (max {max})")]
     Capacity {

@@ -8,6 +8,7 @@
 //!
 //! ```
 //! # fn main() -> nvsci::Result<()> {
+//! # #[cfg(feature = "mock")] {
 //! use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 //! let lib = nvsci::NvSci::load().or_else(|_| Ok::<_, nvsci::Error>(nvsci::NvSci::mock()))?;
 //! let module = BufModule::open(&lib)?;
@@ -22,6 +23,7 @@
 //! let buf = BufObj::alloc(&reconciled)?;
 //! buf.cpu_write()?[..4].copy_from_slice(b"nvsc");
 //! assert_eq!(&buf.cpu_read()?[..4], b"nvsc");
+//! # }
 //! # Ok(()) }
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -30,6 +32,8 @@
 mod attr;
 mod attr_list;
 pub mod buf;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
 mod library;
 pub mod sync;

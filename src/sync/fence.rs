@@ -55,6 +55,15 @@ impl Fence {
         Self { raw: sys::NVSCI_SYNC_FENCE_INITIALIZER, obj: Some(obj.clone()) }
     }
 
+    /// Clears the fence and rebinds its storage to `obj`, ready to be filled by a signaler.
+    pub(crate) fn reset_for(&mut self, obj: &SyncObj) {
+        self.clear();
+        let same = self.obj.as_ref().is_some_and(|o| std::sync::Arc::ptr_eq(&o.0, &obj.0));
+        if !same {
+            self.obj = Some(obj.clone());
+        }
+    }
+
     /// Whether the fence is cleared (all-zero storage).
     pub fn is_cleared(&self) -> bool {
         self.raw.payload.iter().all(|&w| w == 0)

@@ -1,0 +1,435 @@
+//! External memory imported into CUDA, and its mappings.
+//!
+//! Ownership encodes teardown order: a [`MappedBuffer`] or [`MappedArray`] holds its
+//! [`ExternalMemory`], which holds the NvSciBuf object reference it was imported from, so the
+//! driver objects are always destroyed before the memory they describe.
+
+use super::device::CudaDevice;
+use super::result::check;
+use super::{desc, memsync};
+use crate::buf::{BufObj, ColorFormat, GpuId, Perm, PlaneLayout};
+use crate::error::{invalid, Error, Result};
+use crate::Implementation;
+use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use core::marker::PhantomData;
+use std::os::fd::{IntoRawFd, OwnedFd, AsRawFd};
+use std::sync::Arc;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Access level of an import, carried in the type.
+pub trait Access: sealed::Sealed + Send + Sync + 'static {
+    /// Whether device code may write.
+    const WRITABLE: bool;
+}
+
+/// Device code may only read (e.g. a read-only NvSciBuf duplicate).
+#[derive(Debug)]
+pub enum ReadOnly {}
+/// Device code may read and write.
+#[derive(Debug)]
+pub enum ReadWrite {}
+impl sealed::Sealed for ReadOnly {}
+impl sealed::Sealed for ReadWrite {}
+impl Access for ReadOnly {
+    const WRITABLE: bool = false;
+}
+impl Access for ReadWrite {
+    const WRITABLE: bool = true;
+}
+
+enum Source {
+    NvSciBuf { _obj: BufObj, coherency_gpu: Option<GpuId> },
+    Fd,
+}
+
+struct Inner {
+    raw: sys::CUexternalMemory,
+    size: u64,
+    dev: CudaDevice,
+    source: Source,
+}
+
+// SAFETY: a CUexternalMemory handle is usable from any thread that binds its context (done
+// before every driver call here); the NvSciBuf object held is itself Send + Sync.
+unsafe impl Send for Inner {}
+// SAFETY: shared access only reads the handle and passes it to thread-safe driver calls.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.dev.bind().is_ok() {
+            // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
+            // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
+            let r = unsafe { sys::cuDestroyExternalMemory(self.raw) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                log::warn!("cuDestroyExternalMemory failed: {r:?}");
+            }
+        }
+        if let Source::NvSciBuf { coherency_gpu: Some(gpu), .. } = self.source {
+            memsync::REGISTRY.unregister(gpu);
+        }
+    }
+}
+
+/// Memory imported into CUDA: from an NvSciBuf object or an opaque fd.
+pub struct ExternalMemory<A: Access = ReadWrite> {
+    inner: Arc<Inner>,
+    _access: PhantomData<A>,
+}
+
+impl<A: Access> Clone for ExternalMemory<A> {
+    fn clone(&self) -> Self {
+        Self { inner: self.inner.clone(), _access: PhantomData }
+    }
+}
+
+impl<A: Access> std::fmt::Debug for ExternalMemory<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalMemory")
+            .field("size", &self.inner.size)
+            .field("writable", &A::WRITABLE)
+            .finish()
+    }
+}
+
+fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, what: &'static str) -> Result<sys::CUexternalMemory> {
+    dev.bind()?;
+    let mut raw = core::ptr::null_mut();
+    // SAFETY: the descriptor is fully initialised and its handle is valid for the call; the
+    // driver writes a new handle through the valid out-pointer.
+    let r = unsafe { sys::cuImportExternalMemory(&mut raw, d) };
+    if r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED && what == "NvSciBuf" {
+        return Err(Error::Unsupported {
+            what: "importing NvSciBuf memory into CUDA",
+            reason: "this CUDA driver does not support NvSciBuf (desktop GPUs answer \
+                     CUDA_ERROR_NOT_SUPPORTED; only Jetson/DRIVE do); use the Vulkan backend or \
+                     CUDA-exported memory instead",
+        });
+    }
+    check("cuImportExternalMemory", r)?;
+    Ok(raw)
+}
+
+impl<A: Access> ExternalMemory<A> {
+    /// Imports an NvSciBuf object. The import keeps its own reference to the object (a
+    /// duplicate), so the object outlives it. A [`ReadWrite`] import of a read-only reference is
+    /// refused; import it as [`ReadOnly`].
+    pub fn from_buf_obj(dev: &CudaDevice, obj: &BufObj) -> Result<Self> {
+        if obj.implementation() == Implementation::Mock {
+            return Err(Error::Unsupported {
+                what: "importing a mock NvSciBuf object into CUDA",
+                reason: "mock buffers live in ordinary host memory that the GPU cannot import; \
+                         use the Vulkan backend or CUDA-exported memory for GPU tests",
+            });
+        }
+        if A::WRITABLE && obj.perm() != Perm::ReadWrite {
+            return Err(Error::PermissionDenied("a read-only NvSciBuf reference can only be imported as ReadOnly"));
+        }
+        let size = obj.size();
+        if size == 0 {
+            return Err(invalid("obj", "the object's reconciled size is 0"));
+        }
+        let held = obj.dup()?;
+        let needs = held.gpu_sw_need_cache_coherency(dev.gpu_id())?.unwrap_or(true);
+        let d = desc::nvscibuf_memory(held.as_raw() as *const _, size);
+        let raw = import(dev, &d, "NvSciBuf")?;
+        let coherency_gpu = needs.then(|| {
+            memsync::REGISTRY.register(dev.gpu_id());
+            dev.gpu_id()
+        });
+        Ok(Self::wrap(raw, size, dev, Source::NvSciBuf { _obj: held, coherency_gpu }))
+    }
+
+    /// Imports an opaque POSIX fd (Vulkan `OPAQUE_FD`, CUDA VMM export) of `size` bytes.
+    ///
+    /// CUDA takes ownership of the fd only when the import succeeds; on failure it is closed
+    /// here, exactly once. `dedicated` must match how the memory was allocated (Vulkan dedicated
+    /// allocations: true).
+    pub fn from_opaque_fd(dev: &CudaDevice, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
+        if size == 0 {
+            return Err(invalid("size", "an import of 0 bytes is not allowed"));
+        }
+        let d = desc::opaque_fd_memory(fd.as_raw_fd(), size, dedicated);
+        let raw = import(dev, &d, "opaque fd")?; // on error `fd` drops here and is closed
+        // The driver owns the descriptor now.
+        let _ = fd.into_raw_fd();
+        Ok(Self::wrap(raw, size, dev, Source::Fd))
+    }
+
+    fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaDevice, source: Source) -> Self {
+        Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source }), _access: PhantomData }
+    }
+
+    /// Imported size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// Maps `len` bytes at `offset` as a linear device buffer (checked against the size first).
+    pub fn map_buffer(&self, offset: u64, len: u64) -> Result<MappedBuffer<A>> {
+        if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.inner.size) {
+            return Err(invalid("range", format!("{offset}+{len} is outside the {} imported bytes", self.inner.size)));
+        }
+        self.inner.dev.bind()?;
+        let d = desc::buffer(offset, len);
+        let mut ptr = 0;
+        // SAFETY: the external memory is alive and the range lies inside it (checked above).
+        check("cuExternalMemoryGetMappedBuffer", unsafe {
+            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.inner.raw, &d)
+        })?;
+        Ok(MappedBuffer {
+            ptr,
+            len: len as usize,
+            stream: self.inner.dev.default_stream(),
+            mem: self.clone(),
+        })
+    }
+
+    /// Maps the whole import as a linear device buffer.
+    pub fn map_all(&self) -> Result<MappedBuffer<A>> {
+        self.map_buffer(0, self.inner.size)
+    }
+
+    /// Maps one plane of a pitch-linear image as a CUDA mipmapped array (one level).
+    ///
+    /// The format and channel count follow the plane's color format; the width covers the whole
+    /// pitch (`pitch * 8 / bits_per_pixel`, so pitch padding is part of the array) and the
+    /// height is the aligned height.
+    pub fn map_plane(&self, plane: &PlaneLayout) -> Result<MappedArray<A>> {
+        let (format, channels) = array_format(plane.format).ok_or_else(|| {
+            invalid("plane.format", format!("{:?} has no CUDA array format", plane.format))
+        })?;
+        if plane.bits_per_pixel == 0 {
+            return Err(invalid("plane.bits_per_pixel", "0"));
+        }
+        let width = (plane.pitch as u64 * 8 / plane.bits_per_pixel as u64) as usize;
+        self.map_array(ArrayDesc {
+            offset: plane.offset,
+            width,
+            height: plane.aligned_height as usize,
+            format,
+            channels,
+            bytes_per_texel: plane.bits_per_pixel / 8,
+            flags: 0,
+        })
+    }
+
+    /// Maps a 2D array with an explicit description (e.g. a Vulkan image).
+    pub fn map_array(&self, a: ArrayDesc) -> Result<MappedArray<A>> {
+        let bytes = (a.width as u64)
+            .checked_mul(a.height as u64)
+            .and_then(|v| v.checked_mul(a.bytes_per_texel as u64))
+            .and_then(|v| v.checked_add(a.offset));
+        if a.width == 0 || a.height == 0 || bytes.is_none_or(|end| end > self.inner.size) {
+            return Err(invalid("array", format!("{a:?} does not fit in the {} imported bytes", self.inner.size)));
+        }
+        self.inner.dev.bind()?;
+        let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the memory is alive, the descriptor is complete and numLevels is 1.
+        check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
+            sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d)
+        })?;
+        let mut level0 = core::ptr::null_mut();
+        // SAFETY: `raw` is a valid mipmapped array with one level.
+        let r = unsafe { sys::cuMipmappedArrayGetLevel(&mut level0, raw, 0) };
+        let arr = MappedArray { raw, level0, desc: a, mem: self.clone() };
+        check("cuMipmappedArrayGetLevel", r)?;
+        Ok(arr)
+    }
+}
+
+/// A 2D array description for [`ExternalMemory::map_array`].
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayDesc {
+    /// Byte offset of the first texel.
+    pub offset: u64,
+    /// Width in texels.
+    pub width: usize,
+    /// Height in rows.
+    pub height: usize,
+    /// Channel format.
+    pub format: sys::CUarray_format,
+    /// Channels per texel (1, 2 or 4).
+    pub channels: u32,
+    /// Bytes per texel (for the bounds check).
+    pub bytes_per_texel: u32,
+    /// `CUDA_ARRAY3D_*` flags (e.g. color attachment, surface load/store).
+    pub flags: u32,
+}
+
+/// CUDA array format and channel count of an NvSciBuf plane format.
+pub fn array_format(f: ColorFormat) -> Option<(sys::CUarray_format, u32)> {
+    use sys::CUarray_format::*;
+    Some(match f {
+        ColorFormat::Y8 | ColorFormat::U8 | ColorFormat::V8 | ColorFormat::A8 => (CU_AD_FORMAT_UNSIGNED_INT8, 1),
+        ColorFormat::V8U8 | ColorFormat::U8V8 => (CU_AD_FORMAT_UNSIGNED_INT8, 2),
+        ColorFormat::A8B8G8R8 | ColorFormat::A8R8G8B8 | ColorFormat::B8G8R8A8 => (CU_AD_FORMAT_UNSIGNED_INT8, 4),
+        ColorFormat::Y16 => (CU_AD_FORMAT_UNSIGNED_INT16, 1),
+        ColorFormat::A16B16G16R16 => (CU_AD_FORMAT_UNSIGNED_INT16, 4),
+        ColorFormat::FLOAT_A16B16G16R16 => (CU_AD_FORMAT_HALF, 4),
+        _ => return None,
+    })
+}
+
+/// A linear device mapping of imported memory. `MappedBuffer<ReadOnly>` implements only
+/// cudarc's [`DevicePtr`]; `MappedBuffer<ReadWrite>` also implements [`DevicePtrMut`].
+///
+/// A writable mapping hands out mutable device pointers:
+///
+/// ```no_run
+/// use nvsci::cuda::{MappedBuffer, ReadWrite};
+/// use nvsci::cuda::cudarc::driver::{CudaStream, DevicePtrMut};
+/// fn write(m: &mut MappedBuffer<ReadWrite>, s: &CudaStream) -> u64 {
+///     m.device_ptr_mut(s).0
+/// }
+/// ```
+///
+/// A read-only one (e.g. from a read-only NvSciBuf duplicate) does not compile in that role:
+///
+/// ```compile_fail
+/// use nvsci::cuda::{MappedBuffer, ReadOnly};
+/// use nvsci::cuda::cudarc::driver::{CudaStream, DevicePtrMut};
+/// fn write(m: &mut MappedBuffer<ReadOnly>, s: &CudaStream) -> u64 {
+///     m.device_ptr_mut(s).0
+/// }
+/// ```
+pub struct MappedBuffer<A: Access = ReadWrite> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    stream: Arc<CudaStream>,
+    mem: ExternalMemory<A>,
+}
+
+impl<A: Access> Drop for MappedBuffer<A> {
+    fn drop(&mut self) {
+        let dev = &self.mem.inner.dev;
+        if dev.bind().is_err() {
+            return;
+        }
+        // Work still queued on any stream may use the mapping: wait for it first.
+        if let Err(e) = dev.context().synchronize() {
+            log::warn!("context synchronise before unmapping failed: {e}");
+        }
+        // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
+        // cuMemFree, as the driver documents; no queued work uses it (synchronised above).
+        let r = unsafe { sys::cuMemFree_v2(self.ptr) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            log::warn!("cuMemFree of a mapped buffer failed: {r:?}");
+        }
+    }
+}
+
+impl<A: Access> std::fmt::Debug for MappedBuffer<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedBuffer").field("ptr", &self.ptr).field("len", &self.len).finish()
+    }
+}
+
+impl<A: Access> MappedBuffer<A> {
+    /// The device address (valid while `self` lives).
+    pub fn device_address(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// The memory this mapping belongs to.
+    pub fn memory(&self) -> &ExternalMemory<A> {
+        &self.mem
+    }
+}
+
+impl<A: Access> DeviceSlice<u8> for MappedBuffer<A> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+}
+
+impl<A: Access> DevicePtr<u8> for MappedBuffer<A> {
+    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, SyncOnDrop::Sync(None))
+    }
+}
+
+impl DevicePtrMut<u8> for MappedBuffer<ReadWrite> {
+    fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, SyncOnDrop::Sync(None))
+    }
+}
+
+/// A CUDA mipmapped array (one level) mapped from imported memory.
+pub struct MappedArray<A: Access = ReadWrite> {
+    raw: sys::CUmipmappedArray,
+    level0: sys::CUarray,
+    desc: ArrayDesc,
+    mem: ExternalMemory<A>,
+}
+
+impl<A: Access> Drop for MappedArray<A> {
+    fn drop(&mut self) {
+        let dev = &self.mem.inner.dev;
+        if dev.bind().is_err() {
+            return;
+        }
+        if let Err(e) = dev.context().synchronize() {
+            log::warn!("context synchronise before destroying a mapped array failed: {e}");
+        }
+        // SAFETY: destroyed once, as documented for arrays from
+        // cuExternalMemoryGetMappedMipmappedArray; no queued work uses it (synchronised).
+        let r = unsafe { sys::cuMipmappedArrayDestroy(self.raw) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            log::warn!("cuMipmappedArrayDestroy failed: {r:?}");
+        }
+    }
+}
+
+impl<A: Access> std::fmt::Debug for MappedArray<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedArray").field("desc", &self.desc).finish()
+    }
+}
+
+impl<A: Access> MappedArray<A> {
+    /// Level 0 of the array (valid while `self` lives), for surface/texture objects and copies.
+    pub fn level0(&self) -> sys::CUarray {
+        self.level0
+    }
+
+    /// The description the array was mapped with.
+    pub fn desc(&self) -> &ArrayDesc {
+        &self.desc
+    }
+}
+
+// SAFETY: the mappings are plain device addresses/handles usable from any thread that binds the
+// context (done before every driver call here).
+unsafe impl<A: Access> Send for MappedBuffer<A> {}
+// SAFETY: shared access only reads the address.
+unsafe impl<A: Access> Sync for MappedBuffer<A> {}
+// SAFETY: as for MappedBuffer.
+unsafe impl<A: Access> Send for MappedArray<A> {}
+// SAFETY: as for MappedBuffer.
+unsafe impl<A: Access> Sync for MappedArray<A> {}
+
+/// Whether this CUDA driver accepts NvSciBuf imports at all.
+///
+/// Imports a NULL NvSciBuf handle: a driver without NvSciBuf support answers
+/// `CUDA_ERROR_NOT_SUPPORTED`, which becomes [`Error::Unsupported`]; a Tegra driver rejects the
+/// NULL handle itself (`Ok(())`). Safe on both: the NULL handle is never dereferenced.
+pub fn probe_nvscibuf_import(dev: &CudaDevice) -> Result<()> {
+    let d = desc::nvscibuf_memory(core::ptr::null(), 4096);
+    match import(dev, &d, "NvSciBuf") {
+        Err(e @ Error::Unsupported { .. }) => Err(e),
+        Err(_) => Ok(()),
+        Ok(raw) => {
+            // SAFETY: unexpected success: destroy the handle we just got, once.
+            unsafe { sys::cuDestroyExternalMemory(raw) };
+            Ok(())
+        }
+    }
+}

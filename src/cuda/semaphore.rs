@@ -1,0 +1,182 @@
+//! External semaphores: NvSciSync objects and opaque-fd (binary or timeline) semaphores.
+
+use super::device::CudaDevice;
+use super::memsync::{self, MemSync};
+use super::result::check;
+use super::desc;
+use crate::error::{Error, Result};
+use crate::sync::{Fence, SyncObj};
+use crate::Implementation;
+use cudarc::driver::{sys, CudaStream};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+
+struct Raw {
+    raw: sys::CUexternalSemaphore,
+    dev: CudaDevice,
+}
+
+// SAFETY: a CUexternalSemaphore is usable from any thread that binds its context (done before
+// every driver call).
+unsafe impl Send for Raw {}
+// SAFETY: shared access only passes the handle to thread-safe driver calls.
+unsafe impl Sync for Raw {}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        if self.dev.bind().is_err() {
+            return;
+        }
+        // Queued signals and waits reference the semaphore: let them finish first.
+        if let Err(e) = self.dev.context().synchronize() {
+            log::warn!("context synchronise before destroying a semaphore failed: {e}");
+        }
+        // SAFETY: destroyed once, before the NvSciSync object it came from (held by the owner
+        // struct's later field) is released.
+        let r = unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            log::warn!("cuDestroyExternalSemaphore failed: {r:?}");
+        }
+    }
+}
+
+fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bool) -> Result<Raw> {
+    dev.bind()?;
+    let mut raw = core::ptr::null_mut();
+    // SAFETY: the descriptor is complete and its handle valid for the call; `raw` is a valid
+    // out-pointer.
+    let r = unsafe { sys::cuImportExternalSemaphore(&mut raw, d) };
+    if nvsci && r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED {
+        return Err(Error::Unsupported {
+            what: "importing an NvSciSync object into CUDA",
+            reason: "this CUDA driver does not support NvSciSync (only Jetson/DRIVE do); use \
+                     timeline semaphores from the Vulkan backend instead",
+        });
+    }
+    check("cuImportExternalSemaphore", r)?;
+    Ok(Raw { raw, dev: dev.clone() })
+}
+
+/// An NvSciSync object imported into CUDA. Signals fill a [`Fence`]; waits take one, so a
+/// wait can only be issued for a fence that exists.
+pub struct CudaSyncObj {
+    raw: Raw,
+    obj: SyncObj,
+}
+
+impl std::fmt::Debug for CudaSyncObj {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaSyncObj").field("obj", &self.obj).finish()
+    }
+}
+
+impl CudaSyncObj {
+    /// Imports a sync object whose list was filled with CUDA's attributes
+    /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
+    pub fn import(dev: &CudaDevice, obj: &SyncObj) -> Result<Self> {
+        if obj.implementation() == Implementation::Mock {
+            return Err(Error::Unsupported {
+                what: "importing a mock NvSciSync object into CUDA",
+                reason: "mock sync objects exist only in this process's emulation; use the \
+                         Vulkan backend's timeline semaphores for GPU tests",
+            });
+        }
+        let raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
+        Ok(Self { raw, obj: obj.clone() })
+    }
+
+    /// Enqueues a signal on `stream` and returns the fence that expires with it.
+    pub fn signal(&self, stream: &CudaStream, policy: MemSync) -> Result<Fence> {
+        let mut fence = Fence::for_object(&self.obj);
+        self.signal_into(stream, policy, &mut fence)?;
+        Ok(fence)
+    }
+
+    /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first).
+    pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
+        fence.reset_for(&self.obj);
+        let skip = memsync::skip_for(policy, self.raw.dev.gpu_id(), "signal");
+        let params = desc::signal(fence.as_raw_mut() as *mut _, 0, skip);
+        self.raw.dev.bind()?;
+        // SAFETY: one semaphore and one parameter block, both alive for the call; CUDA writes
+        // the new fence into the storage `params` points to before returning.
+        check("cuSignalExternalSemaphoresAsync", unsafe {
+            sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
+        })
+    }
+
+    /// Enqueues a wait for `fence` on `stream`. The fence may be dropped or cleared afterwards.
+    pub fn wait(&self, stream: &CudaStream, fence: &Fence, policy: MemSync) -> Result<()> {
+        if fence.is_cleared() {
+            return Ok(());
+        }
+        let skip = memsync::skip_for(policy, self.raw.dev.gpu_id(), "wait");
+        let params = desc::wait(fence.as_raw() as *const _, 0, skip);
+        self.raw.dev.bind()?;
+        // SAFETY: the fence and the parameter block are alive for the call; CUDA copies what it
+        // needs from the fence before returning.
+        check("cuWaitExternalSemaphoresAsync", unsafe {
+            sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
+        })
+    }
+
+    /// The sync object.
+    pub fn sync_obj(&self) -> &SyncObj {
+        &self.obj
+    }
+}
+
+/// Kind of an fd semaphore.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SemaphoreKind {
+    /// A binary semaphore (`OPAQUE_FD`): signal/wait values are ignored.
+    Binary,
+    /// A timeline semaphore: signal sets the value, wait waits for at least the value.
+    Timeline,
+}
+
+/// An opaque-fd semaphore (e.g. exported by Vulkan) imported into CUDA.
+pub struct CudaSemaphore {
+    raw: Raw,
+    kind: SemaphoreKind,
+}
+
+impl std::fmt::Debug for CudaSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaSemaphore").field("kind", &self.kind).finish()
+    }
+}
+
+impl CudaSemaphore {
+    /// Imports an fd. CUDA owns it only when the import succeeds; on failure it is closed here.
+    pub fn import(dev: &CudaDevice, fd: OwnedFd, kind: SemaphoreKind) -> Result<Self> {
+        let d = desc::fd_semaphore(fd.as_raw_fd(), kind == SemaphoreKind::Timeline);
+        let raw = import(dev, &d, false)?;
+        let _ = fd.into_raw_fd();
+        Ok(Self { raw, kind })
+    }
+
+    /// Binary or timeline.
+    pub fn kind(&self) -> SemaphoreKind {
+        self.kind
+    }
+
+    /// Enqueues a signal (timeline: sets `value`).
+    pub fn signal(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        let params = desc::signal(core::ptr::null_mut(), value, false);
+        self.raw.dev.bind()?;
+        // SAFETY: the semaphore and parameters are alive for the call.
+        check("cuSignalExternalSemaphoresAsync", unsafe {
+            sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
+        })
+    }
+
+    /// Enqueues a wait (timeline: until the value is at least `value`).
+    pub fn wait(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        let params = desc::wait(core::ptr::null(), value, false);
+        self.raw.dev.bind()?;
+        // SAFETY: the semaphore and parameters are alive for the call.
+        check("cuWaitExternalSemaphoresAsync", unsafe {
+            sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
+        })
+    }
+}

@@ -1,0 +1,174 @@
+//! Device memory allocated with CUDA's virtual-memory API and exported as a POSIX fd, so CUDA
+//! can be the producer for another API or process (and so the fd import path can be exercised
+//! on any CUDA GPU).
+
+use super::device::CudaDevice;
+use super::result::check;
+use crate::error::{invalid, Result};
+use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+/// Device memory that can be exported as an fd. Mapped read-write on its own device.
+pub struct ExportableAllocation {
+    dev: CudaDevice,
+    stream: Arc<CudaStream>,
+    handle: Option<sys::CUmemGenericAllocationHandle>,
+    ptr: sys::CUdeviceptr,
+    reserved: usize,
+    mapped: bool,
+    size: usize,
+}
+
+// SAFETY: the allocation handle and address are usable from any thread that binds the context
+// (done before every driver call).
+unsafe impl Send for ExportableAllocation {}
+// SAFETY: shared access only reads the address.
+unsafe impl Sync for ExportableAllocation {}
+
+fn prop(dev: &CudaDevice) -> sys::CUmemAllocationProp {
+    sys::CUmemAllocationProp {
+        type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
+        requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+        location: sys::CUmemLocation {
+            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+            id: dev.context().cu_device(),
+        },
+        win32HandleMetaData: core::ptr::null_mut(),
+        allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
+            compressionType: 0,
+            gpuDirectRDMACapable: 0,
+            usage: 0,
+            reserved: [0; 4],
+        },
+    }
+}
+
+impl ExportableAllocation {
+    /// Allocates at least `size` bytes (rounded up to the allocation granularity), maps them and
+    /// grants the device read-write access.
+    pub fn new(dev: &CudaDevice, size: usize) -> Result<Self> {
+        if size == 0 {
+            return Err(invalid("size", "0 bytes"));
+        }
+        dev.bind()?;
+        let p = prop(dev);
+        let mut gran = 0usize;
+        // SAFETY: `p` is a complete property block; `gran` is a valid out-pointer.
+        check("cuMemGetAllocationGranularity", unsafe {
+            sys::cuMemGetAllocationGranularity(
+                &mut gran,
+                &p,
+                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
+            )
+        })?;
+        let gran = gran.max(1);
+        let rounded = size.div_ceil(gran) * gran;
+        let mut me = Self {
+            dev: dev.clone(),
+            stream: dev.default_stream(),
+            handle: None,
+            ptr: 0,
+            reserved: 0,
+            mapped: false,
+            size: rounded,
+        };
+        // Each step records what it created so Drop undoes exactly that on a later failure.
+        let mut h = 0;
+        // SAFETY: valid out-pointer and property block; size is a granularity multiple.
+        check("cuMemCreate", unsafe { sys::cuMemCreate(&mut h, rounded, &p, 0) })?;
+        me.handle = Some(h);
+        let mut ptr = 0;
+        // SAFETY: reserves a fresh address range of the allocation's size.
+        check("cuMemAddressReserve", unsafe { sys::cuMemAddressReserve(&mut ptr, rounded, 0, 0, 0) })?;
+        me.ptr = ptr;
+        me.reserved = rounded;
+        // SAFETY: maps the whole allocation at the start of the reserved range.
+        check("cuMemMap", unsafe { sys::cuMemMap(ptr, rounded, 0, h, 0) })?;
+        me.mapped = true;
+        let access = sys::CUmemAccessDesc {
+            location: p.location,
+            flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+        };
+        // SAFETY: the range is mapped; one access descriptor is passed.
+        check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(ptr, rounded, &access, 1) })?;
+        Ok(me)
+    }
+
+    /// Exports the allocation as a new POSIX fd (each call gives a new descriptor).
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        let h = self.handle.ok_or_else(|| invalid("allocation", "not created"))?;
+        self.dev.bind()?;
+        let mut fd: i32 = -1;
+        // SAFETY: for POSIX_FILE_DESCRIPTOR the driver writes an int fd through the pointer.
+        check("cuMemExportToShareableHandle", unsafe {
+            sys::cuMemExportToShareableHandle(
+                &mut fd as *mut i32 as *mut core::ffi::c_void,
+                h,
+                sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                0,
+            )
+        })?;
+        if fd < 0 {
+            return Err(invalid("fd", "the driver returned no descriptor"));
+        }
+        // SAFETY: the driver just created this descriptor and nobody else owns it.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Allocated size in bytes (a multiple of the granularity, >= the requested size).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The device address.
+    pub fn device_address(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+}
+
+impl Drop for ExportableAllocation {
+    fn drop(&mut self) {
+        if self.dev.bind().is_err() {
+            return;
+        }
+        if let Err(e) = self.dev.context().synchronize() {
+            log::warn!("context synchronise before freeing an exportable allocation failed: {e}");
+        }
+        // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in reverse
+        // order; no queued work uses the range (synchronised above). Exported fds keep the
+        // physical memory alive on their own, as the driver documents.
+        unsafe {
+            if self.mapped {
+                let _ = sys::cuMemUnmap(self.ptr, self.reserved);
+            }
+            if self.reserved != 0 {
+                let _ = sys::cuMemAddressFree(self.ptr, self.reserved);
+            }
+            if let Some(h) = self.handle {
+                let _ = sys::cuMemRelease(h);
+            }
+        }
+    }
+}
+
+impl DeviceSlice<u8> for ExportableAllocation {
+    fn len(&self) -> usize {
+        self.size
+    }
+    fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+}
+
+impl DevicePtr<u8> for ExportableAllocation {
+    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, SyncOnDrop::Sync(None))
+    }
+}
+
+impl DevicePtrMut<u8> for ExportableAllocation {
+    fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.ptr, SyncOnDrop::Sync(None))
+    }
+}

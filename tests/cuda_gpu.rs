@@ -1,0 +1,166 @@
+//! CUDA interop on a real GPU: fd import, mapping, kernels, arrays, leak checks, and the
+//! NvSci-specific answers of a desktop driver. Run with `--include-ignored` on a GPU host.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::{expected_pattern, gpu, open_fds, FILL_PATTERN_PTX};
+use nvsci::cuda::cudarc::driver::{sys, DevicePtr, LaunchConfig, PushKernelArg};
+use nvsci::cuda::cudarc::nvrtc::Ptx;
+use nvsci::cuda::{self, CudaDevice, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
+use nvsci::Error;
+
+fn fill(dev: &CudaDevice, ptr: u64, n: usize, seed: u32) {
+    let module = dev.context().load_module(Ptx::from_src(FILL_PATTERN_PTX)).expect("load PTX");
+    let f = module.load_function("fill_pattern").expect("function");
+    let stream = dev.default_stream();
+    let n64 = n as u64;
+    let mut b = stream.launch_builder(&f);
+    b.arg(&ptr).arg(&n64).arg(&seed);
+    // SAFETY: the kernel writes `n` bytes at `ptr`, a mapping of at least `n` bytes.
+    unsafe { b.launch(LaunchConfig::for_num_elems(n as u32)) }.expect("launch");
+    stream.synchronize().expect("sync");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn vmm_fd_import_map_kernel_write_read_back() {
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 3 << 20).unwrap();
+    let size = alloc.size();
+    let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false).unwrap();
+    let mapped = mem.map_all().unwrap();
+    fill(&dev, mapped.device_address(), size, 13);
+    let stream = dev.default_stream();
+    let via_import = stream.clone_dtoh(&mapped).unwrap();
+    assert_eq!(via_import, expected_pattern(size, 13));
+    // Zero copy: the exporting allocation sees the same bytes.
+    let via_export = stream.clone_dtoh(&alloc).unwrap();
+    assert_eq!(via_export, via_import);
+    // An offset mapping sees the same bytes at that offset.
+    let part = mem.map_buffer(4096, 8192).unwrap();
+    assert_eq!(stream.clone_dtoh(&part).unwrap(), expected_pattern(size, 13)[4096..4096 + 8192]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn read_only_import_reads_and_ranges_are_checked() {
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 1 << 20).unwrap();
+    fill(&dev, alloc.device_address(), alloc.size(), 99);
+    let ro = ExternalMemory::<ReadOnly>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), alloc.size() as u64, false).unwrap();
+    let view = ro.map_all().unwrap();
+    let stream = dev.default_stream();
+    let (ptr, _guard) = view.device_ptr(&stream);
+    assert_ne!(ptr, 0);
+    assert_eq!(dev.default_stream().clone_dtoh(&view).unwrap(), expected_pattern(alloc.size(), 99));
+    for (off, len) in [(0, 0), (alloc.size() as u64, 1), (1, alloc.size() as u64), (u64::MAX, 2)] {
+        assert!(matches!(ro.map_buffer(off, len), Err(Error::InvalidArgument { .. })), "{off}+{len}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn plane_array_maps_at_the_plane_offset() {
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
+    fill(&dev, alloc.device_address(), alloc.size(), 3);
+    let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), alloc.size() as u64, false).unwrap();
+    // A hand-made NV12-like chroma plane: 128 x 2-byte texels per 256-byte row, 64 rows, at 64 KiB.
+    let plane = nvsci::buf::PlaneLayout {
+        format: nvsci::buf::ColorFormat::V8U8,
+        width: 128,
+        height: 64,
+        pitch: 256,
+        offset: 65536,
+        aligned_height: 64,
+        aligned_size: 256 * 64,
+        bits_per_pixel: 16,
+        channel_count: 2,
+    };
+    let arr = mem.map_plane(&plane).unwrap();
+    assert_eq!((arr.desc().width, arr.desc().height, arr.desc().channels), (128, 64, 2));
+    let mut host = vec![0u8; 256 * 64];
+    dev.context().bind_to_thread().unwrap();
+    // SAFETY: level 0 holds 128 x 64 two-byte texels = 16384 bytes; `host` has that many.
+    let r = unsafe { sys::cuMemcpyAtoH_v2(host.as_mut_ptr().cast(), arr.level0(), 0, host.len()) };
+    assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+    assert_eq!(host, expected_pattern(alloc.size(), 3)[65536..65536 + 256 * 64]);
+    // An array that would run past the import is refused before any CUDA call.
+    let mut big = plane;
+    big.offset = alloc.size() as u64 - 100;
+    assert!(matches!(mem.map_plane(&big), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn thousand_import_map_drop_cycles_leak_nothing() {
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 4 << 20).unwrap();
+    let cycle = || {
+        let fd = alloc.export_fd().unwrap();
+        let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, fd, alloc.size() as u64, false).unwrap();
+        let m = mem.map_buffer(0, alloc.size() as u64).unwrap();
+        assert_ne!(m.device_address(), 0);
+    };
+    for _ in 0..5 {
+        cycle();
+    }
+    let fds = open_fds();
+    let (free, _) = dev.context().mem_get_info().unwrap();
+    for _ in 0..1000 {
+        cycle();
+    }
+    let (free_after, _) = dev.context().mem_get_info().unwrap();
+    assert_eq!(open_fds(), fds, "open fds changed over 1000 cycles");
+    assert_eq!(free_after, free, "device free memory changed over 1000 cycles");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn failed_fd_import_closes_the_fd_once() {
+    let Some(dev) = gpu() else { return };
+    let before = open_fds();
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    let fd: std::os::fd::OwnedFd = file.into();
+    // Not a CUDA memory fd: the import fails and the fd must be closed by us.
+    let r = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, fd, 4096, false);
+    assert!(matches!(r, Err(Error::Cuda { .. })), "{r:?}");
+    assert_eq!(open_fds(), before);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn desktop_driver_refuses_nvscibuf_with_a_typed_error() {
+    let Some(dev) = gpu() else { return };
+    match cuda::probe_nvscibuf_import(&dev) {
+        Err(Error::Unsupported { reason, .. }) => assert!(reason.contains("Vulkan"), "{reason}"),
+        other => panic!("a desktop GPU should refuse NvSciBuf imports, got {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn nvscisync_attribute_entry_point_resolves() {
+    let Some(dev) = gpu() else { return };
+    assert!(cuda::nvsci_sync_attrs_available());
+    // A NULL list is answered with CUDA_ERROR_INVALID_HANDLE by a present entry point.
+    assert_eq!(cuda::probe_sync_attrs_entry(&dev).unwrap(), 400);
+}
+
+#[cfg(feature = "mock")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mock_objects_never_reach_cuda() {
+    let Some(dev) = gpu() else { return };
+    let lib = nvsci::NvSci::mock();
+    let m = nvsci::buf::BufModule::open(&lib).unwrap();
+    let mut l = m.attr_list().unwrap();
+    l.set(&[nvsci::buf::BufAttr::Types(&[nvsci::buf::BufType::RAW_BUFFER]), nvsci::buf::BufAttr::RawSize(4096)])
+        .unwrap();
+    let obj = nvsci::buf::BufObj::alloc(&nvsci::buf::BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+    assert!(matches!(ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &obj), Err(Error::Unsupported { .. })));
+    let sm = nvsci::sync::SyncModule::open(&lib).unwrap();
+    let mut sl = sm.attr_list().unwrap();
+    assert!(matches!(cuda::fill_sync_attrs(&dev, &mut sl, true, false), Err(Error::Unsupported { .. })));
+}
