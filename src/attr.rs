@@ -166,11 +166,7 @@ pub(crate) fn scalar<T: AttrElem>(v: &T) -> (*const c_void, usize) {
 }
 
 /// Builds the (pointer, byte length) of an array value, checking its element count.
-pub(crate) fn array<T: AttrElem>(
-    name: &'static str,
-    v: &[T],
-    max: usize,
-) -> Result<(*const c_void, usize)> {
+pub(crate) fn array<T: AttrElem>(name: &'static str, v: &[T], max: usize) -> Result<(*const c_void, usize)> {
     if v.is_empty() || v.len() > max {
         return Err(Error::InvalidArgument {
             name,

@@ -28,7 +28,9 @@ fn vmm_fd_import_map_kernel_write_read_back() {
     let Some(dev) = gpu() else { return };
     let alloc = ExportableAllocation::new(&dev, 3 << 20).unwrap();
     let size = alloc.size();
-    let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false).unwrap();
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false)
+            .unwrap();
     let mapped = mem.map_all().unwrap();
     fill(&dev, mapped.device_address(), size, 13);
     let stream = dev.default_stream();
@@ -48,7 +50,13 @@ fn read_only_import_reads_and_ranges_are_checked() {
     let Some(dev) = gpu() else { return };
     let alloc = ExportableAllocation::new(&dev, 1 << 20).unwrap();
     fill(&dev, alloc.device_address(), alloc.size(), 99);
-    let ro = ExternalMemory::<ReadOnly>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), alloc.size() as u64, false).unwrap();
+    let ro = ExternalMemory::<ReadOnly>::from_opaque_fd(
+        &dev,
+        alloc.export_fd().unwrap(),
+        alloc.size() as u64,
+        false,
+    )
+    .unwrap();
     let view = ro.map_all().unwrap();
     let stream = dev.default_stream();
     let (ptr, _guard) = view.device_ptr(&stream);
@@ -65,7 +73,13 @@ fn plane_array_maps_at_the_plane_offset() {
     let Some(dev) = gpu() else { return };
     let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
     fill(&dev, alloc.device_address(), alloc.size(), 3);
-    let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), alloc.size() as u64, false).unwrap();
+    let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(
+        &dev,
+        alloc.export_fd().unwrap(),
+        alloc.size() as u64,
+        false,
+    )
+    .unwrap();
     // A hand-made NV12-like chroma plane: 128 x 2-byte texels per 256-byte row, 64 rows, at 64 KiB.
     let plane = nvsci::buf::PlaneLayout {
         format: nvsci::buf::ColorFormat::V8U8,
@@ -156,8 +170,11 @@ fn mock_objects_never_reach_cuda() {
     let lib = nvsci::NvSci::mock();
     let m = nvsci::buf::BufModule::open(&lib).unwrap();
     let mut l = m.attr_list().unwrap();
-    l.set(&[nvsci::buf::BufAttr::Types(&[nvsci::buf::BufType::RAW_BUFFER]), nvsci::buf::BufAttr::RawSize(4096)])
-        .unwrap();
+    l.set(&[
+        nvsci::buf::BufAttr::Types(&[nvsci::buf::BufType::RAW_BUFFER]),
+        nvsci::buf::BufAttr::RawSize(4096),
+    ])
+    .unwrap();
     let obj = nvsci::buf::BufObj::alloc(&nvsci::buf::BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
     assert!(matches!(ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &obj), Err(Error::Unsupported { .. })));
     let sm = nvsci::sync::SyncModule::open(&lib).unwrap();

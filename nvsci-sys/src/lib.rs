@@ -23,8 +23,8 @@ include!("bindings.rs");
 #[cfg(feature = "bindgen")]
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
-mod tables;
 pub mod loader;
+mod tables;
 
 pub use tables::{NvSciBufFns, NvSciSyncFns};
 

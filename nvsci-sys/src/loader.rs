@@ -10,7 +10,7 @@
 //! already loaded instead of searching for it again. Loading never panics; every failure is a
 //! [`LoadError`] that names what was looked for and where.
 
-use crate::{NvSciBufFns, NvSciSyncFns, NvSciError_Success};
+use crate::{NvSciBufFns, NvSciError_Success, NvSciSyncFns};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -150,15 +150,19 @@ pub fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLibraries,
     // SAFETY: the library was found under the NvSciBuf SONAME, whose exported functions have the
     // signatures of the header the tables were generated from; `buf_lib` outlives the table
     // because both move into the returned `NvSciLibraries`.
-    let buf = unsafe { NvSciBufFns::resolve(&buf_lib) }.map_err(|symbol| {
-        LoadError::MissingSymbol { library: NVSCIBUF_SONAME, path: buf_path.clone(), symbol }
+    let buf = unsafe { NvSciBufFns::resolve(&buf_lib) }.map_err(|symbol| LoadError::MissingSymbol {
+        library: NVSCIBUF_SONAME,
+        path: buf_path.clone(),
+        symbol,
     })?;
     check_version(NVSCIBUF_SONAME, &buf_path, buf.NvSciBufCheckVersionCompatibility)?;
 
     let (sync_lib, sync_path) = open_first(NVSCISYNC_SONAME, dirs, default_path)?;
     // SAFETY: as above, for the NvSciSync SONAME.
-    let sync = unsafe { NvSciSyncFns::resolve(&sync_lib) }.map_err(|symbol| {
-        LoadError::MissingSymbol { library: NVSCISYNC_SONAME, path: sync_path.clone(), symbol }
+    let sync = unsafe { NvSciSyncFns::resolve(&sync_lib) }.map_err(|symbol| LoadError::MissingSymbol {
+        library: NVSCISYNC_SONAME,
+        path: sync_path.clone(),
+        symbol,
     })?;
     check_version(NVSCISYNC_SONAME, &sync_path, sync.NvSciSyncCheckVersionCompatibility)?;
 
@@ -193,10 +197,7 @@ fn open_first(
     default_path: bool,
 ) -> Result<(libloading::Library, String), LoadError> {
     let mut tried = Vec::new();
-    let candidates = dirs
-        .iter()
-        .map(|d| d.join(soname))
-        .chain(default_path.then(|| PathBuf::from(soname)));
+    let candidates = dirs.iter().map(|d| d.join(soname)).chain(default_path.then(|| PathBuf::from(soname)));
     for path in candidates {
         let shown = path.display().to_string();
         if path.components().count() > 1 && !Path::new(&path).exists() {

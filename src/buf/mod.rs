@@ -5,9 +5,9 @@ pub mod keys;
 mod obj;
 mod types;
 
+pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
 pub use attr_list::{BufAttrList, BufAttrListRef};
 pub use keys::{key, key_name, BufAttr};
-pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
 pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
 pub use types::*;
 

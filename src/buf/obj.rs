@@ -164,7 +164,10 @@ impl BufObj {
                 if i < n {
                     Ok(())
                 } else {
-                    Err(Error::UnexpectedValue { key: "plane attributes", detail: format!("plane {i} of {count} missing") })
+                    Err(Error::UnexpectedValue {
+                        key: "plane attributes",
+                        detail: format!("plane {i} of {count} missing"),
+                    })
                 }
             };
             at(formats.len().min(widths.len()).min(heights.len()).min(pitches.len()).min(offsets.len()))?;
@@ -206,7 +209,10 @@ impl BufObj {
         // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
         check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
         if ptr.is_null() {
-            return Err(Error::NvSci { function: "NvSciBufObjGetConstCpuPtr", code: crate::NvSciError::BAD_ADDRESS });
+            return Err(Error::NvSci {
+                function: "NvSciBufObjGetConstCpuPtr",
+                code: crate::NvSciError::BAD_ADDRESS,
+            });
         }
         guard.ptr = ptr as *const u8;
         Ok(guard)
@@ -225,7 +231,10 @@ impl BufObj {
         // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
         check("NvSciBufObjGetCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
         if ptr.is_null() {
-            return Err(Error::NvSci { function: "NvSciBufObjGetCpuPtr", code: crate::NvSciError::BAD_ADDRESS });
+            return Err(Error::NvSci {
+                function: "NvSciBufObjGetCpuPtr",
+                code: crate::NvSciError::BAD_ADDRESS,
+            });
         }
         guard.ptr = ptr as *mut u8;
         Ok(guard)

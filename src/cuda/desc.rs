@@ -3,8 +3,8 @@
 //! Pure functions, so the exact field placement (handle type, union member, size, flags, fence
 //! pointer) is testable without a GPU.
 
-use cudarc::driver::sys;
 use core::ffi::c_void;
+use cudarc::driver::sys;
 
 type MemHandle = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1;
 type SemHandle = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1;
@@ -86,7 +86,11 @@ pub fn fd_semaphore(fd: i32, timeline: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_HAN
 
 /// Signal parameters: `fence` is the NvSciSyncFence CUDA fills (NULL for fd semaphores),
 /// `value` the timeline value.
-pub fn signal(fence: *mut c_void, value: u64, skip_memsync: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+pub fn signal(
+    fence: *mut c_void,
+    value: u64,
+    skip_memsync: bool,
+) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
     use sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1 as P;
     sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
         params: P {
@@ -102,7 +106,11 @@ pub fn signal(fence: *mut c_void, value: u64, skip_memsync: bool) -> sys::CUDA_E
 
 /// Wait parameters: `fence` is the NvSciSyncFence to wait for (NULL for fd semaphores), `value`
 /// the timeline value.
-pub fn wait(fence: *const c_void, value: u64, skip_memsync: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+pub fn wait(
+    fence: *const c_void,
+    value: u64,
+    skip_memsync: bool,
+) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
     use sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1 as P;
     sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
         params: P {

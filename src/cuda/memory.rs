@@ -10,9 +10,9 @@ use super::{desc, memsync};
 use crate::buf::{BufObj, ColorFormat, GpuId, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::Implementation;
-use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use core::marker::PhantomData;
-use std::os::fd::{IntoRawFd, OwnedFd, AsRawFd};
+use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 mod sealed {
@@ -95,7 +95,11 @@ impl<A: Access> std::fmt::Debug for ExternalMemory<A> {
     }
 }
 
-fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC, what: &'static str) -> Result<sys::CUexternalMemory> {
+fn import(
+    dev: &CudaDevice,
+    d: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    what: &'static str,
+) -> Result<sys::CUexternalMemory> {
     dev.bind()?;
     let mut raw = core::ptr::null_mut();
     // SAFETY: the descriptor is fully initialised and its handle is valid for the call; the
@@ -126,7 +130,9 @@ impl<A: Access> ExternalMemory<A> {
             });
         }
         if A::WRITABLE && obj.perm() != Perm::ReadWrite {
-            return Err(Error::PermissionDenied("a read-only NvSciBuf reference can only be imported as ReadOnly"));
+            return Err(Error::PermissionDenied(
+                "a read-only NvSciBuf reference can only be imported as ReadOnly",
+            ));
         }
         let size = obj.size();
         if size == 0 {
@@ -154,7 +160,7 @@ impl<A: Access> ExternalMemory<A> {
         }
         let d = desc::opaque_fd_memory(fd.as_raw_fd(), size, dedicated);
         let raw = import(dev, &d, "opaque fd")?; // on error `fd` drops here and is closed
-        // The driver owns the descriptor now.
+                                                 // The driver owns the descriptor now.
         let _ = fd.into_raw_fd();
         Ok(Self::wrap(raw, size, dev, Source::Fd))
     }
@@ -171,7 +177,10 @@ impl<A: Access> ExternalMemory<A> {
     /// Maps `len` bytes at `offset` as a linear device buffer (checked against the size first).
     pub fn map_buffer(&self, offset: u64, len: u64) -> Result<MappedBuffer<A>> {
         if len == 0 || offset.checked_add(len).is_none_or(|end| end > self.inner.size) {
-            return Err(invalid("range", format!("{offset}+{len} is outside the {} imported bytes", self.inner.size)));
+            return Err(invalid(
+                "range",
+                format!("{offset}+{len} is outside the {} imported bytes", self.inner.size),
+            ));
         }
         self.inner.dev.bind()?;
         let d = desc::buffer(offset, len);
@@ -199,9 +208,8 @@ impl<A: Access> ExternalMemory<A> {
     /// pitch (`pitch * 8 / bits_per_pixel`, so pitch padding is part of the array) and the
     /// height is the aligned height.
     pub fn map_plane(&self, plane: &PlaneLayout) -> Result<MappedArray<A>> {
-        let (format, channels) = array_format(plane.format).ok_or_else(|| {
-            invalid("plane.format", format!("{:?} has no CUDA array format", plane.format))
-        })?;
+        let (format, channels) = array_format(plane.format)
+            .ok_or_else(|| invalid("plane.format", format!("{:?} has no CUDA array format", plane.format)))?;
         if plane.bits_per_pixel == 0 {
             return Err(invalid("plane.bits_per_pixel", "0"));
         }
@@ -224,7 +232,10 @@ impl<A: Access> ExternalMemory<A> {
             .and_then(|v| v.checked_mul(a.bytes_per_texel as u64))
             .and_then(|v| v.checked_add(a.offset));
         if a.width == 0 || a.height == 0 || bytes.is_none_or(|end| end > self.inner.size) {
-            return Err(invalid("array", format!("{a:?} does not fit in the {} imported bytes", self.inner.size)));
+            return Err(invalid(
+                "array",
+                format!("{a:?} does not fit in the {} imported bytes", self.inner.size),
+            ));
         }
         self.inner.dev.bind()?;
         let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags);
@@ -265,9 +276,13 @@ pub struct ArrayDesc {
 pub fn array_format(f: ColorFormat) -> Option<(sys::CUarray_format, u32)> {
     use sys::CUarray_format::*;
     Some(match f {
-        ColorFormat::Y8 | ColorFormat::U8 | ColorFormat::V8 | ColorFormat::A8 => (CU_AD_FORMAT_UNSIGNED_INT8, 1),
+        ColorFormat::Y8 | ColorFormat::U8 | ColorFormat::V8 | ColorFormat::A8 => {
+            (CU_AD_FORMAT_UNSIGNED_INT8, 1)
+        }
         ColorFormat::V8U8 | ColorFormat::U8V8 => (CU_AD_FORMAT_UNSIGNED_INT8, 2),
-        ColorFormat::A8B8G8R8 | ColorFormat::A8R8G8B8 | ColorFormat::B8G8R8A8 => (CU_AD_FORMAT_UNSIGNED_INT8, 4),
+        ColorFormat::A8B8G8R8 | ColorFormat::A8R8G8B8 | ColorFormat::B8G8R8A8 => {
+            (CU_AD_FORMAT_UNSIGNED_INT8, 4)
+        }
         ColorFormat::Y16 => (CU_AD_FORMAT_UNSIGNED_INT16, 1),
         ColorFormat::A16B16G16R16 => (CU_AD_FORMAT_UNSIGNED_INT16, 4),
         ColorFormat::FLOAT_A16B16G16R16 => (CU_AD_FORMAT_HALF, 4),

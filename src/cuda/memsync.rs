@@ -41,7 +41,9 @@ impl CoherencyRegistry {
         if let Some(e) = v.iter_mut().find(|e| e.0 == gpu) {
             e.1 += 1;
         } else if v.push((gpu, 1)).is_err() {
-            log::warn!("more than {MAX_GPUS} GPUs tracked for NvSciBuf coherency; Auto will not skip memsync");
+            log::warn!(
+                "more than {MAX_GPUS} GPUs tracked for NvSciBuf coherency; Auto will not skip memsync"
+            );
         }
     }
 

@@ -20,11 +20,16 @@ mod semaphore;
 mod sync_attrs;
 mod vmm;
 
-pub use desc::{buffer as buffer_desc, fd_semaphore as fd_semaphore_desc, mipmapped_array as mipmapped_array_desc};
+pub use desc::{
+    buffer as buffer_desc, fd_semaphore as fd_semaphore_desc, mipmapped_array as mipmapped_array_desc,
+};
 pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as nvscisync_semaphore_desc};
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
 pub use device::{driver_present, CudaDevice};
-pub use memory::{array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer, ReadOnly, ReadWrite};
+pub use memory::{
+    array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer,
+    ReadOnly, ReadWrite,
+};
 pub use memsync::MemSync;
 pub use result::CUDA_ERROR_NOT_SUPPORTED;
 pub use semaphore::{CudaSemaphore, CudaSyncObj, SemaphoreKind};

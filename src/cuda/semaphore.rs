@@ -1,9 +1,9 @@
 //! External semaphores: NvSciSync objects and opaque-fd (binary or timeline) semaphores.
 
+use super::desc;
 use super::device::CudaDevice;
 use super::memsync::{self, MemSync};
 use super::result::check;
-use super::desc;
 use crate::error::{Error, Result};
 use crate::sync::{Fence, SyncObj};
 use crate::Implementation;

@@ -63,7 +63,8 @@ pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, 
         reason: "the CUDA driver does not export it (NvSci interop needs a Jetson/DRIVE driver)",
     })?;
     dev.bind()?;
-    let flags = if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
+    let flags =
+        if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
     // SAFETY: the list is a live, unreconciled native NvSciSyncAttrList (mock lists were refused
     // above) and the device is the context's device.
     let code = unsafe { (r.f)(list.as_raw() as *mut _, dev.context().cu_device(), flags) };

@@ -111,7 +111,9 @@ impl Fence {
             Some(d) => i64::try_from(d.as_micros())
                 .ok()
                 .filter(|&us| us <= sys::NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US)
-                .ok_or_else(|| invalid("timeout", format!("{d:?} exceeds the NvSci maximum; use None to wait forever")))?,
+                .ok_or_else(|| {
+                    invalid("timeout", format!("{d:?} exceeds the NvSci maximum; use None to wait forever"))
+                })?,
         };
         let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceWait);
         // SAFETY: the fence and the context are alive; the context is used by this thread only
@@ -126,7 +128,10 @@ impl Fence {
     /// The fence's primitive id and value (NvSciSyncFenceExtractFence; NvSciSync 2.3+).
     pub fn id_value(&self) -> Result<(u64, u64)> {
         let Some(obj) = &self.obj else {
-            return Err(Error::NvSci { function: "NvSciSyncFenceExtractFence", code: crate::NvSciError::CLEARED_FENCE });
+            return Err(Error::NvSci {
+                function: "NvSciSyncFenceExtractFence",
+                code: crate::NvSciError::CLEARED_FENCE,
+            });
         };
         let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceExtractFence);
         let (mut id, mut value) = (0u64, 0u64);

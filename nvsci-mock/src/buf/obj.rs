@@ -1,0 +1,284 @@
+//! NvSciBuf objects: zeroed host memory shared by reference-counted object handles.
+//!
+//! Each object handle carries its own access permission and its own reconciled-list view (the
+//! allocation's reconciled list with `ActualPerm` set to that handle's permission), returned by
+//! `NvSciBufObjGetAttrList` and freed with the handle. The memory is released when the last
+//! handle referring to it is freed.
+
+use super::list::{self, BufAttrListRec};
+use super::module::BufModuleShared;
+use crate::attrs::{Flags, Slot, Value};
+use crate::ffi::{bad, guard, non_null, write_out, Res};
+use crate::handle::{self, Record};
+use crate::ledger::{Counted, Kind};
+use nvsci_sys::*;
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::os::raw::c_void;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// One allocation.
+struct BufMem {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    size: u64,
+    need_cpu_access: bool,
+    module: Arc<BufModuleShared>,
+    /// The reconciled attributes the allocation was made from.
+    attrs: Slot,
+}
+
+// SAFETY: the allocation is plain memory owned by this value; access to its contents is the
+// caller's responsibility, exactly as with the real library's shared buffers.
+unsafe impl Send for BufMem {}
+// SAFETY: as above; `BufMem` itself is never mutated after creation.
+unsafe impl Sync for BufMem {}
+
+impl Drop for BufMem {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` was returned by `alloc_zeroed(self.layout)` and is freed only here.
+        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// The record behind an `NvSciBufObj`.
+#[repr(C)]
+pub(crate) struct BufObjRec {
+    magic: u64,
+    mem: Arc<BufMem>,
+    perm: NvSciBufAttrValAccessPerm,
+    view: Box<BufAttrListRec>,
+    _count: Counted,
+}
+
+// SAFETY: repr(C) with the magic first.
+unsafe impl Record for BufObjRec {
+    const MAGIC: u64 = 0x4e56_4255_464f_424a; // "NVBUFOBJ"
+}
+
+fn new_handle(mem: Arc<BufMem>, perm: NvSciBufAttrValAccessPerm) -> NvSciBufObj {
+    let mut attrs = mem.attrs.clone();
+    attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
+    let view = BufAttrListRec::new(mem.module.clone(), Flags::OBJECT_VIEW, vec![attrs], None);
+    let count = mem.module.ledger.track(Kind::Object);
+    handle::into_handle(Box::new(BufObjRec {
+        magic: BufObjRec::MAGIC,
+        mem,
+        perm,
+        view,
+        _count: count,
+    }))
+}
+
+/// Borrows an object record.
+///
+/// # Safety
+/// `obj` must be NULL or a live object handle of this mock.
+unsafe fn get<'a>(obj: NvSciBufObj) -> Res<&'a BufObjRec> {
+    // SAFETY: forwarded contract.
+    unsafe { handle::get::<BufObjRec, _>(obj) }
+}
+
+/// Allocates memory for the reconciled list `l`.
+pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
+    if !l.flags.reconciled {
+        return bad();
+    }
+    let attrs = l.slot0();
+    let types = attrs
+        .get(NvSciBufGeneralAttrKey_Types)
+        .map(Value::u32s)
+        .unwrap_or_default();
+    let (size, align) = if types.contains(&NvSciBufType_RawBuffer) {
+        let size = attrs
+            .get(NvSciBufRawBufferAttrKey_Size)
+            .map_or(0, Value::u64);
+        let align = attrs
+            .get(NvSciBufRawBufferAttrKey_Align)
+            .map_or(1, Value::u64);
+        (size, align)
+    } else if types.contains(&NvSciBufType_Image) {
+        let size = attrs.get(NvSciBufImageAttrKey_Size).map_or(0, Value::u64);
+        let align = attrs
+            .get(NvSciBufImageAttrKey_PlaneBaseAddrAlign)
+            .and_then(|v| v.u32s().into_iter().max())
+            .map_or(1, u64::from);
+        (size, align)
+    } else {
+        return Err(NvSciError_NotSupported);
+    };
+    if size == 0 {
+        return bad();
+    }
+    let layout = usize::try_from(size)
+        .ok()
+        .zip(usize::try_from(align).ok())
+        .and_then(|(s, a)| Layout::from_size_align(s, a).ok())
+        .ok_or(NvSciError_InsufficientMemory)?;
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
+    let need_cpu_access = attrs
+        .get(NvSciBufGeneralAttrKey_NeedCpuAccess)
+        .is_some_and(Value::bool);
+    let mem = Arc::new(BufMem {
+        ptr,
+        layout,
+        size,
+        need_cpu_access,
+        module: l.module.clone(),
+        attrs,
+    });
+    Ok(new_handle(mem, NvSciBufAccessPerm_ReadWrite))
+}
+
+pub(crate) unsafe extern "C" fn alloc(
+    reconciled: NvSciBufAttrList,
+    out: *mut NvSciBufObj,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `reconciled` is NULL or a live list handle of this mock.
+        let l = unsafe { list::get(reconciled) }?;
+        non_null(out)?;
+        let obj = alloc_for(l)?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, obj) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn reconcile_and_alloc(
+    inputs: *const NvSciBufAttrList,
+    count: usize,
+    out: *mut NvSciBufObj,
+    out_conflict: *mut NvSciBufAttrList,
+) -> NvSciError {
+    guard(|| {
+        non_null(out)?;
+        non_null(out_conflict)?;
+        // SAFETY: `inputs` is NULL or `count` list handles of this mock.
+        let lists = unsafe { list::unreconciled_inputs(inputs, count) }?;
+        let (obj, conflict, result) = match list::reconcile_lists(&lists) {
+            Ok(rec) => {
+                // SAFETY: `rec` was just created by `reconcile_lists`.
+                let r = unsafe { list::get(rec) }.and_then(alloc_for);
+                // SAFETY: the intermediate reconciled list is ours to free.
+                unsafe { list::free(rec) };
+                match r {
+                    Ok(obj) => (obj, std::ptr::null_mut(), Ok(())),
+                    Err(e) => (std::ptr::null_mut(), std::ptr::null_mut(), Err(e)),
+                }
+            }
+            Err((e, c)) => (std::ptr::null_mut(), c, Err(e)),
+        };
+        // SAFETY: both out-pointers are non-NULL caller storage.
+        unsafe {
+            out.write(obj);
+            out_conflict.write(conflict);
+        }
+        result
+    })
+}
+
+pub(crate) unsafe extern "C" fn free(obj: NvSciBufObj) {
+    // SAFETY: `obj` is NULL or a live object handle of this mock; freeing consumes it.
+    crate::ffi::guard_void(|| drop(unsafe { handle::take::<BufObjRec, _>(obj) }));
+}
+
+pub(crate) unsafe extern "C" fn dup(obj: NvSciBufObj, out: *mut NvSciBufObj) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        let d = new_handle(o.mem.clone(), o.perm);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, d) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn dup_with_reduce_perm(
+    obj: NvSciBufObj,
+    perm: NvSciBufAttrValAccessPerm,
+    out: *mut NvSciBufObj,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        let valid = perm == NvSciBufAccessPerm_Readonly || perm == NvSciBufAccessPerm_ReadWrite;
+        if !valid || perm > o.perm {
+            return bad();
+        }
+        let d = new_handle(o.mem.clone(), perm);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, d) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_attr_list(
+    obj: NvSciBufObj,
+    out: *mut NvSciBufAttrList,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        let view: *const BufAttrListRec = &*o.view;
+        // SAFETY: `out` is NULL (rejected) or caller storage; the view lives as long as the object.
+        unsafe { write_out(out, view.cast_mut().cast()) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_void) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        if !o.mem.need_cpu_access || o.perm != NvSciBufAccessPerm_ReadWrite {
+            return bad();
+        }
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, o.mem.ptr.as_ptr().cast()) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_const_cpu_ptr(
+    obj: NvSciBufObj,
+    out: *mut *const c_void,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        if !o.mem.need_cpu_access {
+            return bad();
+        }
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, o.mem.ptr.as_ptr().cast_const().cast()) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn flush_cpu_cache_range(
+    obj: NvSciBufObj,
+    offset: u64,
+    len: u64,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        if len == 0 {
+            return bad();
+        }
+        let end = offset.checked_add(len).ok_or(NvSciError_Overflow)?;
+        if end > o.mem.size {
+            return bad();
+        }
+        if !o.mem.need_cpu_access {
+            return Err(NvSciError_NotPermitted);
+        }
+        // Host memory is coherent: nothing to flush.
+        Ok(())
+    })
+}
+
+pub(crate) unsafe extern "C" fn validate(obj: NvSciBufObj) -> NvSciError {
+    // SAFETY: `obj` is NULL or a live object handle of this mock.
+    guard(|| unsafe { get(obj) }.map(|_| ()))
+}

@@ -1,0 +1,131 @@
+//! CPU-only emulation of NVIDIA NvSciBuf / NvSciSync behind the `nvsci-sys` function tables.
+//!
+//! The real libraries exist only on Jetson / DRIVE OS. This crate fills the same
+//! [`NvSciBufFns`] / [`NvSciSyncFns`] tables with functions that follow the documented behaviour
+//! of NvSciBuf 2.11 / NvSciSync 2.8, backed by host memory and a mutex/condvar counter per sync
+//! object, so that code written against the tables can be tested anywhere.
+//!
+//! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciBufObjGetPixels`, `NvSciBufObjPutPixels`,
+//!   `NvSciSyncFenceWaitWithMode` and `NvSciSyncFenceUpdateFence` are left `None`; IPC entry
+//!   points return `NvSciError_NotSupported`.
+//! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
+//!   [`sync_module_ledger`]) and per process ([`global_ledger`]).
+//! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.
+//! * With the `export` feature the cdylib exports every implemented entry point under its C name
+//!   (module `export`), so it can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1`.
+//!
+//! Where the documentation leaves a choice to the implementation, the module documentation of
+//! the relevant part says what the mock does (reconciliation rules in the crate's `buf` and
+//! `sync` modules, image layout in [`MOCK_PITCH_ALIGN`] / [`MOCK_PLANE_ALIGN`]).
+//!
+//! Handles are `Box`ed records tagged with a magic number: NULL, a handle of the wrong kind or
+//! a foreign pointer yields `NvSciError_BadParameter` (or is ignored by `void` functions).
+//! A freed handle is not detected. No panic crosses the C ABI.
+//!
+//! # Behaviour where callers need to know the mock's choice
+//!
+//! Attribute lists (both libraries):
+//! * SetAttrs is all-or-nothing: every pair is checked (known key, not output-only, value
+//!   non-NULL, `len` = element size × n within the documented count, valid value, not already
+//!   set, not twice in the call, NvSciBuf type-specific key whose type is in `Types` as set
+//!   before or in the same call) before anything is stored; any failure is `BadParameter`.
+//! * Lists from Create and Clone are writable; Clone of an unreconciled list unlocks every key
+//!   (documented: attributes may be set again). Appended, reconciled, conflict and object lists
+//!   are read-only (`BadParameter`).
+//! * NvSciBuf GetAttrs/SlotGetAttrs: an output-only key on an unreconciled list, or the
+//!   input-only `RequiredPerm` on a reconciled list, is `BadParameter` (documented). NvSciSync
+//!   getters have no direction rule. Unset keys give `NULL` / 0. Values are 8-byte aligned and
+//!   stay valid while the list lives.
+//! * NvSciBuf Clone and AppendUnreconciled require `Types` in every slot (documented).
+//! * Reconcile / ReconcileAndObjAlloc: NULL out-pointers, duplicate inputs, reconciled or
+//!   conflict lists as inputs and lists of different modules are `BadParameter`. Once the
+//!   arguments are valid, `*reconciled` (or `*obj`) and `*conflict` are always written: the new
+//!   handle or NULL. On `ReconciliationFailed` the conflict list is a new counted list (free it)
+//!   holding every conflicting key (the first slot's value, or one zero byte when no slot set
+//!   it) and whose DebugDump is one line per key: `Name: reason`, e.g.
+//!   `NvSciBufRawBufferAttrKey_Size: slot 0 = 4096, slot 1 = 8192`. Conflict lists report
+//!   `IsReconciled` = false and cannot be reconciled or appended.
+//! * NvSciBuf: a mandatory key (`Types`, RawBuffer `Size`, Image `Layout`, `ScanType`,
+//!   `PlaneCount`, `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight`) missing from every slot is
+//!   `BadParameter` without conflict list, as documented for NvSciBufAttrListReconcile.
+//!   Conflicts are checked first. Full rules: the `buf::reconcile` module documentation.
+//! * ValidateReconciled re-runs the reconciliation: NvSciBuf answers `Success` + true or
+//!   `ReconciliationFailed` + false; NvSciSync answers `Success` + true or `BadParameter` +
+//!   false (each as documented).
+//! * DebugDump returns a text buffer (counted in `descs`, freed with `Nv*AttrListFreeDesc`);
+//!   `len` excludes the NUL that follows the text.
+//!
+//! NvSciBuf objects: see `buf::obj`; GetCpuPtr needs NeedCpuAccess and ReadWrite, GetConstCpuPtr
+//! needs NeedCpuAccess (`BadParameter` otherwise); FlushCpuCacheRange: `len` 0 or past the end
+//! `BadParameter`, `offset + len` overflow `Overflow`, no CPU access `NotPermitted`.
+//!
+//! NvSciSync: see `sync::reconcile` and `sync::obj`. GenerateFence and Signal need a CPU
+//! signaler (`BadParameter`); Signal with no generated fence outstanding is `InvalidState`.
+//! FenceWait needs a CPU waiter and a context of the same module (`BadParameter`); `-1` and
+//! `NvSciSyncFenceMaxTimeout` wait forever. FenceGetTimestamp: `ClearedFence`, `BadParameter`
+//! without timestamps, `NotYetAvailable` before the signal, `NoLongerAvailable` once the slot
+//! has been reused.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+mod attrs;
+mod buf;
+mod desc;
+mod ffi;
+mod handle;
+mod ledger;
+mod sync;
+
+#[cfg(feature = "export")]
+pub mod export;
+
+pub use buf::image::{MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN};
+pub use ledger::{global_ledger, HandleCounts, Ledger};
+
+use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciSyncFns, NvSciSyncModule};
+use std::sync::atomic::Ordering;
+
+/// The NvSciBuf function table backed by the emulation.
+pub fn buf_fns() -> NvSciBufFns {
+    buf::fns()
+}
+
+/// The NvSciSync function table backed by the emulation.
+pub fn sync_fns() -> NvSciSyncFns {
+    sync::fns()
+}
+
+/// The ledger of an NvSciBuf module; `None` for NULL or a handle that is not a mock module.
+///
+/// # Safety
+/// `m` must be NULL or a live module created by this mock.
+pub unsafe fn buf_module_ledger(m: NvSciBufModule) -> Option<Ledger> {
+    // SAFETY: forwarded contract.
+    unsafe { buf::module::get(m) }
+        .ok()
+        .map(|r| r.shared.ledger.clone())
+}
+
+/// The ledger of an NvSciSync module; `None` for NULL or a handle that is not a mock module.
+///
+/// # Safety
+/// `m` must be NULL or a live module created by this mock.
+pub unsafe fn sync_module_ledger(m: NvSciSyncModule) -> Option<Ledger> {
+    // SAFETY: forwarded contract.
+    unsafe { sync::module::get(m) }
+        .ok()
+        .map(|r| r.shared.ledger.clone())
+}
+
+/// Sets the value of `NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency` in lists reconciled from
+/// now on under module `m` (default `false`: host memory is coherent). Ignored for NULL or a
+/// handle that is not a mock module.
+///
+/// # Safety
+/// `m` must be NULL or a live module created by this mock.
+pub unsafe fn set_cpu_need_sw_cache_coherency(m: NvSciBufModule, value: bool) {
+    // SAFETY: forwarded contract.
+    if let Ok(r) = unsafe { buf::module::get(m) } {
+        r.shared.cpu_sw_coherency.store(value, Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,214 @@
+//! NvSciSync fences.
+//!
+//! An all-zero fence is cleared. A fence produced by the mock holds
+//! `[FENCE_MAGIC, pointer to the object state, id, value, 0, 0]` and owns one reference on the
+//! object state (counted in the ledger's `fences`) until it is cleared. The id is always 0 (the
+//! object's single primitive instance); the value is the point on the object's timeline.
+
+use super::module;
+use super::obj::SyncCore;
+use crate::ffi::{bad, guard, guard_void, lock, non_null, Res};
+use crate::handle;
+use crate::ledger::Kind;
+use nvsci_sys::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const FENCE_MAGIC: u64 = 0x4e56_5359_4e46_4e43; // "NVSYNFNC"
+/// Primitive id reported by `NvSciSyncFenceExtractFence`.
+const FENCE_ID: u64 = 0;
+
+fn is_cleared(f: &NvSciSyncFence) -> bool {
+    f.payload.iter().all(|w| *w == 0)
+}
+
+/// The object state a fence refers to: `Ok(None)` for a cleared fence, `BadParameter` for
+/// contents this mock did not produce. The returned `Arc` is an extra reference.
+fn core_of(f: &NvSciSyncFence) -> Res<Option<Arc<SyncCore>>> {
+    if is_cleared(f) {
+        return Ok(None);
+    }
+    if f.payload[0] != FENCE_MAGIC || f.payload[4] != 0 || f.payload[5] != 0 {
+        return bad();
+    }
+    let ptr = f.payload[1] as usize as *mut SyncCore;
+    // SAFETY: a fence carrying FENCE_MAGIC was written by `make`, so `ptr` came from
+    // `Arc::into_raw` and the fence still owns that reference (fences must only be changed through
+    // the NvSci API); the magic check below rejects other kinds of pointer.
+    unsafe { handle::get::<SyncCore, _>(ptr) }?;
+    // SAFETY: as above: `ptr` is a live `Arc<SyncCore>` allocation; take one more reference.
+    unsafe {
+        Arc::increment_strong_count(ptr.cast_const());
+        Ok(Some(Arc::from_raw(ptr.cast_const())))
+    }
+}
+
+/// Fails with `BadParameter` unless `f` is cleared or a fence of this mock.
+pub(crate) fn check(f: &NvSciSyncFence) -> Res {
+    core_of(f).map(|_| ())
+}
+
+/// A new fence for `value` on `core`, holding its own reference.
+pub(crate) fn make(core: &Arc<SyncCore>, value: u64) -> NvSciSyncFence {
+    core.module.ledger.add(Kind::Fence);
+    let ptr = Arc::into_raw(core.clone());
+    NvSciSyncFence {
+        payload: [FENCE_MAGIC, ptr as usize as u64, FENCE_ID, value, 0, 0],
+    }
+}
+
+/// Releases the reference held by `f` (contents the mock did not produce are ignored).
+pub(crate) fn release(f: NvSciSyncFence) {
+    if let Ok(Some(core)) = core_of(&f) {
+        core.module.ledger.sub(Kind::Fence);
+        let ptr = Arc::as_ptr(&core);
+        // SAFETY: the fence owned one reference created by `Arc::into_raw` in `make`; `core`
+        // keeps the allocation alive while that reference is dropped here.
+        unsafe { Arc::decrement_strong_count(ptr) };
+    }
+}
+
+pub(crate) unsafe extern "C" fn clear(f: *mut NvSciSyncFence) {
+    guard_void(|| {
+        if f.is_null() {
+            return;
+        }
+        // SAFETY: `f` is non-NULL and points to a caller fence.
+        let old = unsafe { f.read() };
+        // SAFETY: as above.
+        unsafe { f.write(NVSCI_SYNC_FENCE_INITIALIZER) };
+        release(old);
+    });
+}
+
+pub(crate) unsafe extern "C" fn dup(
+    src: *const NvSciSyncFence,
+    dst: *mut NvSciSyncFence,
+) -> NvSciError {
+    guard(|| {
+        non_null(src)?;
+        non_null(dst)?;
+        if std::ptr::eq(src, dst) {
+            return bad();
+        }
+        // SAFETY: both pointers are non-NULL caller fences.
+        let (s, old) = unsafe { (src.read(), dst.read()) };
+        let core = core_of(&s)?;
+        check(&old)?;
+        let new = match core {
+            Some(core) => {
+                let mut f = make(&core, s.payload[3]);
+                f.payload[2] = s.payload[2];
+                f
+            }
+            None => NVSCI_SYNC_FENCE_INITIALIZER,
+        };
+        // SAFETY: `dst` is a caller fence; its previous reference is released below.
+        unsafe { dst.write(new) };
+        release(old);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe extern "C" fn wait(
+    f: *const NvSciSyncFence,
+    context: NvSciSyncCpuWaitContext,
+    timeout_us: i64,
+) -> NvSciError {
+    guard(|| {
+        non_null(f)?;
+        // SAFETY: `context` is NULL or a live wait-context handle of this mock.
+        let ctx = unsafe { module::get_context(context) }?;
+        if !(-1..=NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US).contains(&timeout_us) {
+            return bad();
+        }
+        // SAFETY: `f` is a non-NULL caller fence.
+        let fence = unsafe { f.read() };
+        let Some(core) = core_of(&fence)? else {
+            return Ok(());
+        };
+        if !Arc::ptr_eq(&core.module, &ctx.module) || !core.meta.cpu_waiter {
+            return bad();
+        }
+        let value = fence.payload[3];
+        let deadline = match timeout_us {
+            -1 | NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US => None,
+            t => Instant::now().checked_add(Duration::from_micros(t.unsigned_abs())),
+        };
+        let mut st = lock(&core.state);
+        loop {
+            if st.current >= value {
+                return Ok(());
+            }
+            st = match deadline {
+                None => core.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(NvSciError_Timeout);
+                    }
+                    core.cv
+                        .wait_timeout(st, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+    })
+}
+
+pub(crate) unsafe extern "C" fn extract(
+    f: *const NvSciSyncFence,
+    id: *mut u64,
+    value: *mut u64,
+) -> NvSciError {
+    guard(|| {
+        non_null(f)?;
+        non_null(id)?;
+        non_null(value)?;
+        // SAFETY: `f` is a non-NULL caller fence.
+        let fence = unsafe { f.read() };
+        if core_of(&fence)?.is_none() {
+            return Err(NvSciError_ClearedFence);
+        }
+        // SAFETY: both out-pointers are non-NULL caller storage.
+        unsafe {
+            id.write(fence.payload[2]);
+            value.write(fence.payload[3]);
+        }
+        Ok(())
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_timestamp(
+    f: *const NvSciSyncFence,
+    out: *mut u64,
+) -> NvSciError {
+    guard(|| {
+        non_null(f)?;
+        non_null(out)?;
+        // SAFETY: `f` is a non-NULL caller fence.
+        let fence = unsafe { f.read() };
+        let core = core_of(&fence)?.ok_or(NvSciError_ClearedFence)?;
+        if !core.meta.timestamps || !core.meta.need_cpu_access {
+            return bad();
+        }
+        let value = fence.payload[3];
+        let st = lock(&core.state);
+        let stamp = st
+            .stamps
+            .iter()
+            .rev()
+            .find(|(v, _)| *v == value)
+            .map(|(_, t)| *t);
+        let result = match stamp {
+            Some(t) => t,
+            None if value > st.current => return Err(NvSciError_NotYetAvailable),
+            None => return Err(NvSciError_NoLongerAvailable),
+        };
+        drop(st);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { out.write(result) };
+        Ok(())
+    })
+}

@@ -1,0 +1,241 @@
+//! NvSciSync objects: a 64-bit counter (the primitive) with a condition variable for CPU waits.
+//!
+//! The object state is shared by every object handle (`NvSciSyncObjDup`) and every non-cleared
+//! fence; it lives until the last of them is gone. `NvSciSyncObjGenerateFence` increments the
+//! "next" value and returns a fence for it; `NvSciSyncObjSignal` advances the current value by one
+//! (never beyond the last generated fence value) and wakes waiters.
+
+use super::fence;
+use super::list::{self, SyncAttrListRec};
+use super::module::SyncModuleShared;
+use super::reconcile::{SyncMeta, TIMESTAMP_SLOTS};
+use crate::attrs::Flags;
+use crate::ffi::{bad, guard, guard_void, lock, non_null, write_out, Res};
+use crate::handle::{self, Record};
+use crate::ledger::{Counted, Kind};
+use nvsci_sys::*;
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Counter state of one object.
+#[derive(Debug, Default)]
+pub(crate) struct SyncState {
+    /// Value reached by the primitive.
+    pub current: u64,
+    /// Value of the last generated fence.
+    pub next: u64,
+    /// `(value, microseconds since the UNIX epoch)` of the most recent signals.
+    pub stamps: VecDeque<(u64, u64)>,
+}
+
+/// State shared by object handles and fences. `repr(C)` with a magic first so that fences can be
+/// validated like handles.
+#[repr(C)]
+pub(crate) struct SyncCore {
+    magic: u64,
+    pub module: Arc<SyncModuleShared>,
+    pub meta: SyncMeta,
+    pub state: Mutex<SyncState>,
+    pub cv: Condvar,
+}
+
+// SAFETY: repr(C) with the magic first.
+unsafe impl Record for SyncCore {
+    const MAGIC: u64 = 0x4e56_5359_4e43_4f52; // "NVSYNCOR"
+}
+
+/// The record behind an `NvSciSyncObj`.
+#[repr(C)]
+pub(crate) struct SyncObjRec {
+    magic: u64,
+    pub core: Arc<SyncCore>,
+    view: Box<SyncAttrListRec>,
+    _count: Counted,
+}
+
+// SAFETY: repr(C) with the magic first.
+unsafe impl Record for SyncObjRec {
+    const MAGIC: u64 = 0x4e56_5359_4e4f_424a; // "NVSYNOBJ"
+}
+
+fn new_handle(core: Arc<SyncCore>, view_src: &SyncAttrListRec) -> NvSciSyncObj {
+    let view = SyncAttrListRec::new(
+        core.module.clone(),
+        Flags::OBJECT_VIEW,
+        Some(core.meta),
+        vec![view_src.slot0()],
+        None,
+    );
+    let count = core.module.ledger.track(Kind::Object);
+    handle::into_handle(Box::new(SyncObjRec {
+        magic: SyncObjRec::MAGIC,
+        core,
+        view,
+        _count: count,
+    }))
+}
+
+/// Borrows an object record.
+///
+/// # Safety
+/// `obj` must be NULL or a live object handle of this mock.
+pub(crate) unsafe fn get<'a>(obj: NvSciSyncObj) -> Res<&'a SyncObjRec> {
+    // SAFETY: forwarded contract.
+    unsafe { handle::get::<SyncObjRec, _>(obj) }
+}
+
+fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
+    let meta = match (l.flags.reconciled, l.meta) {
+        (true, Some(meta)) => meta,
+        _ => return bad(),
+    };
+    let core = Arc::new(SyncCore {
+        magic: SyncCore::MAGIC,
+        module: l.module.clone(),
+        meta,
+        state: Mutex::new(SyncState::default()),
+        cv: Condvar::new(),
+    });
+    Ok(new_handle(core, l))
+}
+
+pub(crate) unsafe extern "C" fn alloc(
+    reconciled: NvSciSyncAttrList,
+    out: *mut NvSciSyncObj,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `reconciled` is NULL or a live list handle of this mock.
+        let l = unsafe { list::get(reconciled) }?;
+        non_null(out)?;
+        let obj = alloc_for(l)?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, obj) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn reconcile_and_alloc(
+    inputs: *const NvSciSyncAttrList,
+    count: usize,
+    out: *mut NvSciSyncObj,
+    out_conflict: *mut NvSciSyncAttrList,
+) -> NvSciError {
+    guard(|| {
+        non_null(out)?;
+        non_null(out_conflict)?;
+        // SAFETY: `inputs` is NULL or `count` list handles of this mock.
+        let lists = unsafe { list::unreconciled_inputs(inputs, count) }?;
+        let (obj, conflict, result) = match list::reconcile_lists(&lists) {
+            Ok(rec) => {
+                // SAFETY: `rec` was just created by `reconcile_lists`.
+                let r = unsafe { list::get(rec) }.and_then(alloc_for);
+                // SAFETY: the intermediate reconciled list is ours to free.
+                unsafe { list::free(rec) };
+                match r {
+                    Ok(obj) => (obj, std::ptr::null_mut(), Ok(())),
+                    Err(e) => (std::ptr::null_mut(), std::ptr::null_mut(), Err(e)),
+                }
+            }
+            Err((e, c)) => (std::ptr::null_mut(), c, Err(e)),
+        };
+        // SAFETY: both out-pointers are non-NULL caller storage.
+        unsafe {
+            out.write(obj);
+            out_conflict.write(conflict);
+        }
+        result
+    })
+}
+
+pub(crate) unsafe extern "C" fn dup(obj: NvSciSyncObj, out: *mut NvSciSyncObj) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        let d = new_handle(o.core.clone(), &o.view);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, d) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_attr_list(
+    obj: NvSciSyncObj,
+    out: *mut NvSciSyncAttrList,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        let view: *const SyncAttrListRec = &*o.view;
+        // SAFETY: `out` is NULL (rejected) or caller storage; the view lives as long as the object.
+        unsafe { write_out(out, view.cast_mut().cast()) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn free(obj: NvSciSyncObj) {
+    // SAFETY: `obj` is NULL or a live object handle of this mock; freeing consumes it.
+    guard_void(|| drop(unsafe { handle::take::<SyncObjRec, _>(obj) }));
+}
+
+pub(crate) unsafe extern "C" fn validate(obj: NvSciSyncObj) -> NvSciError {
+    // SAFETY: `obj` is NULL or a live object handle of this mock.
+    guard(|| unsafe { get(obj) }.map(|_| ()))
+}
+
+pub(crate) unsafe extern "C" fn generate_fence(
+    obj: NvSciSyncObj,
+    out: *mut NvSciSyncFence,
+) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        non_null(out)?;
+        if !o.core.meta.cpu_signaler {
+            return bad();
+        }
+        // SAFETY: `out` is non-NULL and points to a caller fence (cleared or valid).
+        let old = unsafe { out.read() };
+        fence::check(&old)?;
+        let value = {
+            let mut st = lock(&o.core.state);
+            if st.next >= o.core.meta.max_value {
+                return Err(NvSciError_Overflow);
+            }
+            st.next += 1;
+            st.next
+        };
+        let new = fence::make(&o.core, value);
+        // SAFETY: `out` is caller storage; the previous contents were validated above and their
+        // reference is released after the overwrite.
+        unsafe { out.write(new) };
+        fence::release(old);
+        Ok(())
+    })
+}
+
+pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
+    guard(|| {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { get(obj) }?;
+        if !o.core.meta.cpu_signaler {
+            return bad();
+        }
+        let mut st = lock(&o.core.state);
+        if st.current >= st.next {
+            return Err(NvSciError_InvalidState);
+        }
+        st.current += 1;
+        if o.core.meta.timestamps {
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+            let value = st.current;
+            if st.stamps.len() >= TIMESTAMP_SLOTS as usize {
+                st.stamps.pop_front();
+            }
+            st.stamps.push_back((value, now));
+        }
+        drop(st);
+        o.core.cv.notify_all();
+        Ok(())
+    })
+}

@@ -1,0 +1,104 @@
+//! Loading NvSci at run time: missing libraries give an error listing every path tried, and
+//! the dlopen/dlsym path itself works (exercised with the mock built as a shared object, loaded
+//! under the real SONAMEs).
+
+use nvsci::sys::loader::{LoadError, JETPACK5_LIB_DIR, JETPACK6_LIB_DIR};
+use nvsci::{Error, Implementation, NvSci};
+use std::path::{Path, PathBuf};
+
+#[test]
+fn missing_library_lists_every_path_and_does_not_panic() {
+    let bogus = "/nonexistent/nvsci-test-dir";
+    // This is the only test in this binary that touches the environment.
+    std::env::set_var("NVSCI_LIB_DIR", bogus);
+    let err = NvSci::load().expect_err("no NvSci here");
+    std::env::remove_var("NVSCI_LIB_DIR");
+    let Error::Load(LoadError::NotFound { library, tried }) = &err else {
+        // On a Jetson the library exists; nothing to check there.
+        if Path::new(JETPACK6_LIB_DIR).join("libnvscibuf.so.1").exists()
+            || Path::new(JETPACK5_LIB_DIR).join("libnvscibuf.so.1").exists()
+        {
+            return;
+        }
+        panic!("expected NotFound, got {err:?}");
+    };
+    assert_eq!(*library, "libnvscibuf.so.1");
+    let paths: Vec<&str> = tried.iter().map(|a| a.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            format!("{bogus}/libnvscibuf.so.1").as_str(),
+            "/usr/lib/aarch64-linux-gnu/nvidia/libnvscibuf.so.1",
+            "/usr/lib/aarch64-linux-gnu/tegra/libnvscibuf.so.1",
+            "libnvscibuf.so.1",
+        ]
+    );
+    let msg = err.to_string();
+    assert!(msg.contains(bogus) && msg.contains("NVSCI_LIB_DIR"), "{msg}");
+}
+
+/// The mock built as a shared object (`libnvsci_mock.so`, from the `export` feature).
+fn mock_shared_object() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NVSCI_MOCK_SO") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("libnvsci_mock.so"), dir.join("../libnvsci_mock.so"), dir.join("../lib/libnvsci_mock.so")]
+        .into_iter()
+        .find(|p| p.exists())
+}
+
+#[test]
+fn mock_loaded_through_dlopen_under_the_real_sonames() {
+    use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
+    use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+
+    let so =
+        mock_shared_object().expect("libnvsci_mock.so not found next to the test binary (set NVSCI_MOCK_SO)");
+    let dir = std::env::temp_dir().join(format!("nvsci-loader-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["libnvscibuf.so.1", "libnvscisync.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(so.canonicalize().unwrap(), &link).unwrap();
+    }
+    let lib = NvSci::load_from_dirs(std::slice::from_ref(&dir)).unwrap();
+    assert_eq!(lib.implementation(), Implementation::Native);
+    let (buf_path, sync_path) = lib.library_paths().unwrap();
+    assert!(buf_path.ends_with("libnvscibuf.so.1") && sync_path.ends_with("libnvscisync.so.1"));
+
+    {
+        let m = BufModule::open(&lib).unwrap();
+        let mut l = m.attr_list().unwrap();
+        l.set(&[
+            BufAttr::Types(&[BufType::RAW_BUFFER]),
+            BufAttr::RawSize(512),
+            BufAttr::NeedCpuAccess(true),
+            BufAttr::RequiredPerm(Perm::ReadWrite),
+        ])
+        .unwrap();
+        let o = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+        o.cpu_write().unwrap().fill(0xa5);
+        assert!(o.cpu_read().unwrap().iter().all(|&b| b == 0xa5));
+
+        let sm = SyncModule::open(&lib).unwrap();
+        let mut s = sm.attr_list().unwrap();
+        s.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitSignal)]).unwrap();
+        let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&s]).unwrap()).unwrap();
+        let f = obj.generate_fence().unwrap();
+        obj.signal().unwrap();
+        f.wait(&mut sm.cpu_wait_context().unwrap(), None).unwrap();
+    }
+
+    // The shared object's own accounting, read through dlsym: everything was freed.
+    // SAFETY: the mock exports `uint64_t NvSciMockLiveHandles(void)`.
+    let live = unsafe {
+        let l = libloading::Library::new(dir.join("libnvscibuf.so.1")).unwrap();
+        let f: libloading::Symbol<unsafe extern "C" fn() -> u64> = l.get(b"NvSciMockLiveHandles\0").unwrap();
+        f()
+    };
+    assert_eq!(live, 0);
+    drop(lib);
+    let _ = std::fs::remove_dir_all(&dir);
+}

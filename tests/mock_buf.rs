@@ -1,0 +1,263 @@
+//! NvSciBuf through the mock, via the same function tables the native libraries fill.
+//! Expected layouts are computed by hand from the mock's documented alignment rules
+//! (pitch aligned to 256 bytes, planes and sizes to 4096 bytes).
+#![cfg(feature = "mock")]
+
+use nvsci::buf::{
+    key, BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, GpuCache, GpuId, ImageLayout, Perm,
+    ScanType,
+};
+use nvsci::{Error, NvSci};
+
+fn module() -> BufModule {
+    BufModule::open(&NvSci::mock()).unwrap()
+}
+
+fn raw_list(m: &BufModule, size: u64, align: u64, perm: Perm, cpu: bool) -> BufAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::RAW_BUFFER]),
+        BufAttr::RawSize(size),
+        BufAttr::RawAlign(align),
+        BufAttr::RequiredPerm(perm),
+        BufAttr::NeedCpuAccess(cpu),
+    ])
+    .unwrap();
+    l
+}
+
+fn nv12(m: &BufModule, w: u32, h: u32) -> BufAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::Layout(ImageLayout::PitchLinear),
+        BufAttr::ScanType(ScanType::Progressive),
+        BufAttr::PlaneCount(2),
+        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+        BufAttr::PlaneWidth(&[w, w / 2]),
+        BufAttr::PlaneHeight(&[h, h / 2]),
+        BufAttr::NeedCpuAccess(true),
+        BufAttr::RequiredPerm(Perm::ReadWrite),
+    ])
+    .unwrap();
+    l
+}
+
+#[test]
+fn raw_buffer_reconcile_alloc_write_read_back() {
+    let m = module();
+    let a = raw_list(&m, 4096, 64, Perm::ReadOnly, false);
+    let b = raw_list(&m, 4096, 256, Perm::ReadWrite, true);
+    let r = BufAttrList::reconcile(&[&a, &b]).unwrap();
+    assert!(r.is_reconciled().unwrap());
+    assert_eq!(r.get_one(key::RAW_SIZE).unwrap(), Some(4096));
+    assert_eq!(r.get_one(key::RAW_ALIGN).unwrap(), Some(256), "alignment reconciles to the max");
+    assert_eq!(r.get_one(key::NEED_CPU_ACCESS).unwrap(), Some(true), "any list needing CPU access");
+    assert_eq!(r.get_one(key::ACTUAL_PERM).unwrap(), Some(Perm::ReadWrite), "max permission");
+
+    let obj = BufObj::alloc(&r).unwrap();
+    assert_eq!(obj.size(), 4096);
+    assert_eq!(obj.perm(), Perm::ReadWrite);
+    {
+        let mut w = obj.cpu_write().unwrap();
+        assert_eq!(w.len(), 4096);
+        for (i, b) in w.iter_mut().enumerate() {
+            *b = (i * 31 % 251) as u8;
+        }
+    }
+    let rd = obj.cpu_read().unwrap();
+    assert!(rd.iter().enumerate().all(|(i, &b)| b == (i * 31 % 251) as u8));
+    assert_eq!(rd.as_ptr() as usize % 256, 0, "allocation honours the reconciled alignment");
+}
+
+#[test]
+fn nv12_1920x1080_plane_layout_matches_hand_computation() {
+    let m = module();
+    let r = BufAttrList::reconcile(&[&nv12(&m, 1920, 1080)]).unwrap();
+    let obj = BufObj::alloc(&r).unwrap();
+    let p = obj.planes().unwrap();
+    assert_eq!(p.len(), 2);
+    // Luma: 1920 bytes per row, pitch rounded up to 256 -> 2048; 2048 * 1080 = 2211840 = 540 * 4096.
+    assert_eq!((p[0].format, p[0].width, p[0].height), (ColorFormat::Y8, 1920, 1080));
+    assert_eq!((p[0].pitch, p[0].offset, p[0].aligned_height, p[0].aligned_size), (2048, 0, 1080, 2_211_840));
+    assert_eq!((p[0].bits_per_pixel, p[0].channel_count), (8, 1));
+    // Chroma: 960 UV pairs = 1920 bytes -> pitch 2048; 2048 * 540 = 1105920 = 270 * 4096.
+    assert_eq!((p[1].format, p[1].width, p[1].height), (ColorFormat::V8U8, 960, 540));
+    assert_eq!(
+        (p[1].pitch, p[1].offset, p[1].aligned_height, p[1].aligned_size),
+        (2048, 2_211_840, 540, 1_105_920)
+    );
+    assert_eq!((p[1].bits_per_pixel, p[1].channel_count), (16, 2));
+    assert_eq!(obj.size(), 3_317_760);
+    assert_eq!(r.get_one(key::IMAGE_ALIGNMENT).unwrap(), Some(4096));
+    assert_eq!(obj.cpu_read().unwrap().len(), 3_317_760);
+}
+
+#[test]
+fn rgba_720p_layout() {
+    let m = module();
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::Layout(ImageLayout::PitchLinear),
+        BufAttr::ScanType(ScanType::Progressive),
+        BufAttr::PlaneCount(1),
+        BufAttr::PlaneColorFormat(&[ColorFormat::A8B8G8R8]),
+        BufAttr::PlaneWidth(&[1000]),
+        BufAttr::PlaneHeight(&[720]),
+    ])
+    .unwrap();
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+    let p = obj.planes().unwrap();
+    // 1000 * 4 = 4000 bytes -> pitch 4096; 4096 * 720 = 2949120 = 720 * 4096.
+    assert_eq!(
+        (p[0].pitch, p[0].offset, p[0].aligned_size, p[0].bits_per_pixel, p[0].channel_count),
+        (4096, 0, 2_949_120, 32, 4)
+    );
+    assert_eq!(obj.size(), 2_949_120);
+}
+
+#[test]
+fn conflicting_lists_name_the_keys() {
+    let m = module();
+    let a = nv12(&m, 1920, 1080);
+    let b = nv12(&m, 1280, 720);
+    match BufAttrList::reconcile(&[&a, &b]) {
+        Err(Error::ReconcileConflict { keys, dump, .. }) => {
+            assert!(keys.contains(&"NvSciBufImageAttrKey_PlaneWidth"), "{keys:?}");
+            assert!(keys.contains(&"NvSciBufImageAttrKey_PlaneHeight"), "{keys:?}");
+            assert!(dump.contains("PlaneWidth"), "{dump}");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // Raw sizes must agree across lists.
+    match BufAttrList::reconcile(&[
+        &raw_list(&m, 1000, 1, Perm::ReadOnly, false),
+        &raw_list(&m, 4096, 1, Perm::ReadOnly, false),
+    ]) {
+        Err(Error::ReconcileConflict { keys, .. }) => {
+            assert!(keys.contains(&"NvSciBufRawBufferAttrKey_Size"), "{keys:?}")
+        }
+        other => panic!("expected a Size conflict, got {other:?}"),
+    }
+    let raw = raw_list(&m, 64, 1, Perm::ReadOnly, false);
+    match BufAttrList::reconcile(&[&a, &raw]) {
+        Err(e @ Error::ReconcileConflict { .. }) => {
+            let Error::ReconcileConflict { keys, .. } = &e else { unreachable!() };
+            assert!(keys.contains(&"NvSciBufGeneralAttrKey_Types"), "{keys:?}");
+            assert!(e.to_string().contains("NvSciBufGeneralAttrKey_Types"), "{e}");
+        }
+        other => panic!("expected a Types conflict, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_input_is_rejected_with_the_key_named() {
+    let m = module();
+    let mut l = m.attr_list().unwrap();
+    // Empty and oversized arrays never reach the library.
+    match l.set(&[BufAttr::Types(&[])]) {
+        Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, "NvSciBufGeneralAttrKey_Types"),
+        other => panic!("{other:?}"),
+    }
+    match l.set(&[BufAttr::PlaneWidth(&[1, 2, 3, 4])]) {
+        Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, "NvSciBufImageAttrKey_PlaneWidth"),
+        other => panic!("{other:?}"),
+    }
+    l.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::RawSize(64)]).unwrap();
+    // Setting a key twice is refused by the library.
+    match l.set(&[BufAttr::RawSize(128)]) {
+        Err(Error::NvSci { function, code }) => {
+            assert_eq!(function, "NvSciBufAttrListSetAttrs");
+            assert_eq!(code, nvsci::NvSciError::BAD_PARAMETER);
+        }
+        other => panic!("{other:?}"),
+    }
+    // An unreconciled list cannot be allocated from.
+    assert!(matches!(BufObj::alloc(&l), Err(Error::InvalidArgument { name: "list", .. })));
+    // A reconciled list cannot be modified.
+    let r = BufAttrList::reconcile(&[&l]).unwrap();
+    let mut r2 = r.try_clone().unwrap();
+    assert!(r2.is_reconciled().unwrap());
+    assert!(matches!(r2.set(&[BufAttr::NeedCpuAccess(true)]), Err(Error::NvSci { .. })));
+    assert!(matches!(BufAttrList::reconcile(&[]), Err(Error::InvalidArgument { name: "lists", .. })));
+}
+
+#[test]
+fn read_only_duplicate_limits_cpu_access() {
+    let m = module();
+    let r = BufAttrList::reconcile(&[&raw_list(&m, 256, 1, Perm::ReadWrite, true)]).unwrap();
+    let rw = BufObj::alloc(&r).unwrap();
+    rw.cpu_write().unwrap()[..5].copy_from_slice(b"hello");
+    let ro = rw.dup_with_reduced_perm(Perm::ReadOnly).unwrap();
+    assert_eq!(ro.perm(), Perm::ReadOnly);
+    assert_eq!(ro.attr_list().unwrap().get_one(key::ACTUAL_PERM).unwrap(), Some(Perm::ReadOnly));
+    assert!(matches!(ro.cpu_write(), Err(Error::PermissionDenied(_))));
+    assert_eq!(&ro.cpu_read().unwrap()[..5], b"hello", "same memory, read through the duplicate");
+    assert!(matches!(ro.dup_with_reduced_perm(Perm::ReadWrite), Err(Error::PermissionDenied(_))));
+    // The original keeps its permission; a plain dup shares memory and permission.
+    let d = rw.dup().unwrap();
+    assert_eq!(d.perm(), Perm::ReadWrite);
+    // CPU borrows are exclusive across duplicates: a writer excludes readers of any duplicate.
+    let w = d.cpu_write().unwrap();
+    assert!(ro.cpu_read().is_err());
+    assert!(rw.cpu_write().is_err());
+    drop(w);
+    assert!(ro.cpu_read().is_ok());
+}
+
+#[test]
+fn cpu_access_requires_need_cpu_access() {
+    let m = module();
+    let obj =
+        BufObj::alloc(&BufAttrList::reconcile(&[&raw_list(&m, 256, 1, Perm::ReadWrite, false)]).unwrap())
+            .unwrap();
+    assert!(matches!(obj.cpu_read(), Err(Error::NvSci { function: "NvSciBufObjGetConstCpuPtr", .. })));
+    assert!(matches!(obj.cpu_write(), Err(Error::NvSci { function: "NvSciBufObjGetCpuPtr", .. })));
+    // The failed attempts released their borrow.
+    assert!(matches!(obj.cpu_read(), Err(Error::NvSci { .. })));
+}
+
+#[test]
+fn gpu_cache_coherency_follows_cacheability() {
+    let m = module();
+    let (g1, g2) = (GpuId([0x11; 16]), GpuId([0x22; 16]));
+    let mut l = raw_list(&m, 4096, 1, Perm::ReadWrite, false);
+    l.set(&[
+        BufAttr::GpuId(&[g1, g2]),
+        BufAttr::EnableGpuCache(&[
+            GpuCache { gpu_id: g1, cacheable: true },
+            GpuCache { gpu_id: g2, cacheable: false },
+        ]),
+    ])
+    .unwrap();
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+    assert_eq!(obj.gpu_sw_need_cache_coherency(g1).unwrap(), Some(true));
+    assert_eq!(obj.gpu_sw_need_cache_coherency(g2).unwrap(), Some(false));
+    assert_eq!(obj.gpu_sw_need_cache_coherency(GpuId([0x33; 16])).unwrap(), None);
+    assert!(!obj.cpu_need_sw_cache_coherency().unwrap());
+    let ids = obj.attr_list().unwrap().get(key::GPU_ID).unwrap();
+    assert_eq!(ids.as_slice(), &[g1, g2]);
+}
+
+#[test]
+fn every_handle_is_freed() {
+    let m = module();
+    let ledger = m.mock_ledger().expect("mock module has a ledger");
+    {
+        let a = nv12(&m, 640, 480);
+        let b = nv12(&m, 640, 480);
+        let appended = BufAttrList::append(&[&a, &b]).unwrap();
+        assert_eq!(appended.slot_count(), 2);
+        let r = BufAttrList::reconcile(&[&a, &b]).unwrap();
+        let _dump = r.debug_dump().unwrap();
+        let o = BufObj::alloc(&r).unwrap();
+        let _d = o.dup().unwrap();
+        let _ro = o.dup_with_reduced_perm(Perm::ReadOnly).unwrap();
+        let _ = BufAttrList::reconcile(&[&a, &nv12(&m, 320, 240)]).unwrap_err();
+        assert!(ledger.counts().total() > 1);
+    }
+    assert_eq!(ledger.counts().total(), 1, "only the module itself is left: {:?}", ledger.counts());
+    drop(m);
+    assert_eq!(ledger.counts().total(), 0, "{:?}", ledger.counts());
+}

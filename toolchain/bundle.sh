@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Build the workspace's test binaries and examples for one target and gather them into a folder that
+# runs on a machine without a Rust toolchain (a Jetson, a DRIVE target, or an x86_64 GPU host).
+#
+# Usage (from anywhere inside the repository):
+#   toolchain/bundle.sh [--target TRIPLE] [--out DIR] [-- CARGO ARGS...]
+#
+#   --target TRIPLE   target to build for (default: the host). aarch64-unknown-linux-gnu is
+#                     cross-compiled with toolchain/cargo-aarch64.toml.
+#   --out DIR         output folder (default: target/bundle-<target>); replaced if it exists.
+#   -- CARGO ARGS     passed to both cargo invocations, e.g. `-- --features vulkan` or
+#                     `-- --release -p nvsci`. Without -p/--package the whole workspace is built.
+#
+# The folder holds:
+#   tests/<package>[-<test>]   test harness binaries (stripped of debug info)
+#   examples/<example>         example binaries (stripped of debug info)
+#   lib/libnvsci_mock.so       the mock NvSci library, when the build produced it
+#   run.sh                     runs every test binary; see `run.sh --help`
+#
+# Copy the folder to the target (scp -r, rsync) and run `./run.sh` (or `./run.sh --gpu`) there.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+usage() {
+  sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+}
+
+host=$(rustc -vV | sed -n 's/^host: //p')
+target=$host
+out=
+cargo_args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --target) target=${2:?--target needs a value}; shift 2 ;;
+    --target=*) target=${1#--target=}; shift ;;
+    --out) out=${2:?--out needs a value}; shift 2 ;;
+    --out=*) out=${1#--out=}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; cargo_args=("$@"); break ;;
+    *) echo "unknown argument: $1 (cargo arguments go after --)" >&2; usage >&2; exit 2 ;;
+  esac
+done
+out=${out:-$root/target/bundle-$target}
+case $out in /*) ;; *) out=$PWD/$out ;; esac
+
+# Cargo invocation for the target. The host build uses the default target directory layout so that
+# it shares artifacts with ordinary `cargo test` runs.
+cargo_cmd=(cargo)
+target_args=()
+if [ "$target" = "$host" ]; then
+  strip_tool=strip
+else
+  target_args=(--target "$target")
+  case $target in
+    aarch64-unknown-linux-gnu)
+      cargo_cmd+=(--config "$here/cargo-aarch64.toml")
+      strip_tool=aarch64-linux-gnu-strip
+      ;;
+    *) strip_tool= ;;
+  esac
+fi
+if [ -n "$strip_tool" ] && ! command -v "$strip_tool" >/dev/null; then
+  echo "note: $strip_tool not found; binaries are left unstripped" >&2
+  strip_tool=
+fi
+
+selection=(--workspace)
+for a in ${cargo_args[@]+"${cargo_args[@]}"}; do
+  case $a in
+    -p|--package|--package=*|-p?*|--workspace|--all) selection=() ;;
+  esac
+done
+
+if command -v python3 >/dev/null; then
+  parser=python3
+elif command -v jq >/dev/null; then
+  parser=jq
+else
+  echo "bundle.sh needs python3 or jq to read cargo's JSON output" >&2
+  exit 1
+fi
+
+log=$(mktemp)
+meta=$(mktemp)
+trap 'rm -f "$log" "$meta"' EXIT
+
+cd "$root"
+export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
+echo "building test binaries and examples for $target (${cargo_args[*]:-no extra cargo args})" >&2
+"${cargo_cmd[@]}" test --no-run --message-format=json ${selection[@]+"${selection[@]}"} \
+  ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >"$log"
+"${cargo_cmd[@]}" build --examples --message-format=json ${selection[@]+"${selection[@]}"} \
+  ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >>"$log"
+cargo metadata --no-deps --format-version 1 >"$meta"
+
+rm -rf "$out"
+mkdir -p "$out/tests" "$out/examples" "$out/lib"
+
+# Prints "kind<TAB>source<TAB>name" for every artifact to copy: kind is tests, examples or lib.
+list_python() {
+  python3 - "$log" "$meta" <<'EOF'
+import json, os, sys
+
+log, meta = sys.argv[1], sys.argv[2]
+packages = {p["manifest_path"]: p["name"] for p in json.load(open(meta))["packages"]}
+for line in open(log):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact":
+        continue
+    pkg = packages.get(m.get("manifest_path"), m["target"]["name"])
+    kinds = m["target"]["kind"]
+    exe = m.get("executable")
+    if exe and m["profile"].get("test"):
+        if set(kinds) & {"lib", "rlib", "cdylib", "dylib", "staticlib", "proc-macro"}:
+            name = pkg
+        else:
+            name = pkg + "-" + m["target"]["name"]
+        print("tests\t%s\t%s" % (exe, name))
+    elif exe and "example" in kinds:
+        print("examples\t%s\t%s" % (exe, m["target"]["name"]))
+    elif not exe:
+        for f in m.get("filenames", []):
+            if os.path.basename(f) == "libnvsci_mock.so":
+                print("lib\t%s\t%s" % (f, "libnvsci_mock.so"))
+EOF
+}
+
+list_jq() {
+  jq -r --slurpfile meta "$meta" '
+    select(.reason == "compiler-artifact")
+    | (.manifest_path as $mp | ($meta[0].packages | map(select(.manifest_path == $mp)) | .[0].name)) as $pkg
+    | if (.executable != null) and .profile.test then
+        "tests\t\(.executable)\t\(if (.target.kind | any(. == "lib" or . == "rlib" or . == "cdylib" or . == "dylib" or . == "staticlib" or . == "proc-macro")) then $pkg else "\($pkg)-\(.target.name)" end)"
+      elif (.executable != null) and (.target.kind | index("example")) then
+        "examples\t\(.executable)\t\(.target.name)"
+      elif .executable == null then
+        (.filenames[] | select(endswith("/libnvsci_mock.so")) | "lib\t\(.)\tlibnvsci_mock.so")
+      else empty end' "$log"
+}
+
+copied=0
+while IFS=$'\t' read -r kind src name; do
+  dest="$out/$kind/$name"
+  [ -e "$dest" ] && continue
+  cp "$src" "$dest"
+  chmod u+w "$dest"
+  if [ -n "$strip_tool" ]; then
+    "$strip_tool" --strip-debug "$dest"
+  fi
+  echo "$dest"
+  copied=$((copied + 1))
+done < <(if [ "$parser" = python3 ]; then list_python; else list_jq; fi)
+
+# The mock cdylib sits next to the test binaries when it was built only as a dependency.
+if [ ! -e "$out/lib/libnvsci_mock.so" ]; then
+  tdir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["target_directory"])' "$meta" 2>/dev/null ||
+    jq -r .target_directory "$meta")
+  triple_dir=$tdir
+  [ "$target" != "$host" ] && triple_dir=$tdir/$target
+  for f in "$triple_dir"/debug/deps/libnvsci_mock.so "$triple_dir"/release/deps/libnvsci_mock.so; do
+    if [ -f "$f" ]; then
+      cp "$f" "$out/lib/"
+      [ -n "$strip_tool" ] && "$strip_tool" --strip-debug "$out/lib/libnvsci_mock.so"
+      echo "$out/lib/libnvsci_mock.so"
+      break
+    fi
+  done
+fi
+
+if [ "$copied" -eq 0 ]; then
+  echo "no test binaries or examples were built" >&2
+  exit 1
+fi
+
+echo "$target" >"$out/TARGET"
+
+cat >"$out/run.sh" <<'EOF'
+#!/usr/bin/env bash
+# Runs every test binary of this bundle, ignored (GPU) tests included.
+#
+#   ./run.sh [--gpu] [FILTER...]
+#
+#   --gpu      set NVSCI_REQUIRE_GPU=1: a GPU test that finds no GPU fails instead of skipping
+#   FILTER...  passed to every test binary (test name filters, --exact, --test-threads=1, ...)
+#
+# BUNDLE_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" runs the binaries through an emulator
+# (to try an aarch64 bundle on an x86_64 host).
+#
+# Prints each binary's result, then 'N passed, N failed'; the exit status is non-zero on a failure.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+case ${1:-} in
+  -h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
+  --gpu) export NVSCI_REQUIRE_GPU=1; shift ;;
+esac
+
+export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+runner=()
+[ -n "${BUNDLE_RUNNER:-}" ] && read -r -a runner <<<"$BUNDLE_RUNNER"
+echo "bundle for $(cat "$here/TARGET" 2>/dev/null || echo '?') on $(uname -m); NVSCI_LIB_DIR=${NVSCI_LIB_DIR:-<unset>}"
+[ "${NVSCI_REQUIRE_GPU:-0}" = 1 ] && echo "NVSCI_REQUIRE_GPU=1: GPU tests fail when no GPU is found"
+
+passed=0
+failed=0
+bad=()
+for t in "$here"/tests/*; do
+  [ -f "$t" ] && [ -x "$t" ] || continue
+  name=$(basename "$t")
+  echo "=== $name"
+  res=$(${runner[@]+"${runner[@]}"} "$t" --include-ignored "$@" 2>&1)
+  rc=$?
+  printf '%s\n' "$res" | grep -E '^(test .* \.\.\. (FAILED|ignored)|failures:|---- |thread .* panicked)' | head -n 60
+  counts=$(printf '%s\n' "$res" | sed -n 's/^test result: .*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' |
+    awk '{p += $1; f += $2} END {print p + 0, f + 0}')
+  p=${counts% *}
+  f=${counts#* }
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    # Crashed or aborted before reporting: count the binary itself as a failure.
+    printf '%s\n' "$res" | tail -n 20
+    f=1
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if [ "$rc" -ne 0 ]; then
+    bad+=("$name")
+    echo "--- $name: FAILED ($p passed, $f failed, exit $rc)"
+  else
+    echo "--- $name: ok ($p passed)"
+  fi
+done
+[ ${#bad[@]} -gt 0 ] && echo "failing binaries: ${bad[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ ${#bad[@]} -eq 0 ]
+EOF
+chmod +x "$out/run.sh"
+du -sh "$out" >&2

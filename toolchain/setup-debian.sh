@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prepares a Debian or Ubuntu x86_64 host to cross-compile this workspace for aarch64 Linux
+# (Jetson, DRIVE OS) and to run the aarch64 tests under qemu-user. Safe to run again.
+#
+#   toolchain/setup-debian.sh
+#
+# Installs:
+#   rustup target aarch64-unknown-linux-gnu
+#   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross   cross linker and the aarch64 C library
+#   qemu-user                                       qemu-aarch64, the cargo runner for tests
+#   libclang-dev                                    for the `bindgen` feature of nvsci-sys
+# Uses sudo for apt-get when not run as root.
+set -euo pipefail
+
+packages=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user libclang-dev)
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null; then
+    echo "not root and sudo is not available: install ${packages[*]} as root" >&2
+    exit 1
+  fi
+  sudo=(sudo)
+fi
+
+if ! command -v apt-get >/dev/null; then
+  echo "apt-get not found: this script is for Debian and Ubuntu hosts" >&2
+  exit 1
+fi
+
+echo "== apt-get update"
+"${sudo[@]}" apt-get update
+echo "== apt-get install ${packages[*]}"
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${packages[@]}"
+
+echo "== rustup target add aarch64-unknown-linux-gnu"
+if ! command -v rustup >/dev/null; then
+  echo "rustup not found: install Rust from https://rustup.rs, then run this script again" >&2
+  exit 1
+fi
+rustup target add aarch64-unknown-linux-gnu
+
+echo
+echo "ready: cargo --config toolchain/cargo-aarch64.toml test --target aarch64-unknown-linux-gnu"
