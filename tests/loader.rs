@@ -1,10 +1,13 @@
 //! Loading NvSci at run time: missing libraries give an error listing every path tried, and
 //! the dlopen/dlsym path itself works (exercised with the mock built as a shared object, loaded
 //! under the real SONAMEs).
+#![cfg(feature = "mock")]
 
 use nvsci::sys::loader::{LoadError, JETPACK5_LIB_DIR, JETPACK6_LIB_DIR};
 use nvsci::{Error, Implementation, NvSci};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+mod common;
 
 #[test]
 fn missing_library_lists_every_path_and_does_not_panic() {
@@ -37,33 +40,12 @@ fn missing_library_lists_every_path_and_does_not_panic() {
     assert!(msg.contains(bogus) && msg.contains("NVSCI_LIB_DIR"), "{msg}");
 }
 
-/// The mock built as a shared object (`libnvsci_mock.so`, from the `export` feature).
-fn mock_shared_object() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("NVSCI_MOCK_SO") {
-        return Some(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    [dir.join("libnvsci_mock.so"), dir.join("../libnvsci_mock.so"), dir.join("../lib/libnvsci_mock.so")]
-        .into_iter()
-        .find(|p| p.exists())
-}
-
 #[test]
 fn mock_loaded_through_dlopen_under_the_real_sonames() {
     use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
     use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 
-    let so =
-        mock_shared_object().expect("libnvsci_mock.so not found next to the test binary (set NVSCI_MOCK_SO)");
-    let dir = std::env::temp_dir().join(format!("nvsci-loader-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    for name in ["libnvscibuf.so.1", "libnvscisync.so.1"] {
-        let link = dir.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(so.canonicalize().unwrap(), &link).unwrap();
-    }
-    let lib = NvSci::load_from_dirs(std::slice::from_ref(&dir)).unwrap();
+    let (lib, dir) = common::mock_as_native("loader-test");
     assert_eq!(lib.implementation(), Implementation::Native);
     let (buf_path, sync_path) = lib.library_paths().unwrap();
     assert!(buf_path.ends_with("libnvscibuf.so.1") && sync_path.ends_with("libnvscisync.so.1"));

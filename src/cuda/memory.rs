@@ -12,7 +12,7 @@ use crate::error::{invalid, Error, Result};
 use crate::Implementation;
 use core::marker::PhantomData;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 mod sealed {
@@ -151,18 +151,18 @@ impl<A: Access> ExternalMemory<A> {
 
     /// Imports an opaque POSIX fd (Vulkan `OPAQUE_FD`, CUDA VMM export) of `size` bytes.
     ///
-    /// CUDA takes ownership of the fd only when the import succeeds; on failure it is closed
-    /// here, exactly once. `dedicated` must match how the memory was allocated (Vulkan dedicated
-    /// allocations: true).
+    /// Consumes `fd`: the driver is given a duplicate (its own from then on, also after a failed
+    /// import, where drivers may close it) and `fd` itself is closed here exactly once.
+    /// `dedicated` must match how the memory was allocated (Vulkan dedicated allocations: true).
     pub fn from_opaque_fd(dev: &CudaDevice, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
         if size == 0 {
             return Err(invalid("size", "an import of 0 bytes is not allowed"));
         }
-        let d = desc::opaque_fd_memory(fd.as_raw_fd(), size, dedicated);
-        let raw = import(dev, &d, "opaque fd")?; // on error `fd` drops here and is closed
-                                                 // The driver owns the descriptor now.
-        let _ = fd.into_raw_fd();
-        Ok(Self::wrap(raw, size, dev, Source::Fd))
+        let dup = super::fd::for_driver(&fd).map_err(|e| invalid("fd", format!("cannot duplicate: {e}")))?;
+        let d = desc::opaque_fd_memory(dup, size, dedicated);
+        let raw = import(dev, &d, "opaque fd");
+        drop(fd); // ours, closed once; the driver owns (or has closed) the duplicate
+        Ok(Self::wrap(raw?, size, dev, Source::Fd))
     }
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaDevice, source: Source) -> Self {
@@ -431,20 +431,63 @@ unsafe impl<A: Access> Send for MappedArray<A> {}
 // SAFETY: as for MappedBuffer.
 unsafe impl<A: Access> Sync for MappedArray<A> {}
 
-/// Whether this CUDA driver accepts NvSciBuf imports at all.
-///
-/// Imports a NULL NvSciBuf handle: a driver without NvSciBuf support answers
-/// `CUDA_ERROR_NOT_SUPPORTED`, which becomes [`Error::Unsupported`]; a Tegra driver rejects the
-/// NULL handle itself (`Ok(())`). Safe on both: the NULL handle is never dereferenced.
-pub fn probe_nvscibuf_import(dev: &CudaDevice) -> Result<()> {
-    let d = desc::nvscibuf_memory(core::ptr::null(), 4096);
-    match import(dev, &d, "NvSciBuf") {
-        Err(e @ Error::Unsupported { .. }) => Err(e),
-        Err(_) => Ok(()),
-        Ok(raw) => {
-            // SAFETY: unexpected success: destroy the handle we just got, once.
-            unsafe { sys::cuDestroyExternalMemory(raw) };
-            Ok(())
+/// Whether this CUDA driver accepts NvSciBuf imports from `lib`: allocates a 4 KiB raw buffer
+/// for this GPU and imports it. A driver without NvSciBuf support (every desktop driver) gives
+/// [`Error::Unsupported`]; the mock is refused the same way.
+pub fn probe_nvscibuf_import(dev: &CudaDevice, lib: &crate::NvSci) -> Result<()> {
+    use crate::buf::{BufAttr, BufAttrList, BufModule, BufType};
+    let m = BufModule::open(lib)?;
+    let mut l = m.attr_list()?;
+    l.set(&[
+        BufAttr::Types(&[BufType::RAW_BUFFER]),
+        BufAttr::RawSize(4096),
+        BufAttr::RequiredPerm(Perm::ReadWrite),
+        BufAttr::GpuId(&[dev.gpu_id()]),
+    ])?;
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l])?)?;
+    ExternalMemory::<ReadWrite>::from_buf_obj(dev, &obj).map(drop)
+}
+
+impl<A: Access> MappedArray<A> {
+    fn copy2d(&self, host: *mut core::ffi::c_void, len: usize, to_host: bool) -> Result<()> {
+        let row = self.desc.width * self.desc.bytes_per_texel as usize;
+        if len != row * self.desc.height {
+            return Err(invalid("host", format!("{len} bytes given, the array holds {}", row * self.desc.height)));
         }
+        let (host_t, array_t) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
+        let c = sys::CUDA_MEMCPY2D {
+            srcXInBytes: 0,
+            srcY: 0,
+            srcMemoryType: if to_host { array_t } else { host_t },
+            srcHost: host,
+            srcDevice: 0,
+            srcArray: self.level0,
+            srcPitch: row,
+            dstXInBytes: 0,
+            dstY: 0,
+            dstMemoryType: if to_host { host_t } else { array_t },
+            dstHost: host,
+            dstDevice: 0,
+            dstArray: self.level0,
+            dstPitch: row,
+            WidthInBytes: row,
+            Height: self.desc.height,
+        };
+        self.mem.inner.dev.bind()?;
+        // SAFETY: the array is alive; `host` points to exactly `row * height` bytes (checked);
+        // the copy is synchronous.
+        check("cuMemcpy2D", unsafe { sys::cuMemcpy2D_v2(&c) })
+    }
+
+    /// Copies the whole array to `dst` (rows packed, `width * bytes_per_texel` bytes each).
+    pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
+        self.copy2d(dst.as_mut_ptr().cast(), dst.len(), true)
+    }
+}
+
+impl MappedArray<ReadWrite> {
+    /// Copies `src` (rows packed) into the whole array.
+    pub fn copy_from_host(&self, src: &[u8]) -> Result<()> {
+        self.copy2d(src.as_ptr() as *mut _, src.len(), false)
     }
 }

@@ -13,6 +13,7 @@
 
 mod desc;
 mod device;
+mod fd;
 mod memory;
 pub mod memsync;
 mod result;

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::sync::{Fence, SyncObj};
 use crate::Implementation;
 use cudarc::driver::{sys, CudaStream};
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 struct Raw {
     raw: sys::CUexternalSemaphore,
@@ -147,12 +147,15 @@ impl std::fmt::Debug for CudaSemaphore {
 }
 
 impl CudaSemaphore {
-    /// Imports an fd. CUDA owns it only when the import succeeds; on failure it is closed here.
+    /// Imports an fd. The driver gets a duplicate (its own from then on); `fd` is closed here
+    /// exactly once, whatever the outcome.
     pub fn import(dev: &CudaDevice, fd: OwnedFd, kind: SemaphoreKind) -> Result<Self> {
-        let d = desc::fd_semaphore(fd.as_raw_fd(), kind == SemaphoreKind::Timeline);
-        let raw = import(dev, &d, false)?;
-        let _ = fd.into_raw_fd();
-        Ok(Self { raw, kind })
+        let dup = super::fd::for_driver(&fd)
+            .map_err(|e| crate::error::invalid("fd", format!("cannot duplicate: {e}")))?;
+        let d = desc::fd_semaphore(dup, kind == SemaphoreKind::Timeline);
+        let raw = import(dev, &d, false);
+        drop(fd); // ours, closed once; the driver owns (or has closed) the duplicate
+        Ok(Self { raw: raw?, kind })
     }
 
     /// Binary or timeline.

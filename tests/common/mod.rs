@@ -6,6 +6,12 @@ pub fn gpu_required() -> bool {
     std::env::var("NVSCI_REQUIRE_GPU").is_ok_and(|v| v == "1")
 }
 
+/// Serialises tests that measure process-wide state (open fds, device memory).
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Open file descriptors of this process.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
@@ -64,4 +70,39 @@ DONE:
 /// The host-side expectation of `fill_pattern`.
 pub fn expected_pattern(n: usize, seed: u32) -> Vec<u8> {
     (0..n).map(|i| ((i as u32).wrapping_mul(7).wrapping_add(seed) & 0xff) as u8).collect()
+}
+
+/// The mock built as a shared object (`libnvsci_mock.so`, from the `export` feature): next to
+/// the test binary, one folder up, in `../lib`, or where `NVSCI_MOCK_SO` points.
+pub fn mock_shared_object() -> Option<std::path::PathBuf> {
+    if let Some(p) = std::env::var_os("NVSCI_MOCK_SO") {
+        return Some(std::path::PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    [dir.join("libnvsci_mock.so"), dir.join("../libnvsci_mock.so"), dir.join("../lib/libnvsci_mock.so")]
+        .into_iter()
+        .find(|p| p.exists())
+}
+
+/// Loads the mock shared object through the real loader, under the real SONAMEs, so it is a
+/// `Native` implementation whose handles are opaque to this process's Rust code.
+#[cfg(feature = "mock")]
+pub fn mock_as_native(tag: &str) -> (nvsci::NvSci, std::path::PathBuf) {
+    let so = mock_shared_object().expect("libnvsci_mock.so not found next to the test binary (set NVSCI_MOCK_SO)");
+    let dir = std::env::temp_dir().join(format!("nvsci-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for name in ["libnvscibuf.so.1", "libnvscisync.so.1"] {
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(so.canonicalize().unwrap(), &link).unwrap();
+    }
+    let lib = nvsci::NvSci::load_from_dirs(std::slice::from_ref(&dir)).unwrap();
+    (lib, dir)
+}
+
+/// Whether Vulkan tests must fail instead of skipping when no Vulkan device is found (set in
+/// CI's lavapipe step).
+pub fn vulkan_required() -> bool {
+    std::env::var("NVSCI_REQUIRE_VULKAN").is_ok_and(|v| v == "1")
 }
