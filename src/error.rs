@@ -172,6 +172,21 @@ pub enum Error {
         /// What is missing and what to use instead.
         reason: String,
     },
+    /// A Vulkan call failed (feature `vulkan`).
+    #[error("{function} failed: VkResult {code} ({})", vk_result_name(*code))]
+    Vulkan {
+        /// The Vulkan function that failed.
+        function: &'static str,
+        /// The `VkResult` value.
+        code: i32,
+    },
+    /// No usable Vulkan loader, driver or device; the message says what was looked for and what
+    /// was found.
+    #[error("Vulkan is not available: {reason}")]
+    VulkanUnavailable {
+        /// What is missing, what was found instead and what to do.
+        reason: String,
+    },
     /// A fixed-capacity container was full.
     #[error("capacity of {what} exceeded (max {max})")]
     Capacity {
@@ -191,6 +206,30 @@ pub(crate) fn check(function: &'static str, code: nvsci_sys::NvSciError) -> Resu
         Ok(())
     } else {
         Err(Error::NvSci { function, code: NvSciError(code) })
+    }
+}
+
+/// Name of a `VkResult` (the common ones; others are reported by number only).
+fn vk_result_name(code: i32) -> &'static str {
+    match code {
+        0 => "VK_SUCCESS",
+        1 => "VK_NOT_READY",
+        2 => "VK_TIMEOUT",
+        5 => "VK_INCOMPLETE",
+        -1 => "VK_ERROR_OUT_OF_HOST_MEMORY",
+        -2 => "VK_ERROR_OUT_OF_DEVICE_MEMORY",
+        -3 => "VK_ERROR_INITIALIZATION_FAILED",
+        -4 => "VK_ERROR_DEVICE_LOST",
+        -5 => "VK_ERROR_MEMORY_MAP_FAILED",
+        -6 => "VK_ERROR_LAYER_NOT_PRESENT",
+        -7 => "VK_ERROR_EXTENSION_NOT_PRESENT",
+        -8 => "VK_ERROR_FEATURE_NOT_PRESENT",
+        -9 => "VK_ERROR_INCOMPATIBLE_DRIVER",
+        -10 => "VK_ERROR_TOO_MANY_OBJECTS",
+        -11 => "VK_ERROR_FORMAT_NOT_SUPPORTED",
+        -13 => "VK_ERROR_UNKNOWN",
+        -1000072003 => "VK_ERROR_INVALID_EXTERNAL_HANDLE",
+        _ => "unnamed VkResult",
     }
 }
 

@@ -36,7 +36,10 @@ pub mod buf;
 pub mod cuda;
 mod error;
 mod library;
+pub mod pipeline;
 pub mod sync;
+#[cfg(feature = "vulkan")]
+pub mod vulkan;
 
 pub use attr::{AttrElem, Key};
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};

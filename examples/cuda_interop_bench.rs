@@ -1,0 +1,328 @@
+//! Overhead of the crate's CUDA interop wrappers against the same raw driver calls, in one run:
+//!
+//! (a) signal + wait round trip on a CUDA stream on a Vulkan-exported timeline semaphore imported
+//!     into CUDA: `CudaSemaphore::signal` then `wait`, against `cuSignalExternalSemaphoresAsync`
+//!     / `cuWaitExternalSemaphoresAsync` with hand-built parameters (target ratio <= 1.05);
+//! (b) import + map + unmap of a CUDA VMM-exported fd (`ExportableAllocation`):
+//!     `ExternalMemory::from_opaque_fd` + `map_all` + drops, against `cuImportExternalMemory` /
+//!     `cuExternalMemoryGetMappedBuffer` / `cuMemFree` / `cuDestroyExternalMemory`.
+//!
+//! Both sides are measured in interleaved blocks (alternating which goes first) to cancel drift.
+//! Prints a markdown table; exits non-zero when a verification fails.
+//!
+//! ```text
+//! cargo run --release --features vulkan --example cuda_interop_bench -- [--iters 10000] [--map-iters 1000]
+//! ```
+
+use nvsci::cuda::cudarc::driver::sys;
+use nvsci::cuda::{
+    CudaDevice, CudaSemaphore, ExportableAllocation, ExternalMemory, ReadWrite, SemaphoreKind,
+};
+use nvsci::vulkan::{TimelineSemaphore, VulkanContext};
+use std::os::fd::{AsRawFd, IntoRawFd};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn arg(name: &str, default: usize) -> Res<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == name) {
+        Some(i) => Ok(args.get(i + 1).ok_or(format!("{name} needs a value"))?.parse()?),
+        None => Ok(default),
+    }
+}
+
+fn check(what: &str, r: sys::CUresult) -> Res<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {r:?}").into())
+    }
+}
+
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+fn signal_params(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+    sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+        params: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1 {
+            fence: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_1 { value },
+            nvSciSync: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
+                fence: core::ptr::null_mut(),
+            },
+            keyedMutex: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS_st__bindgen_ty_1__bindgen_ty_3 { key: 0 },
+            reserved: [0; 12],
+        },
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
+fn wait_params(value: u64) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+    sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+        params: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1 {
+            fence: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_1 { value },
+            nvSciSync: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_2 {
+                fence: core::ptr::null_mut(),
+            },
+            keyedMutex: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS_st__bindgen_ty_1__bindgen_ty_3 {
+                key: 0,
+                timeoutMs: 0,
+            },
+            reserved: [0; 10],
+        },
+        flags: 0,
+        reserved: [0; 16],
+    }
+}
+
+struct Row {
+    what: String,
+    crate_ns: f64,
+    raw_ns: f64,
+    target: &'static str,
+}
+
+/// (a): ns per signal+wait iteration, crate vs raw.
+fn semaphore_round_trip(
+    dev: &CudaDevice,
+    vk: &std::sync::Arc<VulkanContext>,
+    iters: usize,
+    failures: &mut Vec<String>,
+) -> Res<Row> {
+    let timeline = TimelineSemaphore::new_exportable(vk, 0)?;
+    let wrapped = CudaSemaphore::import(dev, timeline.export_fd()?, SemaphoreKind::Timeline)?;
+    // The raw side imports its own fd of the same semaphore.
+    let fd = timeline.export_fd()?;
+    let desc = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+        flags: 0,
+        reserved: [0; 16],
+    };
+    dev.context().bind_to_thread()?;
+    let mut raw: sys::CUexternalSemaphore = core::ptr::null_mut();
+    // SAFETY: a complete descriptor holding a valid timeline-semaphore fd.
+    check("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut raw, &desc) })?;
+    let _ = fd.into_raw_fd(); // the driver owns it now
+    let stream = dev.context().new_stream()?;
+    let cu_stream = stream.cu_stream();
+
+    let block = 100.min(iters.max(1));
+    let blocks = iters.div_ceil(block);
+    let mut value = 0u64;
+    let (mut t_crate, mut t_raw) = (Duration::ZERO, Duration::ZERO);
+    let crate_block = |value: &mut u64| -> Res<Duration> {
+        let t0 = Instant::now();
+        for _ in 0..block {
+            *value += 1;
+            wrapped.signal(&stream, *value)?;
+            wrapped.wait(&stream, *value)?;
+        }
+        stream.synchronize()?;
+        Ok(t0.elapsed())
+    };
+    let raw_block = |value: &mut u64| -> Res<Duration> {
+        let t0 = Instant::now();
+        for _ in 0..block {
+            *value += 1;
+            let s = signal_params(*value);
+            let w = wait_params(*value);
+            // SAFETY: one live semaphore and one parameter block per call, on a live stream.
+            check("cuSignalExternalSemaphoresAsync", unsafe {
+                sys::cuSignalExternalSemaphoresAsync(&raw, &s, 1, cu_stream)
+            })?;
+            // SAFETY: as above.
+            check("cuWaitExternalSemaphoresAsync", unsafe {
+                sys::cuWaitExternalSemaphoresAsync(&raw, &w, 1, cu_stream)
+            })?;
+        }
+        stream.synchronize()?;
+        Ok(t0.elapsed())
+    };
+    // Warm-up, then interleaved blocks (ABBA order).
+    crate_block(&mut value)?;
+    raw_block(&mut value)?;
+    for b in 0..blocks {
+        if b.is_multiple_of(2) {
+            t_crate += crate_block(&mut value)?;
+            t_raw += raw_block(&mut value)?;
+        } else {
+            t_raw += raw_block(&mut value)?;
+            t_crate += crate_block(&mut value)?;
+        }
+        // Verification (untimed): Vulkan sees the last value CUDA signalled.
+        let seen = timeline.value()?;
+        if seen != value {
+            failures.push(format!("timeline value {seen} after block {b}, expected {value}"));
+        }
+    }
+    drop(wrapped);
+    dev.context().bind_to_thread()?;
+    // SAFETY: all work on the stream finished (synchronised in every block).
+    check("cuDestroyExternalSemaphore", unsafe { sys::cuDestroyExternalSemaphore(raw) })?;
+    let n = (blocks * block) as f64;
+    Ok(Row {
+        what: format!("signal+wait round trip, Vulkan timeline semaphore (N={})", blocks * block),
+        crate_ns: t_crate.as_nanos() as f64 / n,
+        raw_ns: t_raw.as_nanos() as f64 / n,
+        target: "<= 1.05",
+    })
+}
+
+/// (b): ns per import+map+unmap+destroy, crate vs raw (and raw plus the context synchronise the
+/// crate's unmap performs).
+fn import_map_unmap(dev: &CudaDevice, iters: usize, failures: &mut Vec<String>) -> Res<(Row, Row)> {
+    let alloc = ExportableAllocation::new(dev, 2 << 20)?;
+    let size = alloc.size() as u64;
+    dev.context().bind_to_thread()?;
+    // SAFETY: the allocation is mapped read-write on this device and `size` bytes long.
+    check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(alloc.device_address(), 0x5a, size as usize) })?;
+    check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?;
+
+    let raw_cycle = |sync: bool, verify: bool| -> Res<Duration> {
+        let fd = alloc.export_fd()?;
+        let t0 = Instant::now();
+        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut mem: sys::CUexternalMemory = core::ptr::null_mut();
+        // SAFETY: a complete descriptor with a valid VMM-exported fd of `size` bytes.
+        check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut mem, &desc) })?;
+        let _ = fd.into_raw_fd(); // owned by the driver after a successful import
+        let bdesc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size, flags: 0, reserved: [0; 16] };
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: the import is alive and the range lies inside it.
+        check("cuExternalMemoryGetMappedBuffer", unsafe {
+            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, mem, &bdesc)
+        })?;
+        let mut probe = [0u8; 4];
+        if verify {
+            // SAFETY: the mapping is at least 4 bytes long.
+            check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(probe.as_mut_ptr().cast(), ptr, 4) })?;
+        }
+        if sync {
+            // SAFETY: plain context synchronise.
+            check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?;
+        }
+        // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once.
+        check("cuMemFree", unsafe { sys::cuMemFree_v2(ptr) })?;
+        // SAFETY: the import is destroyed once, after its mapping.
+        check("cuDestroyExternalMemory", unsafe { sys::cuDestroyExternalMemory(mem) })?;
+        let t = t0.elapsed();
+        if ptr == 0 || (verify && probe != [0x5a; 4]) {
+            return Err(format!("raw import mapped {ptr:#x} reading {probe:?}").into());
+        }
+        Ok(t)
+    };
+    let crate_cycle = |verify: bool| -> Res<Duration> {
+        let fd = alloc.export_fd()?;
+        let t0 = Instant::now();
+        let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(dev, fd, size, false)?;
+        let mapped = mem.map_all()?;
+        let ptr = mapped.device_address();
+        let mut probe = [0u8; 4];
+        if verify {
+            // SAFETY: the mapping is at least 4 bytes long.
+            check("cuMemcpyDtoH", unsafe { sys::cuMemcpyDtoH_v2(probe.as_mut_ptr().cast(), ptr, 4) })?;
+        }
+        drop(mapped);
+        drop(mem);
+        let t = t0.elapsed();
+        if ptr == 0 || (verify && probe != [0x5a; 4]) {
+            return Err(format!("crate import mapped {ptr:#x} reading {probe:?}").into());
+        }
+        Ok(t)
+    };
+    // Verified warm-up of each path (the timed cycles skip the probe copy).
+    for _ in 0..3 {
+        if let Err(e) = crate_cycle(true) {
+            failures.push(format!("crate import: {e}"));
+        }
+        if let Err(e) = raw_cycle(false, true) {
+            failures.push(format!("raw import: {e}"));
+        }
+    }
+    let fds = open_fds();
+    let block = 50.min(iters.max(1));
+    let blocks = iters.div_ceil(block);
+    let (mut t_crate, mut t_raw, mut t_raw_sync) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for b in 0..blocks {
+        for i in 0..block {
+            // Rotate the order of the three variants every iteration.
+            for k in 0..3 {
+                match (b * block + i + k) % 3 {
+                    0 => t_crate += crate_cycle(false)?,
+                    1 => t_raw += raw_cycle(false, false)?,
+                    _ => t_raw_sync += raw_cycle(true, false)?,
+                }
+            }
+        }
+    }
+    if open_fds() != fds {
+        failures.push(format!("open fds changed from {fds} to {} over the import cycles", open_fds()));
+    }
+    let n = (blocks * block) as f64;
+    let crate_ns = t_crate.as_nanos() as f64 / n;
+    Ok((
+        Row {
+            what: format!("import+map+unmap of a VMM fd, {} MiB (N={})", size >> 20, blocks * block),
+            crate_ns,
+            raw_ns: t_raw.as_nanos() as f64 / n,
+            target: "-",
+        },
+        Row {
+            what: "  same, raw side also calling cuCtxSynchronize before cuMemFree (as the crate does)"
+                .into(),
+            crate_ns,
+            raw_ns: t_raw_sync.as_nanos() as f64 / n,
+            target: "-",
+        },
+    ))
+}
+
+fn main() -> Res<()> {
+    let iters = arg("--iters", 10_000)?;
+    let map_iters = arg("--map-iters", 1_000)?;
+    let dev = CudaDevice::open(0)?;
+    let vk = VulkanContext::for_cuda(&dev)?;
+    println!(
+        "GPU: {} ({}), Vulkan: {} API {}",
+        dev.name()?,
+        vk.info().uuid_string(),
+        vk.info().name,
+        vk.info().api_version_string()
+    );
+    let mut failures = Vec::new();
+    let a = semaphore_round_trip(&dev, &vk, iters, &mut failures)?;
+    let (b, b_sync) = import_map_unmap(&dev, map_iters, &mut failures)?;
+    println!();
+    println!("| measurement | crate (ns/iter) | raw (ns/iter) | crate/raw | target |");
+    println!("|---|---:|---:|---:|---|");
+    for r in [&a, &b, &b_sync] {
+        println!(
+            "| {} | {:.0} | {:.0} | {:.3} | {} |",
+            r.what,
+            r.crate_ns,
+            r.raw_ns,
+            r.crate_ns / r.raw_ns,
+            r.target
+        );
+    }
+    if a.crate_ns / a.raw_ns > 1.05 {
+        println!("\nnote: the semaphore ratio is above the 1.05 target");
+    }
+    if !failures.is_empty() {
+        eprintln!("\nverification failures:");
+        for f in &failures {
+            eprintln!("  {f}");
+        }
+        std::process::exit(1);
+    }
+    Ok(())
+}

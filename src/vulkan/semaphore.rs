@@ -1,0 +1,407 @@
+//! Timeline and binary semaphores, their `OPAQUE_FD` export, and the Vulkan <-> CUDA hand-off
+//! pair built from them.
+//!
+//! Export support is probed first ([`semaphore_export_support`]): where timeline semaphores
+//! cannot be exported, [`HandoffSemaphores::new`] falls back to two binary semaphores and says
+//! so through [`HandoffSemaphores::mode`].
+
+use super::context::{vk_err, VulkanContext};
+use crate::cuda::{CudaDevice, CudaSemaphore, SemaphoreKind};
+use crate::error::{invalid, Error, Result};
+use ash::vk;
+use cudarc::driver::CudaStream;
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SEMAPHORE_OPAQUE_FD: vk::ExternalSemaphoreHandleTypeFlags =
+    vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+
+/// Which semaphore kinds the device can export as `OPAQUE_FD` (and CUDA can import).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SemaphoreExportSupport {
+    /// Timeline semaphores are exportable.
+    pub timeline: bool,
+    /// Binary semaphores are exportable.
+    pub binary: bool,
+}
+
+/// Probes `OPAQUE_FD` export of timeline and binary semaphores
+/// (`vkGetPhysicalDeviceExternalSemaphoreProperties`); both are `false` when the device lacks
+/// `VK_KHR_external_semaphore_fd`.
+pub fn semaphore_export_support(ctx: &VulkanContext) -> SemaphoreExportSupport {
+    if !ctx.has_semaphore_fd() {
+        return SemaphoreExportSupport { timeline: false, binary: false };
+    }
+    let probe = |ty: vk::SemaphoreType| {
+        let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty).initial_value(0);
+        let info = vk::PhysicalDeviceExternalSemaphoreInfo::default()
+            .handle_type(SEMAPHORE_OPAQUE_FD)
+            .push_next(&mut type_info);
+        let mut props = vk::ExternalSemaphoreProperties::default();
+        // SAFETY: Vulkan 1.1 core query on the context's physical device;
+        // VkSemaphoreTypeCreateInfo is an allowed pNext of VkPhysicalDeviceExternalSemaphoreInfo
+        // (Vulkan 1.2, VUID-VkPhysicalDeviceExternalSemaphoreInfo-pNext-pNext).
+        unsafe {
+            ctx.ash_instance().get_physical_device_external_semaphore_properties(
+                ctx.physical_device(),
+                &info,
+                &mut props,
+            )
+        };
+        props.external_semaphore_features.contains(vk::ExternalSemaphoreFeatureFlags::EXPORTABLE)
+    };
+    SemaphoreExportSupport {
+        timeline: probe(vk::SemaphoreType::TIMELINE),
+        binary: probe(vk::SemaphoreType::BINARY),
+    }
+}
+
+fn create_semaphore(
+    ctx: &VulkanContext,
+    ty: vk::SemaphoreType,
+    initial: u64,
+    export: bool,
+) -> Result<vk::Semaphore> {
+    let mut type_info = vk::SemaphoreTypeCreateInfo::default().semaphore_type(ty).initial_value(initial);
+    let mut export_info = vk::ExportSemaphoreCreateInfo::default().handle_types(SEMAPHORE_OPAQUE_FD);
+    let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info);
+    if export {
+        let support = semaphore_export_support(ctx);
+        let ok = if ty == vk::SemaphoreType::TIMELINE { support.timeline } else { support.binary };
+        if !ok {
+            return Err(Error::Unsupported {
+                what: "exporting a Vulkan semaphore as an opaque fd",
+                reason: "the device cannot export this semaphore type (no VK_KHR_external_semaphore_fd, \
+                         or OPAQUE_FD not exportable); software drivers such as lavapipe cannot",
+            });
+        }
+        info = info.push_next(&mut export_info);
+    }
+    // SAFETY: VUID-VkSemaphoreTypeCreateInfo-timelineSemaphore-03252: the timelineSemaphore
+    // feature is enabled on every context; VUID-VkExportSemaphoreCreateInfo-handleTypes-01124:
+    // OPAQUE_FD export was reported for this semaphore type (checked above).
+    unsafe { ctx.ash_device().create_semaphore(&info, None) }.map_err(vk_err("vkCreateSemaphore"))
+}
+
+fn export_semaphore_fd(ctx: &VulkanContext, semaphore: vk::Semaphore, exportable: bool) -> Result<OwnedFd> {
+    let ext = match ctx.ext_semaphore_fd() {
+        Some(e) if exportable => e,
+        _ => {
+            return Err(Error::Unsupported {
+                what: "exporting this semaphore",
+                reason: "it was created without OPAQUE_FD export (use new_exportable)",
+            })
+        }
+    };
+    let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(semaphore).handle_type(SEMAPHORE_OPAQUE_FD);
+    // SAFETY: VUID-VkSemaphoreGetFdInfoKHR-handleType-01132: OPAQUE_FD was included in
+    // VkExportSemaphoreCreateInfo::handleTypes; OPAQUE_FD has no signal-state requirement (that
+    // is SYNC_FD's, VUID-VkSemaphoreGetFdInfoKHR-handleType-01134).
+    let fd = unsafe { ext.get_semaphore_fd(&info) }.map_err(vk_err("vkGetSemaphoreFdKHR"))?;
+    if fd < 0 {
+        return Err(Error::Vulkan {
+            function: "vkGetSemaphoreFdKHR",
+            code: vk::Result::ERROR_UNKNOWN.as_raw(),
+        });
+    }
+    // SAFETY: vkGetSemaphoreFdKHR creates a new descriptor owned by the application.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn timeout_ns(t: Duration) -> u64 {
+    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A timeline semaphore: a 64-bit counter that queues and the host signal and wait on.
+pub struct TimelineSemaphore {
+    raw: vk::Semaphore,
+    exportable: bool,
+    ctx: Arc<VulkanContext>,
+}
+
+impl std::fmt::Debug for TimelineSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TimelineSemaphore").field("exportable", &self.exportable).finish()
+    }
+}
+
+impl TimelineSemaphore {
+    /// A process-local timeline semaphore starting at `initial`.
+    pub fn new(ctx: &Arc<VulkanContext>, initial: u64) -> Result<Arc<Self>> {
+        let raw = create_semaphore(ctx, vk::SemaphoreType::TIMELINE, initial, false)?;
+        Ok(Arc::new(Self { raw, exportable: false, ctx: ctx.clone() }))
+    }
+
+    /// A timeline semaphore that can be exported as an `OPAQUE_FD` (for CUDA:
+    /// `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD`);
+    /// [`Error::Unsupported`] where the device cannot export it.
+    pub fn new_exportable(ctx: &Arc<VulkanContext>, initial: u64) -> Result<Arc<Self>> {
+        let raw = create_semaphore(ctx, vk::SemaphoreType::TIMELINE, initial, true)?;
+        Ok(Arc::new(Self { raw, exportable: true, ctx: ctx.clone() }))
+    }
+
+    /// The current counter value.
+    pub fn value(&self) -> Result<u64> {
+        // SAFETY: VUID-vkGetSemaphoreCounterValue-semaphore-03255: a timeline semaphore.
+        unsafe { self.ctx.ash_device().get_semaphore_counter_value(self.raw) }
+            .map_err(vk_err("vkGetSemaphoreCounterValue"))
+    }
+
+    /// Sets the counter to `value` from the host. `value` must be greater than the current value
+    /// (checked) and less than any pending signal of the semaphore.
+    pub fn signal(&self, value: u64) -> Result<()> {
+        let current = self.value()?;
+        if value <= current {
+            return Err(invalid("value", format!("{value} is not greater than the current value {current}")));
+        }
+        let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
+        // SAFETY: VUID-VkSemaphoreSignalInfo-semaphore-03257: a timeline semaphore;
+        // VUID-VkSemaphoreSignalInfo-value-03258: greater than the current value (checked above;
+        // the counter only grows, so it still holds); -03259 (below pending signals) is the
+        // caller's documented contract and only affects the result, not memory safety.
+        unsafe { self.ctx.ash_device().signal_semaphore(&info) }.map_err(vk_err("vkSignalSemaphore"))
+    }
+
+    /// Waits on the host until the counter reaches `value`, or [`Error::Timeout`].
+    pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
+        let sems = [self.raw];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&sems).values(&values);
+        // SAFETY: VUID-VkSemaphoreWaitInfo-pSemaphores-03256: a timeline semaphore; one value per
+        // semaphore.
+        match unsafe { self.ctx.ash_device().wait_semaphores(&info, timeout_ns(timeout)) } {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => Err(Error::Timeout {
+                function: "vkWaitSemaphores",
+                timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX),
+            }),
+            Err(e) => Err(vk_err("vkWaitSemaphores")(e)),
+        }
+    }
+
+    /// Exports a new `OPAQUE_FD` for the semaphore.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        export_semaphore_fd(&self.ctx, self.raw, self.exportable)
+    }
+
+    /// Whether [`export_fd`](Self::export_fd) can work.
+    pub fn is_exportable(&self) -> bool {
+        self.exportable
+    }
+
+    /// The semaphore handle.
+    pub fn raw(&self) -> vk::Semaphore {
+        self.raw
+    }
+}
+
+impl Drop for TimelineSemaphore {
+    fn drop(&mut self) {
+        // SAFETY: VUID-vkDestroySemaphore-semaphore-01137: batches of this module that wait on or
+        // signal the semaphore have completed (FrameProducer holds an Arc and waits for its
+        // frames when dropped); CUDA imports are destroyed (and their streams synchronised)
+        // before the Vulkan semaphore they hold an Arc of.
+        unsafe { self.ctx.ash_device().destroy_semaphore(self.raw, None) };
+    }
+}
+
+/// An exportable binary semaphore (the fallback where timeline export is unsupported).
+pub struct BinarySemaphore {
+    raw: vk::Semaphore,
+    ctx: Arc<VulkanContext>,
+}
+
+impl std::fmt::Debug for BinarySemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BinarySemaphore").finish()
+    }
+}
+
+impl BinarySemaphore {
+    /// An `OPAQUE_FD`-exportable binary semaphore ([`Error::Unsupported`] where the device
+    /// cannot export one).
+    pub fn new_exportable(ctx: &Arc<VulkanContext>) -> Result<Arc<Self>> {
+        let raw = create_semaphore(ctx, vk::SemaphoreType::BINARY, 0, true)?;
+        Ok(Arc::new(Self { raw, ctx: ctx.clone() }))
+    }
+
+    /// Exports a new `OPAQUE_FD` for the semaphore.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        export_semaphore_fd(&self.ctx, self.raw, true)
+    }
+
+    /// The semaphore handle.
+    pub fn raw(&self) -> vk::Semaphore {
+        self.raw
+    }
+}
+
+impl Drop for BinarySemaphore {
+    fn drop(&mut self) {
+        // SAFETY: as for TimelineSemaphore (VUID-vkDestroySemaphore-semaphore-01137).
+        unsafe { self.ctx.ash_device().destroy_semaphore(self.raw, None) };
+    }
+}
+
+/// How Vulkan and CUDA hand frames to each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandoffMode {
+    /// One timeline semaphore; each step of a frame signals the next value.
+    Timeline,
+    /// Two binary semaphores (Vulkan -> CUDA and CUDA -> Vulkan): the fallback where timeline
+    /// semaphores cannot be exported. Every signal must be submitted before its wait.
+    BinaryPair,
+}
+
+/// The timeline values of one frame (binary mode ignores them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameValues {
+    /// Frame number, from 0.
+    pub frame: u64,
+    /// Signalled by Vulkan when the frame is written and released to CUDA.
+    pub produced: u64,
+    /// Signalled by CUDA when it is done with the frame.
+    pub cuda_done: u64,
+    /// Signalled by Vulkan when it has taken the frame back.
+    pub returned: u64,
+}
+
+impl FrameValues {
+    /// The values of frame `frame` on a timeline that started at `base`: three per frame.
+    pub fn new(base: u64, frame: u64) -> Self {
+        let v = base + 3 * frame;
+        Self { frame, produced: v + 1, cuda_done: v + 2, returned: v + 3 }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) enum HandoffInner {
+    Timeline(Arc<TimelineSemaphore>),
+    BinaryPair { to_cuda: Arc<BinarySemaphore>, from_cuda: Arc<BinarySemaphore> },
+}
+
+/// The semaphores of a Vulkan <-> CUDA hand-off (cheap to clone: the semaphores are shared).
+#[derive(Clone)]
+pub struct HandoffSemaphores {
+    pub(crate) inner: HandoffInner,
+}
+
+impl std::fmt::Debug for HandoffSemaphores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandoffSemaphores").field("mode", &self.mode()).finish()
+    }
+}
+
+impl HandoffSemaphores {
+    /// A timeline semaphore where the device can export one, else a binary pair; check
+    /// [`mode`](Self::mode). [`Error::Unsupported`] where no semaphore can be exported.
+    pub fn new(ctx: &Arc<VulkanContext>) -> Result<Self> {
+        let support = semaphore_export_support(ctx);
+        if support.timeline {
+            Self::with_mode(ctx, HandoffMode::Timeline)
+        } else if support.binary {
+            log::info!(
+                "timeline semaphore export unsupported on {}: using a binary semaphore pair",
+                ctx.info().name
+            );
+            Self::with_mode(ctx, HandoffMode::BinaryPair)
+        } else {
+            Err(Error::Unsupported {
+                what: "exporting Vulkan semaphores to CUDA",
+                reason: "the device can export neither timeline nor binary semaphores as opaque fds \
+                         (VK_KHR_external_semaphore_fd missing or OPAQUE_FD not exportable)",
+            })
+        }
+    }
+
+    /// Exportable semaphores of the given mode.
+    pub fn with_mode(ctx: &Arc<VulkanContext>, mode: HandoffMode) -> Result<Self> {
+        let inner = match mode {
+            HandoffMode::Timeline => HandoffInner::Timeline(TimelineSemaphore::new_exportable(ctx, 0)?),
+            HandoffMode::BinaryPair => HandoffInner::BinaryPair {
+                to_cuda: BinarySemaphore::new_exportable(ctx)?,
+                from_cuda: BinarySemaphore::new_exportable(ctx)?,
+            },
+        };
+        Ok(Self { inner })
+    }
+
+    /// Wraps an existing timeline semaphore, exportable or not (a process-local one lets the
+    /// host play CUDA's part, e.g. in tests on drivers that cannot export semaphores).
+    pub fn from_timeline(semaphore: Arc<TimelineSemaphore>) -> Self {
+        Self { inner: HandoffInner::Timeline(semaphore) }
+    }
+
+    /// Timeline or binary pair.
+    pub fn mode(&self) -> HandoffMode {
+        match self.inner {
+            HandoffInner::Timeline(_) => HandoffMode::Timeline,
+            HandoffInner::BinaryPair { .. } => HandoffMode::BinaryPair,
+        }
+    }
+
+    /// The timeline semaphore, in timeline mode.
+    pub fn timeline(&self) -> Option<&Arc<TimelineSemaphore>> {
+        match &self.inner {
+            HandoffInner::Timeline(t) => Some(t),
+            HandoffInner::BinaryPair { .. } => None,
+        }
+    }
+
+    /// Exports the semaphores and imports them into CUDA (timeline-semaphore fd, or two
+    /// opaque-fd binary semaphores).
+    pub fn import_into_cuda(&self, cuda: &CudaDevice) -> Result<CudaHandoff> {
+        let (wait, signal) = match &self.inner {
+            HandoffInner::Timeline(t) => {
+                (CudaSemaphore::import(cuda, t.export_fd()?, SemaphoreKind::Timeline)?, None)
+            }
+            HandoffInner::BinaryPair { to_cuda, from_cuda } => (
+                CudaSemaphore::import(cuda, to_cuda.export_fd()?, SemaphoreKind::Binary)?,
+                Some(CudaSemaphore::import(cuda, from_cuda.export_fd()?, SemaphoreKind::Binary)?),
+            ),
+        };
+        Ok(CudaHandoff { wait, signal, vulkan: self.clone() })
+    }
+}
+
+/// CUDA's side of a hand-off: wait for Vulkan's frame, signal when done.
+///
+/// Field order is the teardown order: the CUDA semaphores (whose drop synchronises the CUDA
+/// context) before the Vulkan semaphores they were exported from.
+pub struct CudaHandoff {
+    wait: CudaSemaphore,
+    signal: Option<CudaSemaphore>,
+    vulkan: HandoffSemaphores,
+}
+
+impl std::fmt::Debug for CudaHandoff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaHandoff").field("mode", &self.vulkan.mode()).finish()
+    }
+}
+
+impl CudaHandoff {
+    /// Timeline or binary pair.
+    pub fn mode(&self) -> HandoffMode {
+        self.vulkan.mode()
+    }
+
+    /// Enqueues on `stream` a wait for Vulkan's `produced` signal of the frame.
+    pub fn wait_produced(&self, stream: &CudaStream, frame: &FrameValues) -> Result<()> {
+        self.wait.wait(stream, frame.produced)
+    }
+
+    /// Enqueues on `stream` the `cuda_done` signal of the frame.
+    pub fn signal_done(&self, stream: &CudaStream, frame: &FrameValues) -> Result<()> {
+        match &self.signal {
+            Some(s) => s.signal(stream, frame.cuda_done),
+            None => self.wait.signal(stream, frame.cuda_done),
+        }
+    }
+
+    /// The Vulkan semaphores.
+    pub fn vulkan(&self) -> &HandoffSemaphores {
+        &self.vulkan
+    }
+}

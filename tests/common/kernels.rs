@@ -1,0 +1,134 @@
+//! PTX kernels (and their host-side expectations) shared by the Vulkan GPU tests and the
+//! Vulkan/CUDA benchmark examples. Hand-written PTX: the driver JIT-compiles it for the GPU at
+//! load time, so no CUDA toolkit is needed to build.
+#![allow(dead_code)]
+
+/// `xor_words(u32* p, u64 n_words, u32 key)`: `p[i] ^= key` for `i < n_words`
+/// (one thread per word, 1D grid).
+pub const XOR_WORDS_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry xor_words(
+    .param .u64 p_ptr,
+    .param .u64 p_n,
+    .param .u32 p_key
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_ptr];
+    ld.param.u64 %rd2, [p_n];
+    ld.param.u32 %r1, [p_key];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mul.wide.u32 %rd3, %r2, %r3;
+    cvt.u64.u32 %rd4, %r4;
+    add.s64 %rd3, %rd3, %rd4;
+    setp.ge.u64 %p1, %rd3, %rd2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd5, %rd1;
+    shl.b64 %rd6, %rd3, 2;
+    add.s64 %rd7, %rd5, %rd6;
+    ld.global.u32 %r5, [%rd7];
+    xor.b32 %r6, %r5, %r1;
+    st.global.u32 [%rd7], %r6;
+DONE:
+    ret;
+}
+"#;
+
+/// `surface_read(u64 surf, u8* out, u32 width, u32 height, u32 bytes_per_texel)`: copies every
+/// texel of a 2D surface object into `out`, packed row-major (2D grid, one thread per texel;
+/// texel sizes 1, 2, 4, 8 and 16 bytes).
+pub const SURFACE_READ_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry surface_read(
+    .param .u64 p_surf,
+    .param .u64 p_out,
+    .param .u32 p_width,
+    .param .u32 p_height,
+    .param .u32 p_bpt
+)
+{
+    .reg .pred %p<8>;
+    .reg .b16 %rs<2>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_surf];
+    ld.param.u64 %rd2, [p_out];
+    ld.param.u32 %r1, [p_width];
+    ld.param.u32 %r2, [p_height];
+    ld.param.u32 %r3, [p_bpt];
+    mov.u32 %r4, %ctaid.x;
+    mov.u32 %r5, %ntid.x;
+    mov.u32 %r6, %tid.x;
+    mad.lo.s32 %r7, %r4, %r5, %r6;
+    mov.u32 %r4, %ctaid.y;
+    mov.u32 %r5, %ntid.y;
+    mov.u32 %r6, %tid.y;
+    mad.lo.s32 %r8, %r4, %r5, %r6;
+    setp.ge.u32 %p1, %r7, %r1;
+    setp.ge.u32 %p2, %r8, %r2;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+    // byte x coordinate for suld.b and the linear output offset
+    mul.lo.s32 %r9, %r7, %r3;
+    mad.lo.s32 %r10, %r8, %r1, %r7;
+    mul.wide.u32 %rd3, %r10, %r3;
+    cvta.to.global.u64 %rd4, %rd2;
+    add.s64 %rd5, %rd4, %rd3;
+    setp.eq.u32 %p4, %r3, 1;
+    @%p4 bra B1;
+    setp.eq.u32 %p5, %r3, 2;
+    @%p5 bra B2;
+    setp.eq.u32 %p6, %r3, 4;
+    @%p6 bra B4;
+    setp.eq.u32 %p7, %r3, 8;
+    @%p7 bra B8;
+    suld.b.2d.v4.b32.trap {%r11, %r12, %r13, %r14}, [%rd1, {%r9, %r8}];
+    st.global.v4.u32 [%rd5], {%r11, %r12, %r13, %r14};
+    bra DONE;
+B1:
+    suld.b.2d.b8.trap {%rs1}, [%rd1, {%r9, %r8}];
+    st.global.u8 [%rd5], %rs1;
+    bra DONE;
+B2:
+    suld.b.2d.b16.trap {%rs1}, [%rd1, {%r9, %r8}];
+    st.global.u16 [%rd5], %rs1;
+    bra DONE;
+B4:
+    suld.b.2d.b32.trap {%r11}, [%rd1, {%r9, %r8}];
+    st.global.u32 [%rd5], %r11;
+    bra DONE;
+B8:
+    suld.b.2d.v2.b32.trap {%r11, %r12}, [%rd1, {%r9, %r8}];
+    st.global.v2.u32 [%rd5], {%r11, %r12};
+DONE:
+    ret;
+}
+"#;
+
+/// The XOR key of frame `frame` (never 0, so every frame changes every word).
+pub fn frame_key(frame: u64) -> u32 {
+    ((frame as u32).wrapping_add(1)).wrapping_mul(0x9E37_79B1) | 1
+}
+
+/// What `xor_words` with `key` makes of `input` (little-endian words).
+pub fn xor_expected(input: &[u8], key: u32) -> Vec<u8> {
+    let k = key.to_le_bytes();
+    input.iter().enumerate().map(|(i, b)| b ^ k[i % 4]).collect()
+}
+
+/// FNV-1a over `bytes` (per-frame checksums).
+pub fn checksum(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}

@@ -1,0 +1,444 @@
+//! The Vulkan parts that need no CUDA and no semaphore export, run on any Vulkan driver; CI
+//! runs them on Mesa's CPU driver (lavapipe):
+//!
+//! ```text
+//! VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json NVSCI_REQUIRE_VULKAN=1 \
+//!     cargo test --features vulkan --test vulkan_lavapipe
+//! ```
+//!
+//! Without a Vulkan device the tests skip with a message, unless `NVSCI_REQUIRE_VULKAN=1`.
+#![cfg(feature = "vulkan")]
+
+mod common;
+
+use common::open_fds;
+use nvsci::cuda::cudarc::driver::sys::{self, CUarray_format};
+use nvsci::vulkan::ash::vk;
+use nvsci::vulkan::*;
+use nvsci::Error;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Counts heap allocations of threads that opted in (see `count_allocations`).
+struct Counting;
+
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; the bookkeeping touches only
+// const-initialised thread-locals, which never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCATIONS.with(|a| a.set(a.get() + 1));
+        }
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Heap allocations made by `f` on this thread.
+fn count_allocations(f: impl FnOnce()) -> u64 {
+    ALLOCATIONS.with(|a| a.set(0));
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCATIONS.with(|a| a.get())
+}
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The Vulkan context for these tests: `None` (skip) without a device unless
+/// `NVSCI_REQUIRE_VULKAN=1`.
+fn vk_ctx() -> Option<Arc<VulkanContext>> {
+    match VulkanContext::new(DeviceSelection::Any) {
+        Ok(c) => Some(c),
+        Err(e) if common::vulkan_required() => panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            None
+        }
+    }
+}
+
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n).map(|i| ((i as u32).wrapping_mul(31).wrapping_add(seed.wrapping_mul(7)) >> 1) as u8).collect()
+}
+
+#[test]
+fn missing_loader_is_a_typed_error() {
+    let r = VulkanContext::with_options(ContextOptions {
+        loader: Some("/nonexistent/libvulkan.so.1".into()),
+        ..Default::default()
+    });
+    match r {
+        Err(Error::VulkanUnavailable { reason }) => {
+            assert!(reason.contains("/nonexistent/libvulkan.so.1"), "{reason}");
+            assert!(reason.contains("libvulkan1"), "the message says what to install: {reason}");
+        }
+        other => panic!("expected VulkanUnavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn context_reports_its_device() {
+    let Some(ctx) = vk_ctx() else { return };
+    let info = ctx.info();
+    eprintln!("{info:?}");
+    assert!(!info.name.is_empty());
+    assert!(info.api_version >= vk::API_VERSION_1_2, "{}", info.api_version_string());
+    assert_eq!(info.device_group_size, 1);
+    assert_ne!(info.uuid.0, [0; 16], "VkPhysicalDeviceIDProperties::deviceUUID was not read");
+    assert_eq!(info.uuid_string().len(), 36);
+    assert_eq!(ctx.uuid(), info.uuid);
+    let families = {
+        // SAFETY: the physical device belongs to this instance.
+        unsafe { ctx.ash_instance().get_physical_device_queue_family_properties(ctx.physical_device()) }
+    };
+    assert!((ctx.queue_family() as usize) < families.len());
+}
+
+#[test]
+fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
+    let Some(ctx) = vk_ctx() else { return };
+    let again = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
+    assert_eq!(again.info(), ctx.info());
+    let wrong = nvsci::buf::GpuId([0xab; 16]);
+    match VulkanContext::new(DeviceSelection::Uuid(wrong)) {
+        Err(Error::VulkanUnavailable { reason }) => {
+            assert!(reason.contains("abababab-abab-abab-abab-abababababab"), "{reason}");
+            assert!(reason.contains(&ctx.info().name), "the devices found are listed: {reason}");
+        }
+        other => panic!("expected VulkanUnavailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn objects_keep_the_context_alive() {
+    let Some(ctx) = vk_ctx() else { return };
+    let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
+    let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
+    drop(ctx);
+    // The context lives on in the objects' Arcs.
+    let _fd = buffer.export_fd().unwrap();
+    sem.signal(1).unwrap();
+    assert_eq!(sem.value().unwrap(), 1);
+}
+
+#[test]
+fn exportable_buffer_exports_fresh_fds_and_leaks_none() {
+    let Some(ctx) = vk_ctx() else { return };
+    let buffer = ExportableBuffer::new(&ctx, (1 << 20) + 3, vk::BufferUsageFlags::STORAGE_BUFFER).unwrap();
+    assert_eq!(buffer.size(), (1 << 20) + 3);
+    assert!(buffer.allocation_size() >= buffer.size());
+    let a = buffer.export_fd().unwrap();
+    let b = buffer.export_fd().unwrap();
+    use std::os::fd::AsRawFd;
+    assert_ne!(a.as_raw_fd(), b.as_raw_fd());
+    // Each is an open file.
+    let meta = std::fs::File::from(a).metadata().unwrap();
+    eprintln!("exported fd: {:?}, {} bytes", meta.file_type(), meta.len());
+    drop(b);
+    assert!(matches!(
+        ExportableBuffer::new(&ctx, 0, vk::BufferUsageFlags::empty()),
+        Err(Error::InvalidArgument { .. })
+    ));
+
+    let cycle = || {
+        let buf = ExportableBuffer::new(&ctx, 256 << 10, vk::BufferUsageFlags::empty()).unwrap();
+        let fd = buf.export_fd().unwrap();
+        drop(buf);
+        drop(fd);
+    };
+    for _ in 0..3 {
+        cycle();
+    }
+    let before = open_fds();
+    for _ in 0..100 {
+        cycle();
+    }
+    assert_eq!(open_fds(), before, "fds leaked over 100 create/export/drop cycles");
+}
+
+#[test]
+fn format_mapping_table() {
+    use CUarray_format::*;
+    let expect = [
+        (vk::Format::R8_UINT, CU_AD_FORMAT_UNSIGNED_INT8, 1, 1, false),
+        (vk::Format::R8_UNORM, CU_AD_FORMAT_UNSIGNED_INT8, 1, 1, true),
+        (vk::Format::R8G8_UINT, CU_AD_FORMAT_UNSIGNED_INT8, 2, 2, false),
+        (vk::Format::R8G8_UNORM, CU_AD_FORMAT_UNSIGNED_INT8, 2, 2, true),
+        (vk::Format::R8G8B8A8_UINT, CU_AD_FORMAT_UNSIGNED_INT8, 4, 4, false),
+        (vk::Format::R8G8B8A8_UNORM, CU_AD_FORMAT_UNSIGNED_INT8, 4, 4, true),
+        (vk::Format::R8G8B8A8_SNORM, CU_AD_FORMAT_SIGNED_INT8, 4, 4, true),
+        (vk::Format::R16G16B16A16_SFLOAT, CU_AD_FORMAT_HALF, 4, 8, false),
+        (vk::Format::R32_SFLOAT, CU_AD_FORMAT_FLOAT, 1, 4, false),
+        (vk::Format::R32_UINT, CU_AD_FORMAT_UNSIGNED_INT32, 1, 4, false),
+        (vk::Format::R32G32B32A32_SFLOAT, CU_AD_FORMAT_FLOAT, 4, 16, false),
+    ];
+    for (f, format, channels, bytes, normalized) in expect {
+        let c = cuda_array_format(f).unwrap_or_else(|| panic!("{} unmapped", format_name(f)));
+        assert_eq!(
+            c,
+            CudaFormat { format, channels, bytes_per_texel: bytes, normalized },
+            "{}",
+            format_name(f)
+        );
+        assert!(SUPPORTED_FORMATS.contains(&f));
+    }
+    for f in
+        [vk::Format::R8G8B8_UNORM, vk::Format::D32_SFLOAT, vk::Format::R8G8B8A8_SRGB, vk::Format::UNDEFINED]
+    {
+        assert_eq!(cuda_array_format(f), None, "{}", format_name(f));
+    }
+    assert_eq!(cuda_array_flags(vk::ImageUsageFlags::SAMPLED), sys::CUDA_ARRAY3D_SURFACE_LDST);
+    assert_eq!(
+        cuda_array_flags(vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::SAMPLED),
+        sys::CUDA_ARRAY3D_SURFACE_LDST | sys::CUDA_ARRAY3D_COLOR_ATTACHMENT
+    );
+}
+
+#[test]
+fn exportable_images_upload_download_and_describe_their_cuda_array() {
+    let Some(ctx) = vk_ctx() else { return };
+    let formats = [
+        (vk::Format::R8_UINT, false),
+        (vk::Format::R8_UNORM, false),
+        (vk::Format::R8G8_UINT, false),
+        (vk::Format::R8G8_UNORM, true),
+        (vk::Format::R8G8B8A8_UINT, false),
+        (vk::Format::R8G8B8A8_UNORM, true),
+        (vk::Format::R32_SFLOAT, false),
+    ];
+    for (i, (format, attachment)) in formats.into_iter().enumerate() {
+        let mut desc = ImageDesc::new(67, 45, format);
+        if attachment {
+            desc = desc.color_attachment();
+        }
+        let image =
+            ExportableImage::new(&ctx, desc).unwrap_or_else(|e| panic!("{}: {e}", format_name(format)));
+        let cuda = cuda_array_format(format).unwrap();
+        let a = image.array_desc();
+        assert_eq!((a.width, a.height, a.offset), (67, 45, 0));
+        assert_eq!(
+            (a.format, a.channels, a.bytes_per_texel),
+            (cuda.format, cuda.channels, cuda.bytes_per_texel)
+        );
+        assert_eq!(a.flags & sys::CUDA_ARRAY3D_COLOR_ATTACHMENT != 0, attachment, "{}", format_name(format));
+        assert!(image.allocation_size() >= (67 * 45 * cuda.bytes_per_texel) as u64);
+        drop(image.export_fd().unwrap());
+        assert!(image.download().is_err(), "contents are undefined before an upload");
+        let texels = pattern(desc.packed_size().unwrap(), i as u32 + 1);
+        image.upload(&texels).unwrap();
+        assert_eq!(image.download().unwrap(), texels, "{}", format_name(format));
+        // A second round (the image is now owned by the external queue family).
+        let again = pattern(texels.len(), 99);
+        image.upload(&again).unwrap();
+        assert_eq!(image.download().unwrap(), again, "{}", format_name(format));
+        assert!(matches!(image.upload(&texels[1..]), Err(Error::InvalidArgument { .. })));
+    }
+    let bad = ImageDesc::new(16, 16, vk::Format::R8G8B8_UNORM);
+    assert!(matches!(ExportableImage::new(&ctx, bad), Err(Error::InvalidArgument { .. })));
+    let levels = ImageDesc { mip_levels: 3, ..ImageDesc::new(16, 16, vk::Format::R8_UINT) };
+    assert!(matches!(ExportableImage::new(&ctx, levels), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn timeline_semaphore_signal_and_wait_on_the_host() {
+    let Some(ctx) = vk_ctx() else { return };
+    let sem = TimelineSemaphore::new(&ctx, 2).unwrap();
+    assert_eq!(sem.value().unwrap(), 2);
+    sem.signal(5).unwrap();
+    assert_eq!(sem.value().unwrap(), 5);
+    sem.wait(5, Duration::ZERO).unwrap();
+    sem.wait(3, Duration::ZERO).unwrap();
+    match sem.wait(6, Duration::from_millis(20)) {
+        Err(Error::Timeout { function, .. }) => assert_eq!(function, "vkWaitSemaphores"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(matches!(sem.signal(5), Err(Error::InvalidArgument { .. })));
+    let other = sem.clone();
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        other.signal(9).unwrap();
+    });
+    sem.wait(9, WAIT).unwrap();
+    t.join().unwrap();
+    assert_eq!(sem.value().unwrap(), 9);
+    assert!(!sem.is_exportable());
+    assert!(matches!(sem.export_fd(), Err(Error::Unsupported { .. })));
+}
+
+#[test]
+fn semaphore_export_probe_is_consistent() {
+    let Some(ctx) = vk_ctx() else { return };
+    let support = semaphore_export_support(&ctx);
+    eprintln!("{}: {support:?}", ctx.info().name);
+    match TimelineSemaphore::new_exportable(&ctx, 0) {
+        Ok(t) => {
+            assert!(support.timeline);
+            drop(t.export_fd().unwrap());
+        }
+        Err(e) => {
+            assert!(!support.timeline);
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        }
+    }
+    match HandoffSemaphores::new(&ctx) {
+        Ok(h) => {
+            let expected = if support.timeline { HandoffMode::Timeline } else { HandoffMode::BinaryPair };
+            assert_eq!(h.mode(), expected);
+        }
+        Err(e) => {
+            assert!(!support.timeline && !support.binary);
+            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        }
+    }
+}
+
+#[test]
+fn host_only_producer_round_trips_every_frame() {
+    let Some(ctx) = vk_ctx() else { return };
+    let buffer = ExportableBuffer::new(&ctx, 64 << 10, vk::BufferUsageFlags::empty()).unwrap();
+    let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
+    assert_eq!(p.mode(), None);
+    for frame in 0..20u32 {
+        let content = pattern(64 << 10, frame);
+        p.staging_mut().unwrap().copy_from_slice(&content);
+        let v = p.submit_produce().unwrap();
+        assert_eq!(v.frame, frame as u64);
+        p.submit_return().unwrap();
+        assert_eq!(p.wait_returned(WAIT).unwrap(), &content[..], "frame {frame}");
+    }
+    assert_eq!(p.frames_returned(), 20);
+}
+
+/// The full hand-off protocol with the host standing in for CUDA (a process-local timeline
+/// semaphore: lavapipe cannot export semaphores).
+#[test]
+fn timeline_producer_hands_frames_over_and_back() {
+    let Some(ctx) = vk_ctx() else { return };
+    let size = 48 << 10;
+    let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    let sem = TimelineSemaphore::new(&ctx, 10).unwrap();
+    let sems = HandoffSemaphores::from_timeline(sem.clone());
+    assert_eq!(sems.mode(), HandoffMode::Timeline);
+    let mut p = FrameProducer::new(&ctx, &buffer, &sems, ProducerConfig::default()).unwrap();
+    assert_eq!(p.mode(), Some(HandoffMode::Timeline));
+    for frame in 0..50u32 {
+        let content = pattern(size as usize, frame);
+        p.staging_mut().unwrap().copy_from_slice(&content);
+        let v = p.submit_produce().unwrap();
+        assert_eq!(v, FrameValues::new(10, frame as u64));
+        // "CUDA": wait for the frame, then hand it back.
+        sem.wait(v.produced, WAIT).unwrap();
+        sem.signal(v.cuda_done).unwrap();
+        p.submit_return().unwrap();
+        assert_eq!(p.wait_returned(WAIT).unwrap(), &content[..], "frame {frame}");
+        sem.wait(v.returned, WAIT).unwrap();
+    }
+}
+
+#[test]
+fn device_source_and_readback_windows() {
+    let Some(ctx) = vk_ctx() else { return };
+    let size = 100_000u64;
+    let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
+    let sems = HandoffSemaphores::from_timeline(sem.clone());
+    let config =
+        ProducerConfig { source: FrameSource::Device, readback: Readback::Windows { count: 5, len: 1000 } };
+    let mut p = FrameProducer::new(&ctx, &buffer, &sems, config).unwrap();
+    assert!(matches!(
+        FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).map(|mut q| q.commit_source()),
+        Ok(Err(Error::InvalidArgument { .. }))
+    ));
+    let content = pattern(size as usize, 5);
+    p.staging_mut().unwrap().copy_from_slice(&content);
+    p.commit_source().unwrap();
+    // Later staging writes do not change the frames: they come from the device source.
+    p.staging_mut().unwrap().fill(0);
+    let regions = p.readback_regions().to_vec();
+    assert_eq!(regions.len(), 5);
+    assert_eq!(regions[0], (0, 1000));
+    assert_eq!(regions[4].0 + regions[4].1, size);
+    for _ in 0..3 {
+        let v = p.submit_produce().unwrap();
+        // A host signal must not overtake a pending queue signal of a lower value.
+        sem.wait(v.produced, WAIT).unwrap();
+        sem.signal(v.cuda_done).unwrap();
+        p.submit_return().unwrap();
+        let back = p.wait_returned(WAIT).unwrap();
+        assert_eq!(back.len(), 5000);
+        for (k, &(off, len)) in regions.iter().enumerate() {
+            let got = &back[k * 1000..k * 1000 + len as usize];
+            assert_eq!(got, &content[off as usize..(off + len) as usize], "window {k}");
+        }
+    }
+}
+
+#[test]
+fn producer_steps_out_of_order_are_rejected() {
+    let Some(ctx) = vk_ctx() else { return };
+    let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
+    let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
+    assert!(matches!(p.submit_return(), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(p.wait_returned(WAIT), Err(Error::InvalidArgument { .. })));
+    p.submit_produce().unwrap();
+    assert!(matches!(p.staging_mut(), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(p.submit_produce(), Err(Error::InvalidArgument { .. })));
+    assert!(p.readback().is_empty());
+    // Dropped with a frame in flight: the producer waits for it before destroying anything.
+    drop(p);
+    let other_ctx = VulkanContext::new(DeviceSelection::Any).unwrap();
+    assert!(matches!(
+        FrameProducer::host_only(&other_ctx, &buffer, ProducerConfig::default()),
+        Err(Error::InvalidArgument { .. })
+    ));
+}
+
+#[test]
+fn steady_state_frames_do_not_allocate() {
+    let Some(ctx) = vk_ctx() else { return };
+    let buffer = ExportableBuffer::new(&ctx, 16 << 10, vk::BufferUsageFlags::empty()).unwrap();
+    let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
+    let sems = HandoffSemaphores::from_timeline(sem.clone());
+    let mut p = FrameProducer::new(&ctx, &buffer, &sems, ProducerConfig::default()).unwrap();
+    let frame = |p: &mut FrameProducer| {
+        let staging = p.staging_mut().unwrap();
+        staging[0] = staging[0].wrapping_add(1);
+        let v = p.submit_produce().unwrap();
+        sem.wait(v.produced, WAIT).unwrap();
+        sem.signal(v.cuda_done).unwrap();
+        p.submit_return().unwrap();
+        let back = p.wait_returned(WAIT).unwrap();
+        assert_eq!(back.len(), 16 << 10);
+    };
+    for _ in 0..5 {
+        frame(&mut p);
+    }
+    let n = count_allocations(|| {
+        for _ in 0..100 {
+            frame(&mut p);
+        }
+    });
+    assert_eq!(n, 0, "{n} heap allocations over 100 steady-state frames");
+}
