@@ -1,0 +1,121 @@
+//! Frame descriptions and the attribute lists they turn into.
+
+use crate::buf::{
+    BufAttr, BufAttrList, BufModule, BufType, ColorFormat, GpuId, ImageLayout, Perm, PlaneLayout, ScanType,
+};
+use crate::error::{invalid, Result};
+
+/// What one frame of a ring holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameFormat {
+    /// An unstructured buffer of `size` bytes.
+    Raw {
+        /// Bytes per frame.
+        size: u64,
+    },
+    /// NV12: a full-resolution 8-bit luma plane and a half-resolution interleaved U/V plane
+    /// (U in the low byte). Width and height must be even.
+    Nv12 {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+    },
+    /// 8-bit RGBA, bytes R, G, B, A in memory, one plane.
+    Rgba {
+        /// Width in pixels.
+        width: u32,
+        /// Height in pixels.
+        height: u32,
+    },
+}
+
+impl FrameFormat {
+    /// Checks the description; every problem is an `InvalidArgument` naming the field.
+    pub fn validate(&self) -> Result<()> {
+        match *self {
+            FrameFormat::Raw { size } if size == 0 => Err(invalid("format.size", "a frame of 0 bytes")),
+            FrameFormat::Nv12 { width, height } | FrameFormat::Rgba { width, height }
+                if width == 0 || height == 0 =>
+            {
+                Err(invalid("format", format!("{width}x{height} has a zero dimension")))
+            }
+            FrameFormat::Nv12 { width, height } if width % 2 != 0 || height % 2 != 0 => Err(invalid(
+                "format",
+                format!("NV12 needs even dimensions (4:2:0 chroma), got {width}x{height}"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Width and height in pixels (`None` for raw frames).
+    pub fn dimensions(&self) -> Option<(u32, u32)> {
+        match *self {
+            FrameFormat::Raw { .. } => None,
+            FrameFormat::Nv12 { width, height } | FrameFormat::Rgba { width, height } => {
+                Some((width, height))
+            }
+        }
+    }
+
+    /// An unreconciled attribute list describing this format for one user of the ring.
+    pub(crate) fn attr_list(
+        &self,
+        module: &BufModule,
+        perm: Perm,
+        cpu: bool,
+        gpu: Option<GpuId>,
+    ) -> Result<BufAttrList> {
+        self.validate()?;
+        let mut l = module.attr_list()?;
+        let ids = gpu.map(|g| [g]);
+        let common = [BufAttr::NeedCpuAccess(cpu), BufAttr::RequiredPerm(perm)];
+        match *self {
+            FrameFormat::Raw { size } => {
+                l.set(&[
+                    BufAttr::Types(&[BufType::RAW_BUFFER]),
+                    BufAttr::RawSize(size),
+                    BufAttr::RawAlign(4096),
+                ])?;
+            }
+            FrameFormat::Nv12 { width, height } => {
+                l.set(&[
+                    BufAttr::Types(&[BufType::IMAGE]),
+                    BufAttr::Layout(ImageLayout::PitchLinear),
+                    BufAttr::ScanType(ScanType::Progressive),
+                    BufAttr::PlaneCount(2),
+                    BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+                    BufAttr::PlaneWidth(&[width, width / 2]),
+                    BufAttr::PlaneHeight(&[height, height / 2]),
+                ])?;
+            }
+            FrameFormat::Rgba { width, height } => {
+                l.set(&[
+                    BufAttr::Types(&[BufType::IMAGE]),
+                    BufAttr::Layout(ImageLayout::PitchLinear),
+                    BufAttr::ScanType(ScanType::Progressive),
+                    BufAttr::PlaneCount(1),
+                    BufAttr::PlaneColorFormat(&[ColorFormat::A8B8G8R8]),
+                    BufAttr::PlaneWidth(&[width]),
+                    BufAttr::PlaneHeight(&[height]),
+                ])?;
+            }
+        }
+        l.set(&common)?;
+        if let Some(ids) = &ids {
+            l.set(&[BufAttr::GpuId(ids)])?;
+        }
+        Ok(l)
+    }
+}
+
+/// Where a frame's bytes are, read from the reconciled attributes (never recomputed).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameLayout {
+    /// The format the ring was built for.
+    pub format: FrameFormat,
+    /// Bytes per frame buffer.
+    pub size: u64,
+    /// Plane layouts (empty for raw frames).
+    pub planes: heapless::Vec<PlaneLayout, 3>,
+}

@@ -1,0 +1,139 @@
+//! The frame ring on the mock: ordering, several consumers, timeouts, bad input, teardown.
+#![cfg(feature = "mock")]
+
+use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::{Error, NvSci};
+use std::time::Duration;
+
+fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
+    FrameRing::new(
+        &NvSci::mock(),
+        format,
+        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms) },
+    )
+    .unwrap()
+}
+
+#[test]
+fn frames_arrive_in_order_with_their_contents() {
+    let (mut p, mut cs) = ring(FrameFormat::Raw { size: 4096 }, 3, 1, 1000).split().unwrap();
+    let c = &mut cs[0];
+    for seq in 0..10u64 {
+        let f = p.acquire().unwrap();
+        assert_eq!(f.sequence(), seq);
+        assert_eq!(f.index(), (seq % 3) as usize);
+        p.buffer(&f).cpu_write().unwrap().fill(seq as u8);
+        p.present(f).unwrap();
+        let g = c.acquire().unwrap();
+        assert_eq!((g.sequence(), g.index()), (seq, (seq % 3) as usize));
+        assert!(c.view(&g).cpu_read().unwrap().iter().all(|&b| b == seq as u8));
+        c.release(g).unwrap();
+    }
+}
+
+#[test]
+fn consumers_get_read_only_views_and_layout_comes_from_attributes() {
+    let r = ring(FrameFormat::Nv12 { width: 1920, height: 1080 }, 2, 2, 1000);
+    let l = r.layout().clone();
+    // Mock alignment rules: pitch 2048 for both planes, chroma plane at 2048 * 1080.
+    assert_eq!(l.size, 3_317_760);
+    assert_eq!((l.planes[0].pitch, l.planes[1].pitch, l.planes[1].offset), (2048, 2048, 2_211_840));
+    let (mut p, mut cs) = r.split().unwrap();
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    for c in cs.iter_mut() {
+        let g = c.acquire().unwrap();
+        assert_eq!(c.view(&g).perm(), nvsci::buf::Perm::ReadOnly);
+        assert!(matches!(c.view(&g).cpu_write(), Err(Error::PermissionDenied(_))));
+        c.release(g).unwrap();
+    }
+}
+
+#[test]
+fn producer_waits_for_every_consumer_and_times_out_on_a_stuck_one() {
+    let (mut p, mut cs) = ring(FrameFormat::Raw { size: 256 }, 2, 2, 50).split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    // Consumer 0 takes and releases frame 0; consumer 1 takes it but never releases.
+    let a = cs[0].acquire().unwrap();
+    cs[0].release(a).unwrap();
+    let _stuck = cs[1].acquire().unwrap();
+    let t = std::time::Instant::now();
+    match p.acquire() {
+        Err(Error::Timeout { timeout_us, function }) => {
+            assert_eq!(timeout_us, 50_000);
+            assert!(function.contains("not released"), "{function}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(t.elapsed() >= Duration::from_millis(40));
+}
+
+#[test]
+fn consumer_times_out_without_frames() {
+    let (_p, mut cs) = ring(FrameFormat::Raw { size: 256 }, 2, 1, 20).split().unwrap();
+    assert!(matches!(cs[0].acquire(), Err(Error::Timeout { .. })));
+}
+
+#[test]
+fn bad_input_is_refused() {
+    let lib = NvSci::mock();
+    let cfg = RingConfig::default();
+    let cases = [
+        (FrameFormat::Raw { size: 0 }, cfg, "format.size"),
+        (FrameFormat::Nv12 { width: 0, height: 480 }, cfg, "format"),
+        (FrameFormat::Nv12 { width: 641, height: 480 }, cfg, "format"),
+        (FrameFormat::Nv12 { width: 640, height: 481 }, cfg, "format"),
+        (FrameFormat::Rgba { width: 64, height: 0 }, cfg, "format"),
+        (FrameFormat::Raw { size: 64 }, RingConfig { frames: 0, ..cfg }, "config.frames"),
+        (FrameFormat::Raw { size: 64 }, RingConfig { frames: 1, ..cfg }, "config.frames"),
+        (FrameFormat::Raw { size: 64 }, RingConfig { frames: 17, ..cfg }, "config.frames"),
+        (FrameFormat::Raw { size: 64 }, RingConfig { consumers: 0, ..cfg }, "config.consumers"),
+        (FrameFormat::Raw { size: 64 }, RingConfig { consumers: 5, ..cfg }, "config.consumers"),
+    ];
+    for (format, config, field) in cases {
+        match FrameRing::new(&lib, format, config) {
+            Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, field, "{format:?} {config:?}"),
+            other => panic!("{format:?} {config:?}: expected InvalidArgument, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn acquiring_twice_without_presenting_is_refused() {
+    let (mut p, _cs) = ring(FrameFormat::Raw { size: 64 }, 2, 1, 100).split().unwrap();
+    let f = p.acquire().unwrap();
+    assert!(matches!(p.acquire(), Err(Error::InvalidArgument { name: "producer", .. })));
+    p.present(f).unwrap();
+}
+
+#[test]
+fn threads_and_several_consumers_see_every_frame() {
+    let (mut p, cs) = ring(FrameFormat::Raw { size: 1024 }, 3, 3, 2000).split().unwrap();
+    const N: u64 = 200;
+    let handles: Vec<_> = cs
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                for seq in 0..N {
+                    let f = c.acquire().unwrap();
+                    assert_eq!(f.sequence(), seq);
+                    let v = c.view(&f).cpu_read().unwrap();
+                    assert!(v.iter().all(|&b| b == (seq % 251) as u8), "frame {seq} torn");
+                    drop(v);
+                    c.release(f).unwrap();
+                }
+            })
+        })
+        .collect();
+    for seq in 0..N {
+        let f = p.acquire().unwrap();
+        p.buffer(&f).cpu_write().unwrap().fill((seq % 251) as u8);
+        p.present(f).unwrap();
+    }
+    for h in handles {
+        h.join().unwrap();
+    }
+}
