@@ -313,7 +313,7 @@ impl ExportableImage {
                 d.cmd_pipeline_barrier(
                     cmd,
                     vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::TRANSFER,
                     vk::DependencyFlags::empty(),
                     &[],
                     &[],
@@ -321,7 +321,7 @@ impl ExportableImage {
                 );
                 d.cmd_pipeline_barrier(
                     cmd,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::TRANSFER,
                     vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                     vk::DependencyFlags::empty(),
                     &[],
@@ -360,7 +360,7 @@ impl ExportableImage {
                 .image(image)
                 .subresource_range(COLOR);
             let local = vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
                 .old_layout(vk::ImageLayout::GENERAL)
                 .new_layout(vk::ImageLayout::GENERAL)
@@ -387,7 +387,7 @@ impl ExportableImage {
             unsafe {
                 d.cmd_pipeline_barrier(
                     cmd,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::TRANSFER,
                     vk::PipelineStageFlags::TRANSFER,
                     vk::DependencyFlags::empty(),
                     &[],
