@@ -442,3 +442,19 @@ fn steady_state_frames_do_not_allocate() {
     });
     assert_eq!(n, 0, "{n} heap allocations over 100 steady-state frames");
 }
+
+#[test]
+fn handles_can_move_between_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<VulkanContext>();
+    send_sync::<ExportableBuffer>();
+    send_sync::<ExportableImage>();
+    send_sync::<TimelineSemaphore>();
+    send_sync::<BinarySemaphore>();
+    send_sync::<HandoffSemaphores>();
+    send_sync::<CudaImportedBuffer>();
+    send_sync::<CudaImportedImage>();
+    send::<FrameProducer>();
+    send::<CudaHandoff>();
+}
