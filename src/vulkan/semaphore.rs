@@ -149,7 +149,8 @@ impl TimelineSemaphore {
     }
 
     /// Sets the counter to `value` from the host. `value` must be greater than the current value
-    /// (checked) and less than any pending signal of the semaphore.
+    /// (checked) and less than any pending signal of the semaphore (a queue or CUDA signal
+    /// already submitted with a lower value must have executed first: wait for it).
     pub fn signal(&self, value: u64) -> Result<()> {
         let current = self.value()?;
         if value <= current {
@@ -158,8 +159,10 @@ impl TimelineSemaphore {
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
         // SAFETY: VUID-VkSemaphoreSignalInfo-semaphore-03257: a timeline semaphore;
         // VUID-VkSemaphoreSignalInfo-value-03258: greater than the current value (checked above;
-        // the counter only grows, so it still holds); -03259 (below pending signals) is the
-        // caller's documented contract and only affects the result, not memory safety.
+        // the counter only grows, so it still holds). -03259 (less than every pending signal)
+        // cannot be checked here, as pending signals may be enqueued by CUDA: it is stated in
+        // this function's documentation and concerns the order of counter values, not the
+        // lifetime of any object or memory.
         unsafe { self.ctx.ash_device().signal_semaphore(&info) }.map_err(vk_err("vkSignalSemaphore"))
     }
 
