@@ -137,3 +137,55 @@ fn threads_and_several_consumers_see_every_frame() {
         h.join().unwrap();
     }
 }
+
+#[test]
+fn yuv_to_rgb_matches_known_values() {
+    use nvsci::pipeline::color::yuv_to_rgb;
+    // BT.601 studio range: black, white, mid grey and the primaries' usual 8-bit encodings.
+    assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0]);
+    assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255]);
+    assert_eq!(yuv_to_rgb(126, 128, 128), [128, 128, 128]);
+    assert_eq!(yuv_to_rgb(81, 90, 240), [255, 0, 0]);
+    // Green's usual encoding rounds to B = 1: (298*129 + 516*(-74) + 128) >> 8 = 386 >> 8 = 1.
+    assert_eq!(yuv_to_rgb(145, 54, 34), [0, 255, 1]);
+    assert_eq!(yuv_to_rgb(41, 240, 110), [0, 0, 255]);
+}
+
+#[test]
+fn nv12_conversion_through_the_ring_matches_the_pattern() {
+    use nvsci::pipeline::color::{
+        fill_test_pattern, nv12_to_rgba, test_pattern, test_pattern_statistic, yuv_to_rgb,
+    };
+    let (w, h) = (96u32, 64u32);
+    let (mut p, mut cs) = ring(FrameFormat::Nv12 { width: w, height: h }, 2, 1, 1000).split().unwrap();
+    let layout = p.layout().clone();
+    let mut rgba = vec![0u8; (w * h * 4) as usize];
+    for t in 0..3u64 {
+        let f = p.acquire().unwrap();
+        fill_test_pattern(&layout, t, &mut p.buffer(&f).cpu_write().unwrap()).unwrap();
+        p.present(f).unwrap();
+        let g = cs[0].acquire().unwrap();
+        let sum = nv12_to_rgba(&layout, &cs[0].view(&g).cpu_read().unwrap(), &mut rgba).unwrap();
+        cs[0].release(g).unwrap();
+        assert_eq!(sum, test_pattern_statistic(w, h, t));
+        for (x, row) in [(0u32, 0u32), (w - 1, h - 1), (37, 20), (38, 21)] {
+            let (y, u, v) = test_pattern(x, row, t);
+            let [r, gg, b] = yuv_to_rgb(y, u, v);
+            let i = ((row * w + x) * 4) as usize;
+            assert_eq!(&rgba[i..i + 4], &[r, gg, b, 255], "pixel ({x},{row}) of frame {t}");
+        }
+    }
+}
+
+#[test]
+fn packed_layout_matches_the_mock_reconciled_layout() {
+    // The packed layout with the mock's documented alignments (256-byte pitch, 4096-byte
+    // planes) must equal what reconciliation produces for the same NV12 frame.
+    let fmt = FrameFormat::Nv12 { width: 1280, height: 720 };
+    let packed = nvsci::pipeline::FrameLayout::packed(fmt, 256, 4096).unwrap();
+    let r = ring(fmt, 2, 1, 100);
+    assert_eq!(&packed, r.layout());
+    // 1280 -> pitch 1280; 1280 * 720 = 921600 = 225 * 4096; chroma 1280 * 360 = 460800 -> 462848.
+    assert_eq!((packed.planes[1].offset, packed.size), (921_600, 921_600 + 462_848));
+    assert!(nvsci::pipeline::FrameLayout::packed(fmt, 100, 4096).is_err());
+}

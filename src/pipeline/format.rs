@@ -119,3 +119,48 @@ pub struct FrameLayout {
     /// Plane layouts (empty for raw frames).
     pub planes: heapless::Vec<PlaneLayout, 3>,
 }
+
+impl FrameLayout {
+    /// The layout a backend without NvSci reconciliation uses: rows padded to `pitch_align`
+    /// bytes, planes starting on `plane_align` bytes (both powers of two).
+    pub fn packed(format: FrameFormat, pitch_align: u32, plane_align: u64) -> Result<Self> {
+        format.validate()?;
+        if !pitch_align.is_power_of_two() || !plane_align.is_power_of_two() {
+            return Err(invalid("alignment", "pitch and plane alignments must be powers of two"));
+        }
+        let up = |v: u64, a: u64| v.div_ceil(a) * a;
+        let plane = |fmt: ColorFormat, w: u32, h: u32, bpp: u32, ch: u8, offset: u64| {
+            let pitch = up(w as u64 * bpp as u64 / 8, pitch_align as u64) as u32;
+            PlaneLayout {
+                format: fmt,
+                width: w,
+                height: h,
+                pitch,
+                offset,
+                aligned_height: h,
+                aligned_size: up(pitch as u64 * h as u64, plane_align),
+                bits_per_pixel: bpp,
+                channel_count: ch,
+            }
+        };
+        let mut planes = heapless::Vec::new();
+        let size = match format {
+            FrameFormat::Raw { size } => size,
+            FrameFormat::Nv12 { width, height } => {
+                let y = plane(ColorFormat::Y8, width, height, 8, 1, 0);
+                let uv = plane(ColorFormat::V8U8, width / 2, height / 2, 16, 2, y.aligned_size);
+                let size = uv.offset + uv.aligned_size;
+                let _ = planes.push(y);
+                let _ = planes.push(uv);
+                size
+            }
+            FrameFormat::Rgba { width, height } => {
+                let p = plane(ColorFormat::A8B8G8R8, width, height, 32, 4, 0);
+                let size = p.aligned_size;
+                let _ = planes.push(p);
+                size
+            }
+        };
+        Ok(Self { format, size, planes })
+    }
+}

@@ -20,9 +20,12 @@
 //! # }
 //! ```
 
+mod backend;
+pub mod color;
 mod format;
 mod ring;
 
+pub use backend::{Backend, BackendKind};
 pub use format::{FrameFormat, FrameLayout};
 pub use ring::{
     Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame, RingConfig, MAX_CONSUMERS, MAX_FRAMES,

@@ -9,7 +9,7 @@
 //! fences are reused in place.
 
 use super::format::{FrameFormat, FrameLayout};
-use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
+use crate::buf::{BufAttrList, BufModule, BufObj, GpuId, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use crate::NvSci;
@@ -125,6 +125,16 @@ impl FrameRing {
     /// Allocates `config.frames` buffers of `format` and the sync objects, with the CPU as
     /// producer and as every consumer.
     pub fn new(lib: &NvSci, format: FrameFormat, config: RingConfig) -> Result<Self> {
+        Self::build(lib, format, config, None)
+    }
+
+    /// As [`new`](Self::new), with `gpu` added to every buffer list so consumers can import the
+    /// frames into that GPU (e.g. CUDA on Jetson).
+    pub fn with_gpu(lib: &NvSci, format: FrameFormat, config: RingConfig, gpu: GpuId) -> Result<Self> {
+        Self::build(lib, format, config, Some(gpu))
+    }
+
+    fn build(lib: &NvSci, format: FrameFormat, config: RingConfig, gpu: Option<GpuId>) -> Result<Self> {
         format.validate()?;
         if !(2..=MAX_FRAMES).contains(&config.frames) {
             return Err(invalid(
@@ -139,10 +149,10 @@ impl FrameRing {
             ));
         }
         let bufm = BufModule::open(lib)?;
-        let producer_list = format.attr_list(&bufm, Perm::ReadWrite, true, None)?;
+        let producer_list = format.attr_list(&bufm, Perm::ReadWrite, true, gpu)?;
         let mut consumer_lists = Vec::with_capacity(config.consumers);
         for _ in 0..config.consumers {
-            consumer_lists.push(format.attr_list(&bufm, Perm::ReadOnly, true, None)?);
+            consumer_lists.push(format.attr_list(&bufm, Perm::ReadOnly, true, gpu)?);
         }
         let mut all: Vec<&BufAttrList> = vec![&producer_list];
         all.extend(consumer_lists.iter());
@@ -425,6 +435,11 @@ impl Consumer {
         self.inner.changed.notify_all();
         self.held -= 1;
         Ok(())
+    }
+
+    /// The read-only view of frame slot `index` (for setting up imports, e.g. into CUDA).
+    pub fn slot_view(&self, index: usize) -> Option<&BufObj> {
+        self.inner.frames.get(index).map(|f| &f.views[self.id])
     }
 
     /// This consumer's index.

@@ -1,0 +1,212 @@
+//! NV12 -> RGBA conversion: the CPU version and the matching CUDA kernel (PTX text), bit-exact
+//! with each other (BT.601 studio range, integer arithmetic), plus a per-frame statistic.
+
+use super::format::{FrameFormat, FrameLayout};
+use crate::error::{invalid, Result};
+
+/// Converts one pixel (BT.601 studio range, 8-bit integer arithmetic).
+pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
+    let c = y as i32 - 16;
+    let d = u as i32 - 128;
+    let e = v as i32 - 128;
+    let clamp = |x: i32| x.clamp(0, 255) as u8;
+    [
+        clamp((298 * c + 409 * e + 128) >> 8),
+        clamp((298 * c - 100 * d - 208 * e + 128) >> 8),
+        clamp((298 * c + 516 * d + 128) >> 8),
+    ]
+}
+
+/// Converts an NV12 frame laid out as `layout` (pitches and offsets from its planes) into packed
+/// RGBA (`width * 4` bytes per row). Returns the frame statistic: the sum of R + G + B over all
+/// pixels.
+pub fn nv12_to_rgba(layout: &FrameLayout, src: &[u8], dst: &mut [u8]) -> Result<u64> {
+    let FrameFormat::Nv12 { width, height } = layout.format else {
+        return Err(invalid("layout.format", "not NV12"));
+    };
+    let (w, h) = (width as usize, height as usize);
+    if layout.planes.len() != 2 {
+        return Err(invalid("layout.planes", format!("{} planes, NV12 has 2", layout.planes.len())));
+    }
+    if dst.len() != w * h * 4 {
+        return Err(invalid("dst", format!("{} bytes, {}x{} RGBA needs {}", dst.len(), w, h, w * h * 4)));
+    }
+    let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
+    let y_end = yp.offset as usize + yp.pitch as usize * (h - 1) + w;
+    let uv_end = uvp.offset as usize + uvp.pitch as usize * (h / 2 - 1) + w;
+    if src.len() < y_end.max(uv_end) {
+        return Err(invalid("src", format!("{} bytes is shorter than the layout", src.len())));
+    }
+    let mut sum = 0u64;
+    for (yy, out_row) in dst.chunks_exact_mut(w * 4).enumerate() {
+        let y_row = &src[yp.offset as usize + yy * yp.pitch as usize..][..w];
+        let uv_row = &src[uvp.offset as usize + (yy / 2) * uvp.pitch as usize..][..w];
+        for (xx, px) in out_row.chunks_exact_mut(4).enumerate() {
+            let [r, g, b] = yuv_to_rgb(y_row[xx], uv_row[xx & !1], uv_row[(xx & !1) + 1]);
+            px.copy_from_slice(&[r, g, b, 255]);
+            sum += r as u64 + g as u64 + b as u64;
+        }
+    }
+    Ok(sum)
+}
+
+/// CUDA kernel `nv12_to_rgba(src, y_pitch, uv_offset, uv_pitch, width, height, dst, sum)`:
+/// one thread per pixel (2D grid), packed RGBA output, `atomicAdd` of R + G + B into `*sum`
+/// (a `u64` the caller zeroes). Same arithmetic as [`yuv_to_rgb`]. Parameter types:
+/// `u64, u32, u64, u32, u32, u32, u64, u64`.
+pub const NV12_TO_RGBA_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry nv12_to_rgba(
+    .param .u64 p_src,
+    .param .u32 p_ypitch,
+    .param .u64 p_uvoff,
+    .param .u32 p_uvpitch,
+    .param .u32 p_w,
+    .param .u32 p_h,
+    .param .u64 p_dst,
+    .param .u64 p_sum
+)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<32>;
+    .reg .b64 %rd<20>;
+
+    ld.param.u64 %rd1, [p_src];
+    ld.param.u32 %r1, [p_ypitch];
+    ld.param.u64 %rd2, [p_uvoff];
+    ld.param.u32 %r2, [p_uvpitch];
+    ld.param.u32 %r3, [p_w];
+    ld.param.u32 %r4, [p_h];
+    ld.param.u64 %rd3, [p_dst];
+    ld.param.u64 %rd4, [p_sum];
+
+    mov.u32 %r5, %ctaid.x;
+    mov.u32 %r6, %ntid.x;
+    mov.u32 %r7, %tid.x;
+    mad.lo.u32 %r8, %r5, %r6, %r7;
+    mov.u32 %r5, %ctaid.y;
+    mov.u32 %r6, %ntid.y;
+    mov.u32 %r7, %tid.y;
+    mad.lo.u32 %r9, %r5, %r6, %r7;
+    setp.ge.u32 %p1, %r8, %r3;
+    setp.ge.u32 %p2, %r9, %r4;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+
+    cvta.to.global.u64 %rd5, %rd1;
+    mul.wide.u32 %rd6, %r9, %r1;
+    cvt.u64.u32 %rd7, %r8;
+    add.s64 %rd8, %rd6, %rd7;
+    add.s64 %rd9, %rd5, %rd8;
+    ld.global.u8 %r10, [%rd9];
+
+    shr.u32 %r11, %r9, 1;
+    mul.wide.u32 %rd10, %r11, %r2;
+    and.b32 %r12, %r8, 0xFFFFFFFE;
+    cvt.u64.u32 %rd11, %r12;
+    add.s64 %rd12, %rd10, %rd11;
+    add.s64 %rd12, %rd12, %rd2;
+    add.s64 %rd13, %rd5, %rd12;
+    ld.global.u8 %r13, [%rd13];
+    ld.global.u8 %r14, [%rd13+1];
+
+    sub.s32 %r15, %r10, 16;
+    sub.s32 %r16, %r13, 128;
+    sub.s32 %r17, %r14, 128;
+    mul.lo.s32 %r18, %r15, 298;
+
+    mad.lo.s32 %r19, %r17, 409, %r18;
+    add.s32 %r19, %r19, 128;
+    shr.s32 %r19, %r19, 8;
+    max.s32 %r19, %r19, 0;
+    min.s32 %r19, %r19, 255;
+
+    mad.lo.s32 %r20, %r16, -100, %r18;
+    mad.lo.s32 %r20, %r17, -208, %r20;
+    add.s32 %r20, %r20, 128;
+    shr.s32 %r20, %r20, 8;
+    max.s32 %r20, %r20, 0;
+    min.s32 %r20, %r20, 255;
+
+    mad.lo.s32 %r21, %r16, 516, %r18;
+    add.s32 %r21, %r21, 128;
+    shr.s32 %r21, %r21, 8;
+    max.s32 %r21, %r21, 0;
+    min.s32 %r21, %r21, 255;
+
+    shl.b32 %r22, %r20, 8;
+    or.b32 %r23, %r19, %r22;
+    shl.b32 %r24, %r21, 16;
+    or.b32 %r25, %r23, %r24;
+    or.b32 %r25, %r25, 0xFF000000;
+
+    mul.wide.u32 %rd14, %r9, %r3;
+    add.s64 %rd14, %rd14, %rd7;
+    shl.b64 %rd14, %rd14, 2;
+    cvta.to.global.u64 %rd15, %rd3;
+    add.s64 %rd15, %rd15, %rd14;
+    st.global.u32 [%rd15], %r25;
+
+    add.s32 %r26, %r19, %r20;
+    add.s32 %r26, %r26, %r21;
+    cvt.u64.u32 %rd16, %r26;
+    cvta.to.global.u64 %rd17, %rd4;
+    atom.global.add.u64 %rd18, [%rd17], %rd16;
+DONE:
+    ret;
+}
+"#;
+
+/// The synthetic camera's moving NV12 test pattern, pixel by pixel: `(y, u, v)` of pixel
+/// `(x, row)` in frame `t`. Chroma depends only on the 2x2 block, as in real 4:2:0 data.
+pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
+    let t = t as u32;
+    let yv = ((x.wrapping_add(3 * t)) ^ (row.wrapping_add(t))) as u8;
+    let (bx, by) = (x / 2, row / 2);
+    let u = (bx.wrapping_mul(2).wrapping_add(t)) as u8;
+    let v = (by.wrapping_mul(3).wrapping_add(2 * t)) as u8;
+    (16u8.wrapping_add(yv % 220), u, v)
+}
+
+/// Writes frame `t` of the test pattern into an NV12 buffer laid out as `layout`.
+pub fn fill_test_pattern(layout: &FrameLayout, t: u64, dst: &mut [u8]) -> Result<()> {
+    let FrameFormat::Nv12 { width, height } = layout.format else {
+        return Err(invalid("layout.format", "not NV12"));
+    };
+    if layout.planes.len() != 2 || (dst.len() as u64) < layout.size {
+        return Err(invalid("dst", "buffer smaller than the layout"));
+    }
+    let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
+    for row in 0..height {
+        let y_row = &mut dst[yp.offset as usize + row as usize * yp.pitch as usize..][..width as usize];
+        for (x, b) in y_row.iter_mut().enumerate() {
+            *b = test_pattern(x as u32, row, t).0;
+        }
+    }
+    for brow in 0..height / 2 {
+        let uv_row = &mut dst[uvp.offset as usize + brow as usize * uvp.pitch as usize..][..width as usize];
+        for bx in 0..width / 2 {
+            let (_, u, v) = test_pattern(bx * 2, brow * 2, t);
+            uv_row[2 * bx as usize] = u;
+            uv_row[2 * bx as usize + 1] = v;
+        }
+    }
+    Ok(())
+}
+
+/// The expected RGBA statistic of test-pattern frame `t`, computed from the pattern itself
+/// (independently of any buffer or layout).
+pub fn test_pattern_statistic(width: u32, height: u32, t: u64) -> u64 {
+    let mut sum = 0u64;
+    for row in 0..height {
+        for x in 0..width {
+            let (y, u, v) = test_pattern(x, row, t);
+            let [r, g, b] = yuv_to_rgb(y, u, v);
+            sum += r as u64 + g as u64 + b as u64;
+        }
+    }
+    sum
+}
