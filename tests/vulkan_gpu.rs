@@ -72,6 +72,7 @@ fn pattern(n: usize, seed: u64) -> Vec<u8> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn vulkan_device_is_the_cuda_device() {
+    let _serial = serial();
     let Some((dev, vk)) = setup() else { return };
     eprintln!("{:?}", vk.info());
     assert_eq!(vk.uuid(), dev.gpu_id(), "UUIDs differ");
@@ -86,6 +87,7 @@ fn vulkan_device_is_the_cuda_device() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn buffer_is_shared_zero_copy_in_both_directions() {
+    let _serial = serial();
     let Some((dev, vk)) = setup() else { return };
     let size = (1 << 20) + 4096;
     let buffer = ExportableBuffer::new(&vk, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -118,8 +120,8 @@ fn buffer_is_shared_zero_copy_in_both_directions() {
 }
 
 fn ping_pong(mode: HandoffMode, frames: u64) {
-    let Some((dev, vk)) = setup() else { return };
     let _serial = serial();
+    let Some((dev, vk)) = setup() else { return };
     let (w, h) = (256usize, 256usize);
     let size = (w * h * 4) as u64;
     let buffer = ExportableBuffer::new(&vk, size, vk::BufferUsageFlags::STORAGE_BUFFER).unwrap();
@@ -231,6 +233,7 @@ fn read_through_surface(
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn vulkan_images_read_back_through_cuda_surfaces() {
+    let _serial = serial();
     let Some((dev, vk)) = setup() else { return };
     let formats = [
         (vk::Format::R8_UINT, false),
@@ -272,8 +275,8 @@ fn vulkan_images_read_back_through_cuda_surfaces() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn import_cycles_leak_no_fds_or_memory() {
-    let Some((dev, vk)) = setup() else { return };
     let _serial = serial();
+    let Some((dev, vk)) = setup() else { return };
     let cycle = || {
         let buffer = ExportableBuffer::new(&vk, 1 << 20, vk::BufferUsageFlags::empty()).unwrap();
         let imported = buffer.import_into_cuda(&dev).unwrap();
