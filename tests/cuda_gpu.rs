@@ -108,7 +108,10 @@ fn plane_array_maps_at_the_plane_offset() {
     let expected = expected_pattern(alloc.size(), 3);
     assert!(whole[..65536] == expected[..65536], "bytes before the plane offset changed");
     assert!(whole[65536 + ramp.len()..] == expected[65536 + ramp.len()..], "bytes after the plane changed");
-    assert!(whole[65536..65536 + ramp.len()] != expected[65536..65536 + ramp.len()], "the plane did not change");
+    assert!(
+        whole[65536..65536 + ramp.len()] != expected[65536..65536 + ramp.len()],
+        "the plane did not change"
+    );
     assert!(matches!(arr.copy_to_host(&mut [0u8; 3]), Err(Error::InvalidArgument { .. })));
     // An array that would run past the import is refused before any CUDA call.
     let mut big = plane;

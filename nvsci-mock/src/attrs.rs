@@ -23,10 +23,7 @@ impl Value {
             b[..chunk.len()].copy_from_slice(chunk);
             *w = u64::from_ne_bytes(b);
         }
-        Value {
-            words,
-            len: bytes.len(),
-        }
+        Value { words, len: bytes.len() }
     }
 
     /// A value made of `u32` elements.
@@ -119,13 +116,7 @@ impl Slot {
 
     /// Sets `key` (locked against further writes).
     pub(crate) fn insert(&mut self, key: u32, value: Value) {
-        self.entries.insert(
-            key,
-            Entry {
-                value,
-                locked: true,
-            },
-        );
+        self.entries.insert(key, Entry { value, locked: true });
     }
 
     /// A copy whose keys may all be set again.
@@ -214,17 +205,9 @@ pub(crate) fn find(table: &'static [KeySpec], key: u32) -> Option<&'static KeySp
 fn uint(bytes: &[u8]) -> u64 {
     match bytes.len() {
         1 => u64::from(bytes[0]),
-        2 => <[u8; 2]>::try_from(bytes)
-            .map(u16::from_ne_bytes)
-            .map(u64::from)
-            .unwrap_or(0),
-        4 => <[u8; 4]>::try_from(bytes)
-            .map(u32::from_ne_bytes)
-            .map(u64::from)
-            .unwrap_or(0),
-        8 => <[u8; 8]>::try_from(bytes)
-            .map(u64::from_ne_bytes)
-            .unwrap_or(0),
+        2 => <[u8; 2]>::try_from(bytes).map(u16::from_ne_bytes).map(u64::from).unwrap_or(0),
+        4 => <[u8; 4]>::try_from(bytes).map(u32::from_ne_bytes).map(u64::from).unwrap_or(0),
+        8 => <[u8; 8]>::try_from(bytes).map(u64::from_ne_bytes).unwrap_or(0),
         _ => 0,
     }
 }
@@ -293,10 +276,7 @@ pub(crate) fn format_value(spec: &KeySpec, v: &Value) -> String {
     if spec.elem == 0 || bytes.len() % spec.elem != 0 {
         return format!("<{} bytes>", bytes.len());
     }
-    let elems: Vec<String> = bytes
-        .chunks_exact(spec.elem)
-        .map(|e| format_elem(spec.fmt, e))
-        .collect();
+    let elems: Vec<String> = bytes.chunks_exact(spec.elem).map(|e| format_elem(spec.fmt, e)).collect();
     if elems.len() == 1 {
         elems.into_iter().next().unwrap_or_default()
     } else {
@@ -349,12 +329,7 @@ pub(crate) unsafe fn stage(
 }
 
 /// Renders a whole list for `Nv*AttrListDebugDump`.
-pub(crate) fn dump(
-    table: &'static [KeySpec],
-    title: &str,
-    reconciled: bool,
-    slots: &[Slot],
-) -> String {
+pub(crate) fn dump(table: &'static [KeySpec], title: &str, reconciled: bool, slots: &[Slot]) -> String {
     let mut s = format!("{title}: reconciled={reconciled}, slots={}\n", slots.len());
     for (i, slot) in slots.iter().enumerate() {
         let _ = writeln!(s, "slot {i}:");
@@ -385,36 +360,16 @@ pub(crate) struct Flags {
 }
 
 impl Flags {
-    pub(crate) const UNRECONCILED: Flags = Flags {
-        reconciled: false,
-        writable: true,
-        conflict: false,
-        borrowed: false,
-    };
-    pub(crate) const APPENDED: Flags = Flags {
-        reconciled: false,
-        writable: false,
-        conflict: false,
-        borrowed: false,
-    };
-    pub(crate) const RECONCILED: Flags = Flags {
-        reconciled: true,
-        writable: false,
-        conflict: false,
-        borrowed: false,
-    };
-    pub(crate) const CONFLICT: Flags = Flags {
-        reconciled: false,
-        writable: false,
-        conflict: true,
-        borrowed: false,
-    };
-    pub(crate) const OBJECT_VIEW: Flags = Flags {
-        reconciled: true,
-        writable: false,
-        conflict: false,
-        borrowed: true,
-    };
+    pub(crate) const UNRECONCILED: Flags =
+        Flags { reconciled: false, writable: true, conflict: false, borrowed: false };
+    pub(crate) const APPENDED: Flags =
+        Flags { reconciled: false, writable: false, conflict: false, borrowed: false };
+    pub(crate) const RECONCILED: Flags =
+        Flags { reconciled: true, writable: false, conflict: false, borrowed: false };
+    pub(crate) const CONFLICT: Flags =
+        Flags { reconciled: false, writable: false, conflict: true, borrowed: false };
+    pub(crate) const OBJECT_VIEW: Flags =
+        Flags { reconciled: true, writable: false, conflict: false, borrowed: true };
 }
 
 /// One conflicting key found by a reconciliation.
@@ -436,11 +391,7 @@ pub(crate) struct Conflicts<'a> {
 
 impl<'a> Conflicts<'a> {
     pub(crate) fn new(table: &'static [KeySpec], slots: &'a [Slot]) -> Self {
-        Conflicts {
-            table,
-            slots,
-            list: Vec::new(),
-        }
+        Conflicts { table, slots, list: Vec::new() }
     }
 
     /// The slots being reconciled.
@@ -459,8 +410,7 @@ impl<'a> Conflicts<'a> {
         self.setters(key)
             .iter()
             .map(|(i, v)| {
-                let shown =
-                    spec.map_or_else(|| format!("<{} bytes>", v.len()), |s| format_value(s, v));
+                let shown = spec.map_or_else(|| format!("<{} bytes>", v.len()), |s| format_value(s, v));
                 format!("slot {i} = {shown}")
             })
             .collect::<Vec<_>>()
@@ -469,11 +419,7 @@ impl<'a> Conflicts<'a> {
 
     /// Every `(slot index, value)` that sets `key`.
     pub(crate) fn setters(&self, key: u32) -> Vec<(usize, &'a Value)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.get(key).map(|v| (i, v)))
-            .collect()
+        self.slots.iter().enumerate().filter_map(|(i, s)| s.get(key).map(|v| (i, v))).collect()
     }
 
     /// Records a conflict on `key` with the given explanation (appended to the key's line).
@@ -483,10 +429,7 @@ impl<'a> Conflicts<'a> {
             c.reason.push_str(&detail);
             return;
         }
-        let value = self
-            .setters(key)
-            .first()
-            .map_or_else(|| Value::new(&[0]), |(_, v)| (*v).clone());
+        let value = self.setters(key).first().map_or_else(|| Value::new(&[0]), |(_, v)| (*v).clone());
         let reason = format!("{}: {}", self.name(key), detail);
         self.list.push(Conflict { key, value, reason });
     }
@@ -511,17 +454,12 @@ impl<'a> Conflicts<'a> {
 
     /// Whether any slot sets the bool `key` to true.
     pub(crate) fn any_true(&self, key: u32) -> bool {
-        self.slots
-            .iter()
-            .any(|s| s.get(key).is_some_and(Value::bool))
+        self.slots.iter().any(|s| s.get(key).is_some_and(Value::bool))
     }
 
     /// The report: one line per conflicting key.
     pub(crate) fn report(&self) -> String {
-        self.list
-            .iter()
-            .map(|c| format!("{}\n", c.reason))
-            .collect()
+        self.list.iter().map(|c| format!("{}\n", c.reason)).collect()
     }
 
     /// A single-slot list body holding every conflicting key.

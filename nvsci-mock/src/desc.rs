@@ -27,24 +27,16 @@ const HEADER: usize = std::mem::size_of::<Header>();
 /// Allocates a descriptor buffer holding `text`, counted in `ledger`; returns the pointer handed
 /// to the caller and the text length.
 pub(crate) fn alloc_text(ledger: &Ledger, text: &str) -> Res<(*mut c_void, usize)> {
-    let total = HEADER
-        .checked_add(text.len())
-        .and_then(|n| n.checked_add(1))
-        .ok_or(NvSciError_InsufficientMemory)?;
-    let layout =
-        Layout::from_size_align(total, ALIGN).map_err(|_| NvSciError_InsufficientMemory)?;
+    let total =
+        HEADER.checked_add(text.len()).and_then(|n| n.checked_add(1)).ok_or(NvSciError_InsufficientMemory)?;
+    let layout = Layout::from_size_align(total, ALIGN).map_err(|_| NvSciError_InsufficientMemory)?;
     // SAFETY: `layout` has a non-zero size.
     let base = unsafe { alloc(layout) };
     if base.is_null() {
         return Err(NvSciError_InsufficientMemory);
     }
     let counted = Box::into_raw(Box::new(ledger.track(Kind::Desc)));
-    let header = Header {
-        magic: DESC_MAGIC,
-        total,
-        counted,
-        _reserved: 0,
-    };
+    let header = Header { magic: DESC_MAGIC, total, counted, _reserved: 0 };
     // SAFETY: `base` is a fresh allocation of `total` = HEADER + len + 1 bytes aligned to 16
     // (enough for `Header`); the writes stay inside it.
     unsafe {

@@ -1,9 +1,7 @@
 //! Helpers shared by every `extern "C"` entry point: panic containment, pointer checks and
 //! poison-tolerant locking.
 
-use nvsci_sys::{
-    NvSciError, NvSciError_BadParameter, NvSciError_ResourceError, NvSciError_Success,
-};
+use nvsci_sys::{NvSciError, NvSciError_BadParameter, NvSciError_ResourceError, NvSciError_Success};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Mutex, MutexGuard};
 

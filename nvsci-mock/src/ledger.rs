@@ -46,12 +46,7 @@ pub struct HandleCounts {
 impl HandleCounts {
     /// Sum of every count.
     pub fn total(&self) -> usize {
-        self.modules
-            + self.attr_lists
-            + self.objects
-            + self.descs
-            + self.wait_contexts
-            + self.fences
+        self.modules + self.attr_lists + self.objects + self.descs + self.wait_contexts + self.fences
     }
 }
 
@@ -65,9 +60,7 @@ pub struct Ledger {
 
 fn global() -> &'static Ledger {
     static GLOBAL: OnceLock<Ledger> = OnceLock::new();
-    GLOBAL.get_or_init(|| Ledger {
-        counters: Arc::new(Counters::default()),
-    })
+    GLOBAL.get_or_init(|| Ledger { counters: Arc::new(Counters::default()) })
 }
 
 /// The process-wide ledger: the sum over every module this mock has opened.
@@ -78,9 +71,7 @@ pub fn global_ledger() -> Ledger {
 impl Ledger {
     /// A fresh ledger for a new module; its counts also feed the global ledger.
     pub(crate) fn new_module() -> Ledger {
-        Ledger {
-            counters: Arc::new(Counters::default()),
-        }
+        Ledger { counters: Arc::new(Counters::default()) }
     }
 
     /// Current counts.
@@ -123,10 +114,7 @@ impl Ledger {
     /// Counts a new handle and returns a guard that uncounts it when dropped.
     pub(crate) fn track(&self, kind: Kind) -> Counted {
         self.add(kind);
-        Counted {
-            ledger: self.clone(),
-            kind,
-        }
+        Counted { ledger: self.clone(), kind }
     }
 }
 

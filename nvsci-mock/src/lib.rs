@@ -101,9 +101,7 @@ pub fn sync_fns() -> NvSciSyncFns {
 /// `m` must be NULL or a live module created by this mock.
 pub unsafe fn buf_module_ledger(m: NvSciBufModule) -> Option<Ledger> {
     // SAFETY: forwarded contract.
-    unsafe { buf::module::get(m) }
-        .ok()
-        .map(|r| r.shared.ledger.clone())
+    unsafe { buf::module::get(m) }.ok().map(|r| r.shared.ledger.clone())
 }
 
 /// The ledger of an NvSciSync module; `None` for NULL or a handle that is not a mock module.
@@ -112,9 +110,7 @@ pub unsafe fn buf_module_ledger(m: NvSciBufModule) -> Option<Ledger> {
 /// `m` must be NULL or a live module created by this mock.
 pub unsafe fn sync_module_ledger(m: NvSciSyncModule) -> Option<Ledger> {
     // SAFETY: forwarded contract.
-    unsafe { sync::module::get(m) }
-        .ok()
-        .map(|r| r.shared.ledger.clone())
+    unsafe { sync::module::get(m) }.ok().map(|r| r.shared.ledger.clone())
 }
 
 /// Sets the value of `NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency` in lists reconciled from

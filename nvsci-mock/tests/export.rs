@@ -37,20 +37,14 @@ fn loads_as_nvsci_libraries() {
         let mut m = ptr::null_mut();
         assert_eq!((t.NvSciBufModuleOpen.unwrap())(&mut m), NvSciError_Success);
         let mut l = ptr::null_mut();
-        assert_eq!(
-            (t.NvSciBufAttrListCreate.unwrap())(m, &mut l),
-            NvSciError_Success
-        );
+        assert_eq!((t.NvSciBufAttrListCreate.unwrap())(m, &mut l), NvSciError_Success);
         let ty = NvSciBufType_RawBuffer;
         let mut p = NvSciBufAttrKeyValuePair {
             key: NvSciBufGeneralAttrKey_Types,
             value: (&ty as *const u32).cast(),
             len: 4,
         };
-        assert_eq!(
-            (t.NvSciBufAttrListSetAttrs.unwrap())(l, &mut p, 1),
-            NvSciError_Success
-        );
+        assert_eq!((t.NvSciBufAttrListSetAttrs.unwrap())(l, &mut p, 1), NvSciError_Success);
         assert_eq!((t.NvSciBufAttrListGetSlotCount.unwrap())(l), 1);
         (t.NvSciBufAttrListFree.unwrap())(l);
         (t.NvSciBufModuleClose.unwrap())(m);

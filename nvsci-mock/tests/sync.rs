@@ -24,25 +24,13 @@ fn version_and_table() {
     assert!(t.NvSciSyncFenceWaitWithMode.is_none());
     assert!(t.NvSciSyncFenceUpdateFence.is_none());
     let mut ok = false;
-    assert_eq!(
-        call!(t.NvSciSyncCheckVersionCompatibility(2, 8, &mut ok)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncCheckVersionCompatibility(2, 8, &mut ok)), NvSciError_Success);
     assert!(ok);
-    assert_eq!(
-        call!(t.NvSciSyncCheckVersionCompatibility(2, 9, &mut ok)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncCheckVersionCompatibility(2, 9, &mut ok)), NvSciError_Success);
     assert!(!ok);
-    assert_eq!(
-        call!(t.NvSciSyncCheckVersionCompatibility(1, 0, &mut ok)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncCheckVersionCompatibility(1, 0, &mut ok)), NvSciError_Success);
     assert!(!ok);
-    assert_eq!(
-        call!(t.NvSciSyncCheckVersionCompatibility(2, 0, ptr::null_mut())),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncCheckVersionCompatibility(2, 0, ptr::null_mut())), NvSciError_BadParameter);
 }
 
 #[test]
@@ -50,42 +38,22 @@ fn set_get_and_rejections() {
     let s = Sync::new();
     let t = s.t;
     let l = s.party(NvSciSyncAccessPerm_WaitOnly, true);
-    assert_eq!(
-        s.get(l, NvSciSyncAttrKey_RequiredPerm).unwrap(),
-        bytes_of(&NvSciSyncAccessPerm_WaitOnly)
-    );
+    assert_eq!(s.get(l, NvSciSyncAttrKey_RequiredPerm).unwrap(), bytes_of(&NvSciSyncAccessPerm_WaitOnly));
     assert_eq!(s.get(l, NvSciSyncAttrKey_NeedCpuAccess).unwrap(), [1]);
     assert_eq!(s.get(l, NvSciSyncAttrKey_GpuId), None);
-    let bad = |pairs: &[(u32, Vec<u8>)]| {
-        assert_eq!(s.set(l, pairs), NvSciError_BadParameter, "{pairs:?}")
-    };
+    let bad = |pairs: &[(u32, Vec<u8>)]| assert_eq!(s.set(l, pairs), NvSciError_BadParameter, "{pairs:?}");
     // Already set.
     bad(&[(NvSciSyncAttrKey_NeedCpuAccess, bytes_of(&false))]);
     // RequiredPerm is 8 bytes; 4 is wrong, and only 1..=3 are valid.
     let fresh = s.list(&[]);
+    assert_eq!(s.set(fresh, &[(NvSciSyncAttrKey_RequiredPerm, bytes_of(&1u32))]), NvSciError_BadParameter);
+    assert_eq!(s.set(fresh, &[(NvSciSyncAttrKey_RequiredPerm, bytes_of(&4u64))]), NvSciError_BadParameter);
     assert_eq!(
-        s.set(fresh, &[(NvSciSyncAttrKey_RequiredPerm, bytes_of(&1u32))]),
-        NvSciError_BadParameter
-    );
-    assert_eq!(
-        s.set(fresh, &[(NvSciSyncAttrKey_RequiredPerm, bytes_of(&4u64))]),
-        NvSciError_BadParameter
-    );
-    assert_eq!(
-        s.set(
-            fresh,
-            &[(
-                NvSciSyncAttrKey_RequiredPerm,
-                bytes_of(&NvSciSyncAccessPerm_Auto)
-            )]
-        ),
+        s.set(fresh, &[(NvSciSyncAttrKey_RequiredPerm, bytes_of(&NvSciSyncAccessPerm_Auto))]),
         NvSciError_BadParameter
     );
     // Output-only and unknown keys.
-    bad(&[(
-        NvSciSyncAttrKey_ActualPerm,
-        bytes_of(&NvSciSyncAccessPerm_WaitOnly),
-    )]);
+    bad(&[(NvSciSyncAttrKey_ActualPerm, bytes_of(&NvSciSyncAccessPerm_WaitOnly))]);
     bad(&[(NvSciSyncAttrKey_MaxPrimitiveValue, bytes_of(&1u64))]);
     bad(&[(NvSciSyncAttrKey_NumTimestampSlots, bytes_of(&1u32))]);
     bad(&[(NvSciSyncAttrKey_LowerBound, bytes_of(&true))]);
@@ -93,86 +61,40 @@ fn set_get_and_rejections() {
     bad(&[(NvSciSyncAttrKey_PrimitiveInfo, bytes_of(&7u32))]);
     bad(&[(NvSciSyncAttrKey_GpuId, vec![0u8; 8])]);
     assert_eq!(
-        s.set(
-            fresh,
-            &[(NvSciSyncAttrKey_PrimitiveInfo, bytes_of_slice(&[4u32, 2]))]
-        ),
+        s.set(fresh, &[(NvSciSyncAttrKey_PrimitiveInfo, bytes_of_slice(&[4u32, 2]))]),
         NvSciError_Success
     );
     // Unknown key on get.
     let mut v: *const std::ffi::c_void = ptr::null();
     let mut len = 0usize;
+    assert_eq!(call!(t.NvSciSyncAttrListGetAttr(l, 99, &mut v, &mut len)), NvSciError_BadParameter);
     assert_eq!(
-        call!(t.NvSciSyncAttrListGetAttr(l, 99, &mut v, &mut len)),
-        NvSciError_BadParameter
-    );
-    assert_eq!(
-        call!(t.NvSciSyncAttrListGetAttr(
-            l,
-            NvSciSyncAttrKey_NeedCpuAccess,
-            ptr::null_mut(),
-            &mut len
-        )),
+        call!(t.NvSciSyncAttrListGetAttr(l, NvSciSyncAttrKey_NeedCpuAccess, ptr::null_mut(), &mut len)),
         NvSciError_BadParameter
     );
     // Multi-pair get and slot get.
     let mut pairs = [
-        NvSciSyncAttrKeyValuePair {
-            attrKey: NvSciSyncAttrKey_RequiredPerm,
-            value: ptr::null(),
-            len: 0,
-        },
-        NvSciSyncAttrKeyValuePair {
-            attrKey: NvSciSyncAttrKey_GpuId,
-            value: ptr::null(),
-            len: 5,
-        },
+        NvSciSyncAttrKeyValuePair { attrKey: NvSciSyncAttrKey_RequiredPerm, value: ptr::null(), len: 0 },
+        NvSciSyncAttrKeyValuePair { attrKey: NvSciSyncAttrKey_GpuId, value: ptr::null(), len: 5 },
     ];
-    assert_eq!(
-        call!(t.NvSciSyncAttrListGetAttrs(l, pairs.as_mut_ptr(), 2)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncAttrListGetAttrs(l, pairs.as_mut_ptr(), 2)), NvSciError_Success);
     assert_eq!((pairs[0].len, pairs[1].len), (8, 0));
-    assert_eq!(
-        call!(t.NvSciSyncAttrListSlotGetAttrs(l, 1, pairs.as_mut_ptr(), 2)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncAttrListSlotGetAttrs(l, 1, pairs.as_mut_ptr(), 2)), NvSciError_BadParameter);
     // Clone allows setting again; append is read-only.
     let mut c = ptr::null_mut();
-    assert_eq!(
-        call!(t.NvSciSyncAttrListClone(l, &mut c)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        s.set(c, &[(NvSciSyncAttrKey_NeedCpuAccess, bytes_of(&false))]),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncAttrListClone(l, &mut c)), NvSciError_Success);
+    assert_eq!(s.set(c, &[(NvSciSyncAttrKey_NeedCpuAccess, bytes_of(&false))]), NvSciError_Success);
     let inputs = [l, fresh];
     let mut ap = ptr::null_mut();
-    assert_eq!(
-        call!(t.NvSciSyncAttrListAppendUnreconciled(inputs.as_ptr(), 2, &mut ap)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncAttrListAppendUnreconciled(inputs.as_ptr(), 2, &mut ap)), NvSciError_Success);
     assert_eq!(call!(t.NvSciSyncAttrListGetSlotCount(ap)), 2);
-    assert_eq!(
-        s.set(ap, &[(NvSciSyncAttrKey_GpuId, bytes_of(&gpu(1)))]),
-        NvSciError_BadParameter
-    );
+    assert_eq!(s.set(ap, &[(NvSciSyncAttrKey_GpuId, bytes_of(&gpu(1)))]), NvSciError_BadParameter);
     let text = s.dump(ap);
-    assert!(
-        text.contains("NvSciSyncAttrKey_PrimitiveInfo = [4, 2]"),
-        "{text}"
-    );
+    assert!(text.contains("NvSciSyncAttrKey_PrimitiveInfo = [4, 2]"), "{text}");
     for x in [l, fresh, c, ap] {
         s.free(x);
     }
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -181,36 +103,21 @@ fn reconcile_success() {
     let t = s.t;
     let signaler = s.party(NvSciSyncAccessPerm_SignalOnly, true);
     let waiter = s.party(NvSciSyncAccessPerm_WaitOnly, false);
-    assert_eq!(
-        s.set(waiter, &[(NvSciSyncAttrKey_GpuId, bytes_of(&gpu(7)))]),
-        NvSciError_Success
-    );
+    assert_eq!(s.set(waiter, &[(NvSciSyncAttrKey_GpuId, bytes_of(&gpu(7)))]), NvSciError_Success);
     let r = s.reconcile(&[signaler, waiter]).unwrap();
     let mut rec = false;
-    assert_eq!(
-        call!(t.NvSciSyncAttrListIsReconciled(r, &mut rec)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncAttrListIsReconciled(r, &mut rec)), NvSciError_Success);
     assert!(rec);
-    assert_eq!(
-        s.get(r, NvSciSyncAttrKey_ActualPerm).unwrap(),
-        bytes_of(&NvSciSyncAccessPerm_WaitSignal)
-    );
+    assert_eq!(s.get(r, NvSciSyncAttrKey_ActualPerm).unwrap(), bytes_of(&NvSciSyncAccessPerm_WaitSignal));
     assert_eq!(s.get(r, NvSciSyncAttrKey_NeedCpuAccess).unwrap(), [1]);
-    assert_eq!(
-        s.get(r, NvSciSyncAttrKey_MaxPrimitiveValue).unwrap(),
-        bytes_of(&u64::MAX)
-    );
+    assert_eq!(s.get(r, NvSciSyncAttrKey_MaxPrimitiveValue).unwrap(), bytes_of(&u64::MAX));
     assert_eq!(
         u32s(&s.get(r, NvSciSyncAttrKey_PrimitiveInfo).unwrap()),
         [NvSciSyncAttrValPrimitiveType_SysmemSemaphorePayload64b]
     );
     assert_eq!(s.get(r, NvSciSyncAttrKey_GpuId).unwrap(), bytes_of(&gpu(7)));
     assert_eq!(
-        s.set(
-            r,
-            &[(NvSciSyncAttrKey_RequireDeterministicFences, bytes_of(&true))]
-        ),
+        s.set(r, &[(NvSciSyncAttrKey_RequireDeterministicFences, bytes_of(&true))]),
         NvSciError_BadParameter
     );
     // Validation.
@@ -225,44 +132,23 @@ fn reconcile_success() {
     let mut o = ptr::null_mut();
     assert_eq!(call!(t.NvSciSyncObjAlloc(r, &mut o)), NvSciError_Success);
     let mut ol = ptr::null_mut();
-    assert_eq!(
-        call!(t.NvSciSyncObjGetAttrList(o, &mut ol)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        s.get(ol, NvSciSyncAttrKey_ActualPerm).unwrap(),
-        bytes_of(&NvSciSyncAccessPerm_WaitSignal)
-    );
+    assert_eq!(call!(t.NvSciSyncObjGetAttrList(o, &mut ol)), NvSciError_Success);
+    assert_eq!(s.get(ol, NvSciSyncAttrKey_ActualPerm).unwrap(), bytes_of(&NvSciSyncAccessPerm_WaitSignal));
     assert_eq!(s.ledger().counts().attr_lists, 3);
     // The waiter is not a CPU waiter: CPU waits are refused.
     let ctx = s.context();
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ctx, 0)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 0)), NvSciError_BadParameter);
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncCpuWaitContextFree(ctx));
     call!(t.NvSciSyncObjFree(o));
     // Unreconciled lists cannot be allocated.
-    assert_eq!(
-        call!(t.NvSciSyncObjAlloc(signaler, &mut o)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncObjAlloc(signaler, &mut o)), NvSciError_BadParameter);
     for x in [signaler, waiter, r] {
         s.free(x);
     }
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -275,15 +161,9 @@ fn reconcile_failures() {
     // No signaler.
     let (e, c) = s.reconcile(&[w1, w2]).unwrap_err();
     assert_eq!(e, NvSciError_ReconciliationFailed);
-    assert_eq!(
-        s.get(c, NvSciSyncAttrKey_RequiredPerm).unwrap(),
-        bytes_of(&NvSciSyncAccessPerm_WaitOnly)
-    );
+    assert_eq!(s.get(c, NvSciSyncAttrKey_RequiredPerm).unwrap(), bytes_of(&NvSciSyncAccessPerm_WaitOnly));
     let text = s.dump(c);
-    assert!(
-        text.starts_with("NvSciSyncAttrKey_RequiredPerm: 0 signaler(s) and 2 waiter(s)"),
-        "{text}"
-    );
+    assert!(text.starts_with("NvSciSyncAttrKey_RequiredPerm: 0 signaler(s) and 2 waiter(s)"), "{text}");
     s.free(c);
     // Two signalers.
     let (e, c) = s.reconcile(&[s1, s2]).unwrap_err();
@@ -299,13 +179,7 @@ fn reconcile_failures() {
     // Primitive the mock cannot offer.
     let sp = s.party(NvSciSyncAccessPerm_SignalOnly, true);
     assert_eq!(
-        s.set(
-            sp,
-            &[(
-                NvSciSyncAttrKey_PrimitiveInfo,
-                bytes_of(&NvSciSyncAttrValPrimitiveType_Syncpoint)
-            )]
-        ),
+        s.set(sp, &[(NvSciSyncAttrKey_PrimitiveInfo, bytes_of(&NvSciSyncAttrValPrimitiveType_Syncpoint))]),
         NvSciError_Success
     );
     let (e, c) = s.reconcile(&[sp, w1]).unwrap_err();
@@ -324,20 +198,11 @@ fn reconcile_failures() {
     assert!(o.is_null() && !c.is_null());
     s.free(c);
     // Duplicate and reconciled inputs.
-    assert_eq!(
-        s.reconcile(&[w1, w1]).unwrap_err().0,
-        NvSciError_BadParameter
-    );
+    assert_eq!(s.reconcile(&[w1, w1]).unwrap_err().0, NvSciError_BadParameter);
     for x in [w1, w2, s1, s2, sp] {
         s.free(x);
     }
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -347,24 +212,15 @@ fn fence_wait_timeout_and_signal_from_thread() {
     let o = s.cpu_object();
     let ctx = s.context();
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
     let (mut id, mut value) = (99u64, 99u64);
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)), NvSciError_Success);
     assert_eq!((id, value), (0, 1));
     assert_eq!(s.ledger().counts().fences, 1);
 
     // Not signaled yet: times out.
     let start = Instant::now();
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ctx, 20_000)),
-        NvSciError_Timeout
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 20_000)), NvSciError_Timeout);
     assert!(start.elapsed() >= Duration::from_millis(20));
     assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 0)), NvSciError_Timeout);
 
@@ -376,10 +232,7 @@ fn fence_wait_timeout_and_signal_from_thread() {
         let t = nvsci_mock::sync_fns();
         call!(t.NvSciSyncObjSignal(obj.0))
     });
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ctx, 5_000_000)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 5_000_000)), NvSciError_Success);
     assert_eq!(signaler.join().unwrap(), NvSciError_Success);
     // Expired fences do not block, whatever the timeout.
     assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 0)), NvSciError_Success);
@@ -388,14 +241,8 @@ fn fence_wait_timeout_and_signal_from_thread() {
     // No fence outstanding: nothing to signal.
     assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_InvalidState);
     // Generating into a non-cleared fence releases the old reference.
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)), NvSciError_Success);
     assert_eq!(value, 2);
     assert_eq!(s.ledger().counts().fences, 1);
     call!(t.NvSciSyncFenceClear(&mut f));
@@ -404,13 +251,7 @@ fn fence_wait_timeout_and_signal_from_thread() {
 
     call!(t.NvSciSyncCpuWaitContextFree(ctx));
     call!(t.NvSciSyncObjFree(o));
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -420,69 +261,34 @@ fn wait_argument_checks() {
     let o = s.cpu_object();
     let ctx = s.context();
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ctx, -2)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, -2)), NvSciError_BadParameter);
     assert_eq!(
         call!(t.NvSciSyncFenceWait(&f, ctx, NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US + 1)),
         NvSciError_BadParameter
     );
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ptr::null_mut(), 0)),
-        NvSciError_BadParameter
-    );
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(ptr::null(), ctx, 0)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ptr::null_mut(), 0)), NvSciError_BadParameter);
+    assert_eq!(call!(t.NvSciSyncFenceWait(ptr::null(), ctx, 0)), NvSciError_BadParameter);
     // A context of another module.
     let other = Sync::new();
     let foreign = other.context();
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, foreign, 0)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, foreign, 0)), NvSciError_BadParameter);
     call!(t.NvSciSyncCpuWaitContextFree(foreign));
     // Garbage in a fence.
-    let junk = NvSciSyncFence {
-        payload: [1, 2, 3, 4, 5, 6],
-    };
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&junk, ctx, 0)),
-        NvSciError_BadParameter
-    );
+    let junk = NvSciSyncFence { payload: [1, 2, 3, 4, 5, 6] };
+    assert_eq!(call!(t.NvSciSyncFenceWait(&junk, ctx, 0)), NvSciError_BadParameter);
     let (mut id, mut value) = (0u64, 0u64);
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&junk, &mut id, &mut value)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&junk, &mut id, &mut value)), NvSciError_BadParameter);
     // A list passed as an object.
     let l = s.party(NvSciSyncAccessPerm_WaitOnly, true);
-    assert_eq!(
-        call!(t.NvSciSyncObjSignal(l.cast())),
-        NvSciError_BadParameter
-    );
-    assert_eq!(
-        call!(t.NvSciSyncObjValidate(l.cast())),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncObjSignal(l.cast())), NvSciError_BadParameter);
+    assert_eq!(call!(t.NvSciSyncObjValidate(l.cast())), NvSciError_BadParameter);
     assert_eq!(call!(t.NvSciSyncObjValidate(o)), NvSciError_Success);
     s.free(l);
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncCpuWaitContextFree(ctx));
     call!(t.NvSciSyncObjFree(o));
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -491,10 +297,7 @@ fn non_cpu_signaler() {
     let t = s.t;
     let o = s.object(false, true, false);
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_BadParameter);
     assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_BadParameter);
     assert_eq!(f.payload, [0; 6]);
     call!(t.NvSciSyncObjFree(o));
@@ -507,68 +310,35 @@ fn cleared_fences_and_dup() {
     let o = s.cpu_object();
     let ctx = s.context();
     let mut cleared = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&cleared, ctx, 0)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&cleared, ctx, 0)), NvSciError_Success);
     let (mut id, mut value) = (0u64, 0u64);
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&cleared, &mut id, &mut value)),
-        NvSciError_ClearedFence
-    );
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&cleared, &mut id, &mut value)), NvSciError_ClearedFence);
     let mut ts = 0u64;
-    assert_eq!(
-        call!(t.NvSciSyncFenceGetTimestamp(&cleared, &mut ts)),
-        NvSciError_ClearedFence
-    );
+    assert_eq!(call!(t.NvSciSyncFenceGetTimestamp(&cleared, &mut ts)), NvSciError_ClearedFence);
     call!(t.NvSciSyncFenceClear(&mut cleared));
     call!(t.NvSciSyncFenceClear(ptr::null_mut()));
 
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
     let mut d = NVSCI_SYNC_FENCE_INITIALIZER;
     assert_eq!(call!(t.NvSciSyncFenceDup(&f, &mut d)), NvSciError_Success);
     assert_eq!(s.ledger().counts().fences, 2);
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&d, &mut id, &mut value)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&d, &mut id, &mut value)), NvSciError_Success);
     assert_eq!(value, 1);
-    assert_eq!(
-        call!(t.NvSciSyncFenceDup(&f, &mut f)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncFenceDup(&f, &mut f)), NvSciError_BadParameter);
     // Dup of a cleared fence clears the destination (releasing its reference).
-    assert_eq!(
-        call!(t.NvSciSyncFenceDup(&cleared, &mut d)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceDup(&cleared, &mut d)), NvSciError_Success);
     assert_eq!(d.payload, [0; 6]);
     assert_eq!(s.ledger().counts().fences, 1);
 
     // The object outlives ObjFree while a fence refers to it.
     call!(t.NvSciSyncObjFree(o));
     assert_eq!(s.ledger().counts().objects, 0);
-    assert_eq!(
-        call!(t.NvSciSyncFenceWait(&f, ctx, 1_000)),
-        NvSciError_Timeout
-    );
-    assert_eq!(
-        call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 1_000)), NvSciError_Timeout);
+    assert_eq!(call!(t.NvSciSyncFenceExtractFence(&f, &mut id, &mut value)), NvSciError_Success);
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncCpuWaitContextFree(ctx));
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -580,10 +350,7 @@ fn dup_objects_share_the_timeline() {
     assert_eq!(call!(t.NvSciSyncObjDup(o, &mut d)), NvSciError_Success);
     let ctx = s.context();
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(d, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(d, &mut f)), NvSciError_Success);
     assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_Success);
     assert_eq!(call!(t.NvSciSyncFenceWait(&f, ctx, 0)), NvSciError_Success);
     assert_eq!(s.ledger().counts().objects, 2);
@@ -591,13 +358,7 @@ fn dup_objects_share_the_timeline() {
     call!(t.NvSciSyncObjFree(o));
     call!(t.NvSciSyncObjFree(d));
     call!(t.NvSciSyncCpuWaitContextFree(ctx));
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -606,57 +367,27 @@ fn timestamps() {
     let t = s.t;
     let o = s.object(true, true, true);
     let mut l = ptr::null_mut();
-    assert_eq!(
-        call!(t.NvSciSyncObjGetAttrList(o, &mut l)),
-        NvSciError_Success
-    );
-    assert_eq!(
-        s.get(l, NvSciSyncAttrKey_WaiterRequireTimestamps).unwrap(),
-        [1]
-    );
-    assert_eq!(
-        u32s(&s.get(l, NvSciSyncAttrKey_NumTimestampSlots).unwrap()),
-        [1024]
-    );
+    assert_eq!(call!(t.NvSciSyncObjGetAttrList(o, &mut l)), NvSciError_Success);
+    assert_eq!(s.get(l, NvSciSyncAttrKey_WaiterRequireTimestamps).unwrap(), [1]);
+    assert_eq!(u32s(&s.get(l, NvSciSyncAttrKey_NumTimestampSlots).unwrap()), [1024]);
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
     let mut ts = 0u64;
-    assert_eq!(
-        call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)),
-        NvSciError_NotYetAvailable
-    );
+    assert_eq!(call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)), NvSciError_NotYetAvailable);
     assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_Success);
-    assert_eq!(
-        call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)), NvSciError_Success);
     assert!(ts > 0);
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncObjFree(o));
 
     // Without timestamps requested.
     let o = s.cpu_object();
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
     assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_Success);
-    assert_eq!(
-        call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)),
-        NvSciError_BadParameter
-    );
+    assert_eq!(call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)), NvSciError_BadParameter);
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncObjFree(o));
-    assert_eq!(
-        s.ledger().counts(),
-        HandleCounts {
-            modules: 1,
-            ..Default::default()
-        }
-    );
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
 #[test]
@@ -667,26 +398,14 @@ fn ledger_back_to_zero() {
     let o = s.cpu_object();
     let ctx = s.context();
     let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
-    assert_eq!(
-        call!(t.NvSciSyncObjGenerateFence(o, &mut f)),
-        NvSciError_Success
-    );
+    assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
     assert_eq!(
         ledger.counts(),
-        HandleCounts {
-            modules: 1,
-            objects: 1,
-            wait_contexts: 1,
-            fences: 1,
-            ..Default::default()
-        }
+        HandleCounts { modules: 1, objects: 1, wait_contexts: 1, fences: 1, ..Default::default() }
     );
     // IPC is not emulated.
     let mut desc = NvSciSyncFenceIpcExportDescriptor::default();
-    assert_eq!(
-        call!(t.NvSciSyncIpcExportFence(&f, 0, &mut desc)),
-        NvSciError_NotSupported
-    );
+    assert_eq!(call!(t.NvSciSyncIpcExportFence(&f, 0, &mut desc)), NvSciError_NotSupported);
     call!(t.NvSciSyncAttrListFreeDesc(ptr::null_mut()));
     call!(t.NvSciSyncFenceClear(&mut f));
     call!(t.NvSciSyncObjFree(o));

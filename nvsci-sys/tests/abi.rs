@@ -452,17 +452,11 @@ fn sync_constant_values() {
 fn crate_level_constants() {
     assert_eq!(NVSCI_SYNC_ACCESS_PERM_SIZE, 8);
     // INT64_MAX / 1000, the documented upper bound of a CPU fence wait in microseconds.
-    assert_eq!(
-        NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US,
-        9_223_372_036_854_775_807 / 1000
-    );
+    assert_eq!(NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US, 9_223_372_036_854_775_807 / 1000);
     assert_eq!(loader::NVSCIBUF_SONAME, "libnvscibuf.so.1");
     assert_eq!(loader::NVSCISYNC_SONAME, "libnvscisync.so.1");
     assert_eq!(loader::LIB_DIR_ENV, "NVSCI_LIB_DIR");
-    assert_eq!(
-        loader::JETPACK6_LIB_DIR,
-        "/usr/lib/aarch64-linux-gnu/nvidia"
-    );
+    assert_eq!(loader::JETPACK6_LIB_DIR, "/usr/lib/aarch64-linux-gnu/nvidia");
     assert_eq!(loader::JETPACK5_LIB_DIR, "/usr/lib/aarch64-linux-gnu/tegra");
     assert_eq!(loader::REQUIRED_MAJOR, 2);
 }
@@ -491,35 +485,11 @@ fn buf_key_formula() {
             ],
             0,
         ),
-        (
-            &[
-                NvSciBufRawBufferAttrKey_Size,
-                NvSciBufRawBufferAttrKey_Align,
-            ],
-            1,
-        ),
-        (
-            &[
-                NvSciBufImageAttrKey_PlaneWidth,
-                NvSciBufImageAttrKey_SurfColorStd,
-            ],
-            2,
-        ),
-        (
-            &[NvSciBufTensorAttrKey_NumDims, NvSciBufTensorAttrKey_Size],
-            3,
-        ),
-        (
-            &[NvSciBufArrayAttrKey_Stride, NvSciBufArrayAttrKey_Alignment],
-            4,
-        ),
-        (
-            &[
-                NvSciBufPyramidAttrKey_Scale,
-                NvSciBufPyramidAttrKey_Alignment,
-            ],
-            5,
-        ),
+        (&[NvSciBufRawBufferAttrKey_Size, NvSciBufRawBufferAttrKey_Align], 1),
+        (&[NvSciBufImageAttrKey_PlaneWidth, NvSciBufImageAttrKey_SurfColorStd], 2),
+        (&[NvSciBufTensorAttrKey_NumDims, NvSciBufTensorAttrKey_Size], 3),
+        (&[NvSciBufArrayAttrKey_Stride, NvSciBufArrayAttrKey_Alignment], 4),
+        (&[NvSciBufPyramidAttrKey_Scale, NvSciBufPyramidAttrKey_Alignment], 5),
     ];
     for &(keys, ty) in groups {
         for &key in keys {
@@ -573,36 +543,12 @@ fn handles_are_pointer_sized() {
     let ptr = size_of::<*mut core::ffi::c_void>();
     assert_eq!(ptr, 8, "NvSci exists only on LP64 targets");
     for (name, size, align) in [
-        (
-            "NvSciBufModule",
-            size_of::<NvSciBufModule>(),
-            align_of::<NvSciBufModule>(),
-        ),
-        (
-            "NvSciBufAttrList",
-            size_of::<NvSciBufAttrList>(),
-            align_of::<NvSciBufAttrList>(),
-        ),
-        (
-            "NvSciBufObj",
-            size_of::<NvSciBufObj>(),
-            align_of::<NvSciBufObj>(),
-        ),
-        (
-            "NvSciSyncModule",
-            size_of::<NvSciSyncModule>(),
-            align_of::<NvSciSyncModule>(),
-        ),
-        (
-            "NvSciSyncAttrList",
-            size_of::<NvSciSyncAttrList>(),
-            align_of::<NvSciSyncAttrList>(),
-        ),
-        (
-            "NvSciSyncObj",
-            size_of::<NvSciSyncObj>(),
-            align_of::<NvSciSyncObj>(),
-        ),
+        ("NvSciBufModule", size_of::<NvSciBufModule>(), align_of::<NvSciBufModule>()),
+        ("NvSciBufAttrList", size_of::<NvSciBufAttrList>(), align_of::<NvSciBufAttrList>()),
+        ("NvSciBufObj", size_of::<NvSciBufObj>(), align_of::<NvSciBufObj>()),
+        ("NvSciSyncModule", size_of::<NvSciSyncModule>(), align_of::<NvSciSyncModule>()),
+        ("NvSciSyncAttrList", size_of::<NvSciSyncAttrList>(), align_of::<NvSciSyncAttrList>()),
+        ("NvSciSyncObj", size_of::<NvSciSyncObj>(), align_of::<NvSciSyncObj>()),
         (
             "NvSciSyncCpuWaitContext",
             size_of::<NvSciSyncCpuWaitContext>(),
@@ -687,14 +633,8 @@ fn field_types_have_c_sizes() {
     let data = desc.data; // copy out of the packed struct before taking a reference
     assert_eq!(data.len(), 32);
     assert_eq!(NvSciSyncFence::default().payload.len(), 6);
-    assert_eq!(
-        NvSciSyncFenceIpcExportDescriptor::default().payload.len(),
-        7
-    );
-    assert_eq!(
-        NvSciSyncObjIpcExportDescriptor::default().payload.len(),
-        128
-    );
+    assert_eq!(NvSciSyncFenceIpcExportDescriptor::default().payload.len(), 7);
+    assert_eq!(NvSciSyncObjIpcExportDescriptor::default().payload.len(), 128);
 }
 
 #[test]
@@ -723,14 +663,8 @@ fn check_names(table: &str, prefix: &str, required: &[&str], optional: &[&str]) 
     let mut seen = std::collections::HashSet::new();
     for name in &all {
         assert!(seen.insert(*name), "{table}: {name} is listed twice");
-        assert!(
-            is_c_identifier(name),
-            "{table}: {name:?} is not a C identifier"
-        );
-        assert!(
-            name.starts_with(prefix),
-            "{table}: {name} does not start with {prefix}"
-        );
+        assert!(is_c_identifier(name), "{table}: {name:?} is not a C identifier");
+        assert!(name.starts_with(prefix), "{table}: {name} does not start with {prefix}");
         // The loader builds the NUL-terminated symbol name in a 64-byte buffer.
         assert!(name.len() < 63, "{table}: {name} is too long to resolve");
     }
@@ -738,37 +672,13 @@ fn check_names(table: &str, prefix: &str, required: &[&str], optional: &[&str]) 
 
 #[test]
 fn function_table_names() {
-    check_names(
-        "NvSciBufFns",
-        "NvSciBuf",
-        NvSciBufFns::REQUIRED,
-        NvSciBufFns::OPTIONAL,
-    );
-    check_names(
-        "NvSciSyncFns",
-        "NvSciSync",
-        NvSciSyncFns::REQUIRED,
-        NvSciSyncFns::OPTIONAL,
-    );
-    for name in [
-        "NvSciBufModuleOpen",
-        "NvSciBufCheckVersionCompatibility",
-        "NvSciBufObjAlloc",
-    ] {
-        assert!(
-            NvSciBufFns::REQUIRED.contains(&name),
-            "{name} must be required"
-        );
+    check_names("NvSciBufFns", "NvSciBuf", NvSciBufFns::REQUIRED, NvSciBufFns::OPTIONAL);
+    check_names("NvSciSyncFns", "NvSciSync", NvSciSyncFns::REQUIRED, NvSciSyncFns::OPTIONAL);
+    for name in ["NvSciBufModuleOpen", "NvSciBufCheckVersionCompatibility", "NvSciBufObjAlloc"] {
+        assert!(NvSciBufFns::REQUIRED.contains(&name), "{name} must be required");
     }
-    for name in [
-        "NvSciSyncModuleOpen",
-        "NvSciSyncCheckVersionCompatibility",
-        "NvSciSyncFenceWait",
-    ] {
-        assert!(
-            NvSciSyncFns::REQUIRED.contains(&name),
-            "{name} must be required"
-        );
+    for name in ["NvSciSyncModuleOpen", "NvSciSyncCheckVersionCompatibility", "NvSciSyncFenceWait"] {
+        assert!(NvSciSyncFns::REQUIRED.contains(&name), "{name} must be required");
     }
     assert!(!NvSciBufFns::EMPTY.has_required());
     assert!(!NvSciSyncFns::EMPTY.has_required());
@@ -819,13 +729,8 @@ fn bound_names(prefix: &str, suffix: &str) -> Vec<&'static str> {
         .lines()
         .filter_map(|l| l.strip_prefix(prefix))
         .filter_map(|rest| {
-            let name = rest
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .next()?;
-            rest[name.len()..]
-                .trim_start()
-                .starts_with(suffix)
-                .then_some(name)
+            let name = rest.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next()?;
+            rest[name.len()..].trim_start().starts_with(suffix).then_some(name)
         })
         .collect()
 }
@@ -837,28 +742,17 @@ fn assert_covers(what: &str, bound: &[&str], checked: &[&str]) {
         assert!(seen.insert(*name), "{name} is checked twice");
     }
     let missing: Vec<&&str> = bound.iter().filter(|n| !seen.contains(*n)).collect();
-    assert!(
-        missing.is_empty(),
-        "{what} bound but not checked in tests/abi.rs: {missing:?}"
-    );
+    assert!(missing.is_empty(), "{what} bound but not checked in tests/abi.rs: {missing:?}");
 }
 
 #[test]
 fn every_bound_constant_is_checked() {
-    assert_covers(
-        "constants",
-        &bound_names("pub const ", ":"),
-        &all_checked_constants(),
-    );
+    assert_covers("constants", &bound_names("pub const ", ":"), &all_checked_constants());
 }
 
 #[test]
 fn every_bound_enum_type_is_checked() {
-    assert_covers(
-        "C enum types",
-        &bound_names("pub type ", "= ::std::os::raw::c_uint;"),
-        enum_types(),
-    );
+    assert_covers("C enum types", &bound_names("pub type ", "= ::std::os::raw::c_uint;"), enum_types());
 }
 
 #[test]

@@ -452,9 +452,13 @@ impl<A: Access> MappedArray<A> {
     fn copy2d(&self, host: *mut core::ffi::c_void, len: usize, to_host: bool) -> Result<()> {
         let row = self.desc.width * self.desc.bytes_per_texel as usize;
         if len != row * self.desc.height {
-            return Err(invalid("host", format!("{len} bytes given, the array holds {}", row * self.desc.height)));
+            return Err(invalid(
+                "host",
+                format!("{len} bytes given, the array holds {}", row * self.desc.height),
+            ));
         }
-        let (host_t, array_t) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
+        let (host_t, array_t) =
+            (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
         let c = sys::CUDA_MEMCPY2D {
             srcXInBytes: 0,
             srcY: 0,

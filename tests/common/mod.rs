@@ -89,7 +89,8 @@ pub fn mock_shared_object() -> Option<std::path::PathBuf> {
 /// `Native` implementation whose handles are opaque to this process's Rust code.
 #[cfg(feature = "mock")]
 pub fn mock_as_native(tag: &str) -> (nvsci::NvSci, std::path::PathBuf) {
-    let so = mock_shared_object().expect("libnvsci_mock.so not found next to the test binary (set NVSCI_MOCK_SO)");
+    let so =
+        mock_shared_object().expect("libnvsci_mock.so not found next to the test binary (set NVSCI_MOCK_SO)");
     let dir = std::env::temp_dir().join(format!("nvsci-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for name in ["libnvscibuf.so.1", "libnvscisync.so.1"] {

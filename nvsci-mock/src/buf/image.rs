@@ -36,26 +36,16 @@ pub(crate) struct FormatInfo {
 
 /// Bits per pixel, channel count and data type of the color formats the mock supports.
 pub(crate) fn format_info(fmt: NvSciBufAttrValColorFmt) -> Option<FormatInfo> {
-    let f = |bits_per_pixel, channels, datatype| {
-        Some(FormatInfo {
-            bits_per_pixel,
-            channels,
-            datatype,
-        })
-    };
+    let f = |bits_per_pixel, channels, datatype| Some(FormatInfo { bits_per_pixel, channels, datatype });
     #[allow(non_upper_case_globals)]
     match fmt {
-        NvSciColor_Y8 | NvSciColor_U8 | NvSciColor_V8 | NvSciColor_A8 => {
-            f(8, 1, NvSciDataType_Uint8)
-        }
+        NvSciColor_Y8 | NvSciColor_U8 | NvSciColor_V8 | NvSciColor_A8 => f(8, 1, NvSciDataType_Uint8),
         NvSciColor_Y10 | NvSciColor_Y12 | NvSciColor_Y16 => f(16, 1, NvSciDataType_Uint16),
         NvSciColor_U8V8 | NvSciColor_V8U8 | NvSciColor_U8_V8 | NvSciColor_V8_U8 => {
             f(16, 2, NvSciDataType_Uint8)
         }
         NvSciColor_U16V16 | NvSciColor_V16U16 => f(32, 2, NvSciDataType_Uint16),
-        NvSciColor_A8B8G8R8 | NvSciColor_A8R8G8B8 | NvSciColor_B8G8R8A8 => {
-            f(32, 4, NvSciDataType_Uint8)
-        }
+        NvSciColor_A8B8G8R8 | NvSciColor_A8R8G8B8 | NvSciColor_B8G8R8A8 => f(32, 4, NvSciDataType_Uint8),
         // Packed 10:10:10:2 in one 32-bit word.
         NvSciColor_A2R10G10B10 => f(32, 4, NvSciDataType_Uint32),
         NvSciColor_A16B16G16R16 => f(64, 4, NvSciDataType_Uint16),
@@ -95,9 +85,7 @@ pub(crate) struct PlaneOut {
 
 fn round_up(v: u64, align: u64) -> Res<u64> {
     let mask = align.checked_sub(1).ok_or(NvSciError_Overflow)?;
-    v.checked_add(mask)
-        .map(|x| x & !mask)
-        .ok_or(NvSciError_Overflow)
+    v.checked_add(mask).map(|x| x & !mask).ok_or(NvSciError_Overflow)
 }
 
 /// Computes the layout of `planes`; returns the planes and the total size.
@@ -105,29 +93,19 @@ pub(crate) fn layout(planes: &[PlaneIn]) -> Res<(Vec<PlaneOut>, u64)> {
     let mut out: Vec<PlaneOut> = Vec::with_capacity(planes.len());
     let mut end = 0u64;
     for p in planes {
-        let row_bits = u64::from(p.width)
-            .checked_mul(u64::from(p.bits_per_pixel))
-            .ok_or(NvSciError_Overflow)?;
+        let row_bits =
+            u64::from(p.width).checked_mul(u64::from(p.bits_per_pixel)).ok_or(NvSciError_Overflow)?;
         let pitch = round_up(row_bits.div_ceil(8), MOCK_PITCH_ALIGN)?;
         let pitch32 = u32::try_from(pitch).map_err(|_| NvSciError_Overflow)?;
-        let raw = pitch
-            .checked_mul(u64::from(p.height))
-            .ok_or(NvSciError_Overflow)?;
+        let raw = pitch.checked_mul(u64::from(p.height)).ok_or(NvSciError_Overflow)?;
         let aligned_size = round_up(raw, p.align)?;
         let offset = round_up(end, p.align)?;
         if let Some(prev) = out.last_mut() {
             // Absorb any alignment gap into the previous plane so sizes add up to the total.
             prev.aligned_size = offset - prev.offset;
         }
-        end = offset
-            .checked_add(aligned_size)
-            .ok_or(NvSciError_Overflow)?;
-        out.push(PlaneOut {
-            pitch: pitch32,
-            aligned_height: p.height,
-            offset,
-            aligned_size,
-        });
+        end = offset.checked_add(aligned_size).ok_or(NvSciError_Overflow)?;
+        out.push(PlaneOut { pitch: pitch32, aligned_height: p.height, offset, aligned_size });
     }
     Ok((out, end))
 }
@@ -138,54 +116,24 @@ mod tests {
 
     #[test]
     fn nv12_1080p() {
-        let y = PlaneIn {
-            width: 1920,
-            height: 1080,
-            bits_per_pixel: 8,
-            align: 4096,
-        };
-        let uv = PlaneIn {
-            width: 960,
-            height: 540,
-            bits_per_pixel: 16,
-            align: 4096,
-        };
+        let y = PlaneIn { width: 1920, height: 1080, bits_per_pixel: 8, align: 4096 };
+        let uv = PlaneIn { width: 960, height: 540, bits_per_pixel: 16, align: 4096 };
         let (planes, size) = layout(&[y, uv]).unwrap();
         assert_eq!(
             planes[0],
-            PlaneOut {
-                pitch: 2048,
-                aligned_height: 1080,
-                offset: 0,
-                aligned_size: 2211840
-            }
+            PlaneOut { pitch: 2048, aligned_height: 1080, offset: 0, aligned_size: 2211840 }
         );
         assert_eq!(
             planes[1],
-            PlaneOut {
-                pitch: 2048,
-                aligned_height: 540,
-                offset: 2211840,
-                aligned_size: 1105920
-            }
+            PlaneOut { pitch: 2048, aligned_height: 540, offset: 2211840, aligned_size: 1105920 }
         );
         assert_eq!(size, 3317760);
     }
 
     #[test]
     fn alignment_gap_is_absorbed() {
-        let a = PlaneIn {
-            width: 64,
-            height: 1,
-            bits_per_pixel: 8,
-            align: 4096,
-        };
-        let b = PlaneIn {
-            width: 64,
-            height: 1,
-            bits_per_pixel: 8,
-            align: 65536,
-        };
+        let a = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 4096 };
+        let b = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 65536 };
         let (planes, size) = layout(&[a, b]).unwrap();
         assert_eq!(planes[1].offset, 65536);
         assert_eq!(planes[0].aligned_size, 65536);
@@ -194,12 +142,7 @@ mod tests {
 
     #[test]
     fn overflow_is_reported() {
-        let p = PlaneIn {
-            width: u32::MAX,
-            height: u32::MAX,
-            bits_per_pixel: 64,
-            align: 4096,
-        };
+        let p = PlaneIn { width: u32::MAX, height: u32::MAX, bits_per_pixel: 64, align: 4096 };
         assert_eq!(layout(&[p]), Err(NvSciError_Overflow));
     }
 }

@@ -5,9 +5,7 @@ use super::module::{self, BufModuleShared};
 use super::reconcile::{self, Failure};
 use crate::attrs::{self, Access, Flags, RawPair, Slot};
 use crate::desc;
-use crate::ffi::{
-    bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res,
-};
+use crate::ffi::{bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
 use nvsci_sys::*;
@@ -112,20 +110,12 @@ pub(crate) fn gather(lists: &[&BufAttrListRec]) -> Vec<Slot> {
     lists.iter().flat_map(|l| l.snapshot()).collect()
 }
 
-pub(crate) unsafe extern "C" fn create(
-    module: NvSciBufModule,
-    out: *mut NvSciBufAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn create(module: NvSciBufModule, out: *mut NvSciBufAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `module` is NULL or a live module handle of this mock.
         let m = unsafe { module::get(module) }?;
         non_null(out)?;
-        let rec = BufAttrListRec::new(
-            m.shared.clone(),
-            Flags::UNRECONCILED,
-            vec![Slot::default()],
-            None,
-        );
+        let rec = BufAttrListRec::new(m.shared.clone(), Flags::UNRECONCILED, vec![Slot::default()], None);
         // SAFETY: `out` is non-NULL caller storage for a handle.
         unsafe { write_out(out, rec.into_handle()) }
     })
@@ -146,11 +136,7 @@ pub(crate) unsafe extern "C" fn free(list: NvSciBufAttrList) {
 }
 
 fn to_raw(p: &NvSciBufAttrKeyValuePair) -> RawPair {
-    RawPair {
-        key: p.key,
-        value: p.value,
-        len: p.len,
-    }
+    RawPair { key: p.key, value: p.value, len: p.len }
 }
 
 pub(crate) unsafe extern "C" fn set_attrs(
@@ -178,10 +164,7 @@ pub(crate) unsafe extern "C" fn set_attrs(
             .map(|(_, v)| v.u32s())
             .or_else(|| slot.get(NvSciBufGeneralAttrKey_Types).map(|v| v.u32s()))
             .unwrap_or_default();
-        if staged
-            .iter()
-            .any(|(s, _)| key_type(s.key) != 0 && !types.contains(&key_type(s.key)))
-        {
+        if staged.iter().any(|(s, _)| key_type(s.key) != 0 && !types.contains(&key_type(s.key))) {
             return bad();
         }
         for (spec, value) in staged {
@@ -204,11 +187,8 @@ fn fill_pairs(l: &BufAttrListRec, index: usize, pairs: &mut [NvSciBufAttrKeyValu
     let slot = slots.get(index).ok_or(NvSciError_BadParameter)?;
     for p in pairs.iter() {
         let spec = attrs::find(BUF_KEYS, p.key).ok_or(NvSciError_BadParameter)?;
-        let wrong_way = if l.flags.reconciled {
-            spec.access == Access::In
-        } else {
-            spec.access == Access::Out
-        };
+        let wrong_way =
+            if l.flags.reconciled { spec.access == Access::In } else { spec.access == Access::Out };
         if wrong_way {
             return bad();
         }
@@ -264,12 +244,7 @@ pub(crate) unsafe extern "C" fn debug_dump(
         non_null(len)?;
         let text = match &l.report {
             Some(r) => r.clone(),
-            None => attrs::dump(
-                BUF_KEYS,
-                "NvSciBufAttrList",
-                l.flags.reconciled,
-                &l.snapshot(),
-            ),
+            None => attrs::dump(BUF_KEYS, "NvSciBufAttrList", l.flags.reconciled, &l.snapshot()),
         };
         let (p, n) = desc::alloc_text(&l.module.ledger, &text)?;
         // SAFETY: both out-pointers are non-NULL caller storage.
@@ -298,9 +273,7 @@ pub(crate) fn reconcile_lists(
     let slots = gather(lists);
     let cpu_sw = module.cpu_sw_coherency.load(Ordering::SeqCst);
     match reconcile::reconcile(&slots, cpu_sw) {
-        Ok(slot) => {
-            Ok(BufAttrListRec::new(module, Flags::RECONCILED, vec![slot], None).into_handle())
-        }
+        Ok(slot) => Ok(BufAttrListRec::new(module, Flags::RECONCILED, vec![slot], None).into_handle()),
         Err(Failure::Code(e)) => Err((e, std::ptr::null_mut())),
         Err(Failure::Conflicts { slot, report }) => {
             let c = BufAttrListRec::new(module, Flags::CONFLICT, vec![slot], Some(report));
@@ -333,19 +306,13 @@ pub(crate) unsafe extern "C" fn reconcile(
     })
 }
 
-pub(crate) unsafe extern "C" fn clone(
-    list: NvSciBufAttrList,
-    out: *mut NvSciBufAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn clone(list: NvSciBufAttrList, out: *mut NvSciBufAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(out)?;
         let slots = l.snapshot();
-        if slots
-            .iter()
-            .any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none())
-        {
+        if slots.iter().any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none()) {
             return bad();
         }
         let rec = if l.flags.reconciled {
@@ -371,10 +338,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
         let lists = unsafe { unreconciled_inputs(inputs, count) }?;
         let slots = gather(&lists);
-        if slots
-            .iter()
-            .any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none())
-        {
+        if slots.iter().any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none()) {
             return bad();
         }
         let module = lists[0].module.clone();
@@ -384,10 +348,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
     })
 }
 
-pub(crate) unsafe extern "C" fn is_reconciled(
-    list: NvSciBufAttrList,
-    out: *mut bool,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn is_reconciled(list: NvSciBufAttrList, out: *mut bool) -> NvSciError {
     guard(|| {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;

@@ -41,10 +41,7 @@ pub(crate) unsafe extern "C" fn module_open(out: *mut NvSciBufModule) -> NvSciEr
         let rec = Box::new(BufModuleRec {
             magic: BufModuleRec::MAGIC,
             _count: ledger.track(Kind::Module),
-            shared: Arc::new(BufModuleShared {
-                ledger,
-                cpu_sw_coherency: AtomicBool::new(false),
-            }),
+            shared: Arc::new(BufModuleShared { ledger, cpu_sw_coherency: AtomicBool::new(false) }),
         });
         // SAFETY: `out` is non-NULL and points to caller storage for a handle.
         unsafe { write_out(out, handle::into_handle(rec)) }
@@ -56,11 +53,7 @@ pub(crate) unsafe extern "C" fn module_close(module: NvSciBufModule) {
     guard_void(|| drop(unsafe { handle::take::<BufModuleRec, _>(module) }));
 }
 
-pub(crate) unsafe extern "C" fn check_version(
-    major: u32,
-    minor: u32,
-    compatible: *mut bool,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, compatible: *mut bool) -> NvSciError {
     guard(|| {
         let ok = major == NVSCI_SYS_BUF_MAJOR_VERSION && minor <= MINOR_VERSION;
         // SAFETY: `compatible` is NULL (rejected) or points to a caller bool.

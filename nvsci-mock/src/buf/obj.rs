@@ -61,13 +61,7 @@ fn new_handle(mem: Arc<BufMem>, perm: NvSciBufAttrValAccessPerm) -> NvSciBufObj 
     attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
     let view = BufAttrListRec::new(mem.module.clone(), Flags::OBJECT_VIEW, vec![attrs], None);
     let count = mem.module.ledger.track(Kind::Object);
-    handle::into_handle(Box::new(BufObjRec {
-        magic: BufObjRec::MAGIC,
-        mem,
-        perm,
-        view,
-        _count: count,
-    }))
+    handle::into_handle(Box::new(BufObjRec { magic: BufObjRec::MAGIC, mem, perm, view, _count: count }))
 }
 
 /// Borrows an object record.
@@ -85,17 +79,10 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
         return bad();
     }
     let attrs = l.slot0();
-    let types = attrs
-        .get(NvSciBufGeneralAttrKey_Types)
-        .map(Value::u32s)
-        .unwrap_or_default();
+    let types = attrs.get(NvSciBufGeneralAttrKey_Types).map(Value::u32s).unwrap_or_default();
     let (size, align) = if types.contains(&NvSciBufType_RawBuffer) {
-        let size = attrs
-            .get(NvSciBufRawBufferAttrKey_Size)
-            .map_or(0, Value::u64);
-        let align = attrs
-            .get(NvSciBufRawBufferAttrKey_Align)
-            .map_or(1, Value::u64);
+        let size = attrs.get(NvSciBufRawBufferAttrKey_Size).map_or(0, Value::u64);
+        let align = attrs.get(NvSciBufRawBufferAttrKey_Align).map_or(1, Value::u64);
         (size, align)
     } else if types.contains(&NvSciBufType_Image) {
         let size = attrs.get(NvSciBufImageAttrKey_Size).map_or(0, Value::u64);
@@ -117,24 +104,12 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
         .ok_or(NvSciError_InsufficientMemory)?;
     // SAFETY: `layout` has a non-zero size.
     let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
-    let need_cpu_access = attrs
-        .get(NvSciBufGeneralAttrKey_NeedCpuAccess)
-        .is_some_and(Value::bool);
-    let mem = Arc::new(BufMem {
-        ptr,
-        layout,
-        size,
-        need_cpu_access,
-        module: l.module.clone(),
-        attrs,
-    });
+    let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
+    let mem = Arc::new(BufMem { ptr, layout, size, need_cpu_access, module: l.module.clone(), attrs });
     Ok(new_handle(mem, NvSciBufAccessPerm_ReadWrite))
 }
 
-pub(crate) unsafe extern "C" fn alloc(
-    reconciled: NvSciBufAttrList,
-    out: *mut NvSciBufObj,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciBufAttrList, out: *mut NvSciBufObj) -> NvSciError {
     guard(|| {
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(reconciled) }?;
@@ -213,10 +188,7 @@ pub(crate) unsafe extern "C" fn dup_with_reduce_perm(
     })
 }
 
-pub(crate) unsafe extern "C" fn get_attr_list(
-    obj: NvSciBufObj,
-    out: *mut NvSciBufAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn get_attr_list(obj: NvSciBufObj, out: *mut NvSciBufAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
@@ -239,10 +211,7 @@ pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_v
     })
 }
 
-pub(crate) unsafe extern "C" fn get_const_cpu_ptr(
-    obj: NvSciBufObj,
-    out: *mut *const c_void,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *const c_void) -> NvSciError {
     guard(|| {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
@@ -255,11 +224,7 @@ pub(crate) unsafe extern "C" fn get_const_cpu_ptr(
     })
 }
 
-pub(crate) unsafe extern "C" fn flush_cpu_cache_range(
-    obj: NvSciBufObj,
-    offset: u64,
-    len: u64,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn flush_cpu_cache_range(obj: NvSciBufObj, offset: u64, len: u64) -> NvSciError {
     guard(|| {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;

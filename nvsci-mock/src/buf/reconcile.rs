@@ -87,10 +87,7 @@ fn hex(id: &GpuId) -> String {
 }
 
 fn fail(c: &Conflicts<'_>) -> Failure {
-    Failure::Conflicts {
-        slot: c.slot(),
-        report: c.report(),
-    }
+    Failure::Conflicts { slot: c.slot(), report: c.report() }
 }
 
 /// Reconciles `slots`; `cpu_sw_coherency` is the module's CpuNeedSwCacheCoherency setting.
@@ -154,18 +151,12 @@ fn reconcile_types(c: &mut Conflicts<'_>) -> Res<Vec<u32>> {
 /// General keys; conflicts are recorded in `c`.
 fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
     let need_cpu = c.any_true(NvSciBufGeneralAttrKey_NeedCpuAccess);
-    out.insert(
-        NvSciBufGeneralAttrKey_NeedCpuAccess,
-        Value::from_bool(need_cpu),
-    );
+    out.insert(NvSciBufGeneralAttrKey_NeedCpuAccess, Value::from_bool(need_cpu));
     out.insert(
         NvSciBufGeneralAttrKey_EnableCpuCache,
         Value::from_bool(c.any_true(NvSciBufGeneralAttrKey_EnableCpuCache)),
     );
-    out.insert(
-        NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency,
-        Value::from_bool(cpu_sw_coherency),
-    );
+    out.insert(NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency, Value::from_bool(cpu_sw_coherency));
     let perm = c
         .setters(NvSciBufGeneralAttrKey_RequiredPerm)
         .iter()
@@ -192,10 +183,7 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
             if !gpus.contains(&id) {
                 c.add(
                     NvSciBufGeneralAttrKey_EnableGpuCache,
-                    format!(
-                        "slot {i} names GPU {} which is not in NvSciBufGeneralAttrKey_GpuId",
-                        hex(&id)
-                    ),
+                    format!("slot {i} names GPU {} which is not in NvSciBufGeneralAttrKey_GpuId", hex(&id)),
                 );
             }
         }
@@ -206,12 +194,7 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
         .map(|g| {
             slots.iter().all(|s| {
                 s.get(NvSciBufGeneralAttrKey_EnableGpuCache)
-                    .and_then(|v| {
-                        v.bytes()
-                            .chunks_exact(17)
-                            .find(|e| gpu_id(e) == *g)
-                            .map(|e| e[16] != 0)
-                    })
+                    .and_then(|v| v.bytes().chunks_exact(17).find(|e| gpu_id(e) == *g).map(|e| e[16] != 0))
                     .unwrap_or(false)
             })
         })
@@ -226,10 +209,7 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
             if !gpus.contains(&id) {
                 c.add(
                     NvSciBufGeneralAttrKey_EnableGpuCompression,
-                    format!(
-                        "slot {i} names GPU {} which is not in NvSciBufGeneralAttrKey_GpuId",
-                        hex(&id)
-                    ),
+                    format!("slot {i} names GPU {} which is not in NvSciBufGeneralAttrKey_GpuId", hex(&id)),
                 );
             } else if let Some((_, k0, i0)) = compression.iter().find(|(g, _, _)| *g == id) {
                 if *k0 != kind {
@@ -263,20 +243,13 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
             comp.extend_from_slice(&NvSciBufCompressionType_None.to_ne_bytes());
         }
         out.insert(NvSciBufGeneralAttrKey_EnableGpuCache, Value::new(&cache));
-        out.insert(
-            NvSciBufGeneralAttrKey_GpuSwNeedCacheCoherency,
-            Value::new(&sw),
-        );
-        out.insert(
-            NvSciBufGeneralAttrKey_EnableGpuCompression,
-            Value::new(&comp),
-        );
+        out.insert(NvSciBufGeneralAttrKey_GpuSwNeedCacheCoherency, Value::new(&sw));
+        out.insert(NvSciBufGeneralAttrKey_EnableGpuCompression, Value::new(&comp));
     }
 
-    for (key, elem) in [
-        (NvSciBufGeneralAttrKey_PeerLocationInfo, 16),
-        (NvSciBufGeneralAttrKey_PeerHwEngineArray, 8),
-    ] {
+    for (key, elem) in
+        [(NvSciBufGeneralAttrKey_PeerLocationInfo, 16), (NvSciBufGeneralAttrKey_PeerHwEngineArray, 8)]
+    {
         let mut union: Vec<u8> = Vec::new();
         for (_, v) in c.setters(key) {
             for e in v.bytes().chunks_exact(elem) {
@@ -301,12 +274,7 @@ fn raw_buffer(c: &Conflicts<'_>, out: &mut Slot) -> Res<()> {
         .first()
         .map(|(_, v)| v.u64())
         .ok_or(NvSciError_BadParameter)?;
-    let align = c
-        .setters(NvSciBufRawBufferAttrKey_Align)
-        .iter()
-        .map(|(_, v)| v.u64())
-        .max()
-        .unwrap_or(1);
+    let align = c.setters(NvSciBufRawBufferAttrKey_Align).iter().map(|(_, v)| v.u64()).max().unwrap_or(1);
     out.insert(NvSciBufRawBufferAttrKey_Size, Value::from_u64s(&[size]));
     out.insert(NvSciBufRawBufferAttrKey_Align, Value::from_u64s(&[align]));
     Ok(())
@@ -366,17 +334,12 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     let color_std = match a.color_std {
         Some(v) if v.u32s().len() != n => return Err(bad()),
         Some(v) => v.u32s(),
-        None => formats
-            .iter()
-            .map(|f| image::default_color_std(*f))
-            .collect(),
+        None => formats.iter().map(|f| image::default_color_std(*f)).collect(),
     };
     for p in &a.paddings {
         match p {
             Some(v) if v.u64s().len() != n => return Err(bad()),
-            Some(v) if v.u64s().iter().any(|x| *x != 0) => {
-                return Err(NvSciError_NotSupported.into())
-            }
+            Some(v) if v.u64s().iter().any(|x| *x != 0) => return Err(NvSciError_NotSupported.into()),
             _ => {}
         }
     }
@@ -418,61 +381,25 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     }
     out.insert(NvSciBufImageAttrKey_VprFlag, Value::from_bool(false));
     out.insert(NvSciBufImageAttrKey_Size, Value::from_u64s(&[size]));
-    out.insert(
-        NvSciBufImageAttrKey_Alignment,
-        Value::from_u64s(&[aligns[0]]),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneCount,
-        Value::from_u32s(&[n as u32]),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneColorFormat,
-        Value::from_u32s(&formats),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneColorStd,
-        Value::from_u32s(&color_std),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneBaseAddrAlign,
-        u32s(&|i| aligns[i] as u32),
-    );
+    out.insert(NvSciBufImageAttrKey_Alignment, Value::from_u64s(&[aligns[0]]));
+    out.insert(NvSciBufImageAttrKey_PlaneCount, Value::from_u32s(&[n as u32]));
+    out.insert(NvSciBufImageAttrKey_PlaneColorFormat, Value::from_u32s(&formats));
+    out.insert(NvSciBufImageAttrKey_PlaneColorStd, Value::from_u32s(&color_std));
+    out.insert(NvSciBufImageAttrKey_PlaneBaseAddrAlign, u32s(&|i| aligns[i] as u32));
     out.insert(NvSciBufImageAttrKey_PlaneWidth, Value::from_u32s(&widths));
     out.insert(NvSciBufImageAttrKey_PlaneHeight, Value::from_u32s(&heights));
-    out.insert(
-        NvSciBufImageAttrKey_PlaneBitsPerPixel,
-        u32s(&|i| infos[i].bits_per_pixel),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneOffset,
-        u64s(&|i| layout_out[i].offset),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneDatatype,
-        u32s(&|i| infos[i].datatype),
-    );
+    out.insert(NvSciBufImageAttrKey_PlaneBitsPerPixel, u32s(&|i| infos[i].bits_per_pixel));
+    out.insert(NvSciBufImageAttrKey_PlaneOffset, u64s(&|i| layout_out[i].offset));
+    out.insert(NvSciBufImageAttrKey_PlaneDatatype, u32s(&|i| infos[i].datatype));
     out.insert(
         NvSciBufImageAttrKey_PlaneChannelCount,
         Value::new(&infos.iter().map(|f| f.channels).collect::<Vec<u8>>()),
     );
     out.insert(NvSciBufImageAttrKey_PlaneSecondFieldOffset, u64s(&|_| 0));
-    out.insert(
-        NvSciBufImageAttrKey_PlanePitch,
-        u32s(&|i| layout_out[i].pitch),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneAlignedHeight,
-        u32s(&|i| layout_out[i].aligned_height),
-    );
-    out.insert(
-        NvSciBufImageAttrKey_PlaneAlignedSize,
-        u64s(&|i| layout_out[i].aligned_size),
-    );
+    out.insert(NvSciBufImageAttrKey_PlanePitch, u32s(&|i| layout_out[i].pitch));
+    out.insert(NvSciBufImageAttrKey_PlaneAlignedHeight, u32s(&|i| layout_out[i].aligned_height));
+    out.insert(NvSciBufImageAttrKey_PlaneAlignedSize, u64s(&|i| layout_out[i].aligned_size));
     let image_count = a.image_count.map_or(1, |v| v.u64());
-    out.insert(
-        NvSciBufImageAttrKey_ImageCount,
-        Value::from_u64s(&[image_count]),
-    );
+    out.insert(NvSciBufImageAttrKey_ImageCount, Value::from_u64s(&[image_count]));
     Ok(())
 }

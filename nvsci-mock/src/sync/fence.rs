@@ -52,9 +52,7 @@ pub(crate) fn check(f: &NvSciSyncFence) -> Res {
 pub(crate) fn make(core: &Arc<SyncCore>, value: u64) -> NvSciSyncFence {
     core.module.ledger.add(Kind::Fence);
     let ptr = Arc::into_raw(core.clone());
-    NvSciSyncFence {
-        payload: [FENCE_MAGIC, ptr as usize as u64, FENCE_ID, value, 0, 0],
-    }
+    NvSciSyncFence { payload: [FENCE_MAGIC, ptr as usize as u64, FENCE_ID, value, 0, 0] }
 }
 
 /// Releases the reference held by `f` (contents the mock did not produce are ignored).
@@ -81,10 +79,7 @@ pub(crate) unsafe extern "C" fn clear(f: *mut NvSciSyncFence) {
     });
 }
 
-pub(crate) unsafe extern "C" fn dup(
-    src: *const NvSciSyncFence,
-    dst: *mut NvSciSyncFence,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn dup(src: *const NvSciSyncFence, dst: *mut NvSciSyncFence) -> NvSciError {
     guard(|| {
         non_null(src)?;
         non_null(dst)?;
@@ -147,10 +142,7 @@ pub(crate) unsafe extern "C" fn wait(
                     if now >= d {
                         return Err(NvSciError_Timeout);
                     }
-                    core.cv
-                        .wait_timeout(st, d - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+                    core.cv.wait_timeout(st, d - now).unwrap_or_else(|e| e.into_inner()).0
                 }
             };
         }
@@ -180,10 +172,7 @@ pub(crate) unsafe extern "C" fn extract(
     })
 }
 
-pub(crate) unsafe extern "C" fn get_timestamp(
-    f: *const NvSciSyncFence,
-    out: *mut u64,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn get_timestamp(f: *const NvSciSyncFence, out: *mut u64) -> NvSciError {
     guard(|| {
         non_null(f)?;
         non_null(out)?;
@@ -195,12 +184,7 @@ pub(crate) unsafe extern "C" fn get_timestamp(
         }
         let value = fence.payload[3];
         let st = lock(&core.state);
-        let stamp = st
-            .stamps
-            .iter()
-            .rev()
-            .find(|(v, _)| *v == value)
-            .map(|(_, t)| *t);
+        let stamp = st.stamps.iter().rev().find(|(v, _)| *v == value).map(|(_, t)| *t);
         let result = match stamp {
             Some(t) => t,
             None if value > st.current => return Err(NvSciError_NotYetAvailable),

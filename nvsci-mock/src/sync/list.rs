@@ -5,9 +5,7 @@ use super::module::{self, SyncModuleShared};
 use super::reconcile::{self, Failure, SyncMeta};
 use crate::attrs::{self, Flags, RawPair, Slot};
 use crate::desc;
-use crate::ffi::{
-    bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res,
-};
+use crate::ffi::{bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
 use nvsci_sys::*;
@@ -113,21 +111,13 @@ fn gather(lists: &[&SyncAttrListRec]) -> Vec<Slot> {
     lists.iter().flat_map(|l| l.snapshot()).collect()
 }
 
-pub(crate) unsafe extern "C" fn create(
-    module: NvSciSyncModule,
-    out: *mut NvSciSyncAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn create(module: NvSciSyncModule, out: *mut NvSciSyncAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `module` is NULL or a live module handle of this mock.
         let m = unsafe { module::get(module) }?;
         non_null(out)?;
-        let rec = SyncAttrListRec::new(
-            m.shared.clone(),
-            Flags::UNRECONCILED,
-            None,
-            vec![Slot::default()],
-            None,
-        );
+        let rec =
+            SyncAttrListRec::new(m.shared.clone(), Flags::UNRECONCILED, None, vec![Slot::default()], None);
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, rec.into_handle()) }
     })
@@ -146,10 +136,7 @@ pub(crate) unsafe extern "C" fn free(list: NvSciSyncAttrList) {
     });
 }
 
-pub(crate) unsafe extern "C" fn is_reconciled(
-    list: NvSciSyncAttrList,
-    out: *mut bool,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn is_reconciled(list: NvSciSyncAttrList, out: *mut bool) -> NvSciError {
     guard(|| {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
@@ -171,14 +158,8 @@ pub(crate) unsafe extern "C" fn set_attrs(
         }
         // SAFETY: `pairs` is NULL or points to `count` pairs.
         let pairs = unsafe { slice_in(pairs, count) }?;
-        let raw: Vec<RawPair> = pairs
-            .iter()
-            .map(|p| RawPair {
-                key: p.attrKey,
-                value: p.value,
-                len: p.len,
-            })
-            .collect();
+        let raw: Vec<RawPair> =
+            pairs.iter().map(|p| RawPair { key: p.attrKey, value: p.value, len: p.len }).collect();
         let mut slots = lock(&l.slots);
         let slot = slots.first_mut().ok_or(NvSciError_BadParameter)?;
         // SAFETY: each pair's value is readable for `len` bytes per the caller's contract.
@@ -192,18 +173,13 @@ pub(crate) unsafe extern "C" fn set_attrs(
 
 fn lookup(slot: &Slot, key: u32) -> Res<(*const c_void, usize)> {
     attrs::find(SYNC_KEYS, key).ok_or(NvSciError_BadParameter)?;
-    Ok(slot
-        .get(key)
-        .map_or((std::ptr::null(), 0), |v| (v.as_ptr(), v.len())))
+    Ok(slot.get(key).map_or((std::ptr::null(), 0), |v| (v.as_ptr(), v.len())))
 }
 
 fn fill_pairs(l: &SyncAttrListRec, index: usize, pairs: &mut [NvSciSyncAttrKeyValuePair]) -> Res {
     let slots = lock(&l.slots);
     let slot = slots.get(index).ok_or(NvSciError_BadParameter)?;
-    let found = pairs
-        .iter()
-        .map(|p| lookup(slot, p.attrKey))
-        .collect::<Res<Vec<_>>>()?;
+    let found = pairs.iter().map(|p| lookup(slot, p.attrKey)).collect::<Res<Vec<_>>>()?;
     for (p, (value, len)) in pairs.iter_mut().zip(found) {
         p.value = value;
         p.len = len;
@@ -282,10 +258,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
     })
 }
 
-pub(crate) unsafe extern "C" fn clone(
-    list: NvSciSyncAttrList,
-    out: *mut NvSciSyncAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn clone(list: NvSciSyncAttrList, out: *mut NvSciSyncAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
@@ -316,10 +289,7 @@ pub(crate) fn reconcile_lists(
     };
     match reconcile::reconcile(&gather(lists)) {
         Ok((slot, meta)) => {
-            Ok(
-                SyncAttrListRec::new(module, Flags::RECONCILED, Some(meta), vec![slot], None)
-                    .into_handle(),
-            )
+            Ok(SyncAttrListRec::new(module, Flags::RECONCILED, Some(meta), vec![slot], None).into_handle())
         }
         Err(Failure::Conflicts { slot, report }) => {
             let c = SyncAttrListRec::new(module, Flags::CONFLICT, None, vec![slot], Some(report));
@@ -358,9 +328,7 @@ fn satisfies(given: &SyncAttrListRec, fresh: &Slot, fresh_meta: &SyncMeta) -> bo
     let slot = given.slot0();
     given.meta.as_ref() == Some(fresh_meta)
         && fresh.iter().all(|(key, v)| match key {
-            NvSciSyncAttrKey_ActualPerm => {
-                slot.get(key).is_some_and(|g| g.u64() & v.u64() == v.u64())
-            }
+            NvSciSyncAttrKey_ActualPerm => slot.get(key).is_some_and(|g| g.u64() & v.u64() == v.u64()),
             _ => slot.get(key) == Some(v),
         })
 }
@@ -409,12 +377,7 @@ pub(crate) unsafe extern "C" fn debug_dump(
         non_null(len)?;
         let text = match &l.report {
             Some(r) => r.clone(),
-            None => attrs::dump(
-                SYNC_KEYS,
-                "NvSciSyncAttrList",
-                l.flags.reconciled,
-                &l.snapshot(),
-            ),
+            None => attrs::dump(SYNC_KEYS, "NvSciSyncAttrList", l.flags.reconciled, &l.snapshot()),
         };
         let (p, n) = desc::alloc_text(&l.module.ledger, &text)?;
         // SAFETY: both out-pointers are non-NULL caller storage.

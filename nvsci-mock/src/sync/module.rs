@@ -78,11 +78,7 @@ pub(crate) unsafe extern "C" fn module_close(module: NvSciSyncModule) {
     guard_void(|| drop(unsafe { handle::take::<SyncModuleRec, _>(module) }));
 }
 
-pub(crate) unsafe extern "C" fn check_version(
-    major: u32,
-    minor: u32,
-    compatible: *mut bool,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, compatible: *mut bool) -> NvSciError {
     guard(|| {
         let ok = major == NVSCI_SYS_SYNC_MAJOR_VERSION && minor <= MINOR_VERSION;
         // SAFETY: `compatible` is NULL (rejected) or points to a caller bool.

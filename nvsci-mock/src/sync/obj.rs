@@ -68,12 +68,7 @@ fn new_handle(core: Arc<SyncCore>, view_src: &SyncAttrListRec) -> NvSciSyncObj {
         None,
     );
     let count = core.module.ledger.track(Kind::Object);
-    handle::into_handle(Box::new(SyncObjRec {
-        magic: SyncObjRec::MAGIC,
-        core,
-        view,
-        _count: count,
-    }))
+    handle::into_handle(Box::new(SyncObjRec { magic: SyncObjRec::MAGIC, core, view, _count: count }))
 }
 
 /// Borrows an object record.
@@ -100,10 +95,7 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
     Ok(new_handle(core, l))
 }
 
-pub(crate) unsafe extern "C" fn alloc(
-    reconciled: NvSciSyncAttrList,
-    out: *mut NvSciSyncObj,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciSyncAttrList, out: *mut NvSciSyncObj) -> NvSciError {
     guard(|| {
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(reconciled) }?;
@@ -158,10 +150,7 @@ pub(crate) unsafe extern "C" fn dup(obj: NvSciSyncObj, out: *mut NvSciSyncObj) -
     })
 }
 
-pub(crate) unsafe extern "C" fn get_attr_list(
-    obj: NvSciSyncObj,
-    out: *mut NvSciSyncAttrList,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn get_attr_list(obj: NvSciSyncObj, out: *mut NvSciSyncAttrList) -> NvSciError {
     guard(|| {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
@@ -181,10 +170,7 @@ pub(crate) unsafe extern "C" fn validate(obj: NvSciSyncObj) -> NvSciError {
     guard(|| unsafe { get(obj) }.map(|_| ()))
 }
 
-pub(crate) unsafe extern "C" fn generate_fence(
-    obj: NvSciSyncObj,
-    out: *mut NvSciSyncFence,
-) -> NvSciError {
+pub(crate) unsafe extern "C" fn generate_fence(obj: NvSciSyncObj, out: *mut NvSciSyncFence) -> NvSciError {
     guard(|| {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;

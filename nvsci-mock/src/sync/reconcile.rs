@@ -62,19 +62,12 @@ fn union(c: &Conflicts<'_>, key: u32, elem: usize) -> Option<Value> {
 pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
     let mut c = Conflicts::new(SYNC_KEYS, slots);
     let perm_of = |s: &Slot| s.get(NvSciSyncAttrKey_RequiredPerm).map_or(0, Value::u64);
-    let cpu_of = |s: &Slot| {
-        s.get(NvSciSyncAttrKey_NeedCpuAccess)
-            .is_some_and(Value::bool)
-    };
+    let cpu_of = |s: &Slot| s.get(NvSciSyncAttrKey_NeedCpuAccess).is_some_and(Value::bool);
 
-    let signalers: Vec<&Slot> = slots
-        .iter()
-        .filter(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0)
-        .collect();
-    let waiters: Vec<&Slot> = slots
-        .iter()
-        .filter(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0)
-        .collect();
+    let signalers: Vec<&Slot> =
+        slots.iter().filter(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0).collect();
+    let waiters: Vec<&Slot> =
+        slots.iter().filter(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0).collect();
     if signalers.len() != 1 || waiters.is_empty() {
         let mut detail = format!(
             "{} signaler(s) and {} waiter(s); exactly one signaler and at least one waiter are required",
@@ -93,9 +86,7 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
         NvSciSyncAttrValPrimitiveType_SysmemSemaphore,
     ];
     let setters = c.setters(NvSciSyncAttrKey_PrimitiveInfo);
-    let primitive = OFFERED
-        .into_iter()
-        .find(|p| setters.iter().all(|(_, v)| v.u32s().contains(p)));
+    let primitive = OFFERED.into_iter().find(|p| setters.iter().all(|(_, v)| v.u32s().contains(p)));
     if primitive.is_none() {
         let detail = format!(
             "no slot-common primitive among those the mock offers (SysmemSemaphorePayload64b, SysmemSemaphore): {}",
@@ -105,10 +96,7 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
     }
 
     if !c.list.is_empty() {
-        return Err(Failure::Conflicts {
-            slot: c.slot(),
-            report: c.report(),
-        });
+        return Err(Failure::Conflicts { slot: c.slot(), report: c.report() });
     }
     let primitive = primitive.unwrap_or(NvSciSyncAttrValPrimitiveType_SysmemSemaphorePayload64b);
     let max_value = if primitive == NvSciSyncAttrValPrimitiveType_SysmemSemaphorePayload64b {
@@ -117,11 +105,9 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
         u64::from(u32::MAX)
     };
     let need_cpu_access = slots.iter().any(cpu_of);
-    let timestamps = waiters.iter().any(|s| {
-        cpu_of(s)
-            && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps)
-                .is_some_and(Value::bool)
-    });
+    let timestamps = waiters
+        .iter()
+        .any(|s| cpu_of(s) && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps).is_some_and(Value::bool));
     let meta = SyncMeta {
         cpu_signaler: signalers.first().is_some_and(|s| cpu_of(s)),
         cpu_waiter: waiters.iter().any(|s| cpu_of(s)),
@@ -132,38 +118,23 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
     let perm = slots.iter().fold(0, |acc, s| acc | perm_of(s));
 
     let mut out = Slot::default();
-    out.insert(
-        NvSciSyncAttrKey_NeedCpuAccess,
-        Value::from_bool(need_cpu_access),
-    );
+    out.insert(NvSciSyncAttrKey_NeedCpuAccess, Value::from_bool(need_cpu_access));
     out.insert(NvSciSyncAttrKey_RequiredPerm, Value::from_u64s(&[perm]));
     out.insert(NvSciSyncAttrKey_ActualPerm, Value::from_u64s(&[perm]));
     out.insert(
         NvSciSyncAttrKey_WaiterContextInsensitiveFenceExports,
         Value::from_bool(c.any_true(NvSciSyncAttrKey_WaiterContextInsensitiveFenceExports)),
     );
-    out.insert(
-        NvSciSyncAttrKey_WaiterRequireTimestamps,
-        Value::from_bool(timestamps),
-    );
+    out.insert(NvSciSyncAttrKey_WaiterRequireTimestamps, Value::from_bool(timestamps));
     out.insert(
         NvSciSyncAttrKey_RequireDeterministicFences,
         Value::from_bool(c.any_true(NvSciSyncAttrKey_RequireDeterministicFences)),
     );
     let stamp_slots = if timestamps { TIMESTAMP_SLOTS } else { 0 };
-    out.insert(
-        NvSciSyncAttrKey_NumTimestampSlots,
-        Value::from_u32s(&[stamp_slots]),
-    );
+    out.insert(NvSciSyncAttrKey_NumTimestampSlots, Value::from_u32s(&[stamp_slots]));
     out.insert(NvSciSyncAttrKey_NumTaskStatusSlots, Value::from_u32s(&[0]));
-    out.insert(
-        NvSciSyncAttrKey_MaxPrimitiveValue,
-        Value::from_u64s(&[max_value]),
-    );
-    out.insert(
-        NvSciSyncAttrKey_PrimitiveInfo,
-        Value::from_u32s(&[primitive]),
-    );
+    out.insert(NvSciSyncAttrKey_MaxPrimitiveValue, Value::from_u64s(&[max_value]));
+    out.insert(NvSciSyncAttrKey_PrimitiveInfo, Value::from_u32s(&[primitive]));
     for (key, elem) in [
         (NvSciSyncAttrKey_GpuId, 16),
         (NvSciSyncAttrKey_PeerLocationInfo, 16),

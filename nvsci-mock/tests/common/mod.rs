@@ -25,15 +25,11 @@ pub fn bytes_of_slice<T: Copy>(v: &[T]) -> Vec<u8> {
 }
 
 pub fn u32s(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4)
-        .map(|c| u32::from_ne_bytes(c.try_into().unwrap()))
-        .collect()
+    b.chunks_exact(4).map(|c| u32::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
 pub fn u64s(b: &[u8]) -> Vec<u64> {
-    b.chunks_exact(8)
-        .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
-        .collect()
+    b.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap())).collect()
 }
 
 pub fn gpu(n: u8) -> NvSciRmGpuId {
@@ -64,11 +60,7 @@ impl Buf {
         let t = self.t;
         let mut raw: Vec<NvSciBufAttrKeyValuePair> = pairs
             .iter()
-            .map(|(k, v)| NvSciBufAttrKeyValuePair {
-                key: *k,
-                value: v.as_ptr().cast(),
-                len: v.len(),
-            })
+            .map(|(k, v)| NvSciBufAttrKeyValuePair { key: *k, value: v.as_ptr().cast(), len: v.len() })
             .collect();
         call!(t.NvSciBufAttrListSetAttrs(l, raw.as_mut_ptr(), raw.len()))
     }
@@ -76,10 +68,7 @@ impl Buf {
     pub fn list(&self, pairs: &[(u32, Vec<u8>)]) -> NvSciBufAttrList {
         let t = self.t;
         let mut l = ptr::null_mut();
-        assert_eq!(
-            call!(t.NvSciBufAttrListCreate(self.m, &mut l)),
-            NvSciError_Success
-        );
+        assert_eq!(call!(t.NvSciBufAttrListCreate(self.m, &mut l)), NvSciError_Success);
         if !pairs.is_empty() {
             assert_eq!(self.set(l, pairs), NvSciError_Success);
         }
@@ -94,11 +83,7 @@ impl Buf {
         key: u32,
     ) -> Result<Option<Vec<u8>>, NvSciError> {
         let t = self.t;
-        let mut p = NvSciBufAttrKeyValuePair {
-            key,
-            value: ptr::null(),
-            len: 99,
-        };
+        let mut p = NvSciBufAttrKeyValuePair { key, value: ptr::null(), len: 99 };
         let e = call!(t.NvSciBufAttrListSlotGetAttrs(l, slot, &mut p, 1));
         if e != NvSciError_Success {
             return Err(e);
@@ -107,9 +92,7 @@ impl Buf {
             assert_eq!(p.len, 0);
             return Ok(None);
         }
-        Ok(Some(
-            unsafe { std::slice::from_raw_parts(p.value.cast::<u8>(), p.len) }.to_vec(),
-        ))
+        Ok(Some(unsafe { std::slice::from_raw_parts(p.value.cast::<u8>(), p.len) }.to_vec()))
     }
 
     pub fn get(&self, l: NvSciBufAttrList, key: u32) -> Option<Vec<u8>> {
@@ -146,14 +129,9 @@ impl Buf {
         let t = self.t;
         let mut buf: *mut c_void = ptr::null_mut();
         let mut len = 0usize;
-        assert_eq!(
-            call!(t.NvSciBufAttrListDebugDump(l, &mut buf, &mut len)),
-            NvSciError_Success
-        );
-        let s = String::from_utf8(
-            unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
-        )
-        .unwrap();
+        assert_eq!(call!(t.NvSciBufAttrListDebugDump(l, &mut buf, &mut len)), NvSciError_Success);
+        let s =
+            String::from_utf8(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec()).unwrap();
         call!(t.NvSciBufAttrListFreeDesc(buf));
         s
     }
@@ -191,24 +169,12 @@ pub fn perm(p: u32) -> (u32, Vec<u8>) {
 pub fn nv12(w: u32, h: u32) -> Vec<(u32, Vec<u8>)> {
     vec![
         types(&[NvSciBufType_Image]),
-        (
-            NvSciBufImageAttrKey_Layout,
-            bytes_of(&NvSciBufImage_PitchLinearType),
-        ),
-        (
-            NvSciBufImageAttrKey_ScanType,
-            bytes_of(&NvSciBufScan_ProgressiveType),
-        ),
+        (NvSciBufImageAttrKey_Layout, bytes_of(&NvSciBufImage_PitchLinearType)),
+        (NvSciBufImageAttrKey_ScanType, bytes_of(&NvSciBufScan_ProgressiveType)),
         (NvSciBufImageAttrKey_PlaneCount, bytes_of(&2u32)),
-        (
-            NvSciBufImageAttrKey_PlaneColorFormat,
-            bytes_of_slice(&[NvSciColor_Y8, NvSciColor_V8U8]),
-        ),
+        (NvSciBufImageAttrKey_PlaneColorFormat, bytes_of_slice(&[NvSciColor_Y8, NvSciColor_V8U8])),
         (NvSciBufImageAttrKey_PlaneWidth, bytes_of_slice(&[w, w / 2])),
-        (
-            NvSciBufImageAttrKey_PlaneHeight,
-            bytes_of_slice(&[h, h / 2]),
-        ),
+        (NvSciBufImageAttrKey_PlaneHeight, bytes_of_slice(&[h, h / 2])),
     ]
 }
 
@@ -235,11 +201,7 @@ impl Sync {
         let t = self.t;
         let raw: Vec<NvSciSyncAttrKeyValuePair> = pairs
             .iter()
-            .map(|(k, v)| NvSciSyncAttrKeyValuePair {
-                attrKey: *k,
-                value: v.as_ptr().cast(),
-                len: v.len(),
-            })
+            .map(|(k, v)| NvSciSyncAttrKeyValuePair { attrKey: *k, value: v.as_ptr().cast(), len: v.len() })
             .collect();
         call!(t.NvSciSyncAttrListSetAttrs(l, raw.as_ptr(), raw.len()))
     }
@@ -247,10 +209,7 @@ impl Sync {
     pub fn list(&self, pairs: &[(u32, Vec<u8>)]) -> NvSciSyncAttrList {
         let t = self.t;
         let mut l = ptr::null_mut();
-        assert_eq!(
-            call!(t.NvSciSyncAttrListCreate(self.m, &mut l)),
-            NvSciError_Success
-        );
+        assert_eq!(call!(t.NvSciSyncAttrListCreate(self.m, &mut l)), NvSciError_Success);
         if !pairs.is_empty() {
             assert_eq!(self.set(l, pairs), NvSciError_Success);
         }
@@ -269,10 +228,7 @@ impl Sync {
         let t = self.t;
         let mut v: *const c_void = ptr::null();
         let mut len = 99usize;
-        assert_eq!(
-            call!(t.NvSciSyncAttrListGetAttr(l, key, &mut v, &mut len)),
-            NvSciError_Success
-        );
+        assert_eq!(call!(t.NvSciSyncAttrListGetAttr(l, key, &mut v, &mut len)), NvSciError_Success);
         if v.is_null() {
             assert_eq!(len, 0);
             return None;
@@ -299,14 +255,9 @@ impl Sync {
         let t = self.t;
         let mut buf: *mut c_void = ptr::null_mut();
         let mut len = 0usize;
-        assert_eq!(
-            call!(t.NvSciSyncAttrListDebugDump(l, &mut buf, &mut len)),
-            NvSciError_Success
-        );
-        let s = String::from_utf8(
-            unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
-        )
-        .unwrap();
+        assert_eq!(call!(t.NvSciSyncAttrListDebugDump(l, &mut buf, &mut len)), NvSciError_Success);
+        let s =
+            String::from_utf8(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec()).unwrap();
         call!(t.NvSciSyncAttrListFreeDesc(buf));
         s
     }
@@ -327,10 +278,7 @@ impl Sync {
         let w = self.party(NvSciSyncAccessPerm_WaitOnly, cpu_waiter);
         if timestamps {
             assert_eq!(
-                self.set(
-                    w,
-                    &[(NvSciSyncAttrKey_WaiterRequireTimestamps, bytes_of(&true))]
-                ),
+                self.set(w, &[(NvSciSyncAttrKey_WaiterRequireTimestamps, bytes_of(&true))]),
                 NvSciError_Success
             );
         }
@@ -350,10 +298,7 @@ impl Sync {
     pub fn context(&self) -> NvSciSyncCpuWaitContext {
         let t = self.t;
         let mut c = ptr::null_mut();
-        assert_eq!(
-            call!(t.NvSciSyncCpuWaitContextAlloc(self.m, &mut c)),
-            NvSciError_Success
-        );
+        assert_eq!(call!(t.NvSciSyncCpuWaitContextAlloc(self.m, &mut c)), NvSciError_Success);
         c
     }
 }
