@@ -190,7 +190,7 @@ pub(crate) unsafe fn decode<T: AttrElem, const N: usize>(
         return Ok(out);
     }
     let size = core::mem::size_of::<T::Raw>();
-    if len % size != 0 || len / size > N {
+    if !len.is_multiple_of(size) || len / size > N {
         return Err(Error::UnexpectedValue {
             key: key.name,
             detail: format!("{len} bytes is not 1..={N} elements of {size} bytes"),
@@ -251,7 +251,7 @@ macro_rules! attr_keys {
 
             /// The key value, element pointer and byte length to hand to the library. The pointer
             /// borrows from `self`.
-            pub(crate) fn to_pair(&self) -> $crate::error::Result<(sys::$kt, *const core::ffi::c_void, usize)> {
+            pub(crate) fn as_pair(&self) -> $crate::error::Result<(sys::$kt, *const core::ffi::c_void, usize)> {
                 Ok(match self {
                     $( Self::$v1(v) => { let (p, l) = $crate::attr::scalar(v); (sys::$k1, p, l) } )*
                     $( Self::$v2(v) => { let (p, l) = $crate::attr::array(stringify!($k2), v, $n2)?; (sys::$k2, p, l) } )*

@@ -80,7 +80,7 @@ macro_rules! attr_list_type {
                 let mut pairs: heapless::Vec<nvsci_sys::$Pair, { $crate::attr_list::MAX_PAIRS }> =
                     heapless::Vec::new();
                 for a in attrs {
-                    let (key, value, len) = a.to_pair()?;
+                    let (key, value, len) = a.as_pair()?;
                     pairs.push(nvsci_sys::$Pair { $keyfield: key, value, len }).map_err(|_| {
                         $crate::Error::Capacity {
                             what: "attributes per set() call",

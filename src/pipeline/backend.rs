@@ -95,6 +95,8 @@ impl Backend {
         }
     }
 
+    // Which arms can succeed depends on the enabled features; `b` is unused in the others.
+    #[cfg_attr(not(all(feature = "cuda", feature = "mock")), allow(unused_mut, unused_variables))]
     fn try_kind(kind: BackendKind) -> Result<Self> {
         let mut b = Self::empty(kind);
         match kind {

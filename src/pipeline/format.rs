@@ -34,7 +34,7 @@ impl FrameFormat {
     /// Checks the description; every problem is an `InvalidArgument` naming the field.
     pub fn validate(&self) -> Result<()> {
         match *self {
-            FrameFormat::Raw { size } if size == 0 => Err(invalid("format.size", "a frame of 0 bytes")),
+            FrameFormat::Raw { size: 0 } => Err(invalid("format.size", "a frame of 0 bytes")),
             FrameFormat::Nv12 { width, height } | FrameFormat::Rgba { width, height }
                 if width == 0 || height == 0 =>
             {

@@ -56,6 +56,7 @@ impl Fence {
     }
 
     /// Clears the fence and rebinds its storage to `obj`, ready to be filled by a signaler.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn reset_for(&mut self, obj: &SyncObj) {
         self.clear();
         let same = self.obj.as_ref().is_some_and(|o| std::sync::Arc::ptr_eq(&o.0, &obj.0));
