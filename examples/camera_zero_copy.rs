@@ -125,6 +125,19 @@ fn write_png(path: &PathBuf, w: u32, h: u32, rgba: &[u8]) -> Result<(), String> 
     wr.finish().map_err(|e| e.to_string())
 }
 
+/// The synthetic camera's step: acquire a free frame, write `content`, run `before_present`
+/// (timestamping), present it.
+fn produce(
+    producer: &mut nvsci::pipeline::Producer,
+    content: &[u8],
+    before_present: impl FnOnce(),
+) -> Result<(), String> {
+    let f = producer.acquire().map_err(|e| e.to_string())?;
+    producer.buffer(&f).cpu_write().map_err(|e| e.to_string())?.copy_from_slice(content);
+    before_present();
+    producer.present(f).map_err(|e| e.to_string())
+}
+
 /// What a run produced: its timing and the last converted frame.
 struct Outcome {
     stats: Vec<Stats>,
@@ -171,14 +184,10 @@ fn run_cpu(lib: &nvsci::NvSci, a: &Args) -> Result<Outcome, String> {
     let times = present_at.clone();
     let producer_thread = std::thread::spawn(move || -> Result<(), String> {
         for t in 0..n {
-            let f = producer.acquire().map_err(|e| e.to_string())?;
-            producer
-                .buffer(&f)
-                .cpu_write()
-                .map_err(|e| e.to_string())?
-                .copy_from_slice(&frames[(t % PATTERNS) as usize]);
-            times[t as usize].store(start.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Release);
-            producer.present(f).map_err(|e| e.to_string())?;
+            produce(&mut producer, &frames[(t % PATTERNS) as usize], || {
+                times[t as usize]
+                    .store(start.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Release)
+            })?;
         }
         Ok(())
     });
@@ -356,13 +365,7 @@ fn run_nvsci(b: &Backend, a: &Args) -> Result<Outcome, String> {
     let start = Instant::now();
     for t in 0..a.frames {
         let t0 = Instant::now();
-        let f = producer.acquire().map_err(|e| e.to_string())?;
-        producer
-            .buffer(&f)
-            .cpu_write()
-            .map_err(|e| e.to_string())?
-            .copy_from_slice(&frames[(t % PATTERNS) as usize]);
-        producer.present(f).map_err(|e| e.to_string())?;
+        produce(&mut producer, &frames[(t % PATTERNS) as usize], || ())?;
         let g = consumer.acquire().map_err(|e| e.to_string())?;
         conv.enqueue(imports[g.index()].device_address())?;
         let sum = conv.statistic()?;

@@ -3,7 +3,7 @@
 use super::result::from_driver;
 use crate::buf::GpuId;
 use crate::error::{Error, Result};
-use cudarc::driver::{CudaContext, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 use std::sync::Arc;
 
 /// A CUDA device with its primary context.
@@ -67,6 +67,22 @@ impl CudaDevice {
     /// The device name.
     pub fn name(&self) -> Result<String> {
         self.ctx.name().map_err(|e| from_driver("cuDeviceGetName", e))
+    }
+
+    /// Runs a driver destroy/free call once all work queued on the context has finished, so
+    /// nothing still in flight uses what is destroyed. Never panics: failures are logged.
+    pub(crate) fn destroy_when_idle(&self, what: &'static str, destroy: impl FnOnce() -> sys::CUresult) {
+        if let Err(e) = self.bind() {
+            log::warn!("cannot bind the CUDA context to run {what}: {e}; leaking it");
+            return;
+        }
+        if let Err(e) = self.ctx.synchronize() {
+            log::warn!("context synchronise before {what} failed: {e}");
+        }
+        let r = destroy();
+        if r != sys::CUresult::CUDA_SUCCESS {
+            log::warn!("{what} failed: {r:?}");
+        }
     }
 
     /// Makes the context current on this thread.

@@ -321,20 +321,13 @@ pub struct MappedBuffer<A: Access = ReadWrite> {
 
 impl<A: Access> Drop for MappedBuffer<A> {
     fn drop(&mut self) {
-        let dev = &self.mem.inner.dev;
-        if dev.bind().is_err() {
-            return;
-        }
-        // Work still queued on any stream may use the mapping: wait for it first.
-        if let Err(e) = dev.context().synchronize() {
-            log::warn!("context synchronise before unmapping failed: {e}");
-        }
+        let ptr = self.ptr;
         // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
-        // cuMemFree, as the driver documents; no queued work uses it (synchronised above).
-        let r = unsafe { sys::cuMemFree_v2(self.ptr) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::warn!("cuMemFree of a mapped buffer failed: {r:?}");
-        }
+        // cuMemFree, as the driver documents, after all queued work finished.
+        self.mem
+            .inner
+            .dev
+            .destroy_when_idle("cuMemFree of a mapped buffer", || unsafe { sys::cuMemFree_v2(ptr) });
     }
 }
 
@@ -387,19 +380,13 @@ pub struct MappedArray<A: Access = ReadWrite> {
 
 impl<A: Access> Drop for MappedArray<A> {
     fn drop(&mut self) {
-        let dev = &self.mem.inner.dev;
-        if dev.bind().is_err() {
-            return;
-        }
-        if let Err(e) = dev.context().synchronize() {
-            log::warn!("context synchronise before destroying a mapped array failed: {e}");
-        }
+        let raw = self.raw;
         // SAFETY: destroyed once, as documented for arrays from
-        // cuExternalMemoryGetMappedMipmappedArray; no queued work uses it (synchronised).
-        let r = unsafe { sys::cuMipmappedArrayDestroy(self.raw) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::warn!("cuMipmappedArrayDestroy failed: {r:?}");
-        }
+        // cuExternalMemoryGetMappedMipmappedArray, after all queued work finished.
+        self.mem
+            .inner
+            .dev
+            .destroy_when_idle("cuMipmappedArrayDestroy", || unsafe { sys::cuMipmappedArrayDestroy(raw) });
     }
 }
 

@@ -23,19 +23,12 @@ unsafe impl Sync for Raw {}
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        if self.dev.bind().is_err() {
-            return;
-        }
-        // Queued signals and waits reference the semaphore: let them finish first.
-        if let Err(e) = self.dev.context().synchronize() {
-            log::warn!("context synchronise before destroying a semaphore failed: {e}");
-        }
-        // SAFETY: destroyed once, before the NvSciSync object it came from (held by the owner
-        // struct's later field) is released.
-        let r = unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::warn!("cuDestroyExternalSemaphore failed: {r:?}");
-        }
+        let raw = self.raw;
+        // SAFETY: destroyed once, after queued signals and waits finished and before the
+        // NvSciSync object it came from (held by the owner struct's later field) is released.
+        self.dev.destroy_when_idle("cuDestroyExternalSemaphore", || unsafe {
+            sys::cuDestroyExternalSemaphore(raw)
+        });
     }
 }
 

@@ -129,26 +129,25 @@ impl ExportableAllocation {
 
 impl Drop for ExportableAllocation {
     fn drop(&mut self) {
-        if self.dev.bind().is_err() {
-            return;
-        }
-        if let Err(e) = self.dev.context().synchronize() {
-            log::warn!("context synchronise before freeing an exportable allocation failed: {e}");
-        }
-        // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in reverse
-        // order; no queued work uses the range (synchronised above). Exported fds keep the
-        // physical memory alive on their own, as the driver documents.
-        unsafe {
-            if self.mapped {
-                let _ = sys::cuMemUnmap(self.ptr, self.reserved);
+        let (ptr, reserved, mapped, handle) = (self.ptr, self.reserved, self.mapped, self.handle);
+        self.dev.destroy_when_idle("releasing an exportable allocation", || {
+            // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in
+            // reverse order, after all queued work finished. Exported fds keep the physical
+            // memory alive on their own, as the driver documents.
+            unsafe {
+                let unmap = if mapped { sys::cuMemUnmap(ptr, reserved) } else { sys::CUresult::CUDA_SUCCESS };
+                let free = if reserved != 0 {
+                    sys::cuMemAddressFree(ptr, reserved)
+                } else {
+                    sys::CUresult::CUDA_SUCCESS
+                };
+                let release = handle.map_or(sys::CUresult::CUDA_SUCCESS, |h| sys::cuMemRelease(h));
+                [unmap, free, release]
+                    .into_iter()
+                    .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
+                    .unwrap_or(unmap)
             }
-            if self.reserved != 0 {
-                let _ = sys::cuMemAddressFree(self.ptr, self.reserved);
-            }
-            if let Some(h) = self.handle {
-                let _ = sys::cuMemRelease(h);
-            }
-        }
+        });
     }
 }
 
