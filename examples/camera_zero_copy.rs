@@ -391,67 +391,37 @@ fn run_nvsci(b: &Backend, a: &Args) -> Result<Outcome, String> {
     Ok(Outcome { last_rgba: conv.rgba_host()?, stats, mismatches })
 }
 
-/// Vulkan backend (desktop NVIDIA GPU): one exported buffer and timeline semaphore per ring
-/// slot, written by Vulkan, converted by CUDA, handed back to Vulkan.
+/// Vulkan backend (desktop NVIDIA GPU): the Vulkan frame ring, CUDA converting in place.
 #[cfg(feature = "vulkan")]
 fn run_vulkan(b: &Backend, a: &Args) -> Result<Outcome, String> {
-    use nvsci::vulkan::{
-        ash::vk, ExportableBuffer, FrameProducer, HandoffSemaphores, ProducerConfig, Readback,
-    };
+    use nvsci::pipeline::VulkanFrameRing;
     let (ctx, dev) =
         (b.vulkan.as_ref().ok_or("no Vulkan context")?, b.cuda.as_ref().ok_or("no CUDA device")?);
     let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    // No NvSci reconciliation here: the backend fixes the layout (same rules as the mock).
-    let layout = FrameLayout::packed(format, 256, 4096).map_err(|e| e.to_string())?;
-    let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
-    struct Slot {
-        producer: FrameProducer,
-        handoff: nvsci::vulkan::CudaHandoff,
-        import: nvsci::vulkan::CudaImportedBuffer,
-        busy: bool,
-    }
-    let mut slots = Vec::new();
-    for _ in 0..a.buffers {
-        let target = ExportableBuffer::new(ctx, layout.size, vk::BufferUsageFlags::STORAGE_BUFFER)
-            .map_err(|e| e.to_string())?;
-        let sems = HandoffSemaphores::new(ctx).map_err(|e| e.to_string())?;
-        let producer = FrameProducer::new(
-            ctx,
-            &target,
-            &sems,
-            ProducerConfig { readback: Readback::None, ..Default::default() },
-        )
+    let mut ring = VulkanFrameRing::new(ctx, dev, format, a.buffers, Duration::from_secs(10))
         .map_err(|e| e.to_string())?;
-        let handoff = sems.import_into_cuda(dev).map_err(|e| e.to_string())?;
-        let import = target.import_into_cuda(dev).map_err(|e| e.to_string())?;
-        slots.push(Slot { producer, handoff, import, busy: false });
-    }
+    let layout = ring.layout().clone();
     println!(
-        "vulkan: {} ({}), hand-off mode {:?}",
+        "vulkan: {} ({}), hand-off mode {:?}; frame layout fixed by the backend: luma pitch {}, chroma at {}",
         ctx.info().name,
         ctx.info().uuid_string(),
-        slots[0].handoff.mode()
+        ring.mode(),
+        layout.planes[0].pitch,
+        layout.planes[1].offset
     );
+    let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
     let mut conv = gpu::Converter::new(dev, &layout, a.width, a.height)?;
+    let stream = conv.stream.clone();
     let mut latencies = Vec::with_capacity(a.frames as usize);
     let mut mismatches = 0;
     let start = Instant::now();
     for t in 0..a.frames {
         let t0 = Instant::now();
-        let s = &mut slots[(t % a.buffers as u64) as usize];
-        if s.busy {
-            s.producer.wait_returned(Duration::from_secs(10)).map_err(|e| e.to_string())?;
-        }
-        s.producer
-            .staging_mut()
-            .map_err(|e| e.to_string())?
-            .copy_from_slice(&frames[(t % PATTERNS) as usize]);
-        let values = s.producer.submit_produce().map_err(|e| e.to_string())?;
-        s.handoff.wait_produced(&conv.stream, &values).map_err(|e| e.to_string())?;
-        conv.enqueue(s.import.device_address())?;
-        s.handoff.signal_done(&conv.stream, &values).map_err(|e| e.to_string())?;
-        s.producer.submit_return().map_err(|e| e.to_string())?;
-        s.busy = true;
+        let f = ring.acquire().map_err(|e| e.to_string())?;
+        ring.staging_mut(&f).map_err(|e| e.to_string())?.copy_from_slice(&frames[(t % PATTERNS) as usize]);
+        let p = ring.present(f, &stream).map_err(|e| e.to_string())?;
+        conv.enqueue(p.device_address())?;
+        ring.release(p, &stream).map_err(|e| e.to_string())?;
         let sum = conv.statistic()?;
         latencies.push(t0.elapsed());
         if sum != expected[(t % PATTERNS) as usize] {
@@ -460,9 +430,7 @@ fn run_vulkan(b: &Backend, a: &Args) -> Result<Outcome, String> {
         }
     }
     let elapsed = start.elapsed();
-    for s in slots.iter_mut().filter(|s| s.busy) {
-        s.producer.wait_returned(Duration::from_secs(10)).map_err(|e| e.to_string())?;
-    }
+    ring.drain().map_err(|e| e.to_string())?;
     let mut stats = vec![Stats {
         label: "vulkan ring -> CUDA NV12->RGBA (zero copy)".into(),
         frames: a.frames,

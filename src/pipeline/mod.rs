@@ -24,9 +24,13 @@ mod backend;
 pub mod color;
 mod format;
 mod ring;
+#[cfg(feature = "vulkan")]
+mod vulkan_ring;
 
 pub use backend::{Backend, BackendKind};
 pub use format::{FrameFormat, FrameLayout};
 pub use ring::{
     Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame, RingConfig, MAX_CONSUMERS, MAX_FRAMES,
 };
+#[cfg(feature = "vulkan")]
+pub use vulkan_ring::{PresentedFrame, VulkanFrame, VulkanFrameRing, VULKAN_PITCH_ALIGN, VULKAN_PLANE_ALIGN};
