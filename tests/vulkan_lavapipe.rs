@@ -67,7 +67,9 @@ fn count_allocations(f: impl FnOnce()) -> u64 {
 const WAIT: Duration = Duration::from_secs(20);
 
 /// The Vulkan context for these tests: `None` (skip) without a device unless
-/// `NVSCI_REQUIRE_VULKAN=1`.
+/// `NVSCI_REQUIRE_VULKAN=1`. Tests take `common::serial()` first: several of them count the
+/// process's open descriptors, and on the NVIDIA driver many contexts created and used from
+/// parallel test threads were seen to hang (not diagnosed; one at a time they pass).
 fn vk_ctx() -> Option<Arc<VulkanContext>> {
     match VulkanContext::new(DeviceSelection::Any) {
         Ok(c) => Some(c),
@@ -100,6 +102,7 @@ fn missing_loader_is_a_typed_error() {
 
 #[test]
 fn context_reports_its_device() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let info = ctx.info();
     eprintln!("{info:?}");
@@ -118,6 +121,7 @@ fn context_reports_its_device() {
 
 #[test]
 fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let again = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
     assert_eq!(again.info(), ctx.info());
@@ -133,6 +137,7 @@ fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
 
 #[test]
 fn objects_keep_the_context_alive() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
@@ -145,6 +150,7 @@ fn objects_keep_the_context_alive() {
 
 #[test]
 fn exportable_buffer_exports_fresh_fds_and_leaks_none() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, (1 << 20) + 3, vk::BufferUsageFlags::STORAGE_BUFFER).unwrap();
     assert_eq!(buffer.size(), (1 << 20) + 3);
@@ -218,6 +224,7 @@ fn format_mapping_table() {
 
 #[test]
 fn exportable_images_upload_download_and_describe_their_cuda_array() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let formats = [
         (vk::Format::R8_UINT, false),
@@ -263,6 +270,7 @@ fn exportable_images_upload_download_and_describe_their_cuda_array() {
 
 #[test]
 fn timeline_semaphore_signal_and_wait_on_the_host() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let sem = TimelineSemaphore::new(&ctx, 2).unwrap();
     assert_eq!(sem.value().unwrap(), 2);
@@ -289,6 +297,7 @@ fn timeline_semaphore_signal_and_wait_on_the_host() {
 
 #[test]
 fn semaphore_export_probe_is_consistent() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let support = semaphore_export_support(&ctx);
     eprintln!("{}: {support:?}", ctx.info().name);
@@ -316,6 +325,7 @@ fn semaphore_export_probe_is_consistent() {
 
 #[test]
 fn host_only_producer_round_trips_every_frame() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 64 << 10, vk::BufferUsageFlags::empty()).unwrap();
     let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
@@ -335,6 +345,7 @@ fn host_only_producer_round_trips_every_frame() {
 /// semaphore: lavapipe cannot export semaphores).
 #[test]
 fn timeline_producer_hands_frames_over_and_back() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let size = 48 << 10;
     let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -359,6 +370,7 @@ fn timeline_producer_hands_frames_over_and_back() {
 
 #[test]
 fn device_source_and_readback_windows() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let size = 100_000u64;
     let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -397,6 +409,7 @@ fn device_source_and_readback_windows() {
 
 #[test]
 fn producer_steps_out_of_order_are_rejected() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
@@ -417,6 +430,7 @@ fn producer_steps_out_of_order_are_rejected() {
 
 #[test]
 fn steady_state_frames_do_not_allocate() {
+    let _serial = common::serial();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 16 << 10, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
