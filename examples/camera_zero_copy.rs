@@ -395,6 +395,9 @@ fn run_nvsci(b: &Backend, a: &Args) -> Result<Outcome, String> {
 #[cfg(feature = "vulkan")]
 fn run_vulkan(b: &Backend, a: &Args) -> Result<Outcome, String> {
     use nvsci::pipeline::VulkanFrameRing;
+    if a.recorder {
+        println!("note: --recorder needs a ring with CPU-readable views (mock or nvsci backend); ignored on vulkan");
+    }
     let (ctx, dev) =
         (b.vulkan.as_ref().ok_or("no Vulkan context")?, b.cuda.as_ref().ok_or("no CUDA device")?);
     let format = FrameFormat::Nv12 { width: a.width, height: a.height };
