@@ -71,6 +71,27 @@ impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes
+    /// ([`Error::Timeout`] naming `what`).
+    fn wait_state<T>(
+        &self,
+        deadline: Instant,
+        what: &'static str,
+        mut ready: impl FnMut(&mut State) -> Option<T>,
+    ) -> Result<T> {
+        let mut st = self.state();
+        loop {
+            if let Some(v) = ready(&mut st) {
+                return Ok(v);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(timeout_error(what, self.config.timeout));
+            }
+            st = self.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -311,19 +332,11 @@ impl Producer {
         let cfg = self.inner.config;
         let index = (self.next % cfg.frames as u64) as usize;
         let deadline = Instant::now() + cfg.timeout;
-        {
-            let mut st = self.inner.state();
-            while st.pending[index] != 0 {
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(timeout_error(
-                        "pipeline::Producer::acquire (a consumer has not released the frame)",
-                        cfg.timeout,
-                    ));
-                }
-                st = self.inner.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
-            }
-        }
+        self.inner.wait_state(
+            deadline,
+            "pipeline::Producer::acquire (a consumer has not released the frame)",
+            |st| (st.pending[index] == 0).then_some(()),
+        )?;
         let frame = &self.inner.frames[index];
         for r in frame.releases.iter() {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -392,22 +405,11 @@ impl Consumer {
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
         let cfg = self.inner.config;
         let deadline = Instant::now() + cfg.timeout;
-        let (index, sequence) = {
-            let mut st = self.inner.state();
-            loop {
-                if let Some(e) = st.queues[self.id].pop_front() {
-                    break e;
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return Err(timeout_error(
-                        "pipeline::Consumer::acquire (no frame presented)",
-                        cfg.timeout,
-                    ));
-                }
-                st = self.inner.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
-            }
-        };
+        let id = self.id;
+        let (index, sequence) =
+            self.inner.wait_state(deadline, "pipeline::Consumer::acquire (no frame presented)", |st| {
+                st.queues[id].pop_front()
+            })?;
         let left = deadline.saturating_duration_since(Instant::now());
         lock(&self.inner.frames[index].present).wait(&mut self.ctx, Some(left))?;
         self.held += 1;
