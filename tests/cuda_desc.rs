@@ -93,7 +93,7 @@ fn buffer_and_array_descriptor_layout() {
     assert_eq!(u32_at(b, 16), 0);
 
     let fmt = cuda::cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8;
-    let a = cuda::mipmapped_array_desc(2_211_840, 1024, 540, fmt, 2, 0x20);
+    let a = cuda::mipmapped_array_desc(2_211_840, 1024, 540, fmt, 2, 0x20, 1);
     let b = bytes(&a);
     assert_eq!(b.len(), 120);
     assert_eq!(u64_at(b, 0), 2_211_840, "offset");
@@ -103,7 +103,20 @@ fn buffer_and_array_descriptor_layout() {
     assert_eq!(u32_at(b, 32), 1, "CU_AD_FORMAT_UNSIGNED_INT8");
     assert_eq!(u32_at(b, 36), 2, "NumChannels");
     assert_eq!(u32_at(b, 40), 0x20, "Flags (COLOR_ATTACHMENT)");
-    assert_eq!(u32_at(b, 48), 1, "numLevels must be 1");
+    assert_eq!(u32_at(b, 48), 1, "numLevels at offset 48 (1, as NvSciBuf imports require)");
+    assert!(b[52..116].iter().all(|&x| x == 0), "reserved words zero");
+
+    // A mip chain (e.g. a Vulkan image of 5 levels): only numLevels changes.
+    let m = cuda::mipmapped_array_desc(0, 64, 32, fmt, 4, 0x02, 5);
+    let b = bytes(&m);
+    assert_eq!(u64_at(b, 0), 0, "offset");
+    assert_eq!(u64_at(b, 8), 64, "Width");
+    assert_eq!(u64_at(b, 16), 32, "Height");
+    assert_eq!(u64_at(b, 24), 0, "Depth (2D)");
+    assert_eq!(u32_at(b, 36), 4, "NumChannels");
+    assert_eq!(u32_at(b, 40), 0x02, "Flags (SURFACE_LDST)");
+    assert_eq!(u32_at(b, 48), 5, "numLevels at offset 48");
+    assert!(b[52..116].iter().all(|&x| x == 0), "reserved words zero");
 }
 
 #[test]

@@ -272,6 +272,61 @@ fn vulkan_images_read_back_through_cuda_surfaces() {
     }
 }
 
+/// A Vulkan image of 4 mip levels maps into CUDA as a mipmapped array of 4 levels whose
+/// level `i` has the image's level-`i` extent; level 0 holds what Vulkan uploaded.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mipmapped_vulkan_image_imports_with_its_level_count() {
+    let _serial = serial();
+    let Some((dev, vk)) = setup() else { return };
+    let (w, h) = (64usize, 32usize);
+    let desc = ImageDesc { mip_levels: 4, ..ImageDesc::new(w as u32, h as u32, vk::Format::R8G8B8A8_UNORM) };
+    let image = ExportableImage::new(&vk, desc).unwrap();
+    let texels = pattern(desc.packed_size().unwrap(), 404);
+    image.upload(&texels).unwrap();
+    let imported = image.import_into_cuda(&dev).unwrap();
+    let array = imported.array();
+    assert_eq!(array.levels(), 4);
+    assert_eq!(array.desc().levels, 4);
+    assert_eq!(array.level(0).unwrap(), array.level0());
+    for i in 0..4u32 {
+        let level = array.level(i).unwrap_or_else(|e| panic!("level {i}: {e}"));
+        assert!(!level.is_null(), "level {i}");
+        let mut d = sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: 0,
+            Height: 0,
+            Depth: 0,
+            Format: sys::CUarray_format::CU_AD_FORMAT_FLOAT,
+            NumChannels: 0,
+            Flags: 0,
+        };
+        dev.context().bind_to_thread().unwrap();
+        // SAFETY: `level` is a live level of the mapped array; `d` is a valid out-pointer.
+        let r = unsafe { sys::cuArray3DGetDescriptor_v2(&mut d, level) };
+        assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "cuArray3DGetDescriptor level {i}");
+        assert_eq!(
+            (d.Width, d.Height, d.Format, d.NumChannels),
+            ((w >> i).max(1), (h >> i).max(1), sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8, 4),
+            "level {i}"
+        );
+    }
+    assert!(!array.level(3).unwrap().is_null());
+    match array.level(4) {
+        Err(nvsci::Error::InvalidArgument { name, .. }) => assert_eq!(name, "level"),
+        other => panic!("level 4 of 4: expected InvalidArgument, got {other:?}"),
+    }
+    // map_array refuses a level count outside 1..=7 (the full chain of 64x32).
+    for levels in [0, 8] {
+        match imported.memory().map_array(nvsci::cuda::ArrayDesc { levels, ..image.array_desc() }) {
+            Err(nvsci::Error::InvalidArgument { name, .. }) => assert_eq!(name, "array.levels"),
+            other => panic!("{levels} levels: expected InvalidArgument, got {other:?}"),
+        }
+    }
+    let seen = read_through_surface(&dev, array.level0(), w, h, 4);
+    assert!(seen == texels, "CUDA read different texels from level 0");
+    assert!(image.download().unwrap() == texels, "download after the CUDA read differs");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn import_cycles_leak_no_fds_or_memory() {

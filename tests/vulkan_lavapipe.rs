@@ -244,7 +244,7 @@ fn exportable_images_upload_download_and_describe_their_cuda_array() {
             ExportableImage::new(&ctx, desc).unwrap_or_else(|e| panic!("{}: {e}", format_name(format)));
         let cuda = cuda_array_format(format).unwrap();
         let a = image.array_desc();
-        assert_eq!((a.width, a.height, a.offset), (67, 45, 0));
+        assert_eq!((a.width, a.height, a.offset, a.levels), (67, 45, 0, 1));
         assert_eq!(
             (a.format, a.channels, a.bytes_per_texel),
             (cuda.format, cuda.channels, cuda.bytes_per_texel)
@@ -264,8 +264,44 @@ fn exportable_images_upload_download_and_describe_their_cuda_array() {
     }
     let bad = ImageDesc::new(16, 16, vk::Format::R8G8B8_UNORM);
     assert!(matches!(ExportableImage::new(&ctx, bad), Err(Error::InvalidArgument { .. })));
-    let levels = ImageDesc { mip_levels: 3, ..ImageDesc::new(16, 16, vk::Format::R8_UINT) };
-    assert!(matches!(ExportableImage::new(&ctx, levels), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn mipmapped_image_moves_level_0_and_describes_every_level() {
+    let _serial = common::serial();
+    let Some(ctx) = vk_ctx() else { return };
+    let desc = ImageDesc { mip_levels: 4, ..ImageDesc::new(64, 32, vk::Format::R8G8B8A8_UNORM) };
+    let image = ExportableImage::new(&ctx, desc).unwrap();
+    assert_eq!(image.desc().mip_levels, 4);
+    let a = image.array_desc();
+    assert_eq!((a.width, a.height, a.offset, a.levels), (64, 32, 0, 4));
+    assert_eq!((a.channels, a.bytes_per_texel), (4, 4));
+    // The allocation holds the whole chain: more than level 0 alone.
+    assert!(image.allocation_size() > 64 * 32 * 4, "{}", image.allocation_size());
+    assert_eq!(desc.packed_size(), Some(64 * 32 * 4), "uploads are level 0");
+    assert!(image.download().is_err(), "contents are undefined before an upload");
+    let texels = pattern(64 * 32 * 4, 11);
+    image.upload(&texels).unwrap();
+    assert_eq!(image.download().unwrap(), texels);
+    let again = pattern(texels.len(), 12);
+    image.upload(&again).unwrap();
+    assert_eq!(image.download().unwrap(), again);
+    assert!(matches!(image.upload(&texels[..64 * 32]), Err(Error::InvalidArgument { .. })));
+
+    // The full chain of 64x32 is 7 levels (64, 32, 16, 8, 4, 2, 1 texels wide).
+    let full = ImageDesc { mip_levels: 7, ..desc };
+    let image = ExportableImage::new(&ctx, full).unwrap();
+    assert_eq!(image.array_desc().levels, 7);
+    image.upload(&texels).unwrap();
+    assert_eq!(image.download().unwrap(), texels);
+
+    for (levels, w, h) in [(0, 64, 32), (8, 64, 32), (2, 1, 1), (6, 16, 31)] {
+        let bad = ImageDesc { mip_levels: levels, ..ImageDesc::new(w, h, vk::Format::R8G8B8A8_UNORM) };
+        match ExportableImage::new(&ctx, bad) {
+            Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, "desc.mip_levels", "{bad:?}"),
+            other => panic!("{bad:?}: expected InvalidArgument, got {other:?}"),
+        }
+    }
 }
 
 #[test]

@@ -36,7 +36,10 @@ pub fn buffer(offset: u64, size: u64) -> sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
     sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset, size, flags: 0, reserved: [0; 16] }
 }
 
-/// Mapped-mipmapped-array descriptor with one level (NvSciBuf requires exactly one).
+/// Mapped-mipmapped-array descriptor for a 2D array of `levels` mip levels (`numLevels`).
+///
+/// Memory imported from NvSciBuf must be mapped with exactly one level; memory imported from an
+/// fd (e.g. a Vulkan image) takes the level count of the image it holds.
 pub fn mipmapped_array(
     offset: u64,
     width: usize,
@@ -44,6 +47,7 @@ pub fn mipmapped_array(
     format: sys::CUarray_format,
     channels: u32,
     flags: u32,
+    levels: u32,
 ) -> sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
     sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
         offset,
@@ -55,7 +59,7 @@ pub fn mipmapped_array(
             NumChannels: channels,
             Flags: flags,
         },
-        numLevels: 1,
+        numLevels: levels,
         reserved: [0; 16],
     }
 }

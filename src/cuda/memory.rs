@@ -222,10 +222,19 @@ impl<A: Access> ExternalMemory<A> {
             channels,
             bytes_per_texel: plane.bits_per_pixel / 8,
             flags: 0,
+            levels: 1,
         })
     }
 
-    /// Maps a 2D array with an explicit description (e.g. a Vulkan image).
+    /// Maps a 2D array with an explicit description (e.g. a Vulkan image), with
+    /// [`a.levels`](ArrayDesc::levels) mip levels.
+    ///
+    /// Checked first: level 0 (`width * height * bytes_per_texel` bytes at `offset`) lies inside
+    /// the import, and `levels` is between 1 and the full chain for the extent
+    /// (`floor(log2(max(width, height))) + 1`). Memory imported from NvSciBuf takes exactly one
+    /// level (a CUDA rule for NvSciBuf imports). Where the levels after 0 lie is up to the
+    /// driver that laid the memory out (e.g. the Vulkan image's), so they are not bounds-checked
+    /// here.
     pub fn map_array(&self, a: ArrayDesc) -> Result<MappedArray<A>> {
         let bytes = (a.width as u64)
             .checked_mul(a.height as u64)
@@ -237,20 +246,44 @@ impl<A: Access> ExternalMemory<A> {
                 format!("{a:?} does not fit in the {} imported bytes", self.inner.size),
             ));
         }
+        let full_chain = full_mip_chain(a.width, a.height);
+        if a.levels == 0 || a.levels > full_chain {
+            return Err(invalid(
+                "array.levels",
+                format!("{} levels; a {}x{} array has 1 to {full_chain}", a.levels, a.width, a.height),
+            ));
+        }
+        if matches!(self.inner.source, Source::NvSciBuf { .. }) && a.levels != 1 {
+            return Err(invalid(
+                "array.levels",
+                format!(
+                    "{} levels; CUDA maps memory imported from NvSciBuf as a mipmapped array of \
+                     exactly one level (numLevels must be 1)",
+                    a.levels
+                ),
+            ));
+        }
         self.inner.dev.bind()?;
-        let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags);
+        let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags, a.levels);
         let mut raw = core::ptr::null_mut();
-        // SAFETY: the memory is alive, the descriptor is complete and numLevels is 1.
+        // SAFETY: the memory is alive, the descriptor is complete, level 0 lies inside the
+        // import and numLevels is within the extent's chain (1 for NvSciBuf imports).
         check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
             sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d)
         })?;
         let mut level0 = core::ptr::null_mut();
-        // SAFETY: `raw` is a valid mipmapped array with one level.
+        // SAFETY: `raw` is a valid mipmapped array with at least one level.
         let r = unsafe { sys::cuMipmappedArrayGetLevel(&mut level0, raw, 0) };
         let arr = MappedArray { raw, level0, desc: a, mem: self.clone() };
         check("cuMipmappedArrayGetLevel", r)?;
         Ok(arr)
     }
+}
+
+/// Levels of a full mip chain for a `width` x `height` extent:
+/// `floor(log2(max(width, height))) + 1` (0 for an empty extent).
+fn full_mip_chain(width: usize, height: usize) -> u32 {
+    usize::BITS - width.max(height).leading_zeros()
 }
 
 /// A 2D array description for [`ExternalMemory::map_array`].
@@ -270,6 +303,11 @@ pub struct ArrayDesc {
     pub bytes_per_texel: u32,
     /// `CUDA_ARRAY3D_*` flags (e.g. color attachment, surface load/store).
     pub flags: u32,
+    /// Mip levels (`numLevels`): 1 up to `floor(log2(max(width, height))) + 1`, the level
+    /// count of the image the memory holds. `width`, `height` and `bytes_per_texel` describe
+    /// level 0; level `i` is `max(1, width >> i)` x `max(1, height >> i)`. Memory imported from
+    /// NvSciBuf takes exactly 1.
+    pub levels: u32,
 }
 
 /// CUDA array format and channel count of an NvSciBuf plane format.
@@ -370,7 +408,8 @@ impl DevicePtrMut<u8> for MappedBuffer<ReadWrite> {
     }
 }
 
-/// A CUDA mipmapped array (one level) mapped from imported memory.
+/// A CUDA mipmapped array mapped from imported memory, with the level count it was mapped with
+/// ([`levels`](Self::levels)).
 pub struct MappedArray<A: Access = ReadWrite> {
     raw: sys::CUmipmappedArray,
     level0: sys::CUarray,
@@ -400,6 +439,31 @@ impl<A: Access> MappedArray<A> {
     /// Level 0 of the array (valid while `self` lives), for surface/texture objects and copies.
     pub fn level0(&self) -> sys::CUarray {
         self.level0
+    }
+
+    /// Number of mip levels ([`ArrayDesc::levels`] as mapped).
+    pub fn levels(&self) -> u32 {
+        self.desc.levels
+    }
+
+    /// Level `i` of the array (`cuMipmappedArrayGetLevel`; valid while `self` lives, owned by
+    /// the mipmapped array), for surface/texture objects and copies. `i` must be below
+    /// [`levels`](Self::levels), else [`Error::InvalidArgument`].
+    pub fn level(&self, i: u32) -> Result<sys::CUarray> {
+        if i >= self.desc.levels {
+            return Err(invalid(
+                "level",
+                format!("level {i} requested, the array has {} levels", self.desc.levels),
+            ));
+        }
+        if i == 0 {
+            return Ok(self.level0);
+        }
+        self.mem.inner.dev.bind()?;
+        let mut level = core::ptr::null_mut();
+        // SAFETY: `raw` is a live mipmapped array of `levels` levels and `i` is below that.
+        check("cuMipmappedArrayGetLevel", unsafe { sys::cuMipmappedArrayGetLevel(&mut level, self.raw, i) })?;
+        Ok(level)
     }
 
     /// The description the array was mapped with.
@@ -470,14 +534,16 @@ impl<A: Access> MappedArray<A> {
         check("cuMemcpy2D", unsafe { sys::cuMemcpy2D_v2(&c) })
     }
 
-    /// Copies the whole array to `dst` (rows packed, `width * bytes_per_texel` bytes each).
+    /// Copies the whole of level 0 to `dst` (rows packed, `width * bytes_per_texel` bytes each).
+    /// Other levels are reached through [`level`](Self::level).
     pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
         self.copy2d(dst.as_mut_ptr().cast(), dst.len(), true)
     }
 }
 
 impl MappedArray<ReadWrite> {
-    /// Copies `src` (rows packed) into the whole array.
+    /// Copies `src` (rows packed) into the whole of level 0. Other levels are reached through
+    /// [`level`](Self::level).
     pub fn copy_from_host(&self, src: &[u8]) -> Result<()> {
         self.copy2d(src.as_ptr() as *mut _, src.len(), false)
     }

@@ -20,8 +20,11 @@ pub struct ImageDesc {
     pub format: vk::Format,
     /// Usage; transfer source and destination are always added.
     pub usage: vk::ImageUsageFlags,
-    /// Mip levels. Must be 1: the CUDA module maps exactly one level
-    /// ([`ExternalMemory::map_array`]), and the CUDA array must have the image's level count.
+    /// Mip levels: 1 up to the full chain for the extent, `floor(log2(max(width, height))) + 1`.
+    /// [`ExportableImage::import_into_cuda`] maps a CUDA mipmapped array of the same level
+    /// count ([`MappedArray::level`] reaches each level). [`ExportableImage::upload`] and
+    /// [`ExportableImage::download`] move level 0 only; the other levels hold undefined
+    /// contents until written (e.g. by CUDA through their surface objects).
     pub mip_levels: u32,
 }
 
@@ -49,8 +52,8 @@ impl ImageDesc {
         self
     }
 
-    /// Bytes of tightly packed texel data for [`ExportableImage::upload`], or `None` for an
-    /// unsupported format.
+    /// Bytes of tightly packed texel data of level 0 for [`ExportableImage::upload`], or `None`
+    /// for an unsupported format.
     pub fn packed_size(&self) -> Option<usize> {
         let f = cuda_array_format(self.format)?;
         Some(self.width as usize * self.height as usize * f.bytes_per_texel as usize)
@@ -87,13 +90,22 @@ impl std::fmt::Debug for ExportableImage {
     }
 }
 
-const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
-    aspect_mask: vk::ImageAspectFlags::COLOR,
-    base_mip_level: 0,
-    level_count: 1,
-    base_array_layer: 0,
-    layer_count: 1,
-};
+/// The color aspect of every one of `levels` mip levels (the only layer).
+fn all_levels(levels: u32) -> vk::ImageSubresourceRange {
+    vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: levels,
+        base_array_layer: 0,
+        layer_count: 1,
+    }
+}
+
+/// Levels of a full mip chain for a `width` x `height` extent:
+/// `floor(log2(max(width, height))) + 1`.
+fn full_mip_chain(width: u32, height: u32) -> u32 {
+    u32::BITS - width.max(height).leading_zeros()
+}
 
 impl ExportableImage {
     /// Creates the image, checking first that the device can export it.
@@ -104,10 +116,14 @@ impl ExportableImage {
         if desc.width == 0 || desc.height == 0 {
             return Err(invalid("desc", format!("{}x{} image", desc.width, desc.height)));
         }
-        if desc.mip_levels != 1 {
+        let full_chain = full_mip_chain(desc.width, desc.height);
+        if desc.mip_levels == 0 || desc.mip_levels > full_chain {
             return Err(invalid(
                 "desc.mip_levels",
-                format!("{} levels; only single-level images can be mapped into CUDA", desc.mip_levels),
+                format!(
+                    "{} levels; a {}x{} image has 1 to {full_chain}",
+                    desc.mip_levels, desc.width, desc.height
+                ),
             ));
         }
         let usage = desc.usage | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST;
@@ -150,6 +166,13 @@ impl ExportableImage {
                 ),
             ));
         }
+        let max_levels = props.image_format_properties.max_mip_levels;
+        if desc.mip_levels > max_levels {
+            return Err(invalid(
+                "desc.mip_levels",
+                format!("{} levels; the device allows {max_levels} for this format", desc.mip_levels),
+            ));
+        }
         let features = external_props.external_memory_properties.external_memory_features;
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
             return Err(Error::Unsupported {
@@ -162,7 +185,7 @@ impl ExportableImage {
             .image_type(vk::ImageType::TYPE_2D)
             .format(desc.format)
             .extent(vk::Extent3D { width: desc.width, height: desc.height, depth: 1 })
-            .mip_levels(1)
+            .mip_levels(desc.mip_levels)
             .array_layers(1)
             .samples(vk::SampleCountFlags::TYPE_1)
             .tiling(vk::ImageTiling::OPTIMAL)
@@ -173,7 +196,8 @@ impl ExportableImage {
         let d = ctx.ash_device();
         // SAFETY: VUID-VkImageCreateInfo-pNext-00990: the format/usage/tiling combination was
         // reported exportable with OPAQUE_FD above; the extent is within maxExtent
-        // (VUID-VkImageCreateInfo-extent-02252/02253).
+        // (VUID-VkImageCreateInfo-extent-02252/02253); mipLevels is at least 1 and within the
+        // extent's full chain and maxMipLevels (VUID-VkImageCreateInfo-mipLevels-00947/00958/02255).
         let image = unsafe { d.create_image(&info, None) }.map_err(vk_err("vkCreateImage"))?;
         let mut me = Self {
             image,
@@ -220,7 +244,7 @@ impl ExportableImage {
     }
 
     /// The CUDA array description matching this image: same extent, format, channel count and
-    /// (one) level; surface load/store, and the color-attachment flag for color attachments.
+    /// level count; surface load/store, and the color-attachment flag for color attachments.
     pub fn array_desc(&self) -> ArrayDesc {
         ArrayDesc {
             offset: 0,
@@ -230,11 +254,13 @@ impl ExportableImage {
             channels: self.cuda.channels,
             bytes_per_texel: self.cuda.bytes_per_texel,
             flags: cuda_array_flags(self.desc.usage),
+            levels: self.desc.mip_levels,
         }
     }
 
     /// Imports the memory into CUDA (opaque fd, dedicated) as a mipmapped array described by
-    /// [`array_desc`](Self::array_desc). The result keeps this image alive.
+    /// [`array_desc`](Self::array_desc), with as many levels as the image. The result keeps this
+    /// image alive.
     ///
     /// Upload contents first ([`upload`](Self::upload) releases the image to
     /// `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL` layout).
@@ -246,9 +272,14 @@ impl ExportableImage {
         Ok(CudaImportedImage { array, memory, vulkan: self.clone() })
     }
 
-    /// Writes tightly packed texels (row-major, `width * bytes_per_texel` bytes per row)
-    /// through a staging buffer and `vkCmdCopyBufferToImage`, then moves the image to `GENERAL`
-    /// layout and releases it to `VK_QUEUE_FAMILY_EXTERNAL`, and waits for completion.
+    /// Writes tightly packed texels of level 0 (row-major, `width * bytes_per_texel` bytes per
+    /// row) through a staging buffer and `vkCmdCopyBufferToImage`, leaves the image in `GENERAL`
+    /// layout released to `VK_QUEUE_FAMILY_EXTERNAL`, and waits for completion.
+    ///
+    /// Only level 0 is written. The other levels of a multi-level image keep what they hold
+    /// (the barriers cover every level and discard none): undefined contents until written,
+    /// e.g. by CUDA through [`MappedArray::level`]. CUDA work using the image must be complete
+    /// (e.g. its stream synchronised) first.
     pub fn upload(&self, texels: &[u8]) -> Result<()> {
         let expected = self.packed_len();
         if texels.len() != expected {
@@ -263,36 +294,34 @@ impl ExportableImage {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let family = self.ctx.queue_family();
         let image = self.image;
-        let (w, h) = (self.desc.width, self.desc.height);
+        let (w, h, levels) = (self.desc.width, self.desc.height, self.desc.mip_levels);
         self.ctx.one_shot(|d, cmd| {
-            // The whole image is overwritten: the old contents (and any external owner's
-            // layout) are discarded with an UNDEFINED old layout and no ownership transfer.
-            let to_dst = vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::empty())
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .old_layout(vk::ImageLayout::UNDEFINED)
-                .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(COLOR);
+            // Every level into GENERAL, owned by this family: acquired back from
+            // VK_QUEUE_FAMILY_EXTERNAL once released there (keeping what CUDA wrote to the
+            // levels this upload does not touch), else out of the initial UNDEFINED layout.
+            let first = if state.external {
+                acquire_barrier(image, family, levels, vk::AccessFlags::TRANSFER_WRITE)
+            } else {
+                vk::ImageMemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::empty())
+                    .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                    .old_layout(vk::ImageLayout::UNDEFINED)
+                    .new_layout(vk::ImageLayout::GENERAL)
+                    .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+                    .image(image)
+                    .subresource_range(all_levels(levels))
+            };
             let region = copy_region(w, h);
-            let to_general = vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::empty())
-                .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(image)
-                .subresource_range(COLOR);
-            let release = release_barrier(image, family);
-            // SAFETY: `cmd` is recording (one_shot); VUID-vkCmdCopyBufferToImage-dstImageLayout-00180:
-            // the image is in TRANSFER_DST_OPTIMAL after the first barrier; -pRegions-06218: the
-            // region covers the image's extent, the staging buffer holds width*height texels;
-            // the release barrier has srcQueueFamilyIndex = this family and dstQueueFamilyIndex =
-            // VK_QUEUE_FAMILY_EXTERNAL with oldLayout == newLayout (VUID-VkImageMemoryBarrier-image-04071:
-            // the image is EXCLUSIVE, so both indices are used for an ownership transfer).
+            let release = release_barrier(image, family, levels);
+            // SAFETY: `cmd` is recording (one_shot); the acquire barrier mirrors the release
+            // of the previous upload/download (EXTERNAL -> this family, GENERAL -> GENERAL, every
+            // level; VUID-VkImageMemoryBarrier-image-04071 for an EXCLUSIVE image), the other
+            // first barrier leaves the initial UNDEFINED layout; VUID-vkCmdCopyBufferToImage-
+            // dstImageLayout-01396: GENERAL is an allowed destination layout; -pRegions-06218:
+            // the region is level 0's extent and the staging buffer holds width*height texels;
+            // the release barrier has srcQueueFamilyIndex = this family and dstQueueFamilyIndex
+            // = VK_QUEUE_FAMILY_EXTERNAL with oldLayout == newLayout over every level.
             unsafe {
                 d.cmd_pipeline_barrier(
                     cmd,
@@ -301,24 +330,9 @@ impl ExportableImage {
                     vk::DependencyFlags::empty(),
                     &[],
                     &[],
-                    &[to_dst],
+                    &[first],
                 );
-                d.cmd_copy_buffer_to_image(
-                    cmd,
-                    staging.buffer,
-                    image,
-                    vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                    &[region],
-                );
-                d.cmd_pipeline_barrier(
-                    cmd,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::DependencyFlags::empty(),
-                    &[],
-                    &[],
-                    &[to_general],
-                );
+                d.cmd_copy_buffer_to_image(cmd, staging.buffer, image, vk::ImageLayout::GENERAL, &[region]);
                 d.cmd_pipeline_barrier(
                     cmd,
                     vk::PipelineStageFlags::TRANSFER,
@@ -334,9 +348,9 @@ impl ExportableImage {
         Ok(())
     }
 
-    /// Reads the image back as tightly packed texels: acquires it from
-    /// `VK_QUEUE_FAMILY_EXTERNAL` (so writes made through CUDA are visible), copies it out with
-    /// `vkCmdCopyImageToBuffer` in `GENERAL` layout, and releases it to CUDA again.
+    /// Reads level 0 back as tightly packed texels: acquires every level from
+    /// `VK_QUEUE_FAMILY_EXTERNAL` (so writes made through CUDA are visible), copies level 0 out
+    /// with `vkCmdCopyImageToBuffer` in `GENERAL` layout, and releases every level to CUDA again.
     ///
     /// CUDA work writing the image must be complete (e.g. its stream synchronised) first.
     pub fn download(&self) -> Result<Vec<u8>> {
@@ -348,17 +362,9 @@ impl ExportableImage {
         }
         let family = self.ctx.queue_family();
         let image = self.image;
-        let (w, h) = (self.desc.width, self.desc.height);
+        let (w, h, levels) = (self.desc.width, self.desc.height, self.desc.mip_levels);
         self.ctx.one_shot(|d, cmd| {
-            let acquire = vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::empty())
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .old_layout(vk::ImageLayout::GENERAL)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(family)
-                .image(image)
-                .subresource_range(COLOR);
+            let acquire = acquire_barrier(image, family, levels, vk::AccessFlags::TRANSFER_READ);
             let local = vk::ImageMemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
@@ -367,7 +373,7 @@ impl ExportableImage {
                 .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
                 .image(image)
-                .subresource_range(COLOR);
+                .subresource_range(all_levels(levels));
             let first = if state.external { acquire } else { local };
             let region = copy_region(w, h);
             let host = vk::BufferMemoryBarrier::default()
@@ -378,12 +384,12 @@ impl ExportableImage {
                 .buffer(readback.buffer)
                 .offset(0)
                 .size(vk::WHOLE_SIZE);
-            let release = release_barrier(image, family);
+            let release = release_barrier(image, family, levels);
             // SAFETY: `cmd` is recording; the acquire barrier mirrors the release done by
-            // `upload` (EXTERNAL -> this family, GENERAL -> GENERAL; VUID-VkImageMemoryBarrier-
-            // image-04071 for an EXCLUSIVE image); VUID-vkCmdCopyImageToBuffer-srcImageLayout-00189:
-            // GENERAL is an allowed source layout; the region lies inside the image and the
-            // buffer holds width*height texels.
+            // `upload` (EXTERNAL -> this family, GENERAL -> GENERAL, every level;
+            // VUID-VkImageMemoryBarrier-image-04071 for an EXCLUSIVE image);
+            // VUID-vkCmdCopyImageToBuffer-srcImageLayout-00189: GENERAL is an allowed source
+            // layout; the region is level 0's extent and the buffer holds width*height texels.
             unsafe {
                 d.cmd_pipeline_barrier(
                     cmd,
@@ -440,8 +446,9 @@ fn copy_region(width: u32, height: u32) -> vk::BufferImageCopy {
     }
 }
 
-/// Queue-family release of the whole image to `VK_QUEUE_FAMILY_EXTERNAL`, staying in `GENERAL`.
-fn release_barrier(image: vk::Image, family: u32) -> vk::ImageMemoryBarrier<'static> {
+/// Queue-family release of the whole image (all `levels`) to `VK_QUEUE_FAMILY_EXTERNAL`,
+/// staying in `GENERAL`.
+fn release_barrier(image: vk::Image, family: u32, levels: u32) -> vk::ImageMemoryBarrier<'static> {
     vk::ImageMemoryBarrier::default()
         .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
         .dst_access_mask(vk::AccessFlags::empty())
@@ -450,7 +457,26 @@ fn release_barrier(image: vk::Image, family: u32) -> vk::ImageMemoryBarrier<'sta
         .src_queue_family_index(family)
         .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
         .image(image)
-        .subresource_range(COLOR)
+        .subresource_range(all_levels(levels))
+}
+
+/// Queue-family acquire of the whole image (all `levels`) from `VK_QUEUE_FAMILY_EXTERNAL`,
+/// staying in `GENERAL`: the counterpart of [`release_barrier`].
+fn acquire_barrier(
+    image: vk::Image,
+    family: u32,
+    levels: u32,
+    dst_access: vk::AccessFlags,
+) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::empty())
+        .dst_access_mask(dst_access)
+        .old_layout(vk::ImageLayout::GENERAL)
+        .new_layout(vk::ImageLayout::GENERAL)
+        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+        .dst_queue_family_index(family)
+        .image(image)
+        .subresource_range(all_levels(levels))
 }
 
 impl Drop for ExportableImage {
@@ -483,7 +509,8 @@ impl std::fmt::Debug for CudaImportedImage {
 }
 
 impl CudaImportedImage {
-    /// The CUDA mipmapped array (level 0 for surface and texture objects).
+    /// The CUDA mipmapped array, with the image's level count (`level0()` / `level(i)` for
+    /// surface and texture objects).
     pub fn array(&self) -> &MappedArray<ReadWrite> {
         &self.array
     }
