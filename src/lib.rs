@@ -5,6 +5,15 @@
 //! * [`buf`]: modules, typed attribute lists, reconciliation with explained conflicts, buffer
 //!   objects, reduced-permission duplicates and CPU access.
 //! * [`sync`]: sync attribute lists, sync objects, fences and CPU waits.
+//! * `cuda` (feature `cuda`, on by default): import into CUDA through cudarc, typed read-only /
+//!   read-write mappings, NvSciSync and fd semaphores, the automatic NvSciBuf memory-sync policy.
+//! * `vulkan` (feature `vulkan`): the desktop fallback feeding the same CUDA path.
+//! * [`pipeline`]: the frame ring (NvSci or mock; Vulkan with the `vulkan` feature), backend
+//!   selection and NV12 -> RGBA conversion (CPU reference and CUDA kernel).
+//!
+//! Where things are proven: the NvSci paths through ABI tests and the mock on any machine; the
+//! CUDA paths on desktop GPUs through Vulkan-exported and CUDA-exported memory. Desktop drivers
+//! refuse NvSciBuf/NvSciSync imports, so the literal NvSci -> CUDA hand-off runs only on Tegra.
 //!
 //! ```
 //! # fn main() -> nvsci::Result<()> {
