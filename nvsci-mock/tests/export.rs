@@ -7,10 +7,17 @@ use nvsci_sys::*;
 use std::path::PathBuf;
 use std::ptr;
 
-/// `target/<profile>/deps/libnvsci_mock.so`, next to this test executable.
+/// The shared object: `NVSCI_MOCK_SO`, else next to this test executable
+/// (`target/<profile>/deps/`), one folder up, or in `../lib` (the layout of a test bundle).
 fn cdylib() -> PathBuf {
+    if let Some(p) = std::env::var_os("NVSCI_MOCK_SO") {
+        return PathBuf::from(p);
+    }
     let exe = std::env::current_exe().unwrap();
-    exe.parent().unwrap().join("libnvsci_mock.so")
+    let dir = exe.parent().unwrap();
+    let candidates =
+        [dir.join("libnvsci_mock.so"), dir.join("../libnvsci_mock.so"), dir.join("../lib/libnvsci_mock.so")];
+    candidates.iter().find(|p| p.exists()).cloned().unwrap_or_else(|| candidates[0].clone())
 }
 
 #[test]
