@@ -133,7 +133,12 @@ fn produce(
     before_present: impl FnOnce(),
 ) -> Result<(), String> {
     let f = producer.acquire().map_err(|e| e.to_string())?;
-    producer.buffer(&f).cpu_write().map_err(|e| e.to_string())?.copy_from_slice(content);
+    producer
+        .buffer(&f)
+        .map_err(|e| e.to_string())?
+        .cpu_write()
+        .map_err(|e| e.to_string())?
+        .copy_from_slice(content);
     before_present();
     producer.present(f).map_err(|e| e.to_string())
 }
@@ -174,7 +179,8 @@ fn run_cpu(lib: &nvsci::NvSci, a: &Args) -> Result<Outcome, String> {
             let mut bad = 0;
             for _ in 0..n {
                 let f = rec.acquire().map_err(|e| e.to_string())?;
-                let sum = fnv1a(&rec.view(&f).cpu_read().map_err(|e| e.to_string())?);
+                let sum =
+                    fnv1a(&rec.view(&f).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?);
                 bad += (sum != sums[(f.sequence() % PATTERNS) as usize]) as u64;
                 rec.release(f).map_err(|e| e.to_string())?;
             }
@@ -196,9 +202,12 @@ fn run_cpu(lib: &nvsci::NvSci, a: &Args) -> Result<Outcome, String> {
     let mut mismatches = 0;
     for _ in 0..n {
         let f = converter.acquire().map_err(|e| e.to_string())?;
-        let sum =
-            nv12_to_rgba(&layout, &converter.view(&f).cpu_read().map_err(|e| e.to_string())?, &mut rgba)
-                .map_err(|e| e.to_string())?;
+        let sum = nv12_to_rgba(
+            &layout,
+            &converter.view(&f).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?,
+            &mut rgba,
+        )
+        .map_err(|e| e.to_string())?;
         let seq = f.sequence();
         converter.release(f).map_err(|e| e.to_string())?;
         let presented =
@@ -372,7 +381,7 @@ fn run_nvsci(b: &Backend, a: &Args) -> Result<Outcome, String> {
         consumer.release(g).map_err(|e| e.to_string())?;
         if let Some(r) = recorder.as_deref_mut() {
             let h = r.acquire().map_err(|e| e.to_string())?;
-            let ok = fnv1a(&r.view(&h).cpu_read().map_err(|e| e.to_string())?)
+            let ok = fnv1a(&r.view(&h).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?)
                 == fnv1a(&frames[(t % PATTERNS) as usize]);
             mismatches += (!ok) as u64;
             r.release(h).map_err(|e| e.to_string())?;

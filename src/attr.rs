@@ -124,10 +124,20 @@ macro_rules! pod_elem {
 }
 pub(crate) use pod_elem;
 
+/// Which library an attribute key belongs to (key numbers overlap between the two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// NvSciBuf keys.
+    Buf,
+    /// NvSciSync keys.
+    Sync,
+}
+
 /// A typed attribute key: `T` is the element type, `N` the largest element count.
 pub struct Key<T, const N: usize> {
     raw: u32,
     name: &'static str,
+    family: Family,
     _elem: PhantomData<fn() -> T>,
 }
 
@@ -145,8 +155,8 @@ impl<T, const N: usize> core::fmt::Debug for Key<T, N> {
 }
 
 impl<T: AttrElem, const N: usize> Key<T, N> {
-    pub(crate) const fn new(raw: u32, name: &'static str) -> Self {
-        Self { raw, name, _elem: PhantomData }
+    pub(crate) const fn new(raw: u32, name: &'static str, family: Family) -> Self {
+        Self { raw, name, family, _elem: PhantomData }
     }
 
     /// The C key value.
@@ -157,6 +167,11 @@ impl<T: AttrElem, const N: usize> Key<T, N> {
     /// The C key name.
     pub const fn name(self) -> &'static str {
         self.name
+    }
+
+    /// The library family the key belongs to.
+    pub const fn family(self) -> Family {
+        self.family
     }
 }
 
@@ -217,6 +232,7 @@ macro_rules! attr_keys {
         $(#[$em:meta])* enum $enum_name:ident;
         $(#[$km:meta])* mod $key_mod:ident;
         key_type $kt:ident;
+        family $fam:ident;
         in_one { $( $(#[$m1:meta])* $v1:ident, $c1:ident, $k1:ident : $t1:ty; )* }
         in_many { $( $(#[$m2:meta])* $v2:ident, $c2:ident, $k2:ident : [$t2:ty; $n2:expr]; )* }
         out_one { $( $(#[$m3:meta])* $c3:ident, $k3:ident : $t3:ty; )* }
@@ -227,10 +243,10 @@ macro_rules! attr_keys {
             use super::*;
             #[allow(unused_imports)]
             use $crate::attr::Key;
-            $( $(#[$m1])* pub const $c1: Key<$t1, 1> = Key::new(sys::$k1, stringify!($k1)); )*
-            $( $(#[$m2])* pub const $c2: Key<$t2, { $n2 }> = Key::new(sys::$k2, stringify!($k2)); )*
-            $( $(#[$m3])* #[doc = "(output only)"] pub const $c3: Key<$t3, 1> = Key::new(sys::$k3, stringify!($k3)); )*
-            $( $(#[$m4])* #[doc = "(output only)"] pub const $c4: Key<$t4, { $n4 }> = Key::new(sys::$k4, stringify!($k4)); )*
+            $( $(#[$m1])* pub const $c1: Key<$t1, 1> = Key::new(sys::$k1, stringify!($k1), $crate::attr::Family::$fam); )*
+            $( $(#[$m2])* pub const $c2: Key<$t2, { $n2 }> = Key::new(sys::$k2, stringify!($k2), $crate::attr::Family::$fam); )*
+            $( $(#[$m3])* #[doc = "(output only)"] pub const $c3: Key<$t3, 1> = Key::new(sys::$k3, stringify!($k3), $crate::attr::Family::$fam); )*
+            $( $(#[$m4])* #[doc = "(output only)"] pub const $c4: Key<$t4, { $n4 }> = Key::new(sys::$k4, stringify!($k4), $crate::attr::Family::$fam); )*
         }
 
         $(#[$em])*

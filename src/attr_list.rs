@@ -4,6 +4,7 @@
 macro_rules! attr_list_type {
     (
         family: $family:literal,
+        family_tag: $family_tag:ident,
         list: $List:ident,
         list_ref: $ListRef:ident,
         module: $Module:ident,
@@ -118,6 +119,12 @@ macro_rules! attr_list_type {
                 slot: usize,
                 key: $crate::Key<T, N>,
             ) -> $crate::Result<heapless::Vec<T, N>> {
+                if key.family() != $crate::attr::Family::$family_tag {
+                    return Err($crate::error::invalid(
+                        "key",
+                        format!("{} is not a {} key", key.name(), $family),
+                    ));
+                }
                 let (value, len) = self.raw_get(slot, key.raw())?;
                 // SAFETY: the library returned (value, len) for this key; the value points into
                 // this list, which lives for the duration of the copy.

@@ -50,7 +50,7 @@ pub mod sync;
 #[cfg(feature = "vulkan")]
 pub mod vulkan;
 
-pub use attr::{AttrElem, Key};
+pub use attr::{AttrElem, Family, Key};
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
 pub use library::{Implementation, NvSci};
 pub use nvsci_sys as sys;

@@ -54,8 +54,8 @@ impl NvSci {
     /// Wraps libraries opened by [`nvsci_sys::loader`].
     pub fn from_libraries(libs: NvSciLibraries) -> Self {
         Self(Arc::new(Inner {
-            buf: libs.buf,
-            sync: libs.sync,
+            buf: *libs.buf(),
+            sync: *libs.sync(),
             implementation: Implementation::Native,
             libs: Some(libs),
         }))

@@ -181,6 +181,11 @@ fn bad_input_is_rejected_with_the_key_named() {
     assert!(r2.is_reconciled().unwrap());
     assert!(matches!(r2.set(&[BufAttr::NeedCpuAccess(true)]), Err(Error::NvSci { .. })));
     assert!(matches!(BufAttrList::reconcile(&[]), Err(Error::InvalidArgument { name: "lists", .. })));
+    // Key numbers overlap between the libraries: an NvSciSync key is refused on a buffer list.
+    assert!(matches!(
+        l.get(nvsci::sync::key::NUM_TIMESTAMP_SLOTS),
+        Err(Error::InvalidArgument { name: "key", .. })
+    ));
 }
 
 #[test]

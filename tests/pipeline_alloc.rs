@@ -50,11 +50,11 @@ fn thousand_frames_allocate_nothing_after_warm_up() {
     let (mut p, mut cs) = ring.split().unwrap();
     let mut frame = |seq: u64| {
         let f = p.acquire().unwrap();
-        p.buffer(&f).cpu_write().unwrap()[0] = seq as u8;
+        p.buffer(&f).unwrap().cpu_write().unwrap()[0] = seq as u8;
         p.present(f).unwrap();
         for c in cs.iter_mut() {
             let g = c.acquire().unwrap();
-            assert_eq!(c.view(&g).cpu_read().unwrap()[0], seq as u8);
+            assert_eq!(c.view(&g).unwrap().cpu_read().unwrap()[0], seq as u8);
             c.release(g).unwrap();
         }
     };

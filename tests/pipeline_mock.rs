@@ -22,11 +22,11 @@ fn frames_arrive_in_order_with_their_contents() {
         let f = p.acquire().unwrap();
         assert_eq!(f.sequence(), seq);
         assert_eq!(f.index(), (seq % 3) as usize);
-        p.buffer(&f).cpu_write().unwrap().fill(seq as u8);
+        p.buffer(&f).unwrap().cpu_write().unwrap().fill(seq as u8);
         p.present(f).unwrap();
         let g = c.acquire().unwrap();
         assert_eq!((g.sequence(), g.index()), (seq, (seq % 3) as usize));
-        assert!(c.view(&g).cpu_read().unwrap().iter().all(|&b| b == seq as u8));
+        assert!(c.view(&g).unwrap().cpu_read().unwrap().iter().all(|&b| b == seq as u8));
         c.release(g).unwrap();
     }
 }
@@ -43,8 +43,8 @@ fn consumers_get_read_only_views_and_layout_comes_from_attributes() {
     p.present(f).unwrap();
     for c in cs.iter_mut() {
         let g = c.acquire().unwrap();
-        assert_eq!(c.view(&g).perm(), nvsci::buf::Perm::ReadOnly);
-        assert!(matches!(c.view(&g).cpu_write(), Err(Error::PermissionDenied(_))));
+        assert_eq!(c.view(&g).unwrap().perm(), nvsci::buf::Perm::ReadOnly);
+        assert!(matches!(c.view(&g).unwrap().cpu_write(), Err(Error::PermissionDenied(_))));
         c.release(g).unwrap();
     }
 }
@@ -120,7 +120,7 @@ fn threads_and_several_consumers_see_every_frame() {
                 for seq in 0..N {
                     let f = c.acquire().unwrap();
                     assert_eq!(f.sequence(), seq);
-                    let v = c.view(&f).cpu_read().unwrap();
+                    let v = c.view(&f).unwrap().cpu_read().unwrap();
                     assert!(v.iter().all(|&b| b == (seq % 251) as u8), "frame {seq} torn");
                     drop(v);
                     c.release(f).unwrap();
@@ -130,7 +130,7 @@ fn threads_and_several_consumers_see_every_frame() {
         .collect();
     for seq in 0..N {
         let f = p.acquire().unwrap();
-        p.buffer(&f).cpu_write().unwrap().fill((seq % 251) as u8);
+        p.buffer(&f).unwrap().cpu_write().unwrap().fill((seq % 251) as u8);
         p.present(f).unwrap();
     }
     for h in handles {
@@ -162,10 +162,10 @@ fn nv12_conversion_through_the_ring_matches_the_pattern() {
     let mut rgba = vec![0u8; (w * h * 4) as usize];
     for t in 0..3u64 {
         let f = p.acquire().unwrap();
-        fill_test_pattern(&layout, t, &mut p.buffer(&f).cpu_write().unwrap()).unwrap();
+        fill_test_pattern(&layout, t, &mut p.buffer(&f).unwrap().cpu_write().unwrap()).unwrap();
         p.present(f).unwrap();
         let g = cs[0].acquire().unwrap();
-        let sum = nv12_to_rgba(&layout, &cs[0].view(&g).cpu_read().unwrap(), &mut rgba).unwrap();
+        let sum = nv12_to_rgba(&layout, &cs[0].view(&g).unwrap().cpu_read().unwrap(), &mut rgba).unwrap();
         cs[0].release(g).unwrap();
         assert_eq!(sum, test_pattern_statistic(w, h, t));
         for (x, row) in [(0u32, 0u32), (w - 1, h - 1), (37, 20), (38, 21)] {
@@ -188,4 +188,76 @@ fn packed_layout_matches_the_mock_reconciled_layout() {
     // 1280 -> pitch 1280; 1280 * 720 = 921600 = 225 * 4096; chroma 1280 * 360 = 460800 -> 462848.
     assert_eq!((packed.planes[1].offset, packed.size), (921_600, 921_600 + 462_848));
     assert!(nvsci::pipeline::FrameLayout::packed(fmt, 100, 4096).is_err());
+}
+
+#[test]
+fn frames_cannot_cross_rings_or_consumers() {
+    let (mut p1, mut c1) = ring(FrameFormat::Raw { size: 64 }, 4, 2, 200).split().unwrap();
+    let (mut p2, _c2) = ring(FrameFormat::Raw { size: 64 }, 2, 1, 200).split().unwrap();
+    for _ in 0..4 {
+        let f = p1.acquire().unwrap();
+        p1.present(f).unwrap();
+    }
+    let _ = p2.acquire().unwrap();
+    // A frame of ring 1 (slot 0) presented to ring 2 is refused, not a panic or a corruption.
+    let mut p1b = p1;
+    let g = c1[0].acquire().unwrap();
+    c1[0].release(g).unwrap();
+    let g = c1[1].acquire().unwrap();
+    c1[1].release(g).unwrap();
+    let f = p1b.acquire().unwrap();
+    assert!(matches!(p2.buffer(&f), Err(Error::InvalidArgument { name: "frame", .. })));
+    assert!(matches!(p2.present(f), Err(Error::InvalidArgument { name: "frame", .. })));
+    // Consumer 1 cannot release (or read) consumer 0's frame.
+    let g = c1[0].acquire().unwrap();
+    assert!(matches!(c1[1].view(&g), Err(Error::InvalidArgument { name: "frame", .. })));
+    assert!(matches!(c1[1].release(g), Err(Error::InvalidArgument { name: "frame", .. })));
+}
+
+#[test]
+fn unbounded_timeouts_do_not_overflow() {
+    let (mut p, mut cs) = FrameRing::new(
+        &NvSci::mock(),
+        FrameFormat::Raw { size: 64 },
+        RingConfig { frames: 2, consumers: 1, timeout: Duration::MAX },
+    )
+    .unwrap()
+    .split()
+    .unwrap();
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    cs[0].release(g).unwrap();
+}
+
+#[test]
+fn conversion_refuses_inconsistent_layouts() {
+    use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba};
+    use nvsci::pipeline::FrameLayout;
+    let good = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 32 }, 256, 4096).unwrap();
+    let src = vec![0u8; good.size as usize];
+    let mut rgba = vec![0u8; 64 * 32 * 4];
+    assert!(nv12_to_rgba(&good, &src, &mut rgba).is_ok());
+    // Short source, wrong destination, odd and degenerate sizes, a pitch smaller than a row.
+    assert!(matches!(
+        nv12_to_rgba(&good, &src[..100], &mut rgba),
+        Err(Error::InvalidArgument { name: "src", .. })
+    ));
+    assert!(matches!(
+        nv12_to_rgba(&good, &src, &mut rgba[1..]),
+        Err(Error::InvalidArgument { name: "dst", .. })
+    ));
+    for fmt in [FrameFormat::Nv12 { width: 63, height: 32 }, FrameFormat::Nv12 { width: 64, height: 1 }] {
+        let mut bad = good.clone();
+        bad.format = fmt;
+        assert!(matches!(nv12_to_rgba(&bad, &src, &mut rgba), Err(Error::InvalidArgument { .. })), "{fmt:?}");
+    }
+    let mut narrow = good.clone();
+    narrow.planes[0].pitch = 16;
+    assert!(nv12_to_rgba(&narrow, &src, &mut rgba).is_err());
+    assert!(fill_test_pattern(&narrow, 0, &mut vec![0u8; good.size as usize]).is_err());
+    assert!(matches!(
+        FrameLayout::packed(FrameFormat::Rgba { width: 0x4000_0001, height: 2 }, 256, 4096),
+        Err(Error::InvalidArgument { .. })
+    ));
 }

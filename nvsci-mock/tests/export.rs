@@ -32,14 +32,14 @@ fn loads_as_nvsci_libraries() {
         std::os::unix::fs::symlink(&lib, &link).unwrap();
     }
     let libs = loader::load_from(std::slice::from_ref(&dir), false).unwrap();
-    assert!(libs.buf.has_required());
-    assert!(libs.sync.has_required());
-    assert!(libs.buf.NvSciBufObjValidate.is_some());
-    assert!(libs.buf.NvSciBufObjGetPixels.is_none());
-    assert!(libs.sync.NvSciSyncFenceExtractFence.is_some());
-    assert!(libs.sync.NvSciSyncFenceWaitWithMode.is_none());
+    assert!(libs.buf().has_required());
+    assert!(libs.sync().has_required());
+    assert!(libs.buf().NvSciBufObjValidate.is_some());
+    assert!(libs.buf().NvSciBufObjGetPixels.is_none());
+    assert!(libs.sync().NvSciSyncFenceExtractFence.is_some());
+    assert!(libs.sync().NvSciSyncFenceWaitWithMode.is_none());
 
-    let t = libs.buf;
+    let t = *libs.buf();
     unsafe {
         let mut m = ptr::null_mut();
         assert_eq!((t.NvSciBufModuleOpen.unwrap())(&mut m), NvSciError_Success);

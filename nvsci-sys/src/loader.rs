@@ -107,16 +107,28 @@ impl std::error::Error for LoadError {}
 /// The tables point into the libraries, which stay loaded until this value is dropped; keep it
 /// alive (the safe crate holds it in an `Arc`) for as long as any table copy is used.
 pub struct NvSciLibraries {
-    /// NvSciBuf entry points.
-    pub buf: NvSciBufFns,
-    /// NvSciSync entry points.
-    pub sync: NvSciSyncFns,
+    // Private: the tables must stay exactly what was resolved from these libraries, because
+    // safe code built on them trusts every entry to be the real function.
+    buf: NvSciBufFns,
+    sync: NvSciSyncFns,
     /// Path NvSciBuf was loaded from.
     pub buf_path: String,
     /// Path NvSciSync was loaded from.
     pub sync_path: String,
     _sync_lib: libloading::Library,
     _buf_lib: libloading::Library,
+}
+
+impl NvSciLibraries {
+    /// NvSciBuf entry points, as resolved from the loaded library.
+    pub fn buf(&self) -> &NvSciBufFns {
+        &self.buf
+    }
+
+    /// NvSciSync entry points, as resolved from the loaded library.
+    pub fn sync(&self) -> &NvSciSyncFns {
+        &self.sync
+    }
 }
 
 impl fmt::Debug for NvSciLibraries {

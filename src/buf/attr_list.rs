@@ -6,6 +6,7 @@ use crate::attr_list::attr_list_type;
 
 attr_list_type! {
     family: "NvSciBuf",
+    family_tag: Buf,
     list: BufAttrList,
     list_ref: BufAttrListRef,
     module: BufModule,

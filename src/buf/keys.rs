@@ -10,6 +10,7 @@ attr_keys! {
     /// Typed NvSciBuf keys for the getters. `Key<T, N>`: element type `T`, at most `N` elements.
     mod key;
     key_type NvSciBufAttrKey;
+    family Buf;
     in_one {
         /// Whether the CPU accesses the buffer.
         NeedCpuAccess, NEED_CPU_ACCESS, NvSciBufGeneralAttrKey_NeedCpuAccess: bool;

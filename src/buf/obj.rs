@@ -116,7 +116,10 @@ impl BufObj {
         let mut raw = core::ptr::null_mut();
         // SAFETY: `self.raw` is alive; `perm` is a valid NvSciBufAttrValAccessPerm value.
         check("NvSciBufObjDupWithReducePerm", unsafe { f(self.raw, perm as u32, &mut raw) })?;
-        Self::wrap(raw, &self.module, self.cpu.clone())
+        let mut dup = Self::wrap(raw, &self.module, self.cpu.clone())?;
+        // Whatever the duplicate's attribute list says, this reference has at most `perm`.
+        dup.perm = dup.perm.min(perm);
+        Ok(dup)
     }
 
     /// The object's reconciled attribute list (borrowed: it belongs to the object).

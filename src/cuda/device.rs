@@ -71,10 +71,16 @@ impl CudaDevice {
 
     /// Runs a driver destroy/free call once all work queued on the context has finished, so
     /// nothing still in flight uses what is destroyed. Never panics: failures are logged.
-    pub(crate) fn destroy_when_idle(&self, what: &'static str, destroy: impl FnOnce() -> sys::CUresult) {
+    /// Returns whether the driver object was destroyed (callers then keep alive, by leaking,
+    /// whatever the surviving driver object still refers to).
+    pub(crate) fn destroy_when_idle(
+        &self,
+        what: &'static str,
+        destroy: impl FnOnce() -> sys::CUresult,
+    ) -> bool {
         if let Err(e) = self.bind() {
             log::warn!("cannot bind the CUDA context to run {what}: {e}; leaking it");
-            return;
+            return false;
         }
         if let Err(e) = self.ctx.synchronize() {
             log::warn!("context synchronise before {what} failed: {e}");
@@ -82,7 +88,9 @@ impl CudaDevice {
         let r = destroy();
         if r != sys::CUresult::CUDA_SUCCESS {
             log::warn!("{what} failed: {r:?}");
+            return false;
         }
+        true
     }
 
     /// Makes the context current on this thread.

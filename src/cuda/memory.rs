@@ -60,16 +60,20 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if self.dev.bind().is_ok() {
-            // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
-            // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
-            let r = unsafe { sys::cuDestroyExternalMemory(self.raw) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                log::warn!("cuDestroyExternalMemory failed: {r:?}");
+        let raw = self.raw;
+        // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
+        // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
+        let destroyed = self
+            .dev
+            .destroy_when_idle("cuDestroyExternalMemory", || unsafe { sys::cuDestroyExternalMemory(raw) });
+        if let Source::NvSciBuf { coherency_gpu, .. } = &self.source {
+            if let Some(gpu) = *coherency_gpu {
+                memsync::REGISTRY.unregister(gpu);
             }
-        }
-        if let Source::NvSciBuf { coherency_gpu: Some(gpu), .. } = self.source {
-            memsync::REGISTRY.unregister(gpu);
+            if !destroyed {
+                // CUDA still refers to the object: freeing it now would be undefined behaviour.
+                std::mem::forget(std::mem::replace(&mut self.source, Source::Fd));
+            }
         }
     }
 }
@@ -158,6 +162,7 @@ impl<A: Access> ExternalMemory<A> {
         if size == 0 {
             return Err(invalid("size", "an import of 0 bytes is not allowed"));
         }
+        dev.bind()?; // before duplicating: a duplicate is only made when the driver will see it
         let dup = super::fd::for_driver(&fd).map_err(|e| invalid("fd", format!("cannot duplicate: {e}")))?;
         let d = desc::opaque_fd_memory(dup, size, dedicated);
         let raw = import(dev, &d, "opaque fd");
@@ -236,6 +241,21 @@ impl<A: Access> ExternalMemory<A> {
     /// driver that laid the memory out (e.g. the Vulkan image's), so they are not bounds-checked
     /// here.
     pub fn map_array(&self, a: ArrayDesc) -> Result<MappedArray<A>> {
+        let texel = element_bytes(a.format)
+            .filter(|_| matches!(a.channels, 1 | 2 | 4))
+            .map(|b| b * a.channels)
+            .ok_or_else(|| {
+                invalid("array.format", format!("{:?} x {} channels is not supported", a.format, a.channels))
+            })?;
+        if a.bytes_per_texel != texel {
+            return Err(invalid(
+                "array.bytes_per_texel",
+                format!(
+                    "{} given; {:?} x {} channels is {texel} bytes",
+                    a.bytes_per_texel, a.format, a.channels
+                ),
+            ));
+        }
         let bytes = (a.width as u64)
             .checked_mul(a.height as u64)
             .and_then(|v| v.checked_mul(a.bytes_per_texel as u64))
@@ -308,6 +328,17 @@ pub struct ArrayDesc {
     /// level 0; level `i` is `max(1, width >> i)` x `max(1, height >> i)`. Memory imported from
     /// NvSciBuf takes exactly 1.
     pub levels: u32,
+}
+
+/// Bytes of one channel of a plain (non-block, non-YUV) CUDA array format.
+fn element_bytes(f: sys::CUarray_format) -> Option<u32> {
+    use sys::CUarray_format::*;
+    Some(match f {
+        CU_AD_FORMAT_UNSIGNED_INT8 | CU_AD_FORMAT_SIGNED_INT8 => 1,
+        CU_AD_FORMAT_UNSIGNED_INT16 | CU_AD_FORMAT_SIGNED_INT16 | CU_AD_FORMAT_HALF => 2,
+        CU_AD_FORMAT_UNSIGNED_INT32 | CU_AD_FORMAT_SIGNED_INT32 | CU_AD_FORMAT_FLOAT => 4,
+        _ => return None,
+    })
 }
 
 /// CUDA array format and channel count of an NvSciBuf plane format.

@@ -13,6 +13,8 @@ use std::os::fd::OwnedFd;
 struct Raw {
     raw: sys::CUexternalSemaphore,
     dev: CudaDevice,
+    // The NvSciSync object an import refers to; leaked if the import cannot be destroyed.
+    keep: Option<SyncObj>,
 }
 
 // SAFETY: a CUexternalSemaphore is usable from any thread that binds its context (done before
@@ -25,10 +27,14 @@ impl Drop for Raw {
     fn drop(&mut self) {
         let raw = self.raw;
         // SAFETY: destroyed once, after queued signals and waits finished and before the
-        // NvSciSync object it came from (held by the owner struct's later field) is released.
-        self.dev.destroy_when_idle("cuDestroyExternalSemaphore", || unsafe {
+        // NvSciSync object it came from is released.
+        let destroyed = self.dev.destroy_when_idle("cuDestroyExternalSemaphore", || unsafe {
             sys::cuDestroyExternalSemaphore(raw)
         });
+        if !destroyed {
+            // CUDA still refers to the sync object: keep it alive rather than free it.
+            std::mem::forget(self.keep.take());
+        }
     }
 }
 
@@ -46,7 +52,7 @@ fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci:
         });
     }
     check("cuImportExternalSemaphore", r)?;
-    Ok(Raw { raw, dev: dev.clone() })
+    Ok(Raw { raw, dev: dev.clone(), keep: None })
 }
 
 /// An NvSciSync object imported into CUDA. Signals fill a [`Fence`]; waits take one, so a
@@ -73,7 +79,8 @@ impl CudaSyncObj {
                          Vulkan backend's timeline semaphores for GPU tests",
             });
         }
-        let raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
+        let mut raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
+        raw.keep = Some(obj.clone());
         Ok(Self { raw, obj: obj.clone() })
     }
 
@@ -98,9 +105,19 @@ impl CudaSyncObj {
     }
 
     /// Enqueues a wait for `fence` on `stream`. The fence may be dropped or cleared afterwards.
+    ///
+    /// The fence must come from this sync object (`InvalidArgument` otherwise). A cleared fence
+    /// is already expired: nothing is enqueued, so no NvSciBuf memory synchronisation happens
+    /// either.
     pub fn wait(&self, stream: &CudaStream, fence: &Fence, policy: MemSync) -> Result<()> {
         if fence.is_cleared() {
             return Ok(());
+        }
+        if !fence.object().is_some_and(|o| std::sync::Arc::ptr_eq(&o.0, &self.obj.0)) {
+            return Err(crate::error::invalid(
+                "fence",
+                "the fence does not belong to this imported sync object",
+            ));
         }
         let skip = memsync::skip_for(policy, self.raw.dev.gpu_id(), "wait");
         let params = desc::wait(fence.as_raw() as *const _, 0, skip);
@@ -143,6 +160,7 @@ impl CudaSemaphore {
     /// Imports an fd. The driver gets a duplicate (its own from then on); `fd` is closed here
     /// exactly once, whatever the outcome.
     pub fn import(dev: &CudaDevice, fd: OwnedFd, kind: SemaphoreKind) -> Result<Self> {
+        dev.bind()?; // before duplicating: a duplicate is only made when the driver will see it
         let dup = super::fd::for_driver(&fd)
             .map_err(|e| crate::error::invalid("fd", format!("cannot duplicate: {e}")))?;
         let d = desc::fd_semaphore(dup, kind == SemaphoreKind::Timeline);

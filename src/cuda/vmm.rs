@@ -63,7 +63,9 @@ impl ExportableAllocation {
             )
         })?;
         let gran = gran.max(1);
-        let rounded = size.div_ceil(gran) * gran;
+        let rounded = size.div_ceil(gran).checked_mul(gran).ok_or_else(|| {
+            invalid("size", format!("{size} bytes cannot be rounded to the {gran}-byte granularity"))
+        })?;
         let mut me = Self {
             dev: dev.clone(),
             stream: dev.default_stream(),

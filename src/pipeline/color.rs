@@ -17,26 +17,38 @@ pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
     ]
 }
 
+/// Checks that both NV12 planes of `layout` lie inside a buffer of `len` bytes, with pitches
+/// covering a row; returns (width, height).
+fn nv12_planes_fit(layout: &FrameLayout, len: usize, what: &'static str) -> Result<(usize, usize)> {
+    let FrameFormat::Nv12 { width, height } = layout.format else {
+        return Err(invalid("layout.format", "not NV12"));
+    };
+    layout.format.validate()?;
+    if layout.planes.len() != 2 {
+        return Err(invalid("layout.planes", format!("{} planes, NV12 has 2", layout.planes.len())));
+    }
+    let (w, h) = (width as usize, height as usize);
+    for (p, rows) in [(&layout.planes[0], h), (&layout.planes[1], h / 2)] {
+        let end = (p.pitch as usize)
+            .checked_mul(rows - 1)
+            .and_then(|v| v.checked_add(w))
+            .and_then(|v| v.checked_add(usize::try_from(p.offset).ok()?));
+        if (p.pitch as usize) < w || end.is_none_or(|e| e > len) {
+            return Err(invalid(what, format!("{len} bytes do not hold the plane {p:?}")));
+        }
+    }
+    Ok((w, h))
+}
+
 /// Converts an NV12 frame laid out as `layout` (pitches and offsets from its planes) into packed
 /// RGBA (`width * 4` bytes per row). Returns the frame statistic: the sum of R + G + B over all
 /// pixels.
 pub fn nv12_to_rgba(layout: &FrameLayout, src: &[u8], dst: &mut [u8]) -> Result<u64> {
-    let FrameFormat::Nv12 { width, height } = layout.format else {
-        return Err(invalid("layout.format", "not NV12"));
-    };
-    let (w, h) = (width as usize, height as usize);
-    if layout.planes.len() != 2 {
-        return Err(invalid("layout.planes", format!("{} planes, NV12 has 2", layout.planes.len())));
-    }
-    if dst.len() != w * h * 4 {
-        return Err(invalid("dst", format!("{} bytes, {}x{} RGBA needs {}", dst.len(), w, h, w * h * 4)));
+    let (w, h) = nv12_planes_fit(layout, src.len(), "src")?;
+    if Some(dst.len()) != w.checked_mul(h).and_then(|v| v.checked_mul(4)) {
+        return Err(invalid("dst", format!("{} bytes; {w}x{h} RGBA needs 4 bytes per pixel", dst.len())));
     }
     let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
-    let y_end = yp.offset as usize + yp.pitch as usize * (h - 1) + w;
-    let uv_end = uvp.offset as usize + uvp.pitch as usize * (h / 2 - 1) + w;
-    if src.len() < y_end.max(uv_end) {
-        return Err(invalid("src", format!("{} bytes is shorter than the layout", src.len())));
-    }
     let mut sum = 0u64;
     for (yy, out_row) in dst.chunks_exact_mut(w * 4).enumerate() {
         let y_row = &src[yp.offset as usize + yy * yp.pitch as usize..][..w];
@@ -173,12 +185,8 @@ pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
 
 /// Writes frame `t` of the test pattern into an NV12 buffer laid out as `layout`.
 pub fn fill_test_pattern(layout: &FrameLayout, t: u64, dst: &mut [u8]) -> Result<()> {
-    let FrameFormat::Nv12 { width, height } = layout.format else {
-        return Err(invalid("layout.format", "not NV12"));
-    };
-    if layout.planes.len() != 2 || (dst.len() as u64) < layout.size {
-        return Err(invalid("dst", "buffer smaller than the layout"));
-    }
+    let (width, height) = nv12_planes_fit(layout, dst.len(), "dst")?;
+    let (width, height) = (width as u32, height as u32);
     let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
     for row in 0..height {
         let y_row = &mut dst[yp.offset as usize + row as usize * yp.pitch as usize..][..width as usize];

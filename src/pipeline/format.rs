@@ -128,34 +128,37 @@ impl FrameLayout {
         if !pitch_align.is_power_of_two() || !plane_align.is_power_of_two() {
             return Err(invalid("alignment", "pitch and plane alignments must be powers of two"));
         }
-        let up = |v: u64, a: u64| v.div_ceil(a) * a;
-        let plane = |fmt: ColorFormat, w: u32, h: u32, bpp: u32, ch: u8, offset: u64| {
-            let pitch = up(w as u64 * bpp as u64 / 8, pitch_align as u64) as u32;
-            PlaneLayout {
-                format: fmt,
-                width: w,
-                height: h,
-                pitch,
-                offset,
-                aligned_height: h,
-                aligned_size: up(pitch as u64 * h as u64, plane_align),
-                bits_per_pixel: bpp,
-                channel_count: ch,
-            }
-        };
+        let too_big = || invalid("format", format!("{format:?} does not fit the layout's integer types"));
+        let up = |v: u64, a: u64| v.div_ceil(a).checked_mul(a).ok_or_else(too_big);
+        let plane =
+            |fmt: ColorFormat, w: u32, h: u32, bpp: u32, ch: u8, offset: u64| -> Result<PlaneLayout> {
+                let pitch = u32::try_from(up(w as u64 * bpp as u64 / 8, pitch_align as u64)?)
+                    .map_err(|_| too_big())?;
+                Ok(PlaneLayout {
+                    format: fmt,
+                    width: w,
+                    height: h,
+                    pitch,
+                    offset,
+                    aligned_height: h,
+                    aligned_size: up(pitch as u64 * h as u64, plane_align)?,
+                    bits_per_pixel: bpp,
+                    channel_count: ch,
+                })
+            };
         let mut planes = heapless::Vec::new();
         let size = match format {
             FrameFormat::Raw { size } => size,
             FrameFormat::Nv12 { width, height } => {
-                let y = plane(ColorFormat::Y8, width, height, 8, 1, 0);
-                let uv = plane(ColorFormat::V8U8, width / 2, height / 2, 16, 2, y.aligned_size);
-                let size = uv.offset + uv.aligned_size;
+                let y = plane(ColorFormat::Y8, width, height, 8, 1, 0)?;
+                let uv = plane(ColorFormat::V8U8, width / 2, height / 2, 16, 2, y.aligned_size)?;
+                let size = uv.offset.checked_add(uv.aligned_size).ok_or_else(too_big)?;
                 let _ = planes.push(y);
                 let _ = planes.push(uv);
                 size
             }
             FrameFormat::Rgba { width, height } => {
-                let p = plane(ColorFormat::A8B8G8R8, width, height, 32, 4, 0);
+                let p = plane(ColorFormat::A8B8G8R8, width, height, 32, 4, 0)?;
                 let size = p.aligned_size;
                 let _ = planes.push(p);
                 size

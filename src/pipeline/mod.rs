@@ -11,11 +11,11 @@
 //! .unwrap();
 //! let (mut producer, mut consumers) = ring.split().unwrap();
 //! let frame = producer.acquire().unwrap();
-//! producer.buffer(&frame).cpu_write().unwrap().fill(7);
+//! producer.buffer(&frame).unwrap().cpu_write().unwrap().fill(7);
 //! producer.present(frame).unwrap();
 //! let c = &mut consumers[0];
 //! let frame = c.acquire().unwrap();
-//! assert!(c.view(&frame).cpu_read().unwrap().iter().all(|&b| b == 7));
+//! assert!(c.view(&frame).unwrap().cpu_read().unwrap().iter().all(|&b| b == 7));
 //! c.release(frame).unwrap();
 //! # }
 //! ```

@@ -68,6 +68,11 @@ struct Inner {
 }
 
 impl Inner {
+    /// An identity for tokens: frames from one ring are refused by another.
+    fn id(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -259,7 +264,6 @@ impl FrameRing {
                 inner: self.inner.clone(),
                 ctx: self.inner.sync.cpu_wait_context()?,
                 id,
-                held: 0,
             });
         }
         Ok((producer, consumers))
@@ -272,6 +276,7 @@ impl FrameRing {
 pub struct ProducerFrame {
     index: usize,
     sequence: u64,
+    ring: usize,
 }
 
 impl ProducerFrame {
@@ -291,6 +296,8 @@ impl ProducerFrame {
 pub struct ConsumerFrame {
     index: usize,
     sequence: u64,
+    ring: usize,
+    consumer: usize,
 }
 
 impl ConsumerFrame {
@@ -302,6 +309,12 @@ impl ConsumerFrame {
     pub fn sequence(&self) -> u64 {
         self.sequence
     }
+}
+
+/// `timeout` from now; timeouts too large for the clock mean "practically forever".
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 fn timeout_error(function: &'static str, timeout: Duration) -> Error {
@@ -331,7 +344,7 @@ impl Producer {
         }
         let cfg = self.inner.config;
         let index = (self.next % cfg.frames as u64) as usize;
-        let deadline = Instant::now() + cfg.timeout;
+        let deadline = deadline_after(cfg.timeout);
         self.inner.wait_state(
             deadline,
             "pipeline::Producer::acquire (a consumer has not released the frame)",
@@ -348,16 +361,27 @@ impl Producer {
             })?;
         }
         self.held = true;
-        Ok(ProducerFrame { index, sequence: self.next })
+        Ok(ProducerFrame { index, sequence: self.next, ring: self.inner.id() })
+    }
+
+    fn check(&self, frame: &ProducerFrame) -> Result<()> {
+        if frame.ring != self.inner.id() || frame.index >= self.inner.frames.len() {
+            return Err(invalid("frame", "the frame was acquired from another ring"));
+        }
+        Ok(())
     }
 
     /// The read-write buffer of a held frame.
-    pub fn buffer(&self, frame: &ProducerFrame) -> &BufObj {
-        &self.inner.frames[frame.index].buffer
+    pub fn buffer(&self, frame: &ProducerFrame) -> Result<&BufObj> {
+        self.check(frame)?;
+        Ok(&self.inner.frames[frame.index].buffer)
     }
 
-    /// Presents a filled frame to every consumer with a CPU-signalled fence.
+    /// Presents a filled frame to every consumer with a CPU-signalled fence. On an error the
+    /// frame is not presented and the next `acquire` hands out the same slot again.
     pub fn present(&mut self, frame: ProducerFrame) -> Result<()> {
+        self.check(&frame)?;
+        self.held = false;
         let f = &self.inner.frames[frame.index];
         {
             let mut fence = lock(&f.present);
@@ -375,7 +399,6 @@ impl Producer {
             }
         }
         self.inner.changed.notify_all();
-        self.held = false;
         self.next += 1;
         Ok(())
     }
@@ -391,7 +414,6 @@ pub struct Consumer {
     inner: Arc<Inner>,
     ctx: CpuWaitContext,
     id: usize,
-    held: usize,
 }
 
 impl std::fmt::Debug for Consumer {
@@ -404,39 +426,60 @@ impl Consumer {
     /// Waits (up to the ring's timeout) for the next presented frame and its present fence.
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
         let cfg = self.inner.config;
-        let deadline = Instant::now() + cfg.timeout;
+        let deadline = deadline_after(cfg.timeout);
         let id = self.id;
         let (index, sequence) =
             self.inner.wait_state(deadline, "pipeline::Consumer::acquire (no frame presented)", |st| {
                 st.queues[id].pop_front()
             })?;
         let left = deadline.saturating_duration_since(Instant::now());
-        lock(&self.inner.frames[index].present).wait(&mut self.ctx, Some(left))?;
-        self.held += 1;
-        Ok(ConsumerFrame { index, sequence })
+        if let Err(e) = lock(&self.inner.frames[index].present).wait(&mut self.ctx, Some(left)) {
+            // Not taken: the frame stays first in line for the next acquire.
+            let _ = self.inner.state().queues[id].push_front((index, sequence));
+            return Err(e);
+        }
+        Ok(ConsumerFrame { index, sequence, ring: self.inner.id(), consumer: id })
+    }
+
+    fn check(&self, frame: &ConsumerFrame) -> Result<()> {
+        if frame.ring != self.inner.id()
+            || frame.consumer != self.id
+            || frame.index >= self.inner.frames.len()
+        {
+            return Err(invalid("frame", "the frame was acquired by another consumer or ring"));
+        }
+        Ok(())
     }
 
     /// The read-only view of a held frame.
-    pub fn view(&self, frame: &ConsumerFrame) -> &BufObj {
-        &self.inner.frames[frame.index].views[self.id]
+    pub fn view(&self, frame: &ConsumerFrame) -> Result<&BufObj> {
+        self.check(frame)?;
+        Ok(&self.inner.frames[frame.index].views[self.id])
     }
 
-    /// Releases a frame with this consumer's CPU-signalled fence.
+    /// Releases a frame with this consumer's CPU-signalled fence. Even when signalling fails
+    /// the frame is handed back (this consumer is done with it), and the error is returned.
     pub fn release(&mut self, frame: ConsumerFrame) -> Result<()> {
+        self.check(&frame)?;
         let f = &self.inner.frames[frame.index];
-        {
+        let signalled = {
             let obj = &self.inner.release_objs[self.id];
             let mut fence = lock(&f.releases[self.id]);
-            *fence = obj.generate_fence()?;
-            obj.signal()?;
-        }
+            let r = obj.generate_fence().and_then(|new| {
+                *fence = new;
+                obj.signal()
+            });
+            if r.is_err() {
+                fence.clear();
+            }
+            r
+        };
         {
             let mut st = self.inner.state();
             st.pending[frame.index] &= !(1u32 << self.id);
         }
         self.inner.changed.notify_all();
-        self.held -= 1;
-        Ok(())
+        signalled
     }
 
     /// The read-only view of frame slot `index` (for setting up imports, e.g. into CUDA).

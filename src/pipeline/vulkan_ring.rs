@@ -39,6 +39,7 @@ struct Slot {
 
 /// A ring of Vulkan-exported frames consumed by CUDA.
 pub struct VulkanFrameRing {
+    id: usize,
     slots: heapless::Vec<Slot, MAX_FRAMES>,
     layout: FrameLayout,
     next: u64,
@@ -63,6 +64,7 @@ impl std::fmt::Debug for VulkanFrameRing {
 pub struct VulkanFrame {
     index: usize,
     sequence: u64,
+    ring: usize,
 }
 
 impl VulkanFrame {
@@ -80,6 +82,7 @@ impl VulkanFrame {
 #[derive(Debug)]
 #[must_use = "a presented frame must be released"]
 pub struct PresentedFrame {
+    ring: usize,
     index: usize,
     sequence: u64,
     values: FrameValues,
@@ -126,7 +129,9 @@ impl VulkanFrameRing {
             let _ = slots.push(Slot { handoff, import, producer, in_flight: false });
         }
         let mode = slots[0].handoff.mode();
-        Ok(Self { slots, layout, next: 0, held: false, timeout, mode })
+        static NEXT_ID: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Self { id, slots, layout, next: 0, held: false, timeout, mode })
     }
 
     /// The frame layout (fixed by this backend).
@@ -151,23 +156,34 @@ impl VulkanFrameRing {
             slot.in_flight = false;
         }
         self.held = true;
-        Ok(VulkanFrame { index, sequence: self.next })
+        Ok(VulkanFrame { index, sequence: self.next, ring: self.id })
+    }
+
+    fn check(&self, ring: usize, index: usize) -> Result<()> {
+        if ring != self.id || index >= self.slots.len() {
+            return Err(invalid("frame", "the frame belongs to another ring"));
+        }
+        Ok(())
     }
 
     /// The host-visible staging memory of an acquired frame (`layout().size` bytes).
     pub fn staging_mut(&mut self, frame: &VulkanFrame) -> Result<&mut [u8]> {
+        self.check(frame.ring, frame.index)?;
         self.slots[frame.index].producer.staging_mut()
     }
 
     /// Has Vulkan upload the frame and hand it to CUDA: work enqueued on `stream` afterwards
     /// sees the frame.
+    /// On an error the frame is not presented and the next `acquire` hands out the same slot.
     pub fn present(&mut self, frame: VulkanFrame, stream: &CudaStream) -> Result<PresentedFrame> {
+        self.check(frame.ring, frame.index)?;
+        self.held = false;
         let slot = &mut self.slots[frame.index];
         let values = slot.producer.submit_produce()?;
         slot.handoff.wait_produced(stream, &values)?;
-        self.held = false;
         self.next += 1;
         Ok(PresentedFrame {
+            ring: self.id,
             index: frame.index,
             sequence: frame.sequence,
             values,
@@ -178,6 +194,7 @@ impl VulkanFrameRing {
     /// Signals, after the work enqueued on `stream`, that CUDA is done with the frame; Vulkan
     /// takes the slot back once that signal fires.
     pub fn release(&mut self, frame: PresentedFrame, stream: &CudaStream) -> Result<()> {
+        self.check(frame.ring, frame.index)?;
         let slot = &mut self.slots[frame.index];
         slot.handoff.signal_done(stream, &frame.values)?;
         slot.producer.submit_return()?;

@@ -6,6 +6,7 @@ use crate::attr_list::attr_list_type;
 
 attr_list_type! {
     family: "NvSciSync",
+    family_tag: Sync,
     list: SyncAttrList,
     list_ref: SyncAttrListRef,
     module: SyncModule,

@@ -96,7 +96,8 @@ impl Fence {
         Ok(out)
     }
 
-    /// Waits on the CPU until the fence expires. `None` waits forever.
+    /// Waits on the CPU until the fence expires. `None` (or a timeout beyond NvSci's maximum of
+    /// about 292,000 years) waits forever.
     ///
     /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`].
     pub fn wait(&self, ctx: &mut CpuWaitContext, timeout: Option<Duration>) -> Result<()> {
@@ -107,15 +108,11 @@ impl Fence {
         if !std::sync::Arc::ptr_eq(&obj.0.module.0.lib.0, &ctx.module.0.lib.0) {
             return Err(invalid("ctx", "wait context comes from a different NvSci implementation"));
         }
-        let timeout_us = match timeout {
-            None => -1,
-            Some(d) => i64::try_from(d.as_micros())
-                .ok()
-                .filter(|&us| us <= sys::NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US)
-                .ok_or_else(|| {
-                    invalid("timeout", format!("{d:?} exceeds the NvSci maximum; use None to wait forever"))
-                })?,
-        };
+        // Timeouts beyond what NvSci accepts (about 292,000 years) mean "forever".
+        let timeout_us = timeout
+            .and_then(|d| i64::try_from(d.as_micros()).ok())
+            .filter(|&us| us <= sys::NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US)
+            .unwrap_or(-1);
         let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceWait);
         // SAFETY: the fence and the context are alive; the context is used by this thread only
         // (`&mut`), as the library requires.

@@ -41,6 +41,7 @@ attr_keys! {
     /// Typed NvSciSync keys for the getters.
     mod key;
     key_type NvSciSyncAttrKey;
+    family Sync;
     in_one {
         /// Whether the CPU signals or waits.
         NeedCpuAccess, NEED_CPU_ACCESS, NvSciSyncAttrKey_NeedCpuAccess: bool;
