@@ -74,6 +74,7 @@ mod desc;
 mod ffi;
 mod handle;
 mod ledger;
+mod list_common;
 mod sync;
 
 #[cfg(feature = "export")]

@@ -8,6 +8,7 @@ use crate::desc;
 use crate::ffi::{bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
+use crate::list_common::{self, gather, ListRecord};
 use nvsci_sys::*;
 use std::os::raw::c_void;
 use std::sync::atomic::Ordering;
@@ -28,6 +29,19 @@ pub(crate) struct BufAttrListRec {
 // SAFETY: repr(C) with the magic first.
 unsafe impl Record for BufAttrListRec {
     const MAGIC: u64 = 0x4e56_4255_464c_5354; // "NVBUFLST"
+}
+
+impl ListRecord for BufAttrListRec {
+    type Module = BufModuleShared;
+    fn flags(&self) -> Flags {
+        self.flags
+    }
+    fn module(&self) -> &Arc<BufModuleShared> {
+        &self.module
+    }
+    fn slots(&self) -> &Mutex<Vec<Slot>> {
+        &self.slots
+    }
 }
 
 impl BufAttrListRec {
@@ -53,16 +67,6 @@ impl BufAttrListRec {
     pub(crate) fn into_handle(self: Box<Self>) -> NvSciBufAttrList {
         handle::into_handle(self)
     }
-
-    /// A copy of every slot.
-    pub(crate) fn snapshot(&self) -> Vec<Slot> {
-        lock(&self.slots).clone()
-    }
-
-    /// A copy of slot 0 (reconciled lists have exactly one slot).
-    pub(crate) fn slot0(&self) -> Slot {
-        lock(&self.slots).first().cloned().unwrap_or_default()
-    }
 }
 
 /// Borrows a list record.
@@ -74,8 +78,7 @@ pub(crate) unsafe fn get<'a>(l: NvSciBufAttrList) -> Res<&'a BufAttrListRec> {
     unsafe { handle::get::<BufAttrListRec, _>(l) }
 }
 
-/// Validates an input array of unreconciled lists: non-empty, no duplicates, same module, none
-/// reconciled or a conflict list.
+/// Validates an input array of unreconciled lists (see [`list_common::unreconciled_inputs`]).
 ///
 /// # Safety
 /// `inputs` must be NULL or point to `count` handles, each NULL or a live list of this mock.
@@ -84,30 +87,7 @@ pub(crate) unsafe fn unreconciled_inputs<'a>(
     count: usize,
 ) -> Res<Vec<&'a BufAttrListRec>> {
     // SAFETY: forwarded contract.
-    let handles = unsafe { slice_in(inputs, count) }?;
-    let mut lists: Vec<&BufAttrListRec> = Vec::with_capacity(handles.len());
-    for (i, h) in handles.iter().enumerate() {
-        if handles[..i].contains(h) {
-            return bad();
-        }
-        // SAFETY: each element is NULL or a live list handle per the caller's contract.
-        let l = unsafe { get(*h) }?;
-        if l.flags.reconciled || l.flags.conflict {
-            return bad();
-        }
-        if let Some(first) = lists.first() {
-            if !Arc::ptr_eq(&first.module, &l.module) {
-                return bad();
-            }
-        }
-        lists.push(l);
-    }
-    Ok(lists)
-}
-
-/// Every slot of `lists`, in order.
-pub(crate) fn gather(lists: &[&BufAttrListRec]) -> Vec<Slot> {
-    lists.iter().flat_map(|l| l.snapshot()).collect()
+    unsafe { list_common::unreconciled_inputs(inputs, count) }
 }
 
 pub(crate) unsafe extern "C" fn create(module: NvSciBufModule, out: *mut NvSciBufAttrList) -> NvSciError {

@@ -11,6 +11,7 @@ use crate::attrs::{Flags, Slot, Value};
 use crate::ffi::{bad, guard, non_null, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
+use crate::list_common::ListRecord;
 use nvsci_sys::*;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::os::raw::c_void;

@@ -8,6 +8,7 @@ use crate::desc;
 use crate::ffi::{bad, guard, guard_val, guard_void, lock, non_null, slice_in, slice_mut, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
+use crate::list_common::{self, gather, ListRecord};
 use nvsci_sys::*;
 use std::os::raw::c_void;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,19 @@ pub(crate) struct SyncAttrListRec {
 // SAFETY: repr(C) with the magic first.
 unsafe impl Record for SyncAttrListRec {
     const MAGIC: u64 = 0x4e56_5359_4e4c_5354; // "NVSYNLST"
+}
+
+impl ListRecord for SyncAttrListRec {
+    type Module = SyncModuleShared;
+    fn flags(&self) -> Flags {
+        self.flags
+    }
+    fn module(&self) -> &Arc<SyncModuleShared> {
+        &self.module
+    }
+    fn slots(&self) -> &Mutex<Vec<Slot>> {
+        &self.slots
+    }
 }
 
 impl SyncAttrListRec {
@@ -56,16 +70,6 @@ impl SyncAttrListRec {
     pub(crate) fn into_handle(self: Box<Self>) -> NvSciSyncAttrList {
         handle::into_handle(self)
     }
-
-    /// A copy of every slot.
-    pub(crate) fn snapshot(&self) -> Vec<Slot> {
-        lock(&self.slots).clone()
-    }
-
-    /// A copy of slot 0.
-    pub(crate) fn slot0(&self) -> Slot {
-        lock(&self.slots).first().cloned().unwrap_or_default()
-    }
 }
 
 /// Borrows a list record.
@@ -77,7 +81,7 @@ pub(crate) unsafe fn get<'a>(l: NvSciSyncAttrList) -> Res<&'a SyncAttrListRec> {
     unsafe { handle::get::<SyncAttrListRec, _>(l) }
 }
 
-/// Validates an input array of unreconciled lists (non-empty, no duplicates, same module).
+/// Validates an input array of unreconciled lists (see [`list_common::unreconciled_inputs`]).
 ///
 /// # Safety
 /// `inputs` must be NULL or point to `count` handles, each NULL or a live list of this mock.
@@ -86,29 +90,7 @@ pub(crate) unsafe fn unreconciled_inputs<'a>(
     count: usize,
 ) -> Res<Vec<&'a SyncAttrListRec>> {
     // SAFETY: forwarded contract.
-    let handles = unsafe { slice_in(inputs, count) }?;
-    let mut lists: Vec<&SyncAttrListRec> = Vec::with_capacity(handles.len());
-    for (i, h) in handles.iter().enumerate() {
-        if handles[..i].contains(h) {
-            return bad();
-        }
-        // SAFETY: each element is NULL or a live list handle per the caller's contract.
-        let l = unsafe { get(*h) }?;
-        if l.flags.reconciled || l.flags.conflict {
-            return bad();
-        }
-        if let Some(first) = lists.first() {
-            if !Arc::ptr_eq(&first.module, &l.module) {
-                return bad();
-            }
-        }
-        lists.push(l);
-    }
-    Ok(lists)
-}
-
-fn gather(lists: &[&SyncAttrListRec]) -> Vec<Slot> {
-    lists.iter().flat_map(|l| l.snapshot()).collect()
+    unsafe { list_common::unreconciled_inputs(inputs, count) }
 }
 
 pub(crate) unsafe extern "C" fn create(module: NvSciSyncModule, out: *mut NvSciSyncAttrList) -> NvSciError {

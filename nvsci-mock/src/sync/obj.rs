@@ -13,6 +13,7 @@ use crate::attrs::Flags;
 use crate::ffi::{bad, guard, guard_void, lock, non_null, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
+use crate::list_common::ListRecord;
 use nvsci_sys::*;
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
