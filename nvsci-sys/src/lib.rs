@@ -23,9 +23,11 @@ include!("bindings.rs");
 #[cfg(feature = "bindgen")]
 include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
 
+pub mod emulation;
 pub mod loader;
 mod tables;
 
+pub use emulation::NvSciHostGpuFns;
 pub use tables::{NvSciBufFns, NvSciSyncFns};
 
 /// Element size in bytes of `NvSciSyncAccessPerm` (an 8-byte integer, unlike every NvSciBuf enum).
