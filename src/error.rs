@@ -137,6 +137,15 @@ pub enum Error {
         /// The timeout that expired, in microseconds.
         timeout_us: i64,
     },
+    /// A frame-ring operation ran out of time; `detail` names who holds the frame or whose
+    /// fence did not expire.
+    #[error("{detail}")]
+    RingTimeout {
+        /// Who or what the ring waited for.
+        detail: String,
+        /// The ring's timeout, in microseconds.
+        timeout_us: i64,
+    },
     /// An argument was rejected before reaching the library.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

@@ -52,7 +52,7 @@ pub mod vulkan;
 
 pub use attr::{AttrElem, Family, Key};
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
-pub use library::{Implementation, NvSci};
+pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;
 
 /// Live-handle accounting of the mock implementation.

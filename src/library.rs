@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use nvsci_sys::loader::NvSciLibraries;
-use nvsci_sys::{NvSciBufFns, NvSciSyncFns};
+use nvsci_sys::{NvSciBufFns, NvSciHostGpuFns, NvSciSyncFns};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,14 +11,30 @@ use std::sync::Arc;
 pub enum Implementation {
     /// NVIDIA's `libnvscibuf.so.1` / `libnvscisync.so.1` (Jetson, DRIVE OS).
     Native,
-    /// The in-process emulation (CPU-only tests, desktops); its objects can never reach a GPU.
+    /// The in-process emulation (CPU-only tests, desktops); on a desktop CUDA GPU its objects
+    /// reach the GPU through host memory (see [`GpuInterop::HostMemory`]).
     Mock,
+}
+
+/// How an implementation's buffers and sync objects reach a CUDA GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GpuInterop {
+    /// CUDA imports the NvSci handles themselves (`cuImportExternalMemory` with the NvSciBuf
+    /// handle type, `cuImportExternalSemaphore` with NvSciSync): NVIDIA's libraries on Tegra.
+    /// Desktop drivers refuse these imports.
+    NvSciImport,
+    /// Buffers are page-aligned host memory that CUDA page-locks and maps in place
+    /// (`cuMemHostRegister`), and every sync object is a 64-bit counter that CUDA streams wait
+    /// on and write (`cuStreamWaitValue64` / `cuStreamWriteValue64`), like a Tegra syncpoint:
+    /// an emulation (the mock) on any CUDA GPU.
+    HostMemory,
 }
 
 pub(crate) struct Inner {
     pub(crate) buf: NvSciBufFns,
     pub(crate) sync: NvSciSyncFns,
     pub(crate) implementation: Implementation,
+    pub(crate) host_gpu: NvSciHostGpuFns,
     // Keeps the shared objects mapped while any table copy may be called.
     libs: Option<NvSciLibraries>,
 }
@@ -57,6 +73,7 @@ impl NvSci {
             buf: *libs.buf(),
             sync: *libs.sync(),
             implementation: Implementation::Native,
+            host_gpu: NvSciHostGpuFns::EMPTY,
             libs: Some(libs),
         }))
     }
@@ -68,6 +85,7 @@ impl NvSci {
             buf: nvsci_mock::buf_fns(),
             sync: nvsci_mock::sync_fns(),
             implementation: Implementation::Mock,
+            host_gpu: NvSciHostGpuFns::EMPTY, // TEMP-HOSTGPU
             libs: None,
         }))
     }
@@ -75,6 +93,20 @@ impl NvSci {
     /// Which implementation this is.
     pub fn implementation(&self) -> Implementation {
         self.0.implementation
+    }
+
+    /// How this implementation's objects reach a CUDA GPU, asked of the implementation (an
+    /// emulation that offers every host-memory entry point answers [`GpuInterop::HostMemory`]).
+    pub fn gpu_interop(&self) -> GpuInterop {
+        if self.0.host_gpu.is_complete() {
+            GpuInterop::HostMemory
+        } else {
+            GpuInterop::NvSciImport
+        }
+    }
+
+    pub(crate) fn host_gpu(&self) -> &NvSciHostGpuFns {
+        &self.0.host_gpu
     }
 
     /// Paths the native libraries were loaded from (`None` for the mock).

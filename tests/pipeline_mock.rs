@@ -62,9 +62,9 @@ fn producer_waits_for_every_consumer_and_times_out_on_a_stuck_one() {
     let _stuck = cs[1].acquire().unwrap();
     let t = std::time::Instant::now();
     match p.acquire() {
-        Err(Error::Timeout { timeout_us, function }) => {
+        Err(Error::RingTimeout { timeout_us, detail }) => {
             assert_eq!(timeout_us, 50_000);
-            assert!(function.contains("not released"), "{function}");
+            assert!(detail.contains("consumer(s) 1 have not released slot 0 (frame 0)"), "{detail}");
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
@@ -74,7 +74,7 @@ fn producer_waits_for_every_consumer_and_times_out_on_a_stuck_one() {
 #[test]
 fn consumer_times_out_without_frames() {
     let (_p, mut cs) = ring(FrameFormat::Raw { size: 256 }, 2, 1, 20).split().unwrap();
-    assert!(matches!(cs[0].acquire(), Err(Error::Timeout { .. })));
+    assert!(matches!(cs[0].acquire(), Err(Error::RingTimeout { .. })));
 }
 
 #[test]

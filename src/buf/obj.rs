@@ -285,6 +285,26 @@ impl BufObj {
         &self.module
     }
 
+    /// The host memory backing this buffer, `(base, size)`, on implementations whose buffers
+    /// reach a GPU through host memory ([`GpuInterop::HostMemory`](crate::GpuInterop)); `None`
+    /// on NVIDIA's libraries. Valid while any duplicate of the object lives.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn host_memory(&self) -> Result<Option<(*mut core::ffi::c_void, u64)>> {
+        let Some(f) = self.module.0.lib.host_gpu().BufObjGetHostMemory else {
+            return Ok(None);
+        };
+        let (mut base, mut size) = (core::ptr::null_mut(), 0u64);
+        // SAFETY: the object is alive; both out-pointers are valid for writes.
+        check("BufObjGetHostMemory", unsafe { f(self.raw, &mut base, &mut size) })?;
+        if base.is_null() || size < self.size {
+            return Err(Error::UnexpectedValue {
+                key: "host memory",
+                detail: format!("{size} bytes at {base:?} for a {}-byte object", self.size),
+            });
+        }
+        Ok(Some((base, size)))
+    }
+
     /// The raw handle (valid while `self` lives; do not free it).
     pub fn as_raw(&self) -> sys::NvSciBufObj {
         self.raw

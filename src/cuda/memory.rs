@@ -9,7 +9,8 @@ use super::result::check;
 use super::{desc, memsync};
 use crate::buf::{BufObj, ColorFormat, GpuId, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
-use crate::Implementation;
+use crate::GpuInterop;
+use super::host::HostRegistration;
 use core::marker::PhantomData;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::os::fd::OwnedFd;
@@ -43,6 +44,9 @@ impl Access for ReadWrite {
 enum Source {
     NvSciBuf { _obj: BufObj, coherency_gpu: Option<GpuId> },
     Fd,
+    /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
+    /// `CUexternalMemory`: `raw` is NULL).
+    HostMemory(HostRegistration),
 }
 
 struct Inner {
@@ -61,6 +65,9 @@ unsafe impl Sync for Inner {}
 impl Drop for Inner {
     fn drop(&mut self) {
         let raw = self.raw;
+        if raw.is_null() {
+            return; // host memory: the registration unregisters (or leaks) on its own drop
+        }
         // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
         // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
         let destroyed = self
@@ -125,14 +132,14 @@ impl<A: Access> ExternalMemory<A> {
     /// Imports an NvSciBuf object. The import keeps its own reference to the object (a
     /// duplicate), so the object outlives it. A [`ReadWrite`] import of a read-only reference is
     /// refused; import it as [`ReadOnly`].
+    ///
+    /// How depends on the implementation ([`NvSci::gpu_interop`](crate::NvSci::gpu_interop)):
+    /// NVIDIA's libraries go through `cuImportExternalMemory` with the NvSciBuf handle type
+    /// (Tegra only; desktop drivers refuse it: [`Error::Unsupported`]); an emulation whose
+    /// buffers are host memory (the mock) is page-locked with `cuMemHostRegister` and used in
+    /// place, and [`map_buffer`](Self::map_buffer) hands out its device address. Arrays cannot
+    /// be mapped from host memory.
     pub fn from_buf_obj(dev: &CudaDevice, obj: &BufObj) -> Result<Self> {
-        if obj.implementation() == Implementation::Mock {
-            return Err(Error::Unsupported {
-                what: "importing a mock NvSciBuf object into CUDA",
-                reason: "mock buffers live in ordinary host memory that the GPU cannot import; \
-                         use the Vulkan backend or CUDA-exported memory for GPU tests",
-            });
-        }
         if A::WRITABLE && obj.perm() != Perm::ReadWrite {
             return Err(Error::PermissionDenied(
                 "a read-only NvSciBuf reference can only be imported as ReadOnly",
@@ -143,6 +150,17 @@ impl<A: Access> ExternalMemory<A> {
             return Err(invalid("obj", "the object's reconciled size is 0"));
         }
         let held = obj.dup()?;
+        if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
+            let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
+                what: "BufObjGetHostMemory",
+                reason: "the implementation reports host-memory GPU interop without the entry point",
+            })?;
+            let len = usize::try_from(len).map_err(|_| invalid("obj", "host memory larger than the address space"))?;
+            // SAFETY: the memory belongs to the object `held` duplicates and stays allocated while
+            // any duplicate lives; the registration owns `held`.
+            let reg = unsafe { HostRegistration::new(dev, base, len, Box::new(held)) }?;
+            return Ok(Self::wrap(core::ptr::null_mut(), size, dev, Source::HostMemory(reg)));
+        }
         let needs = held.gpu_sw_need_cache_coherency(dev.gpu_id())?.unwrap_or(true);
         let d = desc::nvscibuf_memory(held.as_raw() as *const _, size);
         let raw = import(dev, &d, "NvSciBuf")?;
@@ -188,6 +206,15 @@ impl<A: Access> ExternalMemory<A> {
             ));
         }
         self.inner.dev.bind()?;
+        if let Source::HostMemory(reg) = &self.inner.source {
+            return Ok(MappedBuffer {
+                ptr: reg.device_ptr() + offset,
+                len: len as usize,
+                stream: self.inner.dev.default_stream(),
+                owned: false,
+                mem: self.clone(),
+            });
+        }
         let d = desc::buffer(offset, len);
         let mut ptr = 0;
         // SAFETY: the external memory is alive and the range lies inside it (checked above).
@@ -198,6 +225,7 @@ impl<A: Access> ExternalMemory<A> {
             ptr,
             len: len as usize,
             stream: self.inner.dev.default_stream(),
+            owned: true,
             mem: self.clone(),
         })
     }
@@ -272,6 +300,12 @@ impl<A: Access> ExternalMemory<A> {
                 "array.levels",
                 format!("{} levels; a {}x{} array has 1 to {full_chain}", a.levels, a.width, a.height),
             ));
+        }
+        if matches!(self.inner.source, Source::HostMemory(_)) {
+            return Err(Error::Unsupported {
+                what: "mapping host-memory NvSciBuf objects as CUDA arrays",
+                reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",
+            });
         }
         if matches!(self.inner.source, Source::NvSciBuf { .. }) && a.levels != 1 {
             return Err(invalid(
@@ -385,11 +419,16 @@ pub struct MappedBuffer<A: Access = ReadWrite> {
     ptr: sys::CUdeviceptr,
     len: usize,
     stream: Arc<CudaStream>,
+    /// Whether `ptr` came from cuExternalMemoryGetMappedBuffer (freed with cuMemFree).
+    owned: bool,
     mem: ExternalMemory<A>,
 }
 
 impl<A: Access> Drop for MappedBuffer<A> {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         let ptr = self.ptr;
         // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
         // cuMemFree, as the driver documents, after all queued work finished.

@@ -14,6 +14,7 @@
 mod desc;
 mod device;
 mod fd;
+mod host;
 mod memory;
 pub mod memsync;
 mod result;

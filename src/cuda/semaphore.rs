@@ -6,7 +6,8 @@ use super::memsync::{self, MemSync};
 use super::result::check;
 use crate::error::{Error, Result};
 use crate::sync::{Fence, SyncObj};
-use crate::Implementation;
+use super::host::HostRegistration;
+use crate::GpuInterop;
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
 
@@ -55,10 +56,28 @@ fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci:
     Ok(Raw { raw, dev: dev.clone(), keep: None })
 }
 
+/// How a sync object reaches CUDA.
+enum SyncHandle {
+    /// `cuImportExternalSemaphore` with the NvSciSync handle type (Tegra).
+    Imported(Raw),
+    /// The object's 64-bit host counter, page-locked; waits and signals are stream memory
+    /// operations on its device address.
+    Counter(HostRegistration),
+}
+
 /// An NvSciSync object imported into CUDA. Signals fill a [`Fence`]; waits take one, so a
 /// wait can only be issued for a fence that exists.
+///
+/// On NVIDIA's libraries (Tegra) this is `cuImportExternalSemaphore` and
+/// `cuSignalExternalSemaphoresAsync` / `cuWaitExternalSemaphoresAsync`, with the NvSciBuf
+/// memory-sync flags chosen by [`MemSync`]. On an implementation whose sync objects are host
+/// counters ([`GpuInterop::HostMemory`], the mock on a desktop GPU) the counter is page-locked
+/// and a wait is `cuStreamWaitValue64` (greater or equal), a signal `cuStreamWriteValue64` of
+/// the fence's value after the work queued before it (with the driver's default memory
+/// barrier); the memory-sync decision is still made and logged, and has nothing to act on.
 pub struct CudaSyncObj {
-    raw: Raw,
+    handle: SyncHandle,
+    dev: CudaDevice,
     obj: SyncObj,
 }
 
@@ -72,36 +91,61 @@ impl CudaSyncObj {
     /// Imports a sync object whose list was filled with CUDA's attributes
     /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
     pub fn import(dev: &CudaDevice, obj: &SyncObj) -> Result<Self> {
-        if obj.implementation() == Implementation::Mock {
-            return Err(Error::Unsupported {
-                what: "importing a mock NvSciSync object into CUDA",
-                reason: "mock sync objects exist only in this process's emulation; use the \
-                         Vulkan backend's timeline semaphores for GPU tests",
-            });
-        }
-        let mut raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
-        raw.keep = Some(obj.clone());
-        Ok(Self { raw, obj: obj.clone() })
+        let handle = if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
+            let counter = obj.host_counter()?.ok_or(Error::Unsupported {
+                what: "SyncObjGetCounter",
+                reason: "the implementation reports host-memory GPU interop without the entry point",
+            })?;
+            // SAFETY: the counter lives as long as any clone of the object; the registration
+            // owns one.
+            let reg = unsafe { HostRegistration::new(dev, counter.cast(), 8, Box::new(obj.clone())) }?;
+            SyncHandle::Counter(reg)
+        } else {
+            let mut raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
+            raw.keep = Some(obj.clone());
+            SyncHandle::Imported(raw)
+        };
+        Ok(Self { handle, dev: dev.clone(), obj: obj.clone() })
     }
 
     /// Enqueues a signal on `stream` and returns the fence that expires with it.
     pub fn signal(&self, stream: &CudaStream, policy: MemSync) -> Result<Fence> {
-        let mut fence = Fence::for_object(&self.obj);
+        let mut fence = Fence::cleared();
         self.signal_into(stream, policy, &mut fence)?;
         Ok(fence)
     }
 
-    /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first).
+    /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first). Allocates
+    /// nothing.
     pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
-        fence.reset_for(&self.obj);
-        let skip = memsync::skip_for(policy, self.raw.dev.gpu_id(), "signal");
-        let params = desc::signal(fence.as_raw_mut() as *mut _, 0, skip);
-        self.raw.dev.bind()?;
-        // SAFETY: one semaphore and one parameter block, both alive for the call; CUDA writes
-        // the new fence into the storage `params` points to before returning.
-        check("cuSignalExternalSemaphoresAsync", unsafe {
-            sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        let skip = memsync::skip_for(policy, self.dev.gpu_id(), "signal");
+        match &self.handle {
+            SyncHandle::Imported(raw) => {
+                fence.reset_for(&self.obj);
+                let params = desc::signal(fence.as_raw_mut() as *mut _, 0, skip);
+                self.dev.bind()?;
+                // SAFETY: one semaphore and one parameter block, both alive for the call; CUDA
+                // writes the new fence into the storage `params` points to before returning.
+                check("cuSignalExternalSemaphoresAsync", unsafe {
+                    sys::cuSignalExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
+                })
+            }
+            SyncHandle::Counter(reg) => {
+                self.obj.generate_engine_fence_into(fence)?;
+                let (_, value) = fence.id_value()?;
+                self.dev.bind()?;
+                // SAFETY: the counter is page-locked and mapped (the registration is alive while
+                // `self` is, and `self` outlives queued work: its drop synchronises); flags 0 keep
+                // the memory barrier that orders earlier work before the write.
+                let r = check("cuStreamWriteValue64", unsafe {
+                    sys::cuStreamWriteValue64_v2(stream.cu_stream(), reg.device_ptr(), value, 0)
+                });
+                if r.is_err() {
+                    fence.clear(); // never hand out a fence nothing will signal
+                }
+                r
+            }
+        }
     }
 
     /// Enqueues a wait for `fence` on `stream`. The fence may be dropped or cleared afterwards.
@@ -119,14 +163,28 @@ impl CudaSyncObj {
                 "the fence does not belong to this imported sync object",
             ));
         }
-        let skip = memsync::skip_for(policy, self.raw.dev.gpu_id(), "wait");
-        let params = desc::wait(fence.as_raw() as *const _, 0, skip);
-        self.raw.dev.bind()?;
-        // SAFETY: the fence and the parameter block are alive for the call; CUDA copies what it
-        // needs from the fence before returning.
-        check("cuWaitExternalSemaphoresAsync", unsafe {
-            sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        let skip = memsync::skip_for(policy, self.dev.gpu_id(), "wait");
+        match &self.handle {
+            SyncHandle::Imported(raw) => {
+                let params = desc::wait(fence.as_raw() as *const _, 0, skip);
+                self.dev.bind()?;
+                // SAFETY: the fence and the parameter block are alive for the call; CUDA copies
+                // what it needs from the fence before returning.
+                check("cuWaitExternalSemaphoresAsync", unsafe {
+                    sys::cuWaitExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
+                })
+            }
+            SyncHandle::Counter(reg) => {
+                let (_, value) = fence.id_value()?;
+                self.dev.bind()?;
+                let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+                // SAFETY: the counter is page-locked and mapped while `self` lives, and `self`
+                // outlives the queued wait (its drop synchronises before unregistering).
+                check("cuStreamWaitValue64", unsafe {
+                    sys::cuStreamWaitValue64_v2(stream.cu_stream(), reg.device_ptr(), value, geq)
+                })
+            }
+        }
     }
 
     /// The sync object.

@@ -5,7 +5,6 @@ use super::device::{driver_present, CudaDevice};
 use super::result::name;
 use crate::error::{Error, Result};
 use crate::sync::SyncAttrList;
-use crate::Implementation;
 use std::sync::OnceLock;
 
 type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut core::ffi::c_void, i32, i32) -> u32;
@@ -52,21 +51,24 @@ pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, 
     if !signal && !wait {
         return Err(crate::error::invalid("signal/wait", "at least one must be true"));
     }
-    if list.module().implementation() == Implementation::Mock {
-        return Err(Error::Unsupported {
-            what: "CUDA NvSciSync attributes on a mock list",
-            reason: "CUDA can only fill lists of the native NvSciSync library",
-        });
+    let flags =
+        if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
+    if let Some(fill) = list.module().library().host_gpu().SyncAttrListFillGpu {
+        // An emulation whose sync objects are host counters fills its own lists the way the
+        // Tegra driver does.
+        let gpu = nvsci_sys::NvSciRmGpuId { bytes: dev.gpu_id().0 };
+        // SAFETY: the list is a live, unreconciled list of that implementation; `gpu` is a
+        // valid GPU id for the call.
+        let code = unsafe { fill(list.as_raw(), &gpu, flags) };
+        return crate::error::check("SyncAttrListFillGpu", code);
     }
     let r = resolve().ok_or(Error::Unsupported {
         what: "cuDeviceGetNvSciSyncAttributes",
         reason: "the CUDA driver does not export it (NvSci interop needs a Jetson/DRIVE driver)",
     })?;
     dev.bind()?;
-    let flags =
-        if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
-    // SAFETY: the list is a live, unreconciled native NvSciSyncAttrList (mock lists were refused
-    // above) and the device is the context's device.
+    // SAFETY: the list is a live, unreconciled NvSciSyncAttrList of NVIDIA's library (emulated
+    // lists were filled above) and the device is the context's device.
     let code = unsafe { (r.f)(list.as_raw() as *mut _, dev.context().cu_device(), flags) };
     if code != 0 {
         return Err(Error::Cuda { function: "cuDeviceGetNvSciSyncAttributes", code, name: name(code) });

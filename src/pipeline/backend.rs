@@ -1,5 +1,6 @@
 //! Choosing where frames come from: native NvSci, the Vulkan fallback, or the mock.
 
+use super::{Engine, FrameFormat, FrameRing, RingConfig};
 use crate::error::{invalid, Error, Result};
 use crate::NvSci;
 
@@ -10,7 +11,8 @@ pub enum BackendKind {
     NvSci,
     /// Vulkan exportable memory and timeline semaphores with CUDA consumers (desktop NVIDIA GPU).
     Vulkan,
-    /// The mock NvSci with CPU consumers (any machine).
+    /// The mock NvSci (any machine; with a CUDA GPU, its objects reach the GPU through host
+    /// memory).
     Mock,
 }
 
@@ -36,20 +38,23 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
-/// A usable backend and the reasons the better ones were skipped.
-pub struct Backend {
-    /// What was chosen.
-    pub kind: BackendKind,
-    /// The NvSci implementation (native or mock) for the NvSci and mock backends.
-    pub nvsci: Option<NvSci>,
-    /// The CUDA device for the NvSci and Vulkan backends.
-    #[cfg(feature = "cuda")]
-    pub cuda: Option<crate::cuda::CudaDevice>,
-    /// The Vulkan context matching the CUDA device, for the Vulkan backend.
+/// What a backend makes frames and fences from.
+#[derive(Clone)]
+enum Provider {
+    NvSci(NvSci),
     #[cfg(feature = "vulkan")]
-    pub vulkan: Option<std::sync::Arc<crate::vulkan::VulkanContext>>,
-    /// Each backend tried before the chosen one, with why it was skipped.
-    pub skipped: Vec<(BackendKind, String)>,
+    Vulkan(std::sync::Arc<crate::vulkan::VulkanContext>),
+}
+
+/// A usable backend and the reasons the better ones were skipped. It builds rings:
+/// [`build_ring`](Self::build_ring).
+#[derive(Clone)]
+pub struct Backend {
+    kind: BackendKind,
+    provider: Provider,
+    #[cfg(feature = "cuda")]
+    cuda: Option<crate::cuda::CudaDevice>,
+    skipped: Vec<(BackendKind, String)>,
 }
 
 impl std::fmt::Debug for Backend {
@@ -59,8 +64,10 @@ impl std::fmt::Debug for Backend {
 }
 
 impl Backend {
-    /// The best backend present: NvSci if the libraries load and CUDA accepts their buffers,
-    /// else Vulkan if a CUDA GPU with a matching Vulkan device exists, else the mock.
+    /// The best backend present: NvSci if the libraries load and CUDA accepts their buffers;
+    /// else Vulkan if a CUDA GPU has a matching Vulkan device that can export semaphores
+    /// (feature `vulkan`); else the mock, with a CUDA GPU as its GPU engine when one is present
+    /// (the mock's objects reach it through host memory).
     pub fn auto() -> Result<Self> {
         let mut skipped = Vec::new();
         for kind in [BackendKind::NvSci, BackendKind::Vulkan, BackendKind::Mock] {
@@ -83,22 +90,7 @@ impl Backend {
         Self::try_kind(kind)
     }
 
-    fn empty(kind: BackendKind) -> Self {
-        Self {
-            kind,
-            nvsci: None,
-            #[cfg(feature = "cuda")]
-            cuda: None,
-            #[cfg(feature = "vulkan")]
-            vulkan: None,
-            skipped: Vec::new(),
-        }
-    }
-
-    // Which arms can succeed depends on the enabled features; `b` is unused in the others.
-    #[cfg_attr(not(all(feature = "cuda", feature = "mock")), allow(unused_mut, unused_variables))]
     fn try_kind(kind: BackendKind) -> Result<Self> {
-        let mut b = Self::empty(kind);
         match kind {
             BackendKind::NvSci => {
                 let lib = NvSci::load()?;
@@ -106,9 +98,7 @@ impl Backend {
                 {
                     let dev = crate::cuda::CudaDevice::open(0)?;
                     crate::cuda::probe_nvscibuf_import(&dev, &lib)?;
-                    b.cuda = Some(dev);
-                    b.nvsci = Some(lib);
-                    Ok(b)
+                    Ok(Self { kind, provider: Provider::NvSci(lib), cuda: Some(dev), skipped: Vec::new() })
                 }
                 #[cfg(not(feature = "cuda"))]
                 {
@@ -130,9 +120,7 @@ impl Backend {
                             reason: "the Vulkan device cannot export semaphores to CUDA",
                         });
                     }
-                    b.cuda = Some(dev);
-                    b.vulkan = Some(ctx);
-                    Ok(b)
+                    Ok(Self { kind, provider: Provider::Vulkan(ctx), cuda: Some(dev), skipped: Vec::new() })
                 }
                 #[cfg(not(feature = "vulkan"))]
                 {
@@ -145,8 +133,19 @@ impl Backend {
             BackendKind::Mock => {
                 #[cfg(feature = "mock")]
                 {
-                    b.nvsci = Some(NvSci::mock());
-                    Ok(b)
+                    let lib = NvSci::mock();
+                    #[cfg(feature = "cuda")]
+                    let cuda = match crate::cuda::CudaDevice::open(0) {
+                        Ok(d) if lib.gpu_interop() == crate::GpuInterop::HostMemory => Some(d),
+                        _ => None,
+                    };
+                    Ok(Self {
+                        kind,
+                        provider: Provider::NvSci(lib),
+                        #[cfg(feature = "cuda")]
+                        cuda,
+                        skipped: Vec::new(),
+                    })
                 }
                 #[cfg(not(feature = "mock"))]
                 {
@@ -159,9 +158,79 @@ impl Backend {
         }
     }
 
+    /// What was chosen.
+    pub fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// Each backend tried before the chosen one, with why it was skipped.
+    pub fn skipped(&self) -> &[(BackendKind, String)] {
+        &self.skipped
+    }
+
+    /// The NvSci implementation (NVIDIA's or the mock) of the NvSci and mock backends.
+    pub fn nvsci(&self) -> Option<&NvSci> {
+        match &self.provider {
+            Provider::NvSci(l) => Some(l),
+            #[cfg(feature = "vulkan")]
+            Provider::Vulkan(_) => None,
+        }
+    }
+
+    /// The Vulkan context of the Vulkan backend.
+    #[cfg(feature = "vulkan")]
+    pub fn vulkan(&self) -> Option<&std::sync::Arc<crate::vulkan::VulkanContext>> {
+        match &self.provider {
+            Provider::Vulkan(c) => Some(c),
+            Provider::NvSci(_) => None,
+        }
+    }
+
+    /// The CUDA device frames can be imported into (`None`: CPU engines only).
+    #[cfg(feature = "cuda")]
+    pub fn cuda(&self) -> Option<&crate::cuda::CudaDevice> {
+        self.cuda.as_ref()
+    }
+
+    /// The GPU engine of this backend, or the CPU where there is none.
+    pub fn gpu_engine(&self) -> Engine {
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.cuda {
+            return Engine::Cuda(d.clone());
+        }
+        Engine::Cpu
+    }
+
+    /// Builds a ring of `format` frames whose producer and consumers work on the given engines
+    /// (one engine per consumer; a CUDA engine must be this backend's device).
+    pub fn build_ring(
+        &self,
+        format: FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<FrameRing> {
+        match &self.provider {
+            Provider::NvSci(lib) => FrameRing::with_engines(lib, format, config, producer, consumers),
+            #[cfg(feature = "vulkan")]
+            Provider::Vulkan(ctx) => super::vulkan::ring(ctx, format, config, producer, consumers),
+        }
+    }
+
     /// A one-paragraph account of the choice, for logs and examples.
     pub fn explain(&self) -> String {
         let mut s = format!("backend: {}", self.kind);
+        #[cfg(feature = "cuda")]
+        if let Some(d) = &self.cuda {
+            let name = d.name().unwrap_or_else(|_| "CUDA device".into());
+            s.push_str(&format!(" with CUDA engine {name}"));
+            if self.kind == BackendKind::Mock {
+                s.push_str(" (mock buffers page-locked in host memory, fences as stream-waited counters)");
+            }
+        }
+        if self.kind == BackendKind::Mock && self.gpu_engine().is_cpu() {
+            s.push_str(" (CPU engines only)");
+        }
         for (k, why) in &self.skipped {
             s.push_str(&format!("\n  skipped {k}: {why}"));
         }

@@ -11,26 +11,33 @@
 //! .unwrap();
 //! let (mut producer, mut consumers) = ring.split().unwrap();
 //! let frame = producer.acquire().unwrap();
-//! producer.buffer(&frame).unwrap().cpu_write().unwrap().fill(7);
+//! producer.cpu_write(&frame).unwrap().fill(7);
 //! producer.present(frame).unwrap();
 //! let c = &mut consumers[0];
 //! let frame = c.acquire().unwrap();
-//! assert!(c.view(&frame).unwrap().cpu_read().unwrap().iter().all(|&b| b == 7));
+//! assert!(c.cpu_read(&frame).unwrap().iter().all(|&b| b == 7));
 //! c.release(frame).unwrap();
 //! # }
 //! ```
 
 mod backend;
 pub mod color;
+#[cfg(feature = "cuda")]
+mod cuda;
+mod engine;
+mod fence;
 mod format;
+mod memory;
+mod nvsci;
 mod ring;
-#[cfg(feature = "vulkan")]
-mod vulkan_ring;
 
 pub use backend::{Backend, BackendKind};
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaConsumer, CudaFrame, CudaFrameMut, CudaProducer};
+pub use engine::Engine;
+pub use fence::RingFence;
 pub use format::{FrameFormat, FrameLayout};
+pub use memory::{FrameRead, FrameWrite};
 pub use ring::{
     Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame, RingConfig, MAX_CONSUMERS, MAX_FRAMES,
 };
-#[cfg(feature = "vulkan")]
-pub use vulkan_ring::{PresentedFrame, VulkanFrame, VulkanFrameRing, VULKAN_PITCH_ALIGN, VULKAN_PLANE_ALIGN};

@@ -1,18 +1,31 @@
-//! A ring of frame buffers shared by one producer and several consumers, NvSciStream-packet
-//! style: the producer acquires a free frame, fills it and presents it with a fence; each
-//! consumer acquires it after that fence, processes it through a read-only view and releases it
-//! with its own fence; the producer reuses a frame only after every consumer released it and
-//! every release fence expired.
+//! The frame ring: one producer, several consumers, every hand-off carried by a fence.
 //!
-//! Works on any [`NvSci`](crate::NvSci) implementation; on the mock every party is a CPU thread.
-//! Steady-state frames allocate nothing: bookkeeping lives in fixed-capacity containers and the
-//! fences are reused in place.
+//! NvSciStream-packet style, on every backend: the producer acquires a free slot, has its engine
+//! write the frame and presents it with the fence of that engine; each consumer acquires the
+//! frame with that fence, waits for it on its own engine, works, and releases the frame with its
+//! own engine's fence; the producer reuses a slot only after every release fence of it expired.
+//!
+//! * CPU parties use [`Producer::acquire`] / [`Producer::present`] and [`Consumer::acquire`] /
+//!   [`Consumer::release`]: the CPU waits for the other side's fence and signals its own at once.
+//! * Parties on another engine use the `*_unwaited` / `*_with` variants: the fence to wait for is
+//!   handed over ([`Producer::release_fences`], [`Consumer::present_fence`]) and the engine's own
+//!   fence is handed back. [`CudaConsumer`](super::CudaConsumer) and
+//!   [`CudaProducer`](super::CudaProducer) do this on a CUDA stream without blocking the CPU.
+//!
+//! Frame tokens cannot jam the ring: a dropped [`ProducerFrame`] is discarded (the next acquire
+//! hands out the same slot and sequence again) and a dropped [`ConsumerFrame`] is released once
+//! its present fence expired (waited on the CPU, up to the ring's timeout). Every ring has an
+//! identity that is never reused, so a token is refused by any other ring. Steady-state frames
+//! allocate nothing: bookkeeping lives in fixed-capacity containers and fences are replaced in
+//! place.
 
-use super::format::{FrameFormat, FrameLayout};
-use crate::buf::{BufAttrList, BufModule, BufObj, GpuId, Perm};
+use super::engine::Engine;
+use super::fence::{CpuWaiter, RingFence, SyncPoint};
+use super::format::FrameLayout;
+use super::memory::{FrameRead, FrameWrite, SlotMemory};
+use crate::buf::BufObj;
 use crate::error::{invalid, Error, Result};
-use crate::sync::{CpuWaitContext, Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use crate::NvSci;
+use crate::sync::{SyncModule, SyncObj};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -30,8 +43,8 @@ pub struct RingConfig {
     pub frames: usize,
     /// Consumers (1 to [`MAX_CONSUMERS`]).
     pub consumers: usize,
-    /// How long an acquire waits (for a free frame, or for a presented one) before it fails
-    /// with [`Error::Timeout`].
+    /// How long an acquire waits (for a free frame, a presented one, or a fence) before it fails
+    /// with [`Error::Timeout`]; also how long teardown waits for outstanding fences.
     pub timeout: Duration,
 }
 
@@ -41,49 +54,101 @@ impl Default for RingConfig {
     }
 }
 
+impl RingConfig {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(2..=MAX_FRAMES).contains(&self.frames) {
+            return Err(invalid("config.frames", format!("{} frames; 2 to {MAX_FRAMES} allowed", self.frames)));
+        }
+        if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
+            return Err(invalid(
+                "config.consumers",
+                format!("{} consumers; 1 to {MAX_CONSUMERS} allowed", self.consumers),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A slot's memory and fences.
+pub(crate) struct Slot {
+    pub(crate) memory: SlotMemory,
+    present: Mutex<RingFence>,
+    releases: heapless::Vec<Mutex<RingFence>, MAX_CONSUMERS>,
+}
+
+impl Slot {
+    pub(crate) fn new(memory: SlotMemory, consumers: usize) -> Self {
+        let mut releases = heapless::Vec::new();
+        for _ in 0..consumers {
+            let _ = releases.push(Mutex::new(RingFence::Expired));
+        }
+        Self { memory, present: Mutex::new(RingFence::Expired), releases }
+    }
+}
+
+/// What a backend hands the ring: slots, sync points and the layout.
+pub(crate) struct RingParts {
+    pub(crate) layout: FrameLayout,
+    pub(crate) slots: Vec<Slot>,
+    pub(crate) present: SyncPoint,
+    pub(crate) releases: heapless::Vec<SyncPoint, MAX_CONSUMERS>,
+    /// The NvSciSync module CPU waits need (NvSci backends).
+    pub(crate) sync_module: Option<SyncModule>,
+    /// What the backend keeps alive for as long as the ring (e.g. its device).
+    pub(crate) keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
 struct State {
-    /// Per frame: bit `c` set while consumer `c` holds or has yet to take the frame.
+    /// Per slot: bit `c` set while consumer `c` holds the frame or has yet to take it.
     pending: [u32; MAX_FRAMES],
-    /// Per consumer: presented frames (index, sequence) not yet acquired.
+    /// Per slot: the sequence presented last.
+    sequence: [u64; MAX_FRAMES],
+    /// Per consumer: presented frames (slot, sequence) not yet acquired.
     queues: [heapless::Deque<(usize, u64), MAX_FRAMES>; MAX_CONSUMERS],
+    /// Sequence of the producer's next frame.
+    next: u64,
+    /// Whether the producer holds a frame.
+    producer_held: bool,
 }
 
-struct Frame {
-    buffer: BufObj,
-    views: heapless::Vec<BufObj, MAX_CONSUMERS>,
-    present: Mutex<Fence>,
-    releases: heapless::Vec<Mutex<Fence>, MAX_CONSUMERS>,
-    sequence: AtomicU64,
-}
-
-struct Inner {
+pub(crate) struct Inner {
+    id: u64,
     layout: FrameLayout,
     config: RingConfig,
     state: Mutex<State>,
     changed: Condvar,
-    frames: ManuallyDrop<Vec<Frame>>,
-    present_obj: SyncObj,
-    release_objs: heapless::Vec<SyncObj, MAX_CONSUMERS>,
-    sync: SyncModule,
+    slots: ManuallyDrop<Vec<Slot>>,
+    present: SyncPoint,
+    releases: heapless::Vec<SyncPoint, MAX_CONSUMERS>,
+    sync_module: Option<SyncModule>,
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+/// Ring identities: never reused within a process.
+static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `timeout` from now; timeouts too large for the clock mean "practically forever".
+fn deadline_after(timeout: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 impl Inner {
-    /// An identity for tokens: frames from one ring are refused by another.
-    fn id(self: &Arc<Self>) -> usize {
-        Arc::as_ptr(self) as usize
-    }
-
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
-    /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes
-    /// ([`Error::Timeout`] naming `what`).
+    /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes (the error
+    /// `on_timeout` builds from the state).
     fn wait_state<T>(
         &self,
         deadline: Instant,
-        what: &'static str,
         mut ready: impl FnMut(&mut State) -> Option<T>,
+        on_timeout: impl FnOnce(&State) -> Error,
     ) -> Result<T> {
         let mut st = self.state();
         loop {
@@ -92,37 +157,59 @@ impl Inner {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(timeout_error(what, self.config.timeout));
+                return Err(on_timeout(&st));
             }
             st = self.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
+
+    fn waiter(&self) -> Result<CpuWaiter> {
+        CpuWaiter::new(self.sync_module.as_ref())
+    }
+
+    /// The error for a producer that found slot `index` still held.
+    fn stuck_consumers(&self, st: &State, index: usize) -> Error {
+        let holders: Vec<String> =
+            (0..self.config.consumers).filter(|c| st.pending[index] & (1 << c) != 0).map(|c| c.to_string()).collect();
+        ring_timeout(format!(
+            "pipeline::Producer::acquire timed out after {:?}: consumer(s) {} have not released slot {index} \
+             (frame {})",
+            self.config.timeout,
+            holders.join(", "),
+            st.sequence[index]
+        ), self.config.timeout)
+    }
+
+    /// Takes the frame back from consumer `consumer` with `fence` (its release fence).
+    fn give_back(&self, index: usize, consumer: usize, fence: RingFence) {
+        *lock(&self.slots[index].releases[consumer]) = fence;
+        self.state().pending[index] &= !(1u32 << consumer);
+        self.changed.notify_all();
+    }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// A ring timeout naming who held the frame or whose fence did not expire.
+fn ring_timeout(detail: String, timeout: Duration) -> Error {
+    Error::RingTimeout { detail, timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX) }
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         // Never free memory another engine may still use: wait for every outstanding fence
-        // first; if that fails, leak the buffers rather than free them.
-        let mut all_done = true;
-        if let Ok(mut ctx) = self.sync.cpu_wait_context() {
-            for f in self.frames.iter() {
-                for r in f.releases.iter() {
-                    all_done &= lock(r).wait(&mut ctx, Some(self.config.timeout)).is_ok();
-                }
-                all_done &= lock(&f.present).wait(&mut ctx, Some(self.config.timeout)).is_ok();
-            }
-        } else {
-            all_done = false;
-        }
+        // first; if that fails, leak the slots rather than free them.
+        let timeout = self.config.timeout;
+        let all_done = match self.waiter() {
+            Ok(mut w) => self.slots.iter().all(|s| {
+                let releases = s.releases.iter().all(|r| w.wait(&lock(r), timeout).is_ok());
+                releases && w.wait(&lock(&s.present), timeout).is_ok()
+            }),
+            Err(_) => false,
+        };
         if all_done {
-            // SAFETY: dropped exactly once, here; nothing uses the frames afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.frames) };
+            // SAFETY: dropped exactly once, here; nothing uses the slots afterwards.
+            unsafe { ManuallyDrop::drop(&mut self.slots) };
         } else {
-            log::error!("frame ring dropped with fences that did not expire; leaking its buffers");
+            log::error!("frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers");
         }
     }
 }
@@ -135,112 +222,77 @@ pub struct FrameRing {
 impl std::fmt::Debug for FrameRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameRing")
+            .field("id", &self.inner.id)
             .field("layout", &self.inner.layout)
             .field("config", &self.inner.config)
             .finish()
     }
 }
 
-fn sync_list(m: &SyncModule, perm: SyncPerm) -> Result<SyncAttrList> {
-    let mut l = m.attr_list()?;
-    l.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(perm)])?;
-    Ok(l)
-}
-
 impl FrameRing {
-    /// Allocates `config.frames` buffers of `format` and the sync objects, with the CPU as
-    /// producer and as every consumer.
-    pub fn new(lib: &NvSci, format: FrameFormat, config: RingConfig) -> Result<Self> {
-        Self::build(lib, format, config, None)
+    /// Allocates `config.frames` buffers of `format` and the sync objects on `lib`, with the
+    /// CPU as producer and as every consumer.
+    pub fn new(lib: &crate::NvSci, format: super::FrameFormat, config: RingConfig) -> Result<Self> {
+        let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
+        Self::with_engines(lib, format, config, &Engine::Cpu, consumers.get(..config.consumers).unwrap_or(&[]))
     }
 
-    /// As [`new`](Self::new), with `gpu` added to every buffer list so consumers can import the
-    /// frames into that GPU (e.g. CUDA on Jetson).
-    pub fn with_gpu(lib: &NvSci, format: FrameFormat, config: RingConfig, gpu: GpuId) -> Result<Self> {
-        Self::build(lib, format, config, Some(gpu))
-    }
-
-    fn build(lib: &NvSci, format: FrameFormat, config: RingConfig, gpu: Option<GpuId>) -> Result<Self> {
+    /// As [`new`](Self::new), with the engine of every party: each attribute list names its
+    /// engine (CPU access, or the GPU id and, for sync objects, what CUDA needs to signal or
+    /// wait), so CUDA parties can import the frames and fences. `consumers` has one engine per
+    /// consumer.
+    pub fn with_engines(
+        lib: &crate::NvSci,
+        format: super::FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<Self> {
         format.validate()?;
-        if !(2..=MAX_FRAMES).contains(&config.frames) {
+        config.validate()?;
+        if consumers.len() != config.consumers {
             return Err(invalid(
-                "config.frames",
-                format!("{} frames; 2 to {MAX_FRAMES} allowed", config.frames),
+                "consumers",
+                format!("{} engines for {} consumers", consumers.len(), config.consumers),
             ));
         }
-        if !(1..=MAX_CONSUMERS).contains(&config.consumers) {
-            return Err(invalid(
-                "config.consumers",
-                format!("{} consumers; 1 to {MAX_CONSUMERS} allowed", config.consumers),
-            ));
-        }
-        let bufm = BufModule::open(lib)?;
-        let producer_list = format.attr_list(&bufm, Perm::ReadWrite, true, gpu)?;
-        let mut consumer_lists = Vec::with_capacity(config.consumers);
-        for _ in 0..config.consumers {
-            consumer_lists.push(format.attr_list(&bufm, Perm::ReadOnly, true, gpu)?);
-        }
-        let mut all: Vec<&BufAttrList> = vec![&producer_list];
-        all.extend(consumer_lists.iter());
-        let reconciled = BufAttrList::reconcile(&all)?;
+        Self::from_parts(config, super::nvsci::parts(lib, format, config, producer, consumers)?)
+    }
 
-        let sync = SyncModule::open(lib)?;
-        let mut present_lists = vec![sync_list(&sync, SyncPerm::SignalOnly)?];
-        for _ in 0..config.consumers {
-            present_lists.push(sync_list(&sync, SyncPerm::WaitOnly)?);
+    pub(crate) fn from_parts(config: RingConfig, parts: RingParts) -> Result<Self> {
+        config.validate()?;
+        if parts.slots.len() != config.frames || parts.releases.len() != config.consumers {
+            return Err(invalid("parts", "the backend built a different number of slots or consumers"));
         }
-        let refs: Vec<&SyncAttrList> = present_lists.iter().collect();
-        let present_obj = SyncObj::alloc(&SyncAttrList::reconcile(&refs)?)?;
-        let mut release_objs = heapless::Vec::new();
-        for _ in 0..config.consumers {
-            let s = sync_list(&sync, SyncPerm::SignalOnly)?;
-            let w = sync_list(&sync, SyncPerm::WaitOnly)?;
-            let _ = release_objs.push(SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &w])?)?);
-        }
-
-        let mut frames = Vec::with_capacity(config.frames);
-        for _ in 0..config.frames {
-            let buffer = BufObj::alloc(&reconciled)?;
-            let mut views = heapless::Vec::new();
-            let mut releases = heapless::Vec::new();
-            for _ in 0..config.consumers {
-                let _ = views.push(buffer.dup_with_reduced_perm(Perm::ReadOnly)?);
-                let _ = releases.push(Mutex::new(Fence::cleared()));
-            }
-            frames.push(Frame {
-                buffer,
-                views,
-                present: Mutex::new(Fence::cleared()),
-                releases,
-                sequence: AtomicU64::new(0),
-            });
-        }
-        let layout =
-            FrameLayout { format, size: frames[0].buffer.size(), planes: frames[0].buffer.planes()? };
         log::debug!(
             "frame ring: {} x {:?}, {} bytes per frame, {} consumers",
             config.frames,
-            format,
-            layout.size,
+            parts.layout.format,
+            parts.layout.size,
             config.consumers
         );
         let inner = Inner {
-            layout,
+            id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
+            layout: parts.layout,
             config,
             state: Mutex::new(State {
                 pending: [0; MAX_FRAMES],
+                sequence: [0; MAX_FRAMES],
                 queues: core::array::from_fn(|_| heapless::Deque::new()),
+                next: 0,
+                producer_held: false,
             }),
             changed: Condvar::new(),
-            frames: ManuallyDrop::new(frames),
-            present_obj,
-            release_objs,
-            sync,
+            slots: ManuallyDrop::new(parts.slots),
+            present: parts.present,
+            releases: parts.releases,
+            sync_module: parts.sync_module,
+            _keep: parts.keep,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
 
-    /// The frame layout, from the reconciled attributes.
+    /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
         &self.inner.layout
     }
@@ -250,33 +302,40 @@ impl FrameRing {
         self.inner.config
     }
 
+    /// This ring's identity (never reused by another ring in this process).
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
     /// Splits the ring into its producer and its consumers (consumer `i` at index `i`).
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
-        let producer = Producer {
-            inner: self.inner.clone(),
-            ctx: self.inner.sync.cpu_wait_context()?,
-            next: 0,
-            held: false,
-        };
+        let producer = Producer { inner: self.inner.clone(), waiter: self.inner.waiter()? };
         let mut consumers = Vec::with_capacity(self.inner.config.consumers);
         for id in 0..self.inner.config.consumers {
-            consumers.push(Consumer {
-                inner: self.inner.clone(),
-                ctx: self.inner.sync.cpu_wait_context()?,
-                id,
-            });
+            consumers.push(Consumer { inner: self.inner.clone(), waiter: self.inner.waiter()?, id });
         }
         Ok((producer, consumers))
     }
 }
 
-/// A frame the producer holds: fill it, then [`Producer::present`] it.
-#[derive(Debug)]
-#[must_use = "an acquired frame must be presented"]
+/// A frame the producer holds: have it written, then present it. Dropped unpresented, it is
+/// discarded and the next acquire hands out the same slot and sequence again.
+#[must_use = "an acquired frame must be presented (dropping it discards the frame)"]
 pub struct ProducerFrame {
+    inner: Arc<Inner>,
     index: usize,
     sequence: u64,
-    ring: usize,
+    live: bool,
+}
+
+impl std::fmt::Debug for ProducerFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProducerFrame")
+            .field("ring", &self.inner.id)
+            .field("index", &self.index)
+            .field("sequence", &self.sequence)
+            .finish()
+    }
 }
 
 impl ProducerFrame {
@@ -288,16 +347,43 @@ impl ProducerFrame {
     pub fn sequence(&self) -> u64 {
         self.sequence
     }
+    /// The identity of the ring it came from.
+    pub fn ring_id(&self) -> u64 {
+        self.inner.id
+    }
 }
 
-/// A frame a consumer holds: read it, then [`Consumer::release`] it.
-#[derive(Debug)]
-#[must_use = "an acquired frame must be released"]
+impl Drop for ProducerFrame {
+    fn drop(&mut self) {
+        if self.live {
+            log::debug!("frame {} (slot {}) dropped unpresented: discarded", self.sequence, self.index);
+            self.inner.state().producer_held = false;
+            self.inner.changed.notify_all();
+        }
+    }
+}
+
+/// A frame a consumer holds: read it, then release it. Dropped unreleased, it is released once
+/// its present fence expired (waited on the CPU, up to the ring's timeout; if it does not
+/// expire, the frame stays held and the producer's acquire reports this consumer).
+#[must_use = "an acquired frame must be released (dropping it releases it after a CPU wait)"]
 pub struct ConsumerFrame {
+    inner: Arc<Inner>,
     index: usize,
     sequence: u64,
-    ring: usize,
     consumer: usize,
+    live: bool,
+}
+
+impl std::fmt::Debug for ConsumerFrame {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumerFrame")
+            .field("ring", &self.inner.id)
+            .field("index", &self.index)
+            .field("sequence", &self.sequence)
+            .field("consumer", &self.consumer)
+            .finish()
+    }
 }
 
 impl ConsumerFrame {
@@ -309,182 +395,366 @@ impl ConsumerFrame {
     pub fn sequence(&self) -> u64 {
         self.sequence
     }
+    /// The consumer that holds it.
+    pub fn consumer(&self) -> usize {
+        self.consumer
+    }
+    /// The identity of the ring it came from.
+    pub fn ring_id(&self) -> u64 {
+        self.inner.id
+    }
 }
 
-/// `timeout` from now; timeouts too large for the clock mean "practically forever".
-fn deadline_after(timeout: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
-}
-
-fn timeout_error(function: &'static str, timeout: Duration) -> Error {
-    Error::Timeout { function, timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX) }
+impl Drop for ConsumerFrame {
+    fn drop(&mut self) {
+        if !self.live {
+            return;
+        }
+        let inner = &self.inner;
+        let expired = inner
+            .waiter()
+            .and_then(|mut w| w.wait(&lock(&inner.slots[self.index].present), inner.config.timeout));
+        match expired {
+            Ok(()) => {
+                log::debug!("frame {} dropped by consumer {}: released", self.sequence, self.consumer);
+                inner.give_back(self.index, self.consumer, RingFence::Expired);
+            }
+            Err(e) => log::error!(
+                "frame {} dropped by consumer {} before its present fence expired ({e}); the slot stays held",
+                self.sequence,
+                self.consumer
+            ),
+        }
+    }
 }
 
 /// The producing side of a ring.
 pub struct Producer {
     inner: Arc<Inner>,
-    ctx: CpuWaitContext,
-    next: u64,
-    held: bool,
+    waiter: CpuWaiter,
 }
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer").field("next", &self.next).finish()
+        f.debug_struct("Producer").field("ring", &self.inner.id).finish()
     }
 }
 
 impl Producer {
-    /// Waits (up to the ring's timeout) until the next frame is released by every consumer and
-    /// their release fences expired, and hands it out.
+    /// Waits (up to the ring's timeout) until the next slot is released by every consumer, then
+    /// waits on the CPU for their release fences, and hands the slot out (CPU producers).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
-        if self.held {
-            return Err(invalid("producer", "present the frame already acquired first"));
-        }
-        let cfg = self.inner.config;
-        let index = (self.next % cfg.frames as u64) as usize;
-        let deadline = deadline_after(cfg.timeout);
-        self.inner.wait_state(
-            deadline,
-            "pipeline::Producer::acquire (a consumer has not released the frame)",
-            |st| (st.pending[index] == 0).then_some(()),
-        )?;
-        let frame = &self.inner.frames[index];
-        for r in frame.releases.iter() {
+        let deadline = deadline_after(self.inner.config.timeout);
+        let frame = self.acquire_until(deadline)?;
+        for (c, r) in self.inner.slots[frame.index].releases.iter().enumerate() {
             let left = deadline.saturating_duration_since(Instant::now());
-            lock(r).wait(&mut self.ctx, Some(left)).map_err(|e| match e {
-                Error::Timeout { .. } => {
-                    timeout_error("pipeline::Producer::acquire (release fence)", cfg.timeout)
-                }
-                e => e,
-            })?;
+            if let Err(e) = self.waiter.wait(&lock(r), left) {
+                return Err(match e {
+                    Error::Timeout { .. } => ring_timeout(format!(
+                        "pipeline::Producer::acquire timed out after {:?}: the release fence of consumer {c} \
+                         for slot {} did not expire",
+                        self.inner.config.timeout, frame.index
+                    ), self.inner.config.timeout),
+                    e => e,
+                });
+                // `frame` drops here: discarded, the slot is handed out again next time.
+            }
         }
-        self.held = true;
-        Ok(ProducerFrame { index, sequence: self.next, ring: self.inner.id() })
+        Ok(frame)
+    }
+
+    /// As [`acquire`](Self::acquire) without the CPU wait: the caller's engine must wait for
+    /// every fence of [`release_fences`](Self::release_fences) before writing the frame.
+    pub fn acquire_unwaited(&mut self) -> Result<ProducerFrame> {
+        self.acquire_until(deadline_after(self.inner.config.timeout))
+    }
+
+    fn acquire_until(&mut self, deadline: Instant) -> Result<ProducerFrame> {
+        let inner = &self.inner;
+        let frames = inner.config.frames as u64;
+        let mut held_already = false;
+        let (index, sequence) = inner.wait_state(
+            deadline,
+            |st| {
+                if st.producer_held {
+                    held_already = true;
+                    return Some((usize::MAX, 0));
+                }
+                let index = (st.next % frames) as usize;
+                (st.pending[index] == 0).then(|| {
+                    st.producer_held = true;
+                    (index, st.next)
+                })
+            },
+            |st| inner.stuck_consumers(st, (st.next % frames) as usize),
+        )?;
+        if held_already {
+            return Err(invalid("producer", "present (or drop) the frame already acquired first"));
+        }
+        Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true })
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
-        if frame.ring != self.inner.id() || frame.index >= self.inner.frames.len() {
-            return Err(invalid("frame", "the frame was acquired from another ring"));
+        if frame.inner.id != self.inner.id {
+            return Err(invalid(
+                "frame",
+                format!("frame of ring {} handed to ring {}", frame.inner.id, self.inner.id),
+            ));
         }
         Ok(())
     }
 
-    /// The read-write buffer of a held frame.
+    /// The release fences of a held frame, one per consumer: an engine producer waits for all
+    /// of them before writing (after [`acquire_unwaited`](Self::acquire_unwaited)).
+    pub fn release_fences<'a>(
+        &'a self,
+        frame: &ProducerFrame,
+    ) -> Result<impl Iterator<Item = MutexGuard<'a, RingFence>> + 'a> {
+        self.check(frame)?;
+        Ok(self.inner.slots[frame.index].releases.iter().map(lock))
+    }
+
+    /// The read-write NvSciBuf object of a held frame (NvSci backends).
     pub fn buffer(&self, frame: &ProducerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        Ok(&self.inner.frames[frame.index].buffer)
+        self.inner.slots[frame.index].memory.buffer()
     }
 
-    /// Presents a filled frame to every consumer with a CPU-signalled fence. On an error the
-    /// frame is not presented and the next `acquire` hands out the same slot again.
+    /// CPU write access to a held frame.
+    pub fn cpu_write(&self, frame: &ProducerFrame) -> Result<FrameWrite<'_>> {
+        self.check(frame)?;
+        self.inner.slots[frame.index].memory.cpu_write()
+    }
+
+    /// Presents a frame the CPU has written: signals the present fence now.
     pub fn present(&mut self, frame: ProducerFrame) -> Result<()> {
         self.check(&frame)?;
-        self.held = false;
-        let f = &self.inner.frames[frame.index];
-        {
-            let mut fence = lock(&f.present);
-            *fence = self.inner.present_obj.generate_fence()?;
-            self.inner.present_obj.signal()?;
+        let fence = self.inner.present.cpu_signal()?;
+        self.publish(frame, fence);
+        Ok(())
+    }
+
+    /// Presents a frame with the fence of the engine that writes it: consumers wait for it
+    /// before reading. The fence must come from [`present_sync`](Self::present_sync) (or the
+    /// ring's present semaphore on Vulkan); another is refused and the frame stays held.
+    pub fn present_with(&mut self, frame: ProducerFrame, fence: impl Into<RingFence>) -> Result<()> {
+        self.check(&frame)?;
+        let fence = fence.into();
+        if !self.inner.present.owns(&fence) {
+            return Err(invalid("fence", "the fence does not come from this ring's present sync object"));
         }
-        f.sequence.store(frame.sequence, Ordering::Release);
+        self.publish(frame, fence);
+        Ok(())
+    }
+
+    fn publish(&mut self, mut frame: ProducerFrame, fence: RingFence) {
+        frame.live = false;
+        let inner = &self.inner;
+        *lock(&inner.slots[frame.index].present) = fence;
         {
-            let mut st = self.inner.state();
-            let n = self.inner.config.consumers;
+            let mut st = inner.state();
+            let n = inner.config.consumers;
             st.pending[frame.index] = (1u32 << n) - 1;
+            st.sequence[frame.index] = frame.sequence;
             for q in st.queues.iter_mut().take(n) {
-                // Cannot overflow: a consumer has at most one entry per frame slot.
+                // Cannot overflow: a consumer has at most one entry per slot.
                 let _ = q.push_back((frame.index, frame.sequence));
             }
+            st.next += 1;
+            st.producer_held = false;
         }
-        self.inner.changed.notify_all();
-        self.next += 1;
-        Ok(())
+        inner.changed.notify_all();
+    }
+
+    /// The NvSciSync object present fences come from (NvSci backends): generate a fence from it
+    /// for an engine that signals later, e.g. another thread or, on Tegra, a camera or VIC.
+    pub fn present_sync(&self) -> Option<&SyncObj> {
+        self.inner.present.nvsci()
+    }
+
+    /// The release sync object of consumer `consumer` (NvSci backends), for importing into the
+    /// producer's engine.
+    pub fn release_sync(&self, consumer: usize) -> Option<&SyncObj> {
+        self.inner.releases.get(consumer).and_then(SyncPoint::nvsci)
+    }
+
+    pub(crate) fn present_point(&self) -> &SyncPoint {
+        &self.inner.present
+    }
+
+    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+    pub(crate) fn release_point(&self, consumer: usize) -> Option<&SyncPoint> {
+        self.inner.releases.get(consumer)
+    }
+
+    pub(crate) fn slots(&self) -> &[Slot] {
+        &self.inner.slots
     }
 
     /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
         &self.inner.layout
     }
+
+    /// The ring parameters.
+    pub fn config(&self) -> RingConfig {
+        self.inner.config
+    }
+
+    /// The ring's identity.
+    pub fn ring_id(&self) -> u64 {
+        self.inner.id
+    }
 }
 
 /// One consuming side of a ring.
 pub struct Consumer {
     inner: Arc<Inner>,
-    ctx: CpuWaitContext,
+    waiter: CpuWaiter,
     id: usize,
 }
 
 impl std::fmt::Debug for Consumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Consumer").field("id", &self.id).finish()
+        f.debug_struct("Consumer").field("ring", &self.inner.id).field("id", &self.id).finish()
     }
 }
 
 impl Consumer {
-    /// Waits (up to the ring's timeout) for the next presented frame and its present fence.
+    /// Waits (up to the ring's timeout) for the next presented frame, then waits on the CPU for
+    /// its present fence (CPU consumers). On a fence timeout the frame stays first in line.
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
-        let cfg = self.inner.config;
-        let deadline = deadline_after(cfg.timeout);
-        let id = self.id;
-        let (index, sequence) =
-            self.inner.wait_state(deadline, "pipeline::Consumer::acquire (no frame presented)", |st| {
-                st.queues[id].pop_front()
-            })?;
+        let deadline = deadline_after(self.inner.config.timeout);
+        let mut frame = self.acquire_until(deadline)?;
         let left = deadline.saturating_duration_since(Instant::now());
-        if let Err(e) = lock(&self.inner.frames[index].present).wait(&mut self.ctx, Some(left)) {
-            // Not taken: the frame stays first in line for the next acquire.
-            let _ = self.inner.state().queues[id].push_front((index, sequence));
-            return Err(e);
+        if let Err(e) = self.waiter.wait(&lock(&self.inner.slots[frame.index].present), left) {
+            frame.live = false;
+            let _ = self.inner.state().queues[self.id].push_front((frame.index, frame.sequence));
+            return Err(match e {
+                Error::Timeout { .. } => ring_timeout(format!(
+                    "pipeline::Consumer::acquire timed out after {:?}: the present fence of frame {} did not \
+                     expire",
+                    self.inner.config.timeout, frame.sequence
+                ), self.inner.config.timeout),
+                e => e,
+            });
         }
-        Ok(ConsumerFrame { index, sequence, ring: self.inner.id(), consumer: id })
+        Ok(frame)
+    }
+
+    /// As [`acquire`](Self::acquire) without the CPU wait: the caller's engine must wait for
+    /// [`present_fence`](Self::present_fence) before reading.
+    pub fn acquire_unwaited(&mut self) -> Result<ConsumerFrame> {
+        self.acquire_until(deadline_after(self.inner.config.timeout))
+    }
+
+    fn acquire_until(&mut self, deadline: Instant) -> Result<ConsumerFrame> {
+        let id = self.id;
+        let timeout = self.inner.config.timeout;
+        let (index, sequence) = self.inner.wait_state(
+            deadline,
+            |st| st.queues[id].pop_front(),
+            |_| ring_timeout(format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"), timeout),
+        )?;
+        Ok(ConsumerFrame { inner: self.inner.clone(), index, sequence, consumer: id, live: true })
     }
 
     fn check(&self, frame: &ConsumerFrame) -> Result<()> {
-        if frame.ring != self.inner.id()
-            || frame.consumer != self.id
-            || frame.index >= self.inner.frames.len()
-        {
-            return Err(invalid("frame", "the frame was acquired by another consumer or ring"));
+        if frame.inner.id != self.inner.id {
+            return Err(invalid(
+                "frame",
+                format!("frame of ring {} handed to ring {}", frame.inner.id, self.inner.id),
+            ));
+        }
+        if frame.consumer != self.id {
+            return Err(invalid(
+                "frame",
+                format!("frame acquired by consumer {} handed to consumer {}", frame.consumer, self.id),
+            ));
         }
         Ok(())
     }
 
-    /// The read-only view of a held frame.
+    /// The present fence of a held frame: an engine consumer waits for it before reading
+    /// (after [`acquire_unwaited`](Self::acquire_unwaited)).
+    pub fn present_fence(&self, frame: &ConsumerFrame) -> Result<MutexGuard<'_, RingFence>> {
+        self.check(frame)?;
+        Ok(lock(&self.inner.slots[frame.index].present))
+    }
+
+    /// The read-only NvSciBuf view of a held frame (NvSci backends).
     pub fn view(&self, frame: &ConsumerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        Ok(&self.inner.frames[frame.index].views[self.id])
+        self.inner.slots[frame.index].memory.view(self.id)
     }
 
-    /// Releases a frame with this consumer's CPU-signalled fence. Even when signalling fails
-    /// the frame is handed back (this consumer is done with it), and the error is returned.
+    /// CPU read access to a held frame.
+    pub fn cpu_read(&self, frame: &ConsumerFrame) -> Result<FrameRead<'_>> {
+        self.check(frame)?;
+        self.inner.slots[frame.index].memory.cpu_read(self.id)
+    }
+
+    /// Releases a frame the CPU is done with: signals this consumer's release fence now.
+    /// Even when signalling fails the frame is handed back (the CPU is done with it) and the
+    /// error is returned.
     pub fn release(&mut self, frame: ConsumerFrame) -> Result<()> {
         self.check(&frame)?;
-        let f = &self.inner.frames[frame.index];
-        let signalled = {
-            let obj = &self.inner.release_objs[self.id];
-            let mut fence = lock(&f.releases[self.id]);
-            let r = obj.generate_fence().and_then(|new| {
-                *fence = new;
-                obj.signal()
-            });
-            if r.is_err() {
-                fence.clear();
+        match self.inner.releases[self.id].cpu_signal() {
+            Ok(fence) => {
+                self.finish(frame, fence);
+                Ok(())
             }
-            r
-        };
-        {
-            let mut st = self.inner.state();
-            st.pending[frame.index] &= !(1u32 << self.id);
+            Err(e) => {
+                self.finish(frame, RingFence::Expired);
+                Err(e)
+            }
         }
-        self.inner.changed.notify_all();
-        signalled
     }
 
-    /// The read-only view of frame slot `index` (for setting up imports, e.g. into CUDA).
+    /// Releases a frame with the fence of the engine that reads it: the producer reuses the slot
+    /// once it expired. The fence must come from this consumer's release sync object
+    /// ([`release_sync`](Self::release_sync)); another is refused and the frame stays held.
+    pub fn release_with(&mut self, frame: ConsumerFrame, fence: impl Into<RingFence>) -> Result<()> {
+        self.check(&frame)?;
+        let fence = fence.into();
+        if !self.inner.releases[self.id].owns(&fence) {
+            return Err(invalid("fence", "the fence does not come from this consumer's release sync object"));
+        }
+        self.finish(frame, fence);
+        Ok(())
+    }
+
+    fn finish(&mut self, mut frame: ConsumerFrame, fence: RingFence) {
+        frame.live = false;
+        self.inner.give_back(frame.index, self.id, fence);
+    }
+
+    /// The NvSciSync object this consumer's release fences come from (NvSci backends).
+    pub fn release_sync(&self) -> Option<&SyncObj> {
+        self.inner.releases[self.id].nvsci()
+    }
+
+    /// The present sync object (NvSci backends), for importing into this consumer's engine.
+    pub fn present_sync(&self) -> Option<&SyncObj> {
+        self.inner.present.nvsci()
+    }
+
+    pub(crate) fn present_point(&self) -> &SyncPoint {
+        &self.inner.present
+    }
+
+    pub(crate) fn release_point(&self) -> &SyncPoint {
+        &self.inner.releases[self.id]
+    }
+
+    pub(crate) fn slots(&self) -> &[Slot] {
+        &self.inner.slots
+    }
+
+    /// The read-only NvSciBuf view of slot `index` (NvSci backends; for imports, e.g. into
+    /// CUDA).
     pub fn slot_view(&self, index: usize) -> Option<&BufObj> {
-        self.inner.frames.get(index).map(|f| &f.views[self.id])
+        self.inner.slots.get(index).and_then(|s| s.memory.view(self.id).ok())
     }
 
     /// This consumer's index.
@@ -495,5 +765,15 @@ impl Consumer {
     /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
         &self.inner.layout
+    }
+
+    /// The ring parameters.
+    pub fn config(&self) -> RingConfig {
+        self.inner.config
+    }
+
+    /// The ring's identity.
+    pub fn ring_id(&self) -> u64 {
+        self.inner.id
     }
 }

@@ -79,6 +79,33 @@ impl SyncObj {
         check("NvSciSyncObjSignal", unsafe { f(self.0.raw) })
     }
 
+    /// The host address of the object's 64-bit counter, on implementations whose sync objects
+    /// reach a GPU through host memory ([`GpuInterop::HostMemory`](crate::GpuInterop)); `None`
+    /// on NVIDIA's libraries. Valid while any clone of this object lives.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn host_counter(&self) -> Result<Option<*mut u64>> {
+        let Some(f) = self.0.module.0.lib.host_gpu().SyncObjGetCounter else {
+            return Ok(None);
+        };
+        let mut counter = core::ptr::null_mut();
+        // SAFETY: the object is alive; the out-pointer is valid for writes.
+        check("SyncObjGetCounter", unsafe { f(self.0.raw, &mut counter) })?;
+        if counter.is_null() || counter as usize % 8 != 0 {
+            return Err(invalid("counter", format!("the implementation returned {counter:?}")));
+        }
+        Ok(Some(counter))
+    }
+
+    /// Fills `fence` (cleared first) with the fence of the next signal by this object's engine
+    /// signaler (a GPU stream writing the counter); host-memory implementations only.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn generate_engine_fence_into(&self, fence: &mut Fence) -> Result<()> {
+        let f = nvfn!(self.0.module.0.lib.host_gpu(), SyncObjGenerateEngineFence);
+        fence.reset_for(self);
+        // SAFETY: the object is alive and the fence storage is cleared (reset above).
+        check("SyncObjGenerateEngineFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })
+    }
+
     /// The module this object belongs to.
     pub fn module(&self) -> &SyncModule {
         &self.0.module

@@ -1,0 +1,217 @@
+//! The ring's fence semantics on the mock with CPU engines: presents and releases whose fences
+//! expire later (signalled from another thread), dropped tokens, tokens of other rings, and
+//! fences of unrelated sync objects.
+#![cfg(feature = "mock")]
+
+use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig, RingFence};
+use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+use nvsci::{Error, NvSci};
+use std::time::{Duration, Instant};
+
+fn ring(frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
+    FrameRing::new(
+        &NvSci::mock(),
+        FrameFormat::Raw { size: 4096 },
+        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms) },
+    )
+    .unwrap()
+}
+
+const DELAY: Duration = Duration::from_millis(60);
+
+#[test]
+fn a_consumer_waits_for_a_present_fence_that_expires_later() {
+    let (mut p, mut cs) = ring(2, 1, 2000).split().unwrap();
+    for round in 1..=3u8 {
+        let f = p.acquire().unwrap();
+        // The "engine" writes the frame after the present and only then signals: a consumer
+        // that did not wait would read the previous contents (zeros, or the last round's).
+        let buffer = p.buffer(&f).unwrap().dup().unwrap();
+        let obj = p.present_sync().unwrap().clone();
+        let fence = obj.generate_fence().unwrap();
+        p.present_with(f, fence).unwrap();
+        let engine = std::thread::spawn(move || {
+            std::thread::sleep(DELAY);
+            buffer.cpu_write().unwrap().fill(round);
+            obj.signal().unwrap();
+        });
+        let t = Instant::now();
+        let g = cs[0].acquire().unwrap();
+        let waited = t.elapsed();
+        let bytes = cs[0].cpu_read(&g).unwrap();
+        assert!(bytes.iter().all(|&b| b == round), "round {round}: read {} before the fence expired", bytes[0]);
+        assert!(waited >= DELAY / 2, "the consumer did not wait for the present fence ({waited:?})");
+        drop(bytes);
+        cs[0].release(g).unwrap();
+        engine.join().unwrap();
+    }
+}
+
+#[test]
+fn the_producer_waits_for_a_release_fence_that_expires_later() {
+    let (mut p, mut cs) = ring(2, 1, 2000).split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    // The consumer's "engine" still reads slot 0 after the release; it signals when done.
+    let g = cs[0].acquire().unwrap();
+    let obj = cs[0].release_sync().unwrap().clone();
+    let fence = obj.generate_fence().unwrap();
+    cs[0].release_with(g, fence).unwrap();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    let engine = std::thread::spawn(move || {
+        std::thread::sleep(DELAY);
+        d.store(true, std::sync::atomic::Ordering::SeqCst);
+        obj.signal().unwrap();
+    });
+    let f = p.acquire().unwrap();
+    assert_eq!(f.index(), 0);
+    assert!(done.load(std::sync::atomic::Ordering::SeqCst), "slot reused before the release fence expired");
+    p.present(f).unwrap();
+    engine.join().unwrap();
+}
+
+#[test]
+fn a_release_fence_that_never_expires_times_out_naming_the_consumer() {
+    let (mut p, mut cs) = ring(2, 2, 80).split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    let g = cs[0].acquire().unwrap();
+    cs[0].release(g).unwrap();
+    let g = cs[1].acquire().unwrap();
+    let obj = cs[1].release_sync().unwrap().clone();
+    cs[1].release_with(g, obj.generate_fence().unwrap()).unwrap();
+    match p.acquire() {
+        Err(Error::RingTimeout { detail, .. }) => {
+            assert!(detail.contains("release fence of consumer 1 for slot 0"), "{detail}")
+        }
+        other => panic!("expected a ring timeout, got {other:?}"),
+    }
+    // Once the fence expires the same slot is handed out.
+    obj.signal().unwrap();
+    assert_eq!(p.acquire().unwrap().index(), 0);
+}
+
+#[test]
+fn a_dropped_producer_frame_is_discarded_and_its_slot_handed_out_again() {
+    let (mut p, mut cs) = ring(3, 1, 200).split().unwrap();
+    let f = p.acquire().unwrap();
+    assert_eq!((f.index(), f.sequence()), (0, 0));
+    drop(f);
+    let f = p.acquire().unwrap();
+    assert_eq!((f.index(), f.sequence()), (0, 0));
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    assert_eq!(g.sequence(), 0);
+    cs[0].release(g).unwrap();
+    // Dropped after an error path (`?` in a helper): still not jammed.
+    fn fails(p: &mut nvsci::pipeline::Producer) -> nvsci::Result<()> {
+        let _f = p.acquire()?;
+        Err(Error::Unsupported { what: "test", reason: "early return" })
+    }
+    assert!(fails(&mut p).is_err());
+    assert_eq!(p.acquire().unwrap().sequence(), 1);
+}
+
+#[test]
+fn a_dropped_consumer_frame_is_released_after_its_present_fence() {
+    let (mut p, mut cs) = ring(2, 1, 500).split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    drop(cs[0].acquire().unwrap());
+    drop(cs[0].acquire().unwrap());
+    // Both slots came back without an explicit release.
+    for seq in 2..6 {
+        let f = p.acquire().unwrap();
+        assert_eq!(f.sequence(), seq);
+        p.present(f).unwrap();
+        let g = cs[0].acquire().unwrap();
+        cs[0].release(g).unwrap();
+    }
+    // Dropped during a panic: the slot comes back too.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _g = cs[0].acquire_unwaited();
+        panic!("consumer failed");
+    }));
+    assert!(r.is_err());
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+}
+
+#[test]
+fn tokens_of_a_dropped_ring_are_refused_by_a_new_one() {
+    let lib = NvSci::mock();
+    let cfg = RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(200) };
+    let mut ids = std::collections::HashSet::new();
+    let (old_token, old_id) = {
+        let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+        let id = r.id();
+        let (mut p, _cs) = r.split().unwrap();
+        (p.acquire().unwrap(), id)
+    };
+    ids.insert(old_id);
+    // New rings never take an identity that was used before, even after the old ring's memory
+    // is gone.
+    for _ in 0..20 {
+        let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+        assert!(ids.insert(r.id()), "ring id {} reused", r.id());
+    }
+    let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+    let (mut p, mut cs) = r.split().unwrap();
+    assert_eq!(old_token.ring_id(), old_id);
+    match p.present(old_token) {
+        Err(Error::InvalidArgument { name: "frame", reason }) => assert!(reason.contains("frame of ring"), "{reason}"),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    cs[0].release(g).unwrap();
+}
+
+fn unrelated_object(lib: &NvSci) -> SyncObj {
+    let m = SyncModule::open(lib).unwrap();
+    let mut s = m.attr_list().unwrap();
+    s.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
+    let mut w = m.attr_list().unwrap();
+    w.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)]).unwrap();
+    SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &w]).unwrap()).unwrap()
+}
+
+#[test]
+fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
+    let lib = NvSci::mock();
+    let (mut p, mut cs) = FrameRing::new(
+        &lib,
+        FrameFormat::Raw { size: 64 },
+        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(200) },
+    )
+    .unwrap()
+    .split()
+    .unwrap();
+    let other = unrelated_object(&lib);
+    let f = p.acquire().unwrap();
+    let index = f.index();
+    match p.present_with(f, other.generate_fence().unwrap()) {
+        Err(Error::InvalidArgument { name: "fence", .. }) => {}
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    // The refused frame was discarded, not lost: the slot is handed out again.
+    let f = p.acquire().unwrap();
+    assert_eq!(f.index(), index);
+    // The present fence of the ring itself is no release fence either.
+    let present = p.present_sync().unwrap().generate_fence().unwrap();
+    p.present_with(f, present.try_clone().unwrap()).unwrap();
+    p.present_sync().unwrap().signal().unwrap();
+    let g = cs[0].acquire().unwrap();
+    assert!(matches!(cs[0].release_with(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
+    let g = cs[0].acquire().unwrap_err();
+    assert!(matches!(g, Error::RingTimeout { .. }), "the refused release dropped the frame: {g:?}");
+    let _ = RingFence::default();
+}
