@@ -6,18 +6,27 @@
 //!     [--width 1920 --height 1080 --frames N --buffers 4 --recorder --compare-copy --out frame.png]
 //! ```
 //!
-//! * mock: mock NvSci buffers and fences; the conversion runs on the CPU.
-//! * nvsci (Jetson/DRIVE): NvSciBuf frames imported into CUDA; the conversion is a CUDA kernel.
-//! * vulkan (desktop NVIDIA GPU): Vulkan-exported frames and timeline semaphores; CUDA kernel.
+//! One loop serves every backend: the camera (a CPU thread) writes each frame into the ring and
+//! presents it; the converter waits for the frame's present fence on its own engine, converts,
+//! and releases the frame with its own engine's fence.
+//!
+//! * nvsci (Jetson/DRIVE): NvSciBuf frames and NvSciSync fences imported into CUDA; the
+//!   converter is a CUDA kernel that waits and signals on its stream.
+//! * mock: the mock NvSci; with a CUDA GPU, the same CUDA converter as on Jetson (mock buffers
+//!   page-locked in host memory, fences as counters the stream waits on and writes); without
+//!   one, the conversion runs on the CPU.
+//! * vulkan (desktop NVIDIA GPU, feature `vulkan`): Vulkan-exported frames and timeline
+//!   semaphores; the same CUDA converter.
 //!
 //! Every frame's RGBA statistic is checked against the value computed from the test pattern
 //! itself; the program exits non-zero on any mismatch. `--recorder` adds a second consumer, a
-//! CPU recorder with a read-only view, that checksums every frame (mock and nvsci backends).
-//! `--compare-copy` (CUDA backends) also runs the copy pipeline a user would otherwise write
-//! (frame in host memory, cuMemcpyHtoD, same kernel) and prints both.
+//! CPU recorder reading the frames in place, that checksums every frame (every backend).
+//! `--compare-copy` (CUDA converter) also runs the copy pipeline a user would otherwise write
+//! (frame in host memory, cuMemcpyHtoD, same kernel) and prints both. Set `RUST_LOG=debug` to
+//! see the memory-sync decisions of every wait and signal.
 
 use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba, test_pattern_statistic};
-use nvsci::pipeline::{Backend, BackendKind, FrameFormat, FrameLayout, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, BackendKind, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -25,6 +34,7 @@ use std::time::{Duration, Instant};
 /// Distinct test-pattern frames generated up front (frame `t` shows pattern `t % PATTERNS`).
 const PATTERNS: u64 = 8;
 
+#[derive(Clone)]
 struct Args {
     width: u32,
     height: u32,
@@ -38,8 +48,8 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        width: 1920,
-        height: 1080,
+        width: 0,
+        height: 0,
         frames: 0,
         buffers: 4,
         backend: None,
@@ -125,24 +135,6 @@ fn write_png(path: &PathBuf, w: u32, h: u32, rgba: &[u8]) -> Result<(), String> 
     wr.finish().map_err(|e| e.to_string())
 }
 
-/// The synthetic camera's step: acquire a free frame, write `content`, run `before_present`
-/// (timestamping), present it.
-fn produce(
-    producer: &mut nvsci::pipeline::Producer,
-    content: &[u8],
-    before_present: impl FnOnce(),
-) -> Result<(), String> {
-    let f = producer.acquire().map_err(|e| e.to_string())?;
-    producer
-        .buffer(&f)
-        .map_err(|e| e.to_string())?
-        .cpu_write()
-        .map_err(|e| e.to_string())?
-        .copy_from_slice(content);
-    before_present();
-    producer.present(f).map_err(|e| e.to_string())
-}
-
 /// What a run produced: its timing and the last converted frame.
 struct Outcome {
     stats: Vec<Stats>,
@@ -150,141 +142,235 @@ struct Outcome {
     mismatches: u64,
 }
 
-/// The mock backend: a producer thread, a CPU converter and optionally a CPU recorder.
-fn run_cpu(lib: &nvsci::NvSci, a: &Args) -> Result<Outcome, String> {
+/// The converting consumer: on the CPU, or a CUDA kernel queued on a stream.
+enum Converter {
+    Cpu { consumer: Consumer, rgba: Vec<u8> },
+    #[cfg(feature = "cuda")]
+    Cuda(gpu::CudaConverter),
+}
+
+impl Converter {
+    /// Converts the next frame. The CPU returns its statistic at once; the CUDA converter
+    /// records it on the device (read back once at the end) and returns `None`.
+    fn convert_next(&mut self, layout: &FrameLayout) -> Result<(u64, Option<u64>), String> {
+        match self {
+            Converter::Cpu { consumer, rgba } => {
+                let f = consumer.acquire().map_err(|e| e.to_string())?;
+                let sum = nv12_to_rgba(layout, &consumer.cpu_read(&f).map_err(|e| e.to_string())?, rgba)
+                    .map_err(|e| e.to_string())?;
+                let seq = f.sequence();
+                consumer.release(f).map_err(|e| e.to_string())?;
+                Ok((seq, Some(sum)))
+            }
+            #[cfg(feature = "cuda")]
+            Converter::Cuda(c) => c.convert_next().map(|seq| (seq, None)),
+        }
+    }
+
+    /// The statistics recorded on the device (CUDA) and the last converted frame.
+    fn finish(self, frames: u64) -> Result<(Vec<Option<u64>>, Vec<u8>), String> {
+        match self {
+            Converter::Cpu { rgba, .. } => Ok((vec![None; frames as usize], rgba)),
+            #[cfg(feature = "cuda")]
+            Converter::Cuda(c) => c.finish(),
+        }
+    }
+}
+
+/// The camera, a CPU thread: writes pattern `t % PATTERNS` into each frame and presents it.
+fn spawn_camera(
+    mut producer: nvsci::pipeline::Producer,
+    frames: Vec<Vec<u8>>,
+    n: u64,
+) -> std::thread::JoinHandle<Result<(), String>> {
+    std::thread::spawn(move || {
+        for t in 0..n {
+            let f = producer.acquire().map_err(|e| e.to_string())?;
+            producer.cpu_write(&f).map_err(|e| e.to_string())?.copy_from_slice(&frames[(t % PATTERNS) as usize]);
+            producer.present(f).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    })
+}
+
+/// The recorder, a CPU consumer reading every frame in place and checksumming it.
+fn spawn_recorder(mut rec: Consumer, sums: Vec<u64>, n: u64) -> std::thread::JoinHandle<Result<u64, String>> {
+    std::thread::spawn(move || {
+        let mut bad = 0;
+        for _ in 0..n {
+            let f = rec.acquire().map_err(|e| e.to_string())?;
+            let sum = fnv1a(&rec.cpu_read(&f).map_err(|e| e.to_string())?);
+            bad += (sum != sums[(f.sequence() % PATTERNS) as usize]) as u64;
+            rec.release(f).map_err(|e| e.to_string())?;
+        }
+        Ok(bad)
+    })
+}
+
+/// CPU time (user + system) of this process so far.
+fn cpu_time() -> Duration {
+    #[repr(C)]
+    struct Timeval {
+        sec: i64,
+        usec: i64,
+    }
+    #[repr(C)]
+    struct Rusage {
+        utime: Timeval,
+        stime: Timeval,
+        rest: [i64; 14],
+    }
+    extern "C" {
+        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
+    }
+    let mut u = Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
+    // SAFETY: getrusage(RUSAGE_SELF = 0) writes one struct rusage (2 timevals + 14 longs on
+    // 64-bit Linux) through the valid pointer.
+    if unsafe { getrusage(0, &mut u) } != 0 {
+        return Duration::ZERO;
+    }
+    let us = |t: &Timeval| Duration::from_micros((t.sec * 1_000_000 + t.usec).max(0) as u64);
+    us(&u.utime) + us(&u.stime)
+}
+
+/// The one loop: build the ring on the backend, camera and recorder threads, the converter
+/// here.
+fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    let config = RingConfig {
-        frames: a.buffers,
-        consumers: 1 + a.recorder as usize,
-        timeout: Duration::from_secs(10),
-    };
-    let ring = FrameRing::new(lib, format, config).map_err(|e| e.to_string())?;
+    let config =
+        RingConfig { frames: a.buffers, consumers: 1 + a.recorder as usize, timeout: Duration::from_secs(10) };
+    let engine = backend.gpu_engine();
+    let mut consumers_engines = vec![engine.clone()];
+    if a.recorder {
+        consumers_engines.push(Engine::Cpu);
+    }
+    let ring = backend.build_ring(format, config, &Engine::Cpu, &consumers_engines).map_err(|e| e.to_string())?;
     let layout = ring.layout().clone();
     println!(
-        "ring: {} x NV12 {}x{}, {} bytes per frame, luma pitch {}, chroma at {} pitch {} (from the reconciled attributes)",
-        a.buffers, a.width, a.height, layout.size, layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch
+        "ring: {} x NV12 {}x{}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",
+        a.buffers,
+        a.width,
+        a.height,
+        layout.size,
+        layout.planes[0].pitch,
+        layout.planes[1].offset,
+        layout.planes[1].pitch,
+        if engine.is_cpu() { "the CPU" } else { "a CUDA stream (fence waits and signals on the stream)" }
     );
     let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
     let sums: Vec<u64> = frames.iter().map(|f| fnv1a(f)).collect();
-    let (mut producer, consumers) = ring.split().map_err(|e| e.to_string())?;
-    let n = a.frames;
-    let start = Instant::now();
-    let present_at: std::sync::Arc<Vec<std::sync::atomic::AtomicU64>> =
-        std::sync::Arc::new((0..n).map(|_| std::sync::atomic::AtomicU64::new(0)).collect());
+    let (producer, consumers) = ring.split().map_err(|e| e.to_string())?;
     let mut cons = consumers.into_iter();
-    let mut converter = cons.next().ok_or("no consumer")?;
-    let recorder = cons.next().map(|mut rec| {
-        let sums = sums.clone();
-        std::thread::spawn(move || -> Result<u64, String> {
-            let mut bad = 0;
-            for _ in 0..n {
-                let f = rec.acquire().map_err(|e| e.to_string())?;
-                let sum =
-                    fnv1a(&rec.view(&f).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?);
-                bad += (sum != sums[(f.sequence() % PATTERNS) as usize]) as u64;
-                rec.release(f).map_err(|e| e.to_string())?;
-            }
-            Ok(bad)
-        })
-    });
-    let times = present_at.clone();
-    let producer_thread = std::thread::spawn(move || -> Result<(), String> {
-        for t in 0..n {
-            produce(&mut producer, &frames[(t % PATTERNS) as usize], || {
-                times[t as usize]
-                    .store(start.elapsed().as_nanos() as u64, std::sync::atomic::Ordering::Release)
-            })?;
-        }
-        Ok(())
-    });
-    let mut rgba = vec![0u8; (a.width * a.height * 4) as usize];
+    let first = cons.next().ok_or("no consumer")?;
+    let mut converter = match &engine {
+        Engine::Cpu => Converter::Cpu { consumer: first, rgba: vec![0u8; (a.width * a.height * 4) as usize] },
+        #[cfg(feature = "cuda")]
+        Engine::Cuda(dev) => Converter::Cuda(gpu::CudaConverter::new(first, dev, &layout, a)?),
+    };
+    let n = a.frames;
+    let recorder = cons.next().map(|rec| spawn_recorder(rec, sums, n));
+    let start = Instant::now();
+    let cpu0 = cpu_time();
+    let camera = spawn_camera(producer, frames, n);
     let mut latencies = Vec::with_capacity(n as usize);
     let mut mismatches = 0;
+    let mut immediate = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let f = converter.acquire().map_err(|e| e.to_string())?;
-        let sum = nv12_to_rgba(
-            &layout,
-            &converter.view(&f).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?,
-            &mut rgba,
-        )
-        .map_err(|e| e.to_string())?;
-        let seq = f.sequence();
-        converter.release(f).map_err(|e| e.to_string())?;
-        let presented =
-            Duration::from_nanos(present_at[seq as usize].load(std::sync::atomic::Ordering::Acquire));
-        latencies.push(start.elapsed().saturating_sub(presented));
+        let t0 = Instant::now();
+        let (seq, sum) = converter.convert_next(&layout)?;
+        latencies.push(t0.elapsed());
+        immediate.push((seq, sum));
+    }
+    let (device_sums, last_rgba) = converter.finish(n)?;
+    let elapsed = start.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu0);
+    camera.join().map_err(|_| "camera panicked")??;
+    for (i, (seq, sum)) in immediate.into_iter().enumerate() {
+        let sum = sum.or(device_sums[i]).ok_or("missing frame statistic")?;
         if sum != expected[(seq % PATTERNS) as usize] {
             mismatches += 1;
             eprintln!("frame {seq}: statistic {sum} != expected {}", expected[(seq % PATTERNS) as usize]);
         }
     }
-    let elapsed = start.elapsed();
-    producer_thread.join().map_err(|_| "producer panicked")??;
     if let Some(r) = recorder {
         let bad = r.join().map_err(|_| "recorder panicked")??;
-        println!("recorder (CPU, read-only view): {n} frames checksummed, {bad} mismatches");
+        println!("recorder (CPU, in place): {n} frames checksummed, {bad} mismatches");
         mismatches += bad;
     }
-    Ok(Outcome {
-        stats: vec![Stats { label: "mock ring, CPU NV12->RGBA".into(), frames: n, elapsed, latencies }],
-        last_rgba: rgba,
-        mismatches,
-    })
+    println!(
+        "process CPU time (user+sys, all threads): {:.1} us per frame",
+        cpu.as_secs_f64() * 1e6 / n as f64
+    );
+    let label = format!(
+        "{} ring, {} NV12->RGBA (call time per frame)",
+        backend.kind(),
+        if engine.is_cpu() { "CPU" } else { "CUDA" }
+    );
+    let mut stats = vec![Stats { label, frames: n, elapsed, latencies }];
+    #[cfg(feature = "cuda")]
+    if a.compare_copy {
+        if let Engine::Cuda(dev) = &engine {
+            let (s, bad) = gpu::run_copy(dev, a, &layout)?;
+            mismatches += bad;
+            stats.push(s);
+        } else {
+            println!("note: --compare-copy needs a CUDA converter; skipped");
+        }
+    }
+    Ok(Outcome { stats, last_rgba, mismatches })
 }
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    //! The CUDA consumer shared by the NvSci and Vulkan backends, and the copy pipeline.
+    //! The CUDA converter (one per backend: NvSci, mock on a GPU, Vulkan) and the copy pipeline.
     use super::*;
-    use nvsci::cuda::cudarc::driver::{
-        CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
-    };
+    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
     use nvsci::cuda::cudarc::nvrtc::Ptx;
-    use nvsci::cuda::CudaDevice;
+    use nvsci::cuda::{CudaDevice, MemSync};
     use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
+    use nvsci::pipeline::CudaConsumer;
     use std::sync::Arc;
 
-    /// The NV12 -> RGBA kernel with its output buffers.
-    pub struct Converter {
-        pub stream: Arc<CudaStream>,
+    /// The NV12 -> RGBA kernel and its outputs: the RGBA image and one statistic per frame.
+    pub struct Kernel {
         f: CudaFunction,
         pub rgba: CudaSlice<u8>,
-        sum: CudaSlice<u64>,
+        sums: CudaSlice<u64>,
         w: u32,
         h: u32,
+        y_off: u64,
         y_pitch: u32,
         uv_off: u64,
         uv_pitch: u32,
     }
 
-    impl Converter {
-        pub fn new(dev: &CudaDevice, layout: &FrameLayout, w: u32, h: u32) -> Result<Self, String> {
-            let ctx = dev.context();
-            let m = ctx.load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(|e| format!("PTX: {e}"))?;
+    impl Kernel {
+        pub fn new(dev: &CudaDevice, stream: &Arc<CudaStream>, layout: &FrameLayout, a: &Args) -> Result<Self, String> {
+            let m = dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(|e| format!("PTX: {e}"))?;
             let f = m.load_function("nv12_to_rgba").map_err(|e| e.to_string())?;
-            let stream = ctx.default_stream();
-            let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).map_err(|e| e.to_string())?;
-            let sum = stream.alloc_zeros::<u64>(1).map_err(|e| e.to_string())?;
+            let rgba = stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
+            let sums = stream.alloc_zeros::<u64>(a.frames as usize).map_err(|e| e.to_string())?;
             Ok(Self {
-                stream,
                 f,
                 rgba,
-                sum,
-                w,
-                h,
+                sums,
+                w: a.width,
+                h: a.height,
+                y_off: layout.planes[0].offset,
                 y_pitch: layout.planes[0].pitch,
                 uv_off: layout.planes[1].offset - layout.planes[0].offset,
                 uv_pitch: layout.planes[1].pitch,
             })
         }
 
-        /// Enqueues the conversion of the NV12 frame at device address `src`.
-        pub fn enqueue(&mut self, src: u64) -> Result<(), String> {
-            let s = self.stream.clone();
-            s.memset_zeros(&mut self.sum).map_err(|e| e.to_string())?;
-            let (dst, _g1) = self.rgba.device_ptr(&s);
-            let (sum, _g2) = self.sum.device_ptr(&s);
-            let mut b = s.launch_builder(&self.f);
+        /// Enqueues the conversion of the frame at `src` (buffer start) on `stream`, its
+        /// statistic going to slot `t`.
+        pub fn enqueue(&mut self, stream: &CudaStream, src: u64, t: u64) -> Result<(), String> {
+            let src = src + self.y_off;
+            let (dst, _g1) = self.rgba.device_ptr(stream);
+            let (sums, _g2) = self.sums.device_ptr(stream);
+            let sum = sums + 8 * t;
+            let mut b = stream.launch_builder(&self.f);
             b.arg(&src).arg(&self.y_pitch).arg(&self.uv_off).arg(&self.uv_pitch).arg(&self.w).arg(&self.h);
             b.arg(&dst).arg(&sum);
             let cfg = LaunchConfig {
@@ -292,21 +378,56 @@ mod gpu {
                 block_dim: (16, 16, 1),
                 shared_mem_bytes: 0,
             };
-            // SAFETY: `src` maps a whole NV12 frame of this layout; `dst` holds w*h*4 bytes and
-            // `sum` one u64, matching the kernel's parameter list.
+            // SAFETY: `src` points to the luma plane of a whole NV12 frame of this layout (the
+            // chroma plane at `uv_off` from it); `dst` holds w*h*4 bytes; `sum` is element `t`
+            // of the statistics array (t < frames); the arguments match the kernel's list.
             unsafe { b.launch(cfg) }.map(drop).map_err(|e| e.to_string())
         }
 
-        /// Waits for the stream and returns the frame statistic.
-        pub fn statistic(&self) -> Result<u64, String> {
-            let mut host = [0u64; 1];
-            self.stream.memcpy_dtoh(&self.sum, &mut host).map_err(|e| e.to_string())?;
-            self.stream.synchronize().map_err(|e| e.to_string())?;
-            Ok(host[0])
+        /// Waits for `stream` and reads back the statistics and the RGBA image.
+        pub fn read_back(&self, stream: &Arc<CudaStream>) -> Result<(Vec<u64>, Vec<u8>), String> {
+            let sums = stream.clone_dtoh(&self.sums).map_err(|e| e.to_string())?;
+            let rgba = stream.clone_dtoh(&self.rgba).map_err(|e| e.to_string())?;
+            stream.synchronize().map_err(|e| e.to_string())?;
+            Ok((sums, rgba))
+        }
+    }
+
+    /// The ring consumer on a CUDA stream: per frame, a stream wait on the present fence, the
+    /// kernel, a stream signal of the release fence; no CPU wait, no synchronisation.
+    pub struct CudaConverter {
+        kernel: Kernel,
+        consumer: CudaConsumer,
+        converted: u64,
+    }
+
+    impl CudaConverter {
+        pub fn new(consumer: Consumer, dev: &CudaDevice, layout: &FrameLayout, a: &Args) -> Result<Self, String> {
+            let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
+            let kernel = Kernel::new(dev, &stream, layout, a)?;
+            let consumer = CudaConsumer::new(consumer, dev, stream, MemSync::Auto).map_err(|e| e.to_string())?;
+            Ok(Self { kernel, consumer, converted: 0 })
         }
 
-        pub fn rgba_host(&self) -> Result<Vec<u8>, String> {
-            self.stream.clone_dtoh(&self.rgba).map_err(|e| e.to_string())
+        pub fn convert_next(&mut self) -> Result<u64, String> {
+            let t = self.converted;
+            let kernel = &mut self.kernel;
+            let mut launch = Ok(());
+            let seq = self
+                .consumer
+                .process(|f| {
+                    launch = kernel.enqueue(f.stream(), f.device_address(), t);
+                    Ok(f.sequence())
+                })
+                .map_err(|e| e.to_string())?;
+            launch?;
+            self.converted += 1;
+            Ok(seq)
+        }
+
+        pub fn finish(self) -> Result<(Vec<Option<u64>>, Vec<u8>), String> {
+            let (sums, rgba) = self.kernel.read_back(self.consumer.stream())?;
+            Ok((sums.into_iter().map(Some).collect(), rgba))
         }
     }
 
@@ -314,26 +435,25 @@ mod gpu {
     /// kernel.
     pub fn run_copy(dev: &CudaDevice, a: &Args, layout: &FrameLayout) -> Result<(Stats, u64), String> {
         let (frames, expected) = patterns(layout, a.width, a.height).map_err(|e| e.to_string())?;
-        let mut conv = Converter::new(dev, layout, a.width, a.height)?;
-        let stream = conv.stream.clone();
+        let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
+        let mut kernel = Kernel::new(dev, &stream, layout, a)?;
         let mut src = stream.alloc_zeros::<u8>(layout.size as usize).map_err(|e| e.to_string())?;
         let mut latencies = Vec::with_capacity(a.frames as usize);
-        let mut bad = 0;
         let start = Instant::now();
         for t in 0..a.frames {
             let t0 = Instant::now();
             stream.memcpy_htod(&frames[(t % PATTERNS) as usize][..], &mut src).map_err(|e| e.to_string())?;
-            let (p, _g) = src.device_ptr(&stream);
-            conv.enqueue(p)?;
-            drop(_g);
-            let sum = conv.statistic()?;
+            let (p, g) = src.device_ptr(&stream);
+            kernel.enqueue(&stream, p, t)?;
+            drop(g);
             latencies.push(t0.elapsed());
-            bad += (sum != expected[(t % PATTERNS) as usize]) as u64;
         }
+        let (sums, _) = kernel.read_back(&stream)?;
         let elapsed = start.elapsed();
+        let bad = (0..a.frames).filter(|&t| sums[t as usize] != expected[(t % PATTERNS) as usize]).count() as u64;
         Ok((
             Stats {
-                label: "copy path (host frame + cuMemcpyHtoD + kernel)".into(),
+                label: "copy path (host frame + cuMemcpyHtoD + kernel, call time per frame)".into(),
                 frames: a.frames,
                 elapsed,
                 latencies,
@@ -343,120 +463,6 @@ mod gpu {
     }
 }
 
-/// NvSci backend (Jetson/DRIVE): NvSciBuf frames imported into CUDA, CPU-side fences.
-#[cfg(feature = "cuda")]
-fn run_nvsci(b: &Backend, a: &Args) -> Result<Outcome, String> {
-    use nvsci::cuda::{ExternalMemory, ReadOnly};
-    let (lib, dev) = (b.nvsci.as_ref().ok_or("no NvSci")?, b.cuda.as_ref().ok_or("no CUDA device")?);
-    let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    let config = RingConfig {
-        frames: a.buffers,
-        consumers: 1 + a.recorder as usize,
-        timeout: Duration::from_secs(10),
-    };
-    let ring = FrameRing::with_gpu(lib, format, config, dev.gpu_id()).map_err(|e| e.to_string())?;
-    let layout = ring.layout().clone();
-    let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
-    let (mut producer, mut consumers) = ring.split().map_err(|e| e.to_string())?;
-    let (first, rest) = consumers.split_at_mut(1);
-    let consumer = &mut first[0];
-    let mut recorder = rest.first_mut();
-    let mut imports = Vec::new();
-    for i in 0..a.buffers {
-        let view = consumer.slot_view(i).ok_or("missing frame view")?;
-        let mem = ExternalMemory::<ReadOnly>::from_buf_obj(dev, view).map_err(|e| e.to_string())?;
-        let map = mem.map_all().map_err(|e| e.to_string())?;
-        imports.push(map);
-    }
-    let mut conv = gpu::Converter::new(dev, &layout, a.width, a.height)?;
-    let mut latencies = Vec::with_capacity(a.frames as usize);
-    let mut mismatches = 0;
-    let start = Instant::now();
-    for t in 0..a.frames {
-        let t0 = Instant::now();
-        produce(&mut producer, &frames[(t % PATTERNS) as usize], || ())?;
-        let g = consumer.acquire().map_err(|e| e.to_string())?;
-        conv.enqueue(imports[g.index()].device_address())?;
-        let sum = conv.statistic()?;
-        consumer.release(g).map_err(|e| e.to_string())?;
-        if let Some(r) = recorder.as_deref_mut() {
-            let h = r.acquire().map_err(|e| e.to_string())?;
-            let ok = fnv1a(&r.view(&h).map_err(|e| e.to_string())?.cpu_read().map_err(|e| e.to_string())?)
-                == fnv1a(&frames[(t % PATTERNS) as usize]);
-            mismatches += (!ok) as u64;
-            r.release(h).map_err(|e| e.to_string())?;
-        }
-        latencies.push(t0.elapsed());
-        mismatches += (sum != expected[(t % PATTERNS) as usize]) as u64;
-    }
-    let elapsed = start.elapsed();
-    let mut stats =
-        vec![Stats { label: "nvsci ring, CUDA NV12->RGBA".into(), frames: a.frames, elapsed, latencies }];
-    if a.compare_copy {
-        let (s, bad) = gpu::run_copy(dev, a, &layout)?;
-        mismatches += bad;
-        stats.push(s);
-    }
-    Ok(Outcome { last_rgba: conv.rgba_host()?, stats, mismatches })
-}
-
-/// Vulkan backend (desktop NVIDIA GPU): the Vulkan frame ring, CUDA converting in place.
-#[cfg(feature = "vulkan")]
-fn run_vulkan(b: &Backend, a: &Args) -> Result<Outcome, String> {
-    use nvsci::pipeline::VulkanFrameRing;
-    if a.recorder {
-        println!("note: --recorder needs a ring with CPU-readable views (mock or nvsci backend); ignored on vulkan");
-    }
-    let (ctx, dev) =
-        (b.vulkan.as_ref().ok_or("no Vulkan context")?, b.cuda.as_ref().ok_or("no CUDA device")?);
-    let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    let mut ring = VulkanFrameRing::new(ctx, dev, format, a.buffers, Duration::from_secs(10))
-        .map_err(|e| e.to_string())?;
-    let layout = ring.layout().clone();
-    println!(
-        "vulkan: {} ({}), hand-off mode {:?}; frame layout fixed by the backend: luma pitch {}, chroma at {}",
-        ctx.info().name,
-        ctx.info().uuid_string(),
-        ring.mode(),
-        layout.planes[0].pitch,
-        layout.planes[1].offset
-    );
-    let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
-    let mut conv = gpu::Converter::new(dev, &layout, a.width, a.height)?;
-    let stream = conv.stream.clone();
-    let mut latencies = Vec::with_capacity(a.frames as usize);
-    let mut mismatches = 0;
-    let start = Instant::now();
-    for t in 0..a.frames {
-        let t0 = Instant::now();
-        let f = ring.acquire().map_err(|e| e.to_string())?;
-        ring.staging_mut(&f).map_err(|e| e.to_string())?.copy_from_slice(&frames[(t % PATTERNS) as usize]);
-        let p = ring.present(f, &stream).map_err(|e| e.to_string())?;
-        conv.enqueue(p.device_address())?;
-        ring.release(p, &stream).map_err(|e| e.to_string())?;
-        let sum = conv.statistic()?;
-        latencies.push(t0.elapsed());
-        if sum != expected[(t % PATTERNS) as usize] {
-            mismatches += 1;
-            eprintln!("frame {t}: statistic {sum} != expected {}", expected[(t % PATTERNS) as usize]);
-        }
-    }
-    let elapsed = start.elapsed();
-    ring.drain().map_err(|e| e.to_string())?;
-    let mut stats = vec![Stats {
-        label: "vulkan ring -> CUDA NV12->RGBA (zero copy)".into(),
-        frames: a.frames,
-        elapsed,
-        latencies,
-    }];
-    if a.compare_copy {
-        let (s, bad) = gpu::run_copy(dev, a, &layout)?;
-        mismatches += bad;
-        stats.push(s);
-    }
-    Ok(Outcome { last_rgba: conv.rgba_host()?, stats, mismatches })
-}
-
 fn run(a: &Args) -> Result<bool, String> {
     let backend = match a.backend {
         None => Backend::auto(),
@@ -464,15 +470,19 @@ fn run(a: &Args) -> Result<bool, String> {
     }
     .map_err(|e| e.to_string())?;
     println!("{}", backend.explain());
-    let outcome = match backend.kind {
-        BackendKind::Mock => run_cpu(backend.nvsci.as_ref().ok_or("no mock")?, a)?,
-        #[cfg(feature = "cuda")]
-        BackendKind::NvSci => run_nvsci(&backend, a)?,
-        #[cfg(feature = "vulkan")]
-        BackendKind::Vulkan => run_vulkan(&backend, a)?,
-        #[allow(unreachable_patterns)]
-        other => return Err(format!("backend {other} is not built in")),
-    };
+    let mut a = a.clone();
+    let gpu = !backend.gpu_engine().is_cpu();
+    if a.width == 0 || a.height == 0 {
+        // The CPU converter is slow in a debug build: keep the default run small there.
+        (a.width, a.height) = if gpu { (1920, 1080) } else { (640, 360) };
+    }
+    if a.frames == 0 {
+        a.frames = if gpu { 600 } else { 24 };
+    }
+    if cfg!(debug_assertions) {
+        println!("(debug build: use `cargo run --release --example camera_zero_copy` for figures)");
+    }
+    let outcome = run_ring(&backend, &a)?;
     for s in &outcome.stats {
         s.print();
     }
@@ -504,7 +514,7 @@ fn run(a: &Args) -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
-    let mut a = match parse() {
+    let a = match parse() {
         Ok(a) => a,
         Err(e) => {
             if !e.is_empty() {
@@ -517,10 +527,6 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if a.frames == 0 {
-        // The CPU conversion of the mock is slow in debug builds: keep the default run short.
-        a.frames = if a.backend == Some(BackendKind::Mock) || a.backend.is_none() { 30 } else { 600 };
-    }
     match run(&a) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

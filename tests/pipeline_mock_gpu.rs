@@ -1,0 +1,230 @@
+//! The mock NvSci on a real CUDA GPU: the code a Jetson user deploys (attribute lists naming the
+//! GPU, reconcile, alloc, import into CUDA, fence waits and signals on streams) end to end.
+//! Mock buffers are page-locked host memory used in place; mock fences are counters the stream
+//! waits on and writes. Every frame is checked against an independent expectation.
+#![cfg(all(feature = "mock", feature = "cuda"))]
+
+mod common;
+
+use common::{expected_pattern, gpu, open_fds, serial, FILL_PATTERN_PTX};
+use nvsci::cuda::cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use nvsci::cuda::cudarc::nvrtc::Ptx;
+use nvsci::cuda::{CudaDevice, CudaSyncObj, MemSync};
+use nvsci::pipeline::{CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::{Error, NvSci};
+use std::sync::Arc;
+use std::time::Duration;
+
+const N: usize = 64 * 1024;
+const FRAMES: usize = 1000;
+
+fn config(consumers: usize) -> RingConfig {
+    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10) }
+}
+
+/// Device memory in use and open fds, to compare before and after a run.
+fn footprint() -> (usize, usize) {
+    let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
+    (total - free, open_fds())
+}
+
+fn assert_frames(results: &[u8], seeds: impl Fn(usize) -> u32) {
+    for t in 0..FRAMES {
+        let got = &results[t * N..(t + 1) * N];
+        let want = expected_pattern(N, seeds(t));
+        assert!(got == &want[..], "frame {t}: bytes differ from the pattern (first {} vs {})", got[0], want[0]);
+    }
+}
+
+/// A CUDA consumer copying every frame into `results` on its stream.
+fn consume_all(c: &mut CudaConsumer, results: &mut CudaSlice<u8>) {
+    for t in 0..FRAMES {
+        c.process(|f| {
+            let mut dst = results.slice_mut(t * N..(t + 1) * N);
+            f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(|e| Error::Cuda {
+                function: "cuMemcpyDtoDAsync",
+                code: e.0 as u32,
+                name: "copy",
+            })?;
+            Ok(())
+        })
+        .unwrap();
+    }
+}
+
+/// CPU camera: writes pattern `t` after presenting with a fence it signals only once the bytes
+/// are written (every 50th frame after a pause), so a consumer that did not wait would copy a
+/// stale frame.
+fn spawn_late_camera(mut p: nvsci::pipeline::Producer) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for t in 0..FRAMES {
+            let f = p.acquire().unwrap();
+            let buffer = p.buffer(&f).unwrap().dup().unwrap();
+            let obj = p.present_sync().unwrap().clone();
+            let fence = obj.generate_fence().unwrap();
+            p.present_with(f, fence).unwrap();
+            if t % 50 == 0 {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            buffer.cpu_write().unwrap().copy_from_slice(&expected_pattern(N, t as u32));
+            obj.signal().unwrap();
+        }
+    })
+}
+
+fn run_cpu_camera(dev: &CudaDevice, recorder: bool) {
+    let lib = NvSci::mock();
+    assert_eq!(lib.gpu_interop(), nvsci::GpuInterop::HostMemory);
+    let mut engines = vec![Engine::Cuda(dev.clone())];
+    if recorder {
+        engines.push(Engine::Cpu);
+    }
+    let ring =
+        FrameRing::with_engines(&lib, FrameFormat::Raw { size: N as u64 }, config(engines.len()), &Engine::Cpu, &engines)
+            .unwrap();
+    let (p, cs) = ring.split().unwrap();
+    let mut cs = cs.into_iter();
+    let stream = dev.context().new_stream().unwrap();
+    let mut results = stream.alloc_zeros::<u8>(N * FRAMES).unwrap();
+    let mut cuda = CudaConsumer::new(cs.next().unwrap(), dev, stream.clone(), MemSync::Auto).unwrap();
+    let rec = cs.next().map(|mut r| {
+        std::thread::spawn(move || {
+            for _ in 0..FRAMES {
+                let g = r.acquire().unwrap();
+                let want = expected_pattern(N, g.sequence() as u32);
+                assert!(r.cpu_read(&g).unwrap()[..] == want[..], "recorder: frame {} differs", g.sequence());
+                r.release(g).unwrap();
+            }
+        })
+    });
+    let camera = spawn_late_camera(p);
+    consume_all(&mut cuda, &mut results);
+    camera.join().unwrap();
+    if let Some(r) = rec {
+        r.join().unwrap();
+    }
+    let host = stream.clone_dtoh(&results).unwrap();
+    assert_frames(&host, |t| t as u32);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_consumer_waits_on_its_stream_for_late_cpu_presents_1000_frames() {
+    let Some(dev) = gpu() else { return };
+    let _s = serial();
+    let ledger = nvsci_mock::global_ledger();
+    run_cpu_camera(&dev, false); // warm-up: module loading and first-use allocations
+    let (mem0, fds0) = footprint();
+    let handles0 = ledger.counts();
+    run_cpu_camera(&dev, false);
+    assert_eq!(ledger.counts(), handles0, "mock handles leaked");
+    let (mem1, fds1) = footprint();
+    assert_eq!(fds1, fds0, "fds leaked");
+    assert_eq!(mem1, mem0, "device memory leaked");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_consumer_and_cpu_recorder_see_every_frame() {
+    let Some(dev) = gpu() else { return };
+    let _s = serial();
+    run_cpu_camera(&dev, true);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_producer_on_one_stream_feeds_cuda_consumers_on_others() {
+    let Some(dev) = gpu() else { return };
+    let _s = serial();
+    let lib = NvSci::mock();
+    let gpu_engine = Engine::Cuda(dev.clone());
+    let ring = FrameRing::with_engines(
+        &lib,
+        FrameFormat::Raw { size: N as u64 },
+        config(2),
+        &gpu_engine,
+        &[gpu_engine.clone(), gpu_engine.clone()],
+    )
+    .unwrap();
+    let (p, cs) = ring.split().unwrap();
+    let ctx = dev.context();
+    let fill = ctx.load_module(Ptx::from_src(FILL_PATTERN_PTX)).unwrap().load_function("fill_pattern").unwrap();
+    let pstream = ctx.new_stream().unwrap();
+    let mut producer = CudaProducer::new(p, &dev, pstream.clone(), MemSync::Auto).unwrap();
+    let mut consumers: Vec<(CudaConsumer, Arc<CudaStream>, CudaSlice<u8>)> = cs
+        .into_iter()
+        .map(|c| {
+            let s = ctx.new_stream().unwrap();
+            let results = s.alloc_zeros::<u8>(N * FRAMES).unwrap();
+            (CudaConsumer::new(c, &dev, s.clone(), MemSync::Auto).unwrap(), s, results)
+        })
+        .collect();
+    for t in 0..FRAMES {
+        producer
+            .produce(|f| {
+                let ptr = f.device_address();
+                let (n, seed) = (N as u64, t as u32);
+                let mut b = f.stream().launch_builder(&fill);
+                b.arg(&ptr).arg(&n).arg(&seed);
+                let cfg = LaunchConfig { grid_dim: ((N as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                // SAFETY: `ptr` maps N writable bytes of the frame; the kernel writes p[0..n].
+                unsafe { b.launch(cfg) }.map(drop).map_err(|e| Error::Cuda { function: "cuLaunchKernel", code: e.0 as u32, name: "launch" })
+            })
+            .unwrap();
+        for (c, _, results) in consumers.iter_mut() {
+            c.process(|f| {
+                let mut dst = results.slice_mut(t * N..(t + 1) * N);
+                f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(|e| Error::Cuda {
+                    function: "cuMemcpyDtoDAsync",
+                    code: e.0 as u32,
+                    name: "copy",
+                })
+            })
+            .unwrap();
+        }
+    }
+    for (_, s, results) in &consumers {
+        let host = s.clone_dtoh(results).unwrap();
+        assert_frames(&host, |t| t as u32);
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cuda_wait_on_a_fence_of_an_object_not_imported_is_refused() {
+    let Some(dev) = gpu() else { return };
+    let lib = NvSci::mock();
+    let ring = FrameRing::with_engines(
+        &lib,
+        FrameFormat::Raw { size: 4096 },
+        config(1),
+        &Engine::Cpu,
+        &[Engine::Cuda(dev.clone())],
+    )
+    .unwrap();
+    let (mut p, cs) = ring.split().unwrap();
+    let present = CudaSyncObj::import(&dev, cs[0].present_sync().unwrap()).unwrap();
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    // A fence of the release object (not imported here) handed to the present import.
+    let release = cs[0].release_sync().unwrap();
+    let stray = nvsci::sync::Fence::cleared();
+    assert!(present.wait(&dev.default_stream(), &stray, MemSync::Auto).is_ok(), "cleared fences are expired");
+    let other = p.present_sync().unwrap().generate_fence().unwrap();
+    p.present_sync().unwrap().signal().unwrap();
+    let rel_import = CudaSyncObj::import(&dev, release).unwrap();
+    match rel_import.wait(&dev.default_stream(), &other, MemSync::Auto) {
+        Err(Error::InvalidArgument { name: "fence", .. }) => {}
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    // The GPU wait on an imported counter really holds the stream until the CPU signals.
+    let late = p.present_sync().unwrap().generate_fence().unwrap();
+    let s = dev.context().new_stream().unwrap();
+    present.wait(&s, &late, MemSync::Auto).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    // SAFETY: querying a stream this test created.
+    let busy = unsafe { nvsci::cuda::cudarc::driver::sys::cuStreamQuery(s.cu_stream()) };
+    assert_eq!(busy, nvsci::cuda::cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY, "the stream did not wait");
+    p.present_sync().unwrap().signal().unwrap();
+    s.synchronize().unwrap();
+}
