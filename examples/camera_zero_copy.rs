@@ -31,6 +31,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+/// Width or height not given on the command line (the default depends on the converter).
+const UNSET: u32 = u32::MAX;
+
 /// Distinct test-pattern frames generated up front (frame `t` shows pattern `t % PATTERNS`).
 const PATTERNS: u64 = 8;
 
@@ -48,8 +51,8 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        width: 0,
-        height: 0,
+        width: UNSET,
+        height: UNSET,
         frames: 0,
         buffers: 4,
         backend: None,
@@ -472,9 +475,13 @@ fn run(a: &Args) -> Result<bool, String> {
     println!("{}", backend.explain());
     let mut a = a.clone();
     let gpu = !backend.gpu_engine().is_cpu();
-    if a.width == 0 || a.height == 0 {
-        // The CPU converter is slow in a debug build: keep the default run small there.
-        (a.width, a.height) = if gpu { (1920, 1080) } else { (640, 360) };
+    // The CPU converter is slow in a debug build: keep its default run small.
+    let (w, h) = if gpu { (1920, 1080) } else { (640, 360) };
+    if a.width == UNSET {
+        a.width = w;
+    }
+    if a.height == UNSET {
+        a.height = h;
     }
     if a.frames == 0 {
         a.frames = if gpu { 600 } else { 24 };

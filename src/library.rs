@@ -85,7 +85,7 @@ impl NvSci {
             buf: nvsci_mock::buf_fns(),
             sync: nvsci_mock::sync_fns(),
             implementation: Implementation::Mock,
-            host_gpu: NvSciHostGpuFns::EMPTY, // TEMP-HOSTGPU
+            host_gpu: nvsci_mock::host_gpu_fns(),
             libs: None,
         }))
     }

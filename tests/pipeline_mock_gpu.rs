@@ -228,3 +228,53 @@ fn a_cuda_wait_on_a_fence_of_an_object_not_imported_is_refused() {
     p.present_sync().unwrap().signal().unwrap();
     s.synchronize().unwrap();
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dropping_the_cuda_consumer_while_its_stream_waits_finishes_the_work_first() {
+    let Some(dev) = gpu() else { return };
+    let _s = serial();
+    let ledger = nvsci_mock::global_ledger();
+    let before = ledger.counts();
+    {
+        let lib = NvSci::mock();
+        let ring = FrameRing::with_engines(
+            &lib,
+            FrameFormat::Raw { size: N as u64 },
+            config(1),
+            &Engine::Cpu,
+            &[Engine::Cuda(dev.clone())],
+        )
+        .unwrap();
+        let (mut p, cs) = ring.split().unwrap();
+        let stream = dev.context().new_stream().unwrap();
+        let mut results = stream.alloc_zeros::<u8>(N).unwrap();
+        let mut c = CudaConsumer::new(cs.into_iter().next().unwrap(), &dev, stream.clone(), MemSync::Auto).unwrap();
+        // Present with a fence the CPU signals only after the consumer is being dropped.
+        let f = p.acquire().unwrap();
+        let buffer = p.buffer(&f).unwrap().dup().unwrap();
+        let obj = p.present_sync().unwrap().clone();
+        p.present_with(f, obj.generate_fence().unwrap()).unwrap();
+        c.process(|f| {
+            let mut dst = results.slice_mut(..);
+            f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(|e| Error::Cuda {
+                function: "cuMemcpyDtoDAsync",
+                code: e.0 as u32,
+                name: "copy",
+            })
+        })
+        .unwrap();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            buffer.cpu_write().unwrap().copy_from_slice(&expected_pattern(N, 9));
+            obj.signal().unwrap();
+        });
+        let t = std::time::Instant::now();
+        drop(c); // waits for the queued copy (which waits for the fence) before unmapping
+        assert!(t.elapsed() >= Duration::from_millis(50), "the drop did not wait for the queued work");
+        late.join().unwrap();
+        assert_eq!(stream.clone_dtoh(&results).unwrap(), expected_pattern(N, 9));
+        drop(p);
+    }
+    assert_eq!(ledger.counts(), before, "mock handles leaked");
+}

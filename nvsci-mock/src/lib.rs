@@ -2,7 +2,7 @@
 //!
 //! The real libraries exist only on Jetson / DRIVE OS. This crate fills the same
 //! [`NvSciBufFns`] / [`NvSciSyncFns`] tables with functions that follow the documented behaviour
-//! of NvSciBuf 2.11 / NvSciSync 2.8, backed by host memory and a mutex/condvar counter per sync
+//! of NvSciBuf 2.11 / NvSciSync 2.8, backed by host memory and an atomic 64-bit counter per sync
 //! object, so that code written against the tables can be tested anywhere.
 //!
 //! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciBufObjGetPixels`, `NvSciBufObjPutPixels`,
@@ -11,6 +11,8 @@
 //! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
 //!   [`sync_module_ledger`]) and per process ([`global_ledger`]).
 //! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.
+//! * [`host_gpu_fns`]: the entry points through which the mock's objects reach a CUDA GPU (see
+//!   "GPU mode" below).
 //! * With the `export` feature the cdylib exports every implemented entry point under its C name
 //!   (module `export`), so it can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1`.
 //!
@@ -65,6 +67,35 @@
 //! `NvSciSyncFenceMaxTimeout` wait forever. FenceGetTimestamp: `ClearedFence`, `BadParameter`
 //! without timestamps, `NotYetAvailable` before the signal, `NoLongerAvailable` once the slot
 //! has been reused.
+//!
+//! # GPU mode
+//!
+//! [`host_gpu_fns`] fills every entry of [`NvSciHostGpuFns`] (`is_complete()` is true), so that a
+//! CUDA context can use the mock's objects on a desktop GPU. The mock itself never calls CUDA.
+//!
+//! * Memory: every buffer allocation starts on a page boundary and its size is rounded up to a
+//!   whole number of pages (the page size is `sysconf(_SC_PAGESIZE)` on Linux; elsewhere, or if
+//!   that fails, 64 KiB, the largest aarch64 page size). `BufObjGetHostMemory` writes that base
+//!   and rounded size, the same for every duplicate; memory is zeroed on allocation. NULL
+//!   arguments or a handle that is not a buffer object are `BadParameter`.
+//! * Counter: each sync object's primitive is a 64-bit counter alone in its own page-aligned page,
+//!   freed with the last handle or fence of the object. `SyncObjGetCounter` writes its address.
+//!   A GPU stream may wait on it (`cuStreamWaitValue64`, greater-or-equal) and store fence values
+//!   into it (`cuStreamWriteValue64`) without telling the mock; every access must be an aligned
+//!   64-bit atomic one. `NvSciSyncFenceWait` therefore wakes at once for CPU signals and also
+//!   re-reads the counter after pauses of 20 µs doubling up to 1 ms, so an engine signal is seen
+//!   within about a millisecond; the timeout is respected.
+//! * `SyncObjGenerateEngineFence`: for an object whose signaler is not the CPU, reserves the next
+//!   value (`Overflow` past `MaxPrimitiveValue`) and writes its fence exactly as
+//!   `NvSciSyncObjGenerateFence` does for a CPU signaler; a CPU-signaled object or NULL is
+//!   `BadParameter`. `NvSciSyncObjGenerateFence` and `NvSciSyncObjSignal` stay CPU-only.
+//!   Engine signals record no timestamps.
+//! * `SyncAttrListFillGpu(list, gpu, flags)`: `flags` 1 (signal), 2 (wait) or 3 (both), else
+//!   `BadParameter`; NULL `gpu` is `BadParameter`. Sets `RequiredPerm` (SignalOnly / WaitOnly /
+//!   WaitSignal), `PrimitiveInfo` = `[SysmemSemaphorePayload64b]` and `GpuId` = `[*gpu]` with the
+//!   rules of SetAttrs (all or nothing; a key already set is `BadParameter`); `NeedCpuAccess` is
+//!   left unset. Such a list reconciles with CPU lists under the usual rules: a GPU signaler
+//!   gives an object whose CPU may only wait.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
 
@@ -72,9 +103,11 @@ mod attrs;
 mod buf;
 mod desc;
 mod ffi;
+mod gpu;
 mod handle;
 mod ledger;
 mod list_common;
+mod pages;
 mod sync;
 
 #[cfg(feature = "export")]
@@ -83,7 +116,7 @@ pub mod export;
 pub use buf::image::{MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN};
 pub use ledger::{global_ledger, HandleCounts, Ledger};
 
-use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciSyncFns, NvSciSyncModule};
+use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciHostGpuFns, NvSciSyncFns, NvSciSyncModule};
 use std::sync::atomic::Ordering;
 
 /// The NvSciBuf function table backed by the emulation.
@@ -94,6 +127,12 @@ pub fn buf_fns() -> NvSciBufFns {
 /// The NvSciSync function table backed by the emulation.
 pub fn sync_fns() -> NvSciSyncFns {
     sync::fns()
+}
+
+/// The GPU entry points of the emulation, all present (see "GPU mode" in the crate
+/// documentation).
+pub fn host_gpu_fns() -> NvSciHostGpuFns {
+    gpu::fns()
 }
 
 /// The ledger of an NvSciBuf module; `None` for NULL or a handle that is not a mock module.

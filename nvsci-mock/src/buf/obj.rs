@@ -1,5 +1,9 @@
 //! NvSciBuf objects: zeroed host memory shared by reference-counted object handles.
 //!
+//! The memory of an allocation starts on a page boundary and spans a whole number of pages (the
+//! object's size rounded up; see [`crate::pages`]), so that a CUDA context can page-lock it in
+//! place. `BufObjGetHostMemory` reports that whole range.
+//!
 //! Each object handle carries its own access permission and its own reconciled-list view (the
 //! allocation's reconciled list with `ActualPerm` set to that handle's permission), returned by
 //! `NvSciBufObjGetAttrList` and freed with the handle. The memory is released when the last
@@ -12,34 +16,20 @@ use crate::ffi::{bad, guard, non_null, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
 use crate::list_common::ListRecord;
+use crate::pages::Pages;
 use nvsci_sys::*;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::os::raw::c_void;
-use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// One allocation.
 struct BufMem {
-    ptr: NonNull<u8>,
-    layout: Layout,
+    pages: Pages,
+    /// The object's size (the reconciled `Size`); `pages` may be larger.
     size: u64,
     need_cpu_access: bool,
     module: Arc<BufModuleShared>,
     /// The reconciled attributes the allocation was made from.
     attrs: Slot,
-}
-
-// SAFETY: the allocation is plain memory owned by this value; access to its contents is the
-// caller's responsibility, exactly as with the real library's shared buffers.
-unsafe impl Send for BufMem {}
-// SAFETY: as above; `BufMem` itself is never mutated after creation.
-unsafe impl Sync for BufMem {}
-
-impl Drop for BufMem {
-    fn drop(&mut self) {
-        // SAFETY: `ptr` was returned by `alloc_zeroed(self.layout)` and is freed only here.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
-    }
 }
 
 /// The record behind an `NvSciBufObj`.
@@ -69,9 +59,17 @@ fn new_handle(mem: Arc<BufMem>, perm: NvSciBufAttrValAccessPerm) -> NvSciBufObj 
 ///
 /// # Safety
 /// `obj` must be NULL or a live object handle of this mock.
-unsafe fn get<'a>(obj: NvSciBufObj) -> Res<&'a BufObjRec> {
+pub(crate) unsafe fn get<'a>(obj: NvSciBufObj) -> Res<&'a BufObjRec> {
     // SAFETY: forwarded contract.
     unsafe { handle::get::<BufObjRec, _>(obj) }
+}
+
+impl BufObjRec {
+    /// The host memory of the allocation: its first byte and its size in bytes (whole pages). The
+    /// same for every handle of the allocation; valid while any of them lives.
+    pub(crate) fn host_memory(&self) -> (*mut u8, u64) {
+        (self.mem.pages.as_ptr(), self.mem.pages.len() as u64)
+    }
 }
 
 /// Allocates memory for the reconciled list `l`.
@@ -98,15 +96,9 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
     if size == 0 {
         return bad();
     }
-    let layout = usize::try_from(size)
-        .ok()
-        .zip(usize::try_from(align).ok())
-        .and_then(|(s, a)| Layout::from_size_align(s, a).ok())
-        .ok_or(NvSciError_InsufficientMemory)?;
-    // SAFETY: `layout` has a non-zero size.
-    let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
+    let pages = Pages::zeroed(size, align)?;
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
-    let mem = Arc::new(BufMem { ptr, layout, size, need_cpu_access, module: l.module.clone(), attrs });
+    let mem = Arc::new(BufMem { pages, size, need_cpu_access, module: l.module.clone(), attrs });
     Ok(new_handle(mem, NvSciBufAccessPerm_ReadWrite))
 }
 
@@ -208,7 +200,7 @@ pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_v
             return bad();
         }
         // SAFETY: `out` is non-NULL caller storage.
-        unsafe { write_out(out, o.mem.ptr.as_ptr().cast()) }
+        unsafe { write_out(out, o.mem.pages.as_ptr().cast()) }
     })
 }
 
@@ -221,7 +213,7 @@ pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *c
             return bad();
         }
         // SAFETY: `out` is non-NULL caller storage.
-        unsafe { write_out(out, o.mem.ptr.as_ptr().cast_const().cast()) }
+        unsafe { write_out(out, o.mem.pages.as_ptr().cast_const().cast()) }
     })
 }
 

@@ -130,23 +130,42 @@ pub(crate) unsafe extern "C" fn wait(
             -1 | NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US => None,
             t => Instant::now().checked_add(Duration::from_micros(t.unsigned_abs())),
         };
-        let mut st = lock(&core.state);
-        loop {
-            if st.current >= value {
-                return Ok(());
-            }
-            st = match deadline {
-                None => core.cv.wait(st).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(NvSciError_Timeout);
-                    }
-                    core.cv.wait_timeout(st, d - now).unwrap_or_else(|e| e.into_inner()).0
-                }
-            };
-        }
+        wait_until(&core, value, deadline)
     })
+}
+
+/// First pause between two looks at the counter while no CPU signal arrives.
+const POLL_FIRST: Duration = Duration::from_micros(20);
+/// Longest pause between two looks at the counter (the latency bound for engine signals).
+const POLL_MAX: Duration = Duration::from_millis(1);
+
+/// Blocks until `core`'s counter reaches `value` (`Ok`) or `deadline` passes (`Timeout`; `None`
+/// waits forever).
+///
+/// CPU signals change the counter under the state lock and notify the condition variable, so they
+/// wake the wait at once. An engine stores into the counter without either, so the wait also
+/// re-reads the counter after each pause, starting at [`POLL_FIRST`] and doubling up to
+/// [`POLL_MAX`].
+fn wait_until(core: &SyncCore, value: u64, deadline: Option<Instant>) -> Res {
+    let mut pause = POLL_FIRST;
+    let mut st = lock(&core.state);
+    loop {
+        if core.counter.load() >= value {
+            return Ok(());
+        }
+        let slice = match deadline {
+            None => pause,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(NvSciError_Timeout);
+                }
+                pause.min(d - now)
+            }
+        };
+        st = core.cv.wait_timeout(st, slice).unwrap_or_else(|e| e.into_inner()).0;
+        pause = (pause * 2).min(POLL_MAX);
+    }
 }
 
 pub(crate) unsafe extern "C" fn extract(
@@ -187,7 +206,7 @@ pub(crate) unsafe extern "C" fn get_timestamp(f: *const NvSciSyncFence, out: *mu
         let stamp = st.stamps.iter().rev().find(|(v, _)| *v == value).map(|(_, t)| *t);
         let result = match stamp {
             Some(t) => t,
-            None if value > st.current => return Err(NvSciError_NotYetAvailable),
+            None if value > core.counter.load() => return Err(NvSciError_NotYetAvailable),
             None => return Err(NvSciError_NoLongerAvailable),
         };
         drop(st);

@@ -127,29 +127,41 @@ pub(crate) unsafe extern "C" fn is_reconciled(list: NvSciSyncAttrList, out: *mut
     })
 }
 
+/// Sets `pairs` on the writable list `list`, all or nothing (the rules of
+/// `NvSciSyncAttrListSetAttrs`).
+///
+/// # Safety
+/// `list` must be NULL or a live list handle of this mock; every non-NULL value must be readable
+/// for its `len` bytes.
+pub(crate) unsafe fn set_pairs(list: NvSciSyncAttrList, pairs: &[RawPair]) -> Res {
+    // SAFETY: forwarded contract.
+    let l = unsafe { get(list) }?;
+    if !l.flags.writable {
+        return bad();
+    }
+    let mut slots = lock(&l.slots);
+    let slot = slots.first_mut().ok_or(NvSciError_BadParameter)?;
+    // SAFETY: forwarded contract.
+    let staged = unsafe { attrs::stage(SYNC_KEYS, pairs, slot) }?;
+    for (spec, value) in staged {
+        slot.insert(spec.key, value);
+    }
+    Ok(())
+}
+
 pub(crate) unsafe extern "C" fn set_attrs(
     list: NvSciSyncAttrList,
     pairs: *const NvSciSyncAttrKeyValuePair,
     count: usize,
 ) -> NvSciError {
     guard(|| {
-        // SAFETY: `list` is NULL or a live list handle of this mock.
-        let l = unsafe { get(list) }?;
-        if !l.flags.writable {
-            return bad();
-        }
         // SAFETY: `pairs` is NULL or points to `count` pairs.
         let pairs = unsafe { slice_in(pairs, count) }?;
         let raw: Vec<RawPair> =
             pairs.iter().map(|p| RawPair { key: p.attrKey, value: p.value, len: p.len }).collect();
-        let mut slots = lock(&l.slots);
-        let slot = slots.first_mut().ok_or(NvSciError_BadParameter)?;
-        // SAFETY: each pair's value is readable for `len` bytes per the caller's contract.
-        let staged = unsafe { attrs::stage(SYNC_KEYS, &raw, slot) }?;
-        for (spec, value) in staged {
-            slot.insert(spec.key, value);
-        }
-        Ok(())
+        // SAFETY: `list` is NULL or live; each pair's value is readable for `len` bytes per the
+        // caller's contract.
+        unsafe { set_pairs(list, &raw) }
     })
 }
 

@@ -1,5 +1,6 @@
 //! NvSciSync emulation.
 
+pub(crate) mod counter;
 pub(crate) mod fence;
 pub(crate) mod ipc;
 pub(crate) mod keys;

@@ -1,10 +1,14 @@
-//! NvSciSync objects: a 64-bit counter (the primitive) with a condition variable for CPU waits.
+//! NvSciSync objects: a 64-bit counter (the primitive, see [`super::counter`]) with a condition
+//! variable for CPU waits.
 //!
 //! The object state is shared by every object handle (`NvSciSyncObjDup`) and every non-cleared
-//! fence; it lives until the last of them is gone. `NvSciSyncObjGenerateFence` increments the
-//! "next" value and returns a fence for it; `NvSciSyncObjSignal` advances the current value by one
-//! (never beyond the last generated fence value) and wakes waiters.
+//! fence; it lives until the last of them is gone. `NvSciSyncObjGenerateFence` (CPU signaler) and
+//! `SyncObjGenerateEngineFence` (any other signaler) increment the "next" value and return a
+//! fence for it; `NvSciSyncObjSignal` advances the counter by one (never beyond the last generated
+//! fence value) and wakes waiters. An engine signaler stores fence values into the counter itself,
+//! without the mock's knowledge: CPU waits poll the counter as well as waiting for CPU signals.
 
+use super::counter::Counter;
 use super::fence;
 use super::list::{self, SyncAttrListRec};
 use super::module::SyncModuleShared;
@@ -16,14 +20,13 @@ use crate::ledger::{Counted, Kind};
 use crate::list_common::ListRecord;
 use nvsci_sys::*;
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Counter state of one object.
+/// Fence bookkeeping of one object (the value reached lives in [`SyncCore::counter`]).
 #[derive(Debug, Default)]
 pub(crate) struct SyncState {
-    /// Value reached by the primitive.
-    pub current: u64,
     /// Value of the last generated fence.
     pub next: u64,
     /// `(value, microseconds since the UNIX epoch)` of the most recent signals.
@@ -37,7 +40,10 @@ pub(crate) struct SyncCore {
     magic: u64,
     pub module: Arc<SyncModuleShared>,
     pub meta: SyncMeta,
+    /// The primitive: the value reached.
+    pub counter: Counter,
     pub state: Mutex<SyncState>,
+    /// Notified by CPU signals (engine signals are not).
     pub cv: Condvar,
 }
 
@@ -90,6 +96,7 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
         magic: SyncCore::MAGIC,
         module: l.module.clone(),
         meta,
+        counter: Counter::new()?,
         state: Mutex::new(SyncState::default()),
         cv: Condvar::new(),
     });
@@ -171,32 +178,50 @@ pub(crate) unsafe extern "C" fn validate(obj: NvSciSyncObj) -> NvSciError {
     guard(|| unsafe { get(obj) }.map(|_| ()))
 }
 
-pub(crate) unsafe extern "C" fn generate_fence(obj: NvSciSyncObj, out: *mut NvSciSyncFence) -> NvSciError {
-    guard(|| {
-        // SAFETY: `obj` is NULL or a live object handle of this mock.
-        let o = unsafe { get(obj) }?;
-        non_null(out)?;
-        if !o.core.meta.cpu_signaler {
-            return bad();
+/// Who may request the fence of the next signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Signaler {
+    /// The CPU (`NvSciSyncObjGenerateFence`): the object's signaler must be the CPU.
+    Cpu,
+    /// The object's engine (`SyncObjGenerateEngineFence`): the signaler must not be the CPU.
+    Engine,
+}
+
+/// Reserves the next value of `obj`'s timeline for `by` and writes its fence into `out`,
+/// releasing the fence `out` held before.
+///
+/// # Safety
+/// `obj` must be NULL or a live object handle of this mock; `out` must be NULL or point to a
+/// caller fence (cleared or valid).
+pub(crate) unsafe fn generate(obj: NvSciSyncObj, out: *mut NvSciSyncFence, by: Signaler) -> Res {
+    // SAFETY: forwarded contract.
+    let o = unsafe { get(obj) }?;
+    non_null(out)?;
+    if o.core.meta.cpu_signaler != (by == Signaler::Cpu) {
+        return bad();
+    }
+    // SAFETY: `out` is non-NULL and points to a caller fence (cleared or valid).
+    let old = unsafe { out.read() };
+    fence::check(&old)?;
+    let value = {
+        let mut st = lock(&o.core.state);
+        if st.next >= o.core.meta.max_value {
+            return Err(NvSciError_Overflow);
         }
-        // SAFETY: `out` is non-NULL and points to a caller fence (cleared or valid).
-        let old = unsafe { out.read() };
-        fence::check(&old)?;
-        let value = {
-            let mut st = lock(&o.core.state);
-            if st.next >= o.core.meta.max_value {
-                return Err(NvSciError_Overflow);
-            }
-            st.next += 1;
-            st.next
-        };
-        let new = fence::make(&o.core, value);
-        // SAFETY: `out` is caller storage; the previous contents were validated above and their
-        // reference is released after the overwrite.
-        unsafe { out.write(new) };
-        fence::release(old);
-        Ok(())
-    })
+        st.next += 1;
+        st.next
+    };
+    let new = fence::make(&o.core, value);
+    // SAFETY: `out` is caller storage; the previous contents were validated above and their
+    // reference is released after the overwrite.
+    unsafe { out.write(new) };
+    fence::release(old);
+    Ok(())
+}
+
+pub(crate) unsafe extern "C" fn generate_fence(obj: NvSciSyncObj, out: *mut NvSciSyncFence) -> NvSciError {
+    // SAFETY: `obj` is NULL or a live object handle of this mock; `out` is NULL or a caller fence.
+    guard(|| unsafe { generate(obj, out, Signaler::Cpu) })
 }
 
 pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
@@ -207,15 +232,18 @@ pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
             return bad();
         }
         let mut st = lock(&o.core.state);
-        if st.current >= st.next {
-            return Err(NvSciError_InvalidState);
-        }
-        st.current += 1;
+        let next = st.next;
+        let previous = o
+            .core
+            .counter
+            .atomic()
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| (c < next).then(|| c + 1))
+            .map_err(|_| NvSciError_InvalidState)?;
         if o.core.meta.timestamps {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-            let value = st.current;
+            let value = previous + 1;
             if st.stamps.len() >= TIMESTAMP_SLOTS as usize {
                 st.stamps.pop_front();
             }
