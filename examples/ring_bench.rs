@@ -146,9 +146,9 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
     cam.join().map_err(|_| "camera panicked")??;
     drop(c);
 
-    // CPU-synchronised: CPU fence wait, kernel, stream synchronise, CPU release. Needs a CPU
-    // consumer engine for the CPU waits and signals, and the frames imported into CUDA by hand.
-    let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    // CPU-synchronised: CPU fence wait, kernel, stream synchronise, CPU release. The consumer's
+    // fences are the CPU's, and the frames are imported into CUDA by hand.
+    let ring = b.build_ring(format, config, &Engine::Cpu, &[Engine::Cpu]).map_err(e)?;
     let (p, cs) = ring.split().map_err(e)?;
     let mut consumer: Consumer = cs.into_iter().next().ok_or("consumer")?;
     let imports = import_views(dev, &consumer)?;

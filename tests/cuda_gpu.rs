@@ -196,21 +196,57 @@ fn nvscisync_attribute_entry_point_resolves() {
 #[cfg(feature = "mock")]
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn mock_objects_never_reach_cuda() {
+fn mock_objects_reach_cuda_through_page_locked_host_memory() {
+    use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
     let _serial = common::serial();
     let Some(dev) = gpu() else { return };
     let lib = nvsci::NvSci::mock();
-    let m = nvsci::buf::BufModule::open(&lib).unwrap();
+    assert_eq!(lib.gpu_interop(), nvsci::GpuInterop::HostMemory);
+    let m = BufModule::open(&lib).unwrap();
     let mut l = m.attr_list().unwrap();
     l.set(&[
-        nvsci::buf::BufAttr::Types(&[nvsci::buf::BufType::RAW_BUFFER]),
-        nvsci::buf::BufAttr::RawSize(4096),
+        BufAttr::Types(&[BufType::RAW_BUFFER]),
+        BufAttr::RawSize(8192),
+        BufAttr::NeedCpuAccess(true),
+        BufAttr::RequiredPerm(Perm::ReadWrite),
+        BufAttr::GpuId(&[dev.gpu_id()]),
     ])
     .unwrap();
-    let obj = nvsci::buf::BufObj::alloc(&nvsci::buf::BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
-    assert!(matches!(ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &obj), Err(Error::Unsupported { .. })));
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+    let pattern = common::expected_pattern(8192, 5);
+    obj.cpu_write().unwrap().copy_from_slice(&pattern);
+    let ro = obj.dup_with_reduced_perm(Perm::ReadOnly).unwrap();
+    assert!(matches!(ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &ro), Err(Error::PermissionDenied(_))));
+    // Two imports of the same memory at once (the range is registered once, counted twice).
+    let rw = ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &obj).unwrap();
+    let ro_mem = ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &ro).unwrap();
+    let (a, b) = (rw.map_all().unwrap(), ro_mem.map_all().unwrap());
+    assert_eq!(a.device_address(), b.device_address());
+    let stream = dev.default_stream();
+    let mut copy = stream.alloc_zeros::<u8>(8192).unwrap();
+    stream.memcpy_dtod(&b, &mut copy).unwrap();
+    assert_eq!(stream.clone_dtoh(&copy).unwrap(), pattern, "the GPU read other bytes than the CPU wrote");
+    drop((a, rw));
+    // Still registered for the read-only import: the GPU keeps reading the CPU's writes in place.
+    obj.cpu_write().unwrap().fill(0xa5);
+    stream.memcpy_dtod(&b, &mut copy).unwrap();
+    assert!(stream.clone_dtoh(&copy).unwrap().iter().all(|&x| x == 0xa5));
+    let plane = nvsci::buf::PlaneLayout {
+        format: nvsci::buf::ColorFormat::Y8,
+        width: 64,
+        height: 64,
+        pitch: 64,
+        offset: 0,
+        aligned_height: 64,
+        aligned_size: 4096,
+        bits_per_pixel: 8,
+        channel_count: 1,
+    };
+    assert!(matches!(ro_mem.map_plane(&plane), Err(Error::Unsupported { .. })));
+    drop((b, ro_mem));
     let sm = nvsci::sync::SyncModule::open(&lib).unwrap();
     let mut sl = sm.attr_list().unwrap();
-    assert!(matches!(cuda::fill_sync_attrs(&dev, &mut sl, true, false), Err(Error::Unsupported { .. })));
-    assert!(matches!(cuda::probe_nvscibuf_import(&dev, &lib), Err(Error::Unsupported { .. })));
+    cuda::fill_sync_attrs(&dev, &mut sl, true, false).unwrap();
+    assert!(cuda::fill_sync_attrs(&dev, &mut sl, true, false).is_err(), "filled twice");
+    cuda::probe_nvscibuf_import(&dev, &lib).unwrap();
 }

@@ -193,6 +193,7 @@ fn cuda_producer_on_one_stream_feeds_cuda_consumers_on_others() {
 #[ignore = "needs a CUDA GPU"]
 fn a_cuda_wait_on_a_fence_of_an_object_not_imported_is_refused() {
     let Some(dev) = gpu() else { return };
+    let _s = serial();
     let lib = NvSci::mock();
     let ring = FrameRing::with_engines(
         &lib,
