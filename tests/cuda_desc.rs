@@ -2,8 +2,7 @@
 //! Expected offsets and values are the documented LP64 layouts of the CUDA driver API structs.
 #![cfg(feature = "cuda")]
 
-use nvsci::buf::GpuId;
-use nvsci::cuda::{self, memsync::CoherencyRegistry, MemSync};
+use nvsci::cuda::{self, MemSync};
 use nvsci::Error;
 
 fn bytes<T>(v: &T) -> &[u8] {
@@ -135,33 +134,16 @@ fn array_format_mapping() {
 fn memsync_decision_table() {
     use nvsci::cuda::memsync::decide;
     for n in [0usize, 1, 5] {
-        assert!(decide(MemSync::Skip, n));
-        assert!(!decide(MemSync::Perform, n));
-        assert_eq!(decide(MemSync::Auto, n), n == 0);
+        for tracked in [false, true] {
+            assert!(decide(MemSync::Skip, tracked, n));
+            assert!(!decide(MemSync::Perform, tracked, n));
+            // Auto skips only when every import in the process is known and none needs coherency.
+            assert_eq!(decide(MemSync::Auto, tracked, n), tracked && n == 0, "tracked {tracked}, {n} needing");
+        }
     }
-}
-
-#[test]
-fn memsync_registry_over_imports_and_drops() {
-    let r = CoherencyRegistry::new();
-    let a = GpuId([1; 16]);
-    let b = GpuId([2; 16]);
-    assert_eq!(r.count(a), 0);
-    r.register(a);
-    r.register(a);
-    r.register(b);
-    assert_eq!((r.count(a), r.count(b)), (2, 1));
-    // GPU b's buffer needing coherency must not make GPU a skip, and vice versa.
-    assert!(!nvsci::cuda::memsync::decide(MemSync::Auto, r.count(a)));
-    r.unregister(a);
-    assert_eq!(r.count(a), 1);
-    r.unregister(a);
-    assert_eq!(r.count(a), 0);
-    assert!(nvsci::cuda::memsync::decide(MemSync::Auto, r.count(a)));
-    assert_eq!(r.count(b), 1);
-    r.unregister(b);
-    r.unregister(b); // an extra drop never underflows
-    assert_eq!(r.count(b), 0);
+    // Without the promise, Auto performs memory synchronisation even with no import at all.
+    assert!(!nvsci::cuda::memsync::all_imports_tracked());
+    assert!(!decide(MemSync::Auto, false, 0));
 }
 
 #[test]

@@ -6,8 +6,9 @@
 
 use super::device::CudaDevice;
 use super::result::check;
-use super::{desc, memsync};
-use crate::buf::{BufObj, ColorFormat, GpuId, Perm, PlaneLayout};
+use super::memsync::{self, CoherencyGuard};
+use super::desc;
+use crate::buf::{BufObj, ColorFormat, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
 use super::host::HostRegistration;
@@ -42,11 +43,11 @@ impl Access for ReadWrite {
 }
 
 enum Source {
-    NvSciBuf { _obj: BufObj, coherency_gpu: Option<GpuId> },
+    NvSciBuf { _obj: BufObj, _coherency: Option<CoherencyGuard> },
     Fd,
     /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
     /// `CUexternalMemory`: `raw` is NULL).
-    HostMemory(HostRegistration),
+    HostMemory { reg: HostRegistration, _coherency: Option<CoherencyGuard> },
 }
 
 struct Inner {
@@ -73,14 +74,10 @@ impl Drop for Inner {
         let destroyed = self
             .dev
             .destroy_when_idle("cuDestroyExternalMemory", || unsafe { sys::cuDestroyExternalMemory(raw) });
-        if let Source::NvSciBuf { coherency_gpu, .. } = &self.source {
-            if let Some(gpu) = *coherency_gpu {
-                memsync::REGISTRY.unregister(gpu);
-            }
-            if !destroyed {
-                // CUDA still refers to the object: freeing it now would be undefined behaviour.
-                std::mem::forget(std::mem::replace(&mut self.source, Source::Fd));
-            }
+        if !destroyed && matches!(self.source, Source::NvSciBuf { .. }) {
+            // CUDA still refers to the object: freeing it now would be undefined behaviour (the
+            // coherency count stays raised with it, which only makes `MemSync::Auto` safer).
+            std::mem::forget(std::mem::replace(&mut self.source, Source::Fd));
         }
     }
 }
@@ -150,6 +147,12 @@ impl<A: Access> ExternalMemory<A> {
             return Err(invalid("obj", "the object's reconciled size is 0"));
         }
         let held = obj.dup()?;
+        // NvSciBuf before 2.8 has no coherency key: assume coherency is needed.
+        let needs = held.gpu_sw_need_cache_coherency(dev.gpu_id()).ok().flatten().unwrap_or(true);
+        log::debug!(
+            "NvSciBuf import on GPU {:02x?}: GpuSwNeedCacheCoherency = {needs}",
+            &dev.gpu_id().0[..4]
+        );
         if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
                 what: "BufObjGetHostMemory",
@@ -159,16 +162,13 @@ impl<A: Access> ExternalMemory<A> {
             // SAFETY: the memory belongs to the object `held` duplicates and stays allocated while
             // any duplicate lives; the registration owns `held`.
             let reg = unsafe { HostRegistration::new(dev, base, len, Box::new(held)) }?;
-            return Ok(Self::wrap(core::ptr::null_mut(), size, dev, Source::HostMemory(reg)));
+            let _coherency = needs.then(memsync::track_import_needing_coherency);
+            return Ok(Self::wrap(core::ptr::null_mut(), size, dev, Source::HostMemory { reg, _coherency }));
         }
-        let needs = held.gpu_sw_need_cache_coherency(dev.gpu_id())?.unwrap_or(true);
         let d = desc::nvscibuf_memory(held.as_raw() as *const _, size);
         let raw = import(dev, &d, "NvSciBuf")?;
-        let coherency_gpu = needs.then(|| {
-            memsync::REGISTRY.register(dev.gpu_id());
-            dev.gpu_id()
-        });
-        Ok(Self::wrap(raw, size, dev, Source::NvSciBuf { _obj: held, coherency_gpu }))
+        let _coherency = needs.then(memsync::track_import_needing_coherency);
+        Ok(Self::wrap(raw, size, dev, Source::NvSciBuf { _obj: held, _coherency }))
     }
 
     /// Imports an opaque POSIX fd (Vulkan `OPAQUE_FD`, CUDA VMM export) of `size` bytes.
@@ -206,7 +206,7 @@ impl<A: Access> ExternalMemory<A> {
             ));
         }
         self.inner.dev.bind()?;
-        if let Source::HostMemory(reg) = &self.inner.source {
+        if let Source::HostMemory { reg, .. } = &self.inner.source {
             return Ok(MappedBuffer {
                 ptr: reg.device_ptr() + offset,
                 len: len as usize,
@@ -301,7 +301,7 @@ impl<A: Access> ExternalMemory<A> {
                 format!("{} levels; a {}x{} array has 1 to {full_chain}", a.levels, a.width, a.height),
             ));
         }
-        if matches!(self.inner.source, Source::HostMemory(_)) {
+        if matches!(self.inner.source, Source::HostMemory { .. }) {
             return Err(Error::Unsupported {
                 what: "mapping host-memory NvSciBuf objects as CUDA arrays",
                 reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",

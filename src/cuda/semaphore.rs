@@ -118,7 +118,7 @@ impl CudaSyncObj {
     /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first). Allocates
     /// nothing.
     pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
-        let skip = memsync::skip_for(policy, self.dev.gpu_id(), "signal");
+        let skip = memsync::skip_for(policy, "signal");
         match &self.handle {
             SyncHandle::Imported(raw) => {
                 fence.reset_for(&self.obj);
@@ -151,11 +151,22 @@ impl CudaSyncObj {
     /// Enqueues a wait for `fence` on `stream`. The fence may be dropped or cleared afterwards.
     ///
     /// The fence must come from this sync object (`InvalidArgument` otherwise). A cleared fence
-    /// is already expired: nothing is enqueued, so no NvSciBuf memory synchronisation happens
-    /// either.
+    /// is already expired, so nothing is enqueued; but the wait is also where CUDA invalidates
+    /// the GPU caches of NvSciBuf imports, and without a fence it cannot: when `policy` decides
+    /// to perform memory synchronisation, a cleared fence is refused (`InvalidArgument` naming
+    /// `fence`) rather than letting kernels read stale cache lines. With [`MemSync::Skip`] (or
+    /// `Auto` where skipping is proven safe) a cleared fence enqueues nothing.
     pub fn wait(&self, stream: &CudaStream, fence: &Fence, policy: MemSync) -> Result<()> {
         if fence.is_cleared() {
-            return Ok(());
+            if memsync::skip_for(policy, "wait on a cleared fence") {
+                return Ok(());
+            }
+            return Err(crate::error::invalid(
+                "fence",
+                "cleared: a wait that must synchronise NvSciBuf memory (invalidate GPU caches) needs \
+                 the fence of the engine that wrote the buffer; pass that fence, or MemSync::Skip if \
+                 no imported buffer needs GPU cache coherency",
+            ));
         }
         if !fence.object().is_some_and(|o| std::sync::Arc::ptr_eq(&o.0, &self.obj.0)) {
             return Err(crate::error::invalid(
@@ -163,7 +174,7 @@ impl CudaSyncObj {
                 "the fence does not belong to this imported sync object",
             ));
         }
-        let skip = memsync::skip_for(policy, self.dev.gpu_id(), "wait");
+        let skip = memsync::skip_for(policy, "wait");
         match &self.handle {
             SyncHandle::Imported(raw) => {
                 let params = desc::wait(fence.as_raw() as *const _, 0, skip);

@@ -38,9 +38,13 @@ impl CudaSync {
         }
     }
 
-    /// Enqueues a wait for `fence` on `stream`.
-    fn wait(&self, stream: &CudaStream, fence: &RingFence, policy: MemSync) -> Result<()> {
+    /// Enqueues a wait for `fence` on `stream`. `reads`: the waiter reads what the signaler
+    /// wrote (a consumer), so an expired NvSciSync fence still needs the wait's memory
+    /// synchronisation ([`CudaSyncObj::wait`] refuses it where that is needed); a producer about
+    /// to overwrite a slot has nothing to synchronise with an expired release.
+    fn wait(&self, stream: &CudaStream, fence: &RingFence, policy: MemSync, reads: bool) -> Result<()> {
         match (self, fence) {
+            (Self::NvSci(s), RingFence::Expired) if reads => s.wait(stream, &crate::sync::Fence::cleared(), policy),
             (_, RingFence::Expired) => Ok(()),
             (Self::NvSci(s), RingFence::NvSci(f)) => s.wait(stream, f, policy),
             #[cfg(feature = "vulkan")]
@@ -184,7 +188,7 @@ impl CudaConsumer {
     /// error is returned.
     pub fn process<T>(&mut self, work: impl FnOnce(&CudaFrame<'_>) -> Result<T>) -> Result<T> {
         let frame = self.consumer.acquire_unwaited()?;
-        self.present.wait(&self.stream, &*self.consumer.present_fence(&frame)?, self.policy)?;
+        self.present.wait(&self.stream, &*self.consumer.present_fence(&frame)?, self.policy, true)?;
         let guard = SyncOnUnwind(&self.stream);
         let view = CudaFrame {
             buffer: &self.frames[frame.index()],
@@ -307,7 +311,7 @@ impl CudaProducer {
     pub fn produce<T>(&mut self, work: impl FnOnce(&mut CudaFrameMut<'_>) -> Result<T>) -> Result<T> {
         let frame = self.producer.acquire_unwaited()?;
         for (c, fence) in self.producer.release_fences(&frame)?.enumerate() {
-            self.releases[c].wait(&self.stream, &fence, self.policy)?;
+            self.releases[c].wait(&self.stream, &fence, self.policy, false)?;
         }
         let guard = SyncOnUnwind(&self.stream);
         let mut view = CudaFrameMut {
