@@ -4,13 +4,22 @@ use super::result::from_driver;
 use crate::buf::GpuId;
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a destroy waits for the context's queued work before it leaks the object instead
+/// (a stream may wait on a fence that never expires).
+pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A CUDA device with its primary context.
 #[derive(Clone, Debug)]
 pub struct CudaDevice {
     ctx: Arc<CudaContext>,
     gpu_id: GpuId,
+    /// Set while a context synchronisation started by a destroy has not returned within
+    /// [`DESTROY_TIMEOUT`]; later destroys leak at once instead of waiting again.
+    stuck: Arc<AtomicBool>,
 }
 
 /// Whether the CUDA driver library can be opened, checked without touching cudarc's loader
@@ -46,7 +55,7 @@ impl CudaDevice {
         for (d, s) in id.iter_mut().zip(uuid.bytes.iter()) {
             *d = *s as u8;
         }
-        Ok(Self { ctx, gpu_id: GpuId(id) })
+        Ok(Self { ctx, gpu_id: GpuId(id), stuck: Arc::new(AtomicBool::new(false)) })
     }
 
     /// The device UUID as an NvSci GPU id (what goes into `GpuId` attributes).
@@ -70,9 +79,11 @@ impl CudaDevice {
     }
 
     /// Runs a driver destroy/free call once all work queued on the context has finished, so
-    /// nothing still in flight uses what is destroyed. Never panics: failures are logged.
-    /// Returns whether the driver object was destroyed (callers then keep alive, by leaking,
-    /// whatever the surviving driver object still refers to).
+    /// nothing still in flight uses what is destroyed. Never panics and never hangs: the wait
+    /// for queued work is bounded by [`DESTROY_TIMEOUT`] (a stream waiting on a fence that never
+    /// expires would otherwise block forever); past it, or when the destroy call fails, nothing
+    /// is destroyed and the caller leaks whatever the driver object refers to. Returns whether
+    /// the driver object was destroyed.
     pub(crate) fn destroy_when_idle(
         &self,
         what: &'static str,
@@ -82,8 +93,8 @@ impl CudaDevice {
             log::warn!("cannot bind the CUDA context to run {what}: {e}; leaking it");
             return false;
         }
-        if let Err(e) = self.ctx.synchronize() {
-            log::warn!("context synchronise before {what} failed: {e}");
+        if !self.synchronize_bounded(what) {
+            return false;
         }
         let r = destroy();
         if r != sys::CUresult::CUDA_SUCCESS {
@@ -91,6 +102,45 @@ impl CudaDevice {
             return false;
         }
         true
+    }
+
+    /// Synchronises the context on a helper thread, waiting at most [`DESTROY_TIMEOUT`].
+    fn synchronize_bounded(&self, what: &'static str) -> bool {
+        if self.stuck.load(Ordering::Acquire) {
+            log::error!("queued CUDA work did not finish earlier; leaking what {what} would destroy");
+            return false;
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (ctx, stuck) = (self.ctx.clone(), self.stuck.clone());
+        let spawned = std::thread::Builder::new().name("nvsci-cuda-drain".into()).spawn(move || {
+            let r = ctx.bind_to_thread().and_then(|_| ctx.synchronize());
+            let _ = tx.send(r);
+            stuck.store(false, Ordering::Release); // after the send: see the timeout arm
+        });
+        if spawned.is_err() {
+            // No thread: synchronise here (unbounded, as the driver offers no timeout).
+            return self.ctx.synchronize().is_ok();
+        }
+        match rx.recv_timeout(DESTROY_TIMEOUT) {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                log::warn!("context synchronise before {what} failed: {e}");
+                true
+            }
+            Err(_) => {
+                self.stuck.store(true, Ordering::Release);
+                // The drain thread clears the flag after sending; if it sent in the meantime,
+                // its clear may have come before the store above.
+                if rx.try_recv().is_ok() {
+                    self.stuck.store(false, Ordering::Release);
+                }
+                log::error!(
+                    "queued CUDA work did not finish within {DESTROY_TIMEOUT:?} (a stream waits on a fence that \
+                     never expired?); leaking what {what} would destroy"
+                );
+                false
+            }
+        }
     }
 
     /// Makes the context current on this thread.

@@ -91,21 +91,26 @@ impl HostRegistration {
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
+        // The table stays locked through the unregistration, so no other import registers the
+        // range while it is being unregistered.
         let mut t = table();
         let Some(i) = t.iter().position(|e| e.0 == self.base) else { return };
         t[i].2 -= 1;
         if t[i].2 > 0 {
             return;
         }
-        t.swap_remove(i);
-        drop(t);
         let base = self.base as *mut core::ffi::c_void;
         // SAFETY: the range was registered by this table and its last user is gone; queued work
         // that may still touch it has finished (destroy_when_idle synchronises first).
         let done =
             self.dev.destroy_when_idle("cuMemHostUnregister", || unsafe { sys::cuMemHostUnregister(base) });
-        if !done {
-            // The driver still has the pages locked: never free memory under it.
+        if done {
+            t.swap_remove(i);
+        } else {
+            // The driver still has the pages locked: never free memory under it. The range stays
+            // in the table, registered for good, so a later import of it is counted, not
+            // registered twice.
+            t[i].2 = 1;
             std::mem::forget(self.owner.take());
         }
     }

@@ -27,7 +27,7 @@ pub use desc::{
 };
 pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as nvscisync_semaphore_desc};
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
-pub use device::{driver_present, CudaDevice};
+pub use device::{driver_present, CudaDevice, DESTROY_TIMEOUT};
 pub use memory::{
     array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer,
     ReadOnly, ReadWrite,
