@@ -95,7 +95,7 @@ fn plane_array_maps_at_the_plane_offset() {
         bits_per_pixel: 16,
         channel_count: 2,
     };
-    let arr = mem.map_plane(&plane).unwrap();
+    let arr = mem.map_plane(&plane, 0).unwrap();
     assert_eq!((arr.desc().width, arr.desc().height, arr.desc().channels), (128, 64, 2));
     // CUDA arrays over opaque memory use the driver's own (tiled) layout, so the check is a
     // round trip through the array plus "the array lives at the plane offset and nowhere else".
@@ -116,7 +116,7 @@ fn plane_array_maps_at_the_plane_offset() {
     // An array that would run past the import is refused before any CUDA call.
     let mut big = plane;
     big.offset = alloc.size() as u64 - 100;
-    assert!(matches!(mem.map_plane(&big), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(mem.map_plane(&big, 0), Err(Error::InvalidArgument { .. })));
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn mock_objects_reach_cuda_through_page_locked_host_memory() {
         bits_per_pixel: 8,
         channel_count: 1,
     };
-    assert!(matches!(ro_mem.map_plane(&plane), Err(Error::Unsupported { .. })));
+    assert!(matches!(ro_mem.map_plane(&plane, 0), Err(Error::Unsupported { .. })));
     drop((b, ro_mem));
     let sm = nvsci::sync::SyncModule::open(&lib).unwrap();
     let mut sl = sm.attr_list().unwrap();

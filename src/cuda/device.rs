@@ -143,6 +143,22 @@ impl CudaDevice {
         }
     }
 
+    /// Fails with `InvalidArgument` naming `stream` unless the stream belongs to this device's
+    /// context (a stream of another GPU's context would make the driver fail or misbehave).
+    pub(crate) fn check_stream(&self, stream: &CudaStream) -> Result<()> {
+        if stream.context().cu_ctx() != self.ctx.cu_ctx() {
+            return Err(crate::error::invalid(
+                "stream",
+                format!(
+                    "belongs to the context of CUDA device {}, the import to device {}",
+                    stream.context().ordinal(),
+                    self.ctx.ordinal()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Makes the context current on this thread.
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| from_driver("cuCtxSetCurrent", e))

@@ -8,7 +8,7 @@ use super::device::CudaDevice;
 use super::result::check;
 use super::memsync::{self, CoherencyGuard};
 use super::desc;
-use crate::buf::{BufObj, ColorFormat, Perm, PlaneLayout};
+use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
 use super::host::HostRegistration;
@@ -43,7 +43,7 @@ impl Access for ReadWrite {
 }
 
 enum Source {
-    NvSciBuf { _obj: BufObj, _coherency: Option<CoherencyGuard> },
+    NvSciBuf { _obj: BufObj, _coherency: Option<CoherencyGuard>, layout: Option<ImageLayout> },
     Fd,
     /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
     /// `CUexternalMemory`: `raw` is NULL).
@@ -165,10 +165,11 @@ impl<A: Access> ExternalMemory<A> {
             let _coherency = needs.then(memsync::track_import_needing_coherency);
             return Ok(Self::wrap(core::ptr::null_mut(), size, dev, Source::HostMemory { reg, _coherency }));
         }
+        let layout = held.attr_list()?.get_one(crate::buf::key::IMAGE_LAYOUT)?;
         let d = desc::nvscibuf_memory(held.as_raw() as *const _, size);
         let raw = import(dev, &d, "NvSciBuf")?;
         let _coherency = needs.then(memsync::track_import_needing_coherency);
-        Ok(Self::wrap(raw, size, dev, Source::NvSciBuf { _obj: held, _coherency }))
+        Ok(Self::wrap(raw, size, dev, Source::NvSciBuf { _obj: held, _coherency, layout }))
     }
 
     /// Imports an opaque POSIX fd (Vulkan `OPAQUE_FD`, CUDA VMM export) of `size` bytes.
@@ -235,26 +236,39 @@ impl<A: Access> ExternalMemory<A> {
         self.map_buffer(0, self.inner.size)
     }
 
-    /// Maps one plane of a pitch-linear image as a CUDA mipmapped array (one level).
+    /// Maps one plane of an image as a CUDA mipmapped array of one level, as NVIDIA's samples do
+    /// (cudaNvSciBufMultiplanar, cudaNvSciNvMedia's cuda_consumer): the extent is the plane's
+    /// `width` x `height`, the format and channel count follow its colour format, the array
+    /// starts at the plane's offset, and `flags` are the `CUDA_ARRAY3D_*` flags CUDA accepts
+    /// for external-memory arrays (e.g. `CUDA_ARRAY3D_SURFACE_LDST` for surface objects).
     ///
-    /// The format and channel count follow the plane's color format; the width covers the whole
-    /// pitch (`pitch * 8 / bits_per_pixel`, so pitch padding is part of the array) and the
-    /// height is the aligned height.
-    pub fn map_plane(&self, plane: &PlaneLayout) -> Result<MappedArray<A>> {
+    /// NvSciBuf imports: only block-linear images. NVIDIA documents no CUDA array mapping of a
+    /// pitch-linear NvSciBuf plane (the samples map only block-linear planes and waive the
+    /// rest), so one is refused with [`Error::Unsupported`]; map the plane's bytes with
+    /// [`map_buffer`](Self::map_buffer)`(plane.offset, plane.pitch * plane.height)` instead.
+    pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
+        if let Source::NvSciBuf { layout, .. } = &self.inner.source {
+            if *layout != Some(ImageLayout::BlockLinear) {
+                return Err(Error::Unsupported {
+                    what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",
+                    reason: "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images \
+                             only; map the plane with map_buffer(plane.offset, pitch * height)",
+                });
+            }
+        }
         let (format, channels) = array_format(plane.format)
             .ok_or_else(|| invalid("plane.format", format!("{:?} has no CUDA array format", plane.format)))?;
-        if plane.bits_per_pixel == 0 {
-            return Err(invalid("plane.bits_per_pixel", "0"));
+        if plane.bits_per_pixel == 0 || plane.bits_per_pixel % 8 != 0 {
+            return Err(invalid("plane.bits_per_pixel", format!("{}", plane.bits_per_pixel)));
         }
-        let width = (plane.pitch as u64 * 8 / plane.bits_per_pixel as u64) as usize;
         self.map_array(ArrayDesc {
             offset: plane.offset,
-            width,
-            height: plane.aligned_height as usize,
+            width: plane.width as usize,
+            height: plane.height as usize,
             format,
             channels,
             bytes_per_texel: plane.bits_per_pixel / 8,
-            flags: 0,
+            flags,
             levels: 1,
         })
     }

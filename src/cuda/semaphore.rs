@@ -5,7 +5,7 @@ use super::device::CudaDevice;
 use super::memsync::{self, MemSync};
 use super::result::check;
 use crate::error::{Error, Result};
-use crate::sync::{Fence, SyncObj};
+use crate::sync::{CpuWaitContext, Fence, SyncObj};
 use super::host::HostRegistration;
 use crate::GpuInterop;
 use cudarc::driver::{sys, CudaStream};
@@ -79,6 +79,9 @@ pub struct CudaSyncObj {
     handle: SyncHandle,
     dev: CudaDevice,
     obj: SyncObj,
+    /// For objects whose waiters require timestamps: a CPU wait context and the last fence
+    /// signalled from CUDA (the driver allows one outstanding timestamp fence per object).
+    timestamps: Option<std::sync::Mutex<(CpuWaitContext, Fence)>>,
 }
 
 impl std::fmt::Debug for CudaSyncObj {
@@ -105,10 +108,38 @@ impl CudaSyncObj {
             raw.keep = Some(obj.clone());
             SyncHandle::Imported(raw)
         };
-        Ok(Self { handle, dev: dev.clone(), obj: obj.clone() })
+        let timestamps = if obj.attr_list()?.get_one(crate::sync::key::WAITER_REQUIRE_TIMESTAMPS)? == Some(true) {
+            Some(std::sync::Mutex::new((obj.module().cpu_wait_context()?, Fence::cleared())))
+        } else {
+            None
+        };
+        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps })
     }
 
-    /// Enqueues a signal on `stream` and returns the fence that expires with it.
+    /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
+    /// has not expired, and remembers the new one once `signal` filled it.
+    fn one_timestamp_fence(&self, signal: impl FnOnce(&mut Fence) -> Result<()>, fence: &mut Fence) -> Result<()> {
+        let Some(ts) = &self.timestamps else { return signal(fence) };
+        let mut g = ts.lock().unwrap_or_else(|e| e.into_inner());
+        let (ctx, last) = &mut *g;
+        match last.wait(ctx, Some(std::time::Duration::ZERO)) {
+            Ok(()) => {}
+            Err(Error::Timeout { .. }) => {
+                return Err(crate::error::invalid(
+                    "fence",
+                    "the object's waiters require timestamps and its previous CUDA-signalled fence has not \
+                     expired: the driver allows one outstanding timestamp fence per NvSciSync object",
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+        signal(fence)?;
+        *last = fence.try_clone()?;
+        Ok(())
+    }
+
+    /// Enqueues a signal on `stream` (of the import's context, else `InvalidArgument` naming
+    /// `stream`) and returns the fence that expires with it.
     pub fn signal(&self, stream: &CudaStream, policy: MemSync) -> Result<Fence> {
         let mut fence = Fence::cleared();
         self.signal_into(stream, policy, &mut fence)?;
@@ -117,7 +148,16 @@ impl CudaSyncObj {
 
     /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first). Allocates
     /// nothing.
+    ///
+    /// For an object whose waiters require timestamps (`WaiterRequireTimestamps`), a signal while
+    /// the previous CUDA-signalled fence has not expired is refused (`InvalidArgument` naming
+    /// `fence`): the driver allows one outstanding timestamp fence per object.
     pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
+        self.dev.check_stream(stream)?;
+        self.one_timestamp_fence(|fence| self.enqueue_signal(stream, policy, fence), fence)
+    }
+
+    fn enqueue_signal(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
         let skip = memsync::skip_for(policy, "signal");
         match &self.handle {
             SyncHandle::Imported(raw) => {
@@ -157,6 +197,7 @@ impl CudaSyncObj {
     /// `fence`) rather than letting kernels read stale cache lines. With [`MemSync::Skip`] (or
     /// `Auto` where skipping is proven safe) a cleared fence enqueues nothing.
     pub fn wait(&self, stream: &CudaStream, fence: &Fence, policy: MemSync) -> Result<()> {
+        self.dev.check_stream(stream)?;
         if fence.is_cleared() {
             if memsync::skip_for(policy, "wait on a cleared fence") {
                 return Ok(());
@@ -243,8 +284,9 @@ impl CudaSemaphore {
         self.kind
     }
 
-    /// Enqueues a signal (timeline: sets `value`).
+    /// Enqueues a signal (timeline: sets `value`). `stream` must belong to the import's context.
     pub fn signal(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        self.raw.dev.check_stream(stream)?;
         let params = desc::signal(core::ptr::null_mut(), value, false);
         self.raw.dev.bind()?;
         // SAFETY: the semaphore and parameters are alive for the call.
@@ -253,8 +295,10 @@ impl CudaSemaphore {
         })
     }
 
-    /// Enqueues a wait (timeline: until the value is at least `value`).
+    /// Enqueues a wait (timeline: until the value is at least `value`). `stream` must belong
+    /// to the import's context.
     pub fn wait(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        self.raw.dev.check_stream(stream)?;
         let params = desc::wait(core::ptr::null(), value, false);
         self.raw.dev.bind()?;
         // SAFETY: the semaphore and parameters are alive for the call.

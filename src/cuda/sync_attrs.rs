@@ -1,7 +1,8 @@
-//! CUDA's NvSciSync attributes (`cuDeviceGetNvSciSyncAttributes`), resolved at run time because
-//! cudarc does not bind it.
+//! CUDA's NvSciSync attributes (`cuDeviceGetNvSciSyncAttributes`), resolved at run time through
+//! `cuGetProcAddress` because cudarc does not bind it.
 
 use super::device::{driver_present, CudaDevice};
+use cudarc::driver::sys;
 use super::result::name;
 use crate::error::{Error, Result};
 use crate::sync::SyncAttrList;
@@ -15,27 +16,51 @@ pub const CUDA_NVSCISYNC_ATTR_SIGNAL: i32 = 0x1;
 pub const CUDA_NVSCISYNC_ATTR_WAIT: i32 = 0x2;
 
 struct Resolved {
-    _lib: libloading::Library,
     f: GetNvSciSyncAttributes,
 }
 
+/// The CUDA version whose ABI of the function is asked for (`cuDeviceGetNvSciSyncAttributes`
+/// exists unchanged since CUDA 10.2; 11.4 is JetPack 5's CUDA).
+const PROC_ADDRESS_VERSION: i32 = 11040;
+
+/// Resolves the function through `cuGetProcAddress` of the driver library cudarc loaded, so it
+/// always comes from the same libcuda as every other call (a second `dlopen` could find another
+/// file, e.g. a stub earlier on the library path).
 fn resolve() -> Option<&'static Resolved> {
     static CELL: OnceLock<Option<Resolved>> = OnceLock::new();
     CELL.get_or_init(|| {
         if !driver_present() {
             return None;
         }
-        // SAFETY: opening the driver library runs no code beyond its initialisers.
-        let lib = unsafe { libloading::Library::new("libcuda.so.1") }
-            .or_else(|_| unsafe { libloading::Library::new("libcuda.so") })
-            .ok()?;
+        // SAFETY: cudarc's driver library is present (checked above, so its lazy loader does not
+        // panic); cuInit(0) is idempotent and documented as callable at any time.
+        if unsafe { sys::cuInit(0) } != sys::CUresult::CUDA_SUCCESS {
+            return None;
+        }
+        let mut pfn = core::ptr::null_mut();
+        let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        // SAFETY: a NUL-terminated symbol name and valid out-pointers; flags 0 is
+        // CU_GET_PROC_ADDRESS_DEFAULT.
+        let r = unsafe {
+            sys::cuGetProcAddress_v2(
+                c"cuDeviceGetNvSciSyncAttributes".as_ptr(),
+                &mut pfn,
+                PROC_ADDRESS_VERSION,
+                0,
+                &mut status,
+            )
+        };
+        if r != sys::CUresult::CUDA_SUCCESS
+            || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
+            || pfn.is_null()
+        {
+            return None;
+        }
         // SAFETY: the documented signature is
         // CUresult cuDeviceGetNvSciSyncAttributes(void*, CUdevice, int); CUresult is a 32-bit
         // enum read here as u32 so unknown codes stay representable.
-        let f = unsafe { lib.get::<GetNvSciSyncAttributes>(b"cuDeviceGetNvSciSyncAttributes\0") }
-            .ok()
-            .map(|s| *s)?;
-        Some(Resolved { _lib: lib, f })
+        let f = unsafe { core::mem::transmute::<*mut core::ffi::c_void, GetNvSciSyncAttributes>(pfn) };
+        Some(Resolved { f })
     })
     .as_ref()
 }
@@ -50,6 +75,13 @@ pub fn nvsci_sync_attrs_available() -> bool {
 pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, wait: bool) -> Result<()> {
     if !signal && !wait {
         return Err(crate::error::invalid("signal/wait", "at least one must be true"));
+    }
+    if wait && list.get_one(crate::sync::key::WAITER_REQUIRE_TIMESTAMPS)? == Some(true) {
+        return Err(crate::error::invalid(
+            "list",
+            "sets WaiterRequireTimestamps, which NvSciSync defines for CPU waiters only; a CUDA waiter's list \
+             must not set it",
+        ));
     }
     let flags =
         if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
