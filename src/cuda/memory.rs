@@ -47,7 +47,7 @@ enum Source {
     Fd,
     /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
     /// `CUexternalMemory`: `raw` is NULL).
-    HostMemory { reg: HostRegistration, _coherency: Option<CoherencyGuard> },
+    HostMemory { reg: HostRegistration, _coherency: Option<CoherencyGuard>, layout: Option<ImageLayout> },
 }
 
 struct Inner {
@@ -153,6 +153,7 @@ impl<A: Access> ExternalMemory<A> {
             "NvSciBuf import on GPU {:02x?}: GpuSwNeedCacheCoherency = {needs}",
             &dev.gpu_id().0[..4]
         );
+        let layout = held.attr_list()?.get_one(crate::buf::key::IMAGE_LAYOUT)?;
         if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
                 what: "BufObjGetHostMemory",
@@ -163,9 +164,9 @@ impl<A: Access> ExternalMemory<A> {
             // any duplicate lives; the registration owns `held`.
             let reg = unsafe { HostRegistration::new(dev, base, len, Box::new(held)) }?;
             let _coherency = needs.then(memsync::track_import_needing_coherency);
-            return Ok(Self::wrap(core::ptr::null_mut(), size, dev, Source::HostMemory { reg, _coherency }));
+            let source = Source::HostMemory { reg, _coherency, layout };
+            return Ok(Self::wrap(core::ptr::null_mut(), size, dev, source));
         }
-        let layout = held.attr_list()?.get_one(crate::buf::key::IMAGE_LAYOUT)?;
         let d = desc::nvscibuf_memory(held.as_raw() as *const _, size);
         let raw = import(dev, &d, "NvSciBuf")?;
         let _coherency = needs.then(memsync::track_import_needing_coherency);
@@ -247,7 +248,7 @@ impl<A: Access> ExternalMemory<A> {
     /// rest), so one is refused with [`Error::Unsupported`]; map the plane's bytes with
     /// [`map_buffer`](Self::map_buffer)`(plane.offset, plane.pitch * plane.height)` instead.
     pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
-        if let Source::NvSciBuf { layout, .. } = &self.inner.source {
+        if let Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. } = &self.inner.source {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",

@@ -1,0 +1,129 @@
+//! The NvSci -> CUDA rules a desk check against NVIDIA's documentation and samples found, run
+//! through the mock on a CUDA GPU (the same safe-layer code the Tegra path runs): cleared-fence
+//! waits that must synchronise memory, timestamp fences, plane mappings, streams of another
+//! context.
+#![cfg(all(feature = "mock", feature = "cuda"))]
+
+mod common;
+
+use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType};
+use nvsci::cuda::{self, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
+use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+use nvsci::{Error, NvSci};
+use std::time::Duration;
+
+fn cpu_waiter(m: &SyncModule, timestamps: bool) -> SyncAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)]).unwrap();
+    if timestamps {
+        l.set(&[SyncAttr::WaiterRequireTimestamps(true)]).unwrap();
+    }
+    l
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
+    let Some(dev) = common::gpu() else { return };
+    let _s = common::serial();
+    let lib = NvSci::mock();
+    let m = SyncModule::open(&lib).unwrap();
+    // A CUDA waiter may not ask for timestamps (NvSciSync defines them for CPU waiters).
+    let mut l = m.attr_list().unwrap();
+    l.set(&[SyncAttr::WaiterRequireTimestamps(true)]).unwrap();
+    match cuda::fill_sync_attrs(&dev, &mut l, false, true) {
+        Err(Error::InvalidArgument { name: "list", reason }) => assert!(reason.contains("CPU waiters"), "{reason}"),
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    // CUDA signals, the CPU waits with timestamps.
+    let mut s = m.attr_list().unwrap();
+    cuda::fill_sync_attrs(&dev, &mut s, true, false).unwrap();
+    let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &cpu_waiter(&m, true)]).unwrap()).unwrap();
+    let imported = CudaSyncObj::import(&dev, &obj).unwrap();
+    // Hold the stream behind a fence of another object that the CPU signals later, so the first
+    // timestamp fence stays outstanding.
+    let mut gs = m.attr_list().unwrap();
+    gs.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
+    let mut gw = m.attr_list().unwrap();
+    cuda::fill_sync_attrs(&dev, &mut gw, false, true).unwrap();
+    let gate = SyncObj::alloc(&SyncAttrList::reconcile(&[&gs, &gw, &cpu_waiter(&m, false)]).unwrap()).unwrap();
+    let gate_in_cuda = CudaSyncObj::import(&dev, &gate).unwrap();
+    let stream = dev.context().new_stream().unwrap();
+    gate_in_cuda.wait(&stream, &gate.generate_fence().unwrap(), MemSync::Perform).unwrap();
+    let first = imported.signal(&stream, MemSync::Perform).unwrap();
+    match imported.signal(&stream, MemSync::Perform) {
+        Err(Error::InvalidArgument { name: "fence", reason }) => assert!(reason.contains("one outstanding"), "{reason}"),
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    gate.signal().unwrap();
+    let mut ctx = m.cpu_wait_context().unwrap();
+    first.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
+    // Expired: the next signal is accepted.
+    let second = imported.signal(&stream, MemSync::Perform).unwrap();
+    second.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
+}
+
+fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::Layout(layout),
+        BufAttr::ScanType(ScanType::Progressive),
+        BufAttr::PlaneCount(2),
+        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+        BufAttr::PlaneWidth(&[64, 32]),
+        BufAttr::PlaneHeight(&[32, 16]),
+        BufAttr::NeedCpuAccess(true),
+        BufAttr::RequiredPerm(Perm::ReadWrite),
+        BufAttr::GpuId(&[gpu]),
+    ])
+    .unwrap();
+    BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn pitch_linear_planes_are_mapped_as_buffers_not_arrays() {
+    let Some(dev) = common::gpu() else { return };
+    let lib = NvSci::mock();
+    let m = BufModule::open(&lib).unwrap();
+    let obj = nv12(&m, ImageLayout::PitchLinear, dev.gpu_id());
+    let planes = obj.planes().unwrap();
+    let mem = ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &obj).unwrap();
+    match mem.map_plane(&planes[0], 0) {
+        Err(Error::Unsupported { what, reason }) => {
+            assert!(what.contains("pitch-linear"), "{what}");
+            assert!(reason.contains("map_buffer"), "{reason}");
+        }
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+    // The documented alternative works and covers the plane: luma rows at its pitch.
+    let p = planes[1];
+    let chroma = mem.map_buffer(p.offset, p.pitch as u64 * p.height as u64).unwrap();
+    obj.cpu_write().unwrap()[p.offset as usize..][..4].copy_from_slice(&[1, 2, 3, 4]);
+    let back = dev.default_stream().clone_dtoh(&chroma).unwrap();
+    assert_eq!(&back[..4], &[1, 2, 3, 4]);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streams_of_another_context_are_refused() {
+    let Some(dev) = common::gpu() else { return };
+    let Ok(other) = cuda::CudaDevice::open(1) else {
+        // One GPU: no stream of another context can exist here. Reported, not silently passed.
+        eprintln!("streams_of_another_context_are_refused: needs two CUDA GPUs; only one present");
+        assert!(!common::gpu_required() || std::env::var("NVSCI_REQUIRE_TWO_GPUS").is_err());
+        return;
+    };
+    let lib = NvSci::mock();
+    let m = SyncModule::open(&lib).unwrap();
+    let mut s = m.attr_list().unwrap();
+    cuda::fill_sync_attrs(&dev, &mut s, true, false).unwrap();
+    let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &cpu_waiter(&m, false)]).unwrap()).unwrap();
+    let imported = CudaSyncObj::import(&dev, &obj).unwrap();
+    let foreign = other.context().new_stream().unwrap();
+    match imported.signal(&foreign, MemSync::Perform) {
+        Err(Error::InvalidArgument { name: "stream", .. }) => {}
+        r => panic!("expected a refusal, got {r:?}"),
+    }
+}
