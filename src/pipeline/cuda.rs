@@ -168,7 +168,7 @@ impl CudaConsumer {
     /// must have been created for a CUDA engine on `dev` (its lists name the GPU), and `stream`
     /// must belong to `dev`'s context.
     pub fn new(consumer: Consumer, dev: &CudaDevice, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
-        if !Arc::ptr_eq(stream.context(), dev.context()) {
+        if stream.context().cu_ctx() != dev.context().cu_ctx() {
             return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
         }
         let id = consumer.id();
@@ -287,7 +287,7 @@ impl CudaProducer {
     /// producer must have been created for a CUDA engine on `dev`, and `stream` must belong to
     /// `dev`'s context.
     pub fn new(producer: Producer, dev: &CudaDevice, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
-        if !Arc::ptr_eq(stream.context(), dev.context()) {
+        if stream.context().cu_ctx() != dev.context().cu_ctx() {
             return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
         }
         let slots = producer.slots().iter().map(|s| import_slot::<ReadWrite>(dev, &s.memory, None));
