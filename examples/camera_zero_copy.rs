@@ -147,9 +147,12 @@ struct Outcome {
 
 /// The converting consumer: on the CPU, or a CUDA kernel queued on a stream.
 enum Converter {
-    Cpu { consumer: Consumer, rgba: Vec<u8> },
+    Cpu {
+        consumer: Consumer,
+        rgba: Vec<u8>,
+    },
     #[cfg(feature = "cuda")]
-    Cuda(gpu::CudaConverter),
+    Cuda(Box<gpu::CudaConverter>),
 }
 
 impl Converter {
@@ -189,7 +192,10 @@ fn spawn_camera(
     std::thread::spawn(move || {
         for t in 0..n {
             let f = producer.acquire().map_err(|e| e.to_string())?;
-            producer.cpu_write(&f).map_err(|e| e.to_string())?.copy_from_slice(&frames[(t % PATTERNS) as usize]);
+            producer
+                .cpu_write(&f)
+                .map_err(|e| e.to_string())?
+                .copy_from_slice(&frames[(t % PATTERNS) as usize]);
             producer.present(f).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -226,7 +232,8 @@ fn cpu_time() -> Duration {
     extern "C" {
         fn getrusage(who: i32, usage: *mut Rusage) -> i32;
     }
-    let mut u = Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
+    let mut u =
+        Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
     // SAFETY: getrusage(RUSAGE_SELF = 0) writes one struct rusage (2 timevals + 14 longs on
     // 64-bit Linux) through the valid pointer.
     if unsafe { getrusage(0, &mut u) } != 0 {
@@ -240,14 +247,18 @@ fn cpu_time() -> Duration {
 /// here.
 fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    let config =
-        RingConfig { frames: a.buffers, consumers: 1 + a.recorder as usize, timeout: Duration::from_secs(10) };
+    let config = RingConfig {
+        frames: a.buffers,
+        consumers: 1 + a.recorder as usize,
+        timeout: Duration::from_secs(10),
+    };
     let engine = backend.gpu_engine();
     let mut consumers_engines = vec![engine.clone()];
     if a.recorder {
         consumers_engines.push(Engine::Cpu);
     }
-    let ring = backend.build_ring(format, config, &Engine::Cpu, &consumers_engines).map_err(|e| e.to_string())?;
+    let ring =
+        backend.build_ring(format, config, &Engine::Cpu, &consumers_engines).map_err(|e| e.to_string())?;
     let layout = ring.layout().clone();
     println!(
         "ring: {} x NV12 {}x{}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",
@@ -268,7 +279,7 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     let mut converter = match &engine {
         Engine::Cpu => Converter::Cpu { consumer: first, rgba: vec![0u8; (a.width * a.height * 4) as usize] },
         #[cfg(feature = "cuda")]
-        Engine::Cuda(dev) => Converter::Cuda(gpu::CudaConverter::new(first, dev, &layout, a)?),
+        Engine::Cuda(dev) => Converter::Cuda(Box::new(gpu::CudaConverter::new(first, dev, &layout, a)?)),
     };
     let n = a.frames;
     let recorder = cons.next().map(|rec| spawn_recorder(rec, sums, n));
@@ -327,7 +338,9 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
 mod gpu {
     //! The CUDA converter (one per backend: NvSci, mock on a GPU, Vulkan) and the copy pipeline.
     use super::*;
-    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+    use nvsci::cuda::cudarc::driver::{
+        CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    };
     use nvsci::cuda::cudarc::nvrtc::Ptx;
     use nvsci::cuda::{CudaDevice, MemSync};
     use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
@@ -348,10 +361,19 @@ mod gpu {
     }
 
     impl Kernel {
-        pub fn new(dev: &CudaDevice, stream: &Arc<CudaStream>, layout: &FrameLayout, a: &Args) -> Result<Self, String> {
-            let m = dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(|e| format!("PTX: {e}"))?;
+        pub fn new(
+            dev: &CudaDevice,
+            stream: &Arc<CudaStream>,
+            layout: &FrameLayout,
+            a: &Args,
+        ) -> Result<Self, String> {
+            let m = dev
+                .context()
+                .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
+                .map_err(|e| format!("PTX: {e}"))?;
             let f = m.load_function("nv12_to_rgba").map_err(|e| e.to_string())?;
-            let rgba = stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
+            let rgba =
+                stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
             let sums = stream.alloc_zeros::<u64>(a.frames as usize).map_err(|e| e.to_string())?;
             Ok(Self {
                 f,
@@ -405,10 +427,16 @@ mod gpu {
     }
 
     impl CudaConverter {
-        pub fn new(consumer: Consumer, dev: &CudaDevice, layout: &FrameLayout, a: &Args) -> Result<Self, String> {
+        pub fn new(
+            consumer: Consumer,
+            dev: &CudaDevice,
+            layout: &FrameLayout,
+            a: &Args,
+        ) -> Result<Self, String> {
             let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
             let kernel = Kernel::new(dev, &stream, layout, a)?;
-            let consumer = CudaConsumer::new(consumer, dev, stream, MemSync::Auto).map_err(|e| e.to_string())?;
+            let consumer =
+                CudaConsumer::new(consumer, dev, stream, MemSync::Auto).map_err(|e| e.to_string())?;
             Ok(Self { kernel, consumer, converted: 0 })
         }
 
@@ -453,7 +481,8 @@ mod gpu {
         }
         let (sums, _) = kernel.read_back(&stream)?;
         let elapsed = start.elapsed();
-        let bad = (0..a.frames).filter(|&t| sums[t as usize] != expected[(t % PATTERNS) as usize]).count() as u64;
+        let bad =
+            (0..a.frames).filter(|&t| sums[t as usize] != expected[(t % PATTERNS) as usize]).count() as u64;
         Ok((
             Stats {
                 label: "copy path (host frame + cuMemcpyHtoD + kernel, call time per frame)".into(),

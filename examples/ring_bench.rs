@@ -19,7 +19,9 @@
 //! GPU and CPU share DRAM); on a discrete GPU every access to it crosses PCIe. On the Vulkan
 //! backend with only GPU parties it is device memory.
 
-use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg};
+use nvsci::cuda::cudarc::driver::{
+    sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaDevice, MemSync};
 use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
@@ -52,7 +54,8 @@ fn thread_cpu_time() -> Duration {
     extern "C" {
         fn getrusage(who: i32, usage: *mut Rusage) -> i32;
     }
-    let mut u = Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
+    let mut u =
+        Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
     // SAFETY: getrusage(RUSAGE_THREAD = 1) writes one struct rusage (2 timevals + 14 longs on
     // 64-bit Linux) through the valid pointer.
     if unsafe { getrusage(1, &mut u) } != 0 {
@@ -128,8 +131,9 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
     let (p, cs) = ring.split().map_err(e)?;
     let stream = dev.context().new_stream().map_err(e)?;
     let mut k = Kernel::new(dev, &stream, &layout)?;
-    let mut c = CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, stream.clone(), MemSync::Auto)
-        .map_err(e)?;
+    let mut c =
+        CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, stream.clone(), MemSync::Auto)
+            .map_err(e)?;
     let cam = camera(p, frames);
     let t0 = thread_cpu_time();
     for _ in 0..frames {
@@ -169,7 +173,10 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
 
 /// Each slot of a consumer's ring mapped read-only into `dev` (the CPU-synchronised variant
 /// imports by hand what `CudaConsumer` imports itself).
-fn import_views(dev: &CudaDevice, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
+fn import_views(
+    dev: &CudaDevice,
+    c: &Consumer,
+) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
     let mut v = Vec::new();
     for i in 0..c.config().frames {
         let view = c.slot_view(i).ok_or("this measurement needs an NvSci backend (mock or Tegra)")?;
@@ -192,16 +199,23 @@ fn gpu_producer(b: &Backend, dev: &CudaDevice, width: u32, height: u32, frames: 
     let cstream = dev.context().new_stream().map_err(e)?;
     let mut producer = CudaProducer::new(p, dev, ps.clone(), MemSync::Auto).map_err(e)?;
     let mut consumer =
-        CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, cstream.clone(), MemSync::Auto).map_err(e)?;
+        CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, cstream.clone(), MemSync::Auto)
+            .map_err(e)?;
     let mut k = Kernel::new(dev, &cstream, &layout)?;
     let mut step = |t: u64| -> Res<()> {
         producer
             .produce(|f| {
                 // SAFETY: the frame maps `size` writable bytes; the memset is queued on the
                 // producer's stream after its release-fence waits.
-                let r = unsafe { sys::cuMemsetD8Async(f.device_address(), t as u8, size, f.stream().cu_stream()) };
+                let r = unsafe {
+                    sys::cuMemsetD8Async(f.device_address(), t as u8, size, f.stream().cu_stream())
+                };
                 if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(nvsci::Error::Cuda { function: "cuMemsetD8Async", code: r as u32, name: "memset" });
+                    return Err(nvsci::Error::Cuda {
+                        function: "cuMemsetD8Async",
+                        code: r as u32,
+                        name: "memset",
+                    });
                 }
                 Ok(())
             })
@@ -269,7 +283,9 @@ fn run() -> Res<()> {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--backend" => kind = Some(args.next().ok_or("--backend needs a value")?.parse::<BackendKind>().map_err(e)?),
+            "--backend" => {
+                kind = Some(args.next().ok_or("--backend needs a value")?.parse::<BackendKind>().map_err(e)?)
+            }
             "--frames" => frames = args.next().ok_or("--frames needs a value")?.parse().map_err(e)?,
             other => return Err(format!("unknown argument {other}")),
         }

@@ -138,7 +138,11 @@ fn memsync_decision_table() {
             assert!(decide(MemSync::Skip, tracked, n));
             assert!(!decide(MemSync::Perform, tracked, n));
             // Auto skips only when every import in the process is known and none needs coherency.
-            assert_eq!(decide(MemSync::Auto, tracked, n), tracked && n == 0, "tracked {tracked}, {n} needing");
+            assert_eq!(
+                decide(MemSync::Auto, tracked, n),
+                tracked && n == 0,
+                "tracked {tracked}, {n} needing"
+            );
         }
     }
     // Without the promise, Auto performs memory synchronisation even with no import at all.

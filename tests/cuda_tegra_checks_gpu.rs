@@ -6,7 +6,9 @@
 
 mod common;
 
-use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType};
+use nvsci::buf::{
+    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType,
+};
 use nvsci::cuda::{self, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, NvSci};
@@ -32,7 +34,9 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
     let mut l = m.attr_list().unwrap();
     l.set(&[SyncAttr::WaiterRequireTimestamps(true)]).unwrap();
     match cuda::fill_sync_attrs(&dev, &mut l, false, true) {
-        Err(Error::InvalidArgument { name: "list", reason }) => assert!(reason.contains("CPU waiters"), "{reason}"),
+        Err(Error::InvalidArgument { name: "list", reason }) => {
+            assert!(reason.contains("CPU waiters"), "{reason}")
+        }
         r => panic!("expected a refusal, got {r:?}"),
     }
     // CUDA signals, the CPU waits with timestamps.
@@ -46,13 +50,16 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
     gs.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
     let mut gw = m.attr_list().unwrap();
     cuda::fill_sync_attrs(&dev, &mut gw, false, true).unwrap();
-    let gate = SyncObj::alloc(&SyncAttrList::reconcile(&[&gs, &gw, &cpu_waiter(&m, false)]).unwrap()).unwrap();
+    let gate =
+        SyncObj::alloc(&SyncAttrList::reconcile(&[&gs, &gw, &cpu_waiter(&m, false)]).unwrap()).unwrap();
     let gate_in_cuda = CudaSyncObj::import(&dev, &gate).unwrap();
     let stream = dev.context().new_stream().unwrap();
     gate_in_cuda.wait(&stream, &gate.generate_fence().unwrap(), MemSync::Perform).unwrap();
     let first = imported.signal(&stream, MemSync::Perform).unwrap();
     match imported.signal(&stream, MemSync::Perform) {
-        Err(Error::InvalidArgument { name: "fence", reason }) => assert!(reason.contains("one outstanding"), "{reason}"),
+        Err(Error::InvalidArgument { name: "fence", reason }) => {
+            assert!(reason.contains("one outstanding"), "{reason}")
+        }
         r => panic!("expected a refusal, got {r:?}"),
     }
     gate.signal().unwrap();

@@ -39,7 +39,11 @@ fn a_consumer_waits_for_a_present_fence_that_expires_later() {
         let g = cs[0].acquire().unwrap();
         let waited = t.elapsed();
         let bytes = cs[0].cpu_read(&g).unwrap();
-        assert!(bytes.iter().all(|&b| b == round), "round {round}: read {} before the fence expired", bytes[0]);
+        assert!(
+            bytes.iter().all(|&b| b == round),
+            "round {round}: read {} before the fence expired",
+            bytes[0]
+        );
         assert!(waited >= DELAY / 2, "the consumer did not wait for the present fence ({waited:?})");
         drop(bytes);
         cs[0].release(g).unwrap();
@@ -166,7 +170,9 @@ fn tokens_of_a_dropped_ring_are_refused_by_a_new_one() {
     let (mut p, mut cs) = r.split().unwrap();
     assert_eq!(old_token.ring_id(), old_id);
     match p.present(old_token) {
-        Err(Error::InvalidArgument { name: "frame", reason }) => assert!(reason.contains("frame of ring"), "{reason}"),
+        Err(Error::InvalidArgument { name: "frame", reason }) => {
+            assert!(reason.contains("frame of ring"), "{reason}")
+        }
         other => panic!("expected a refusal, got {other:?}"),
     }
     let f = p.acquire().unwrap();

@@ -32,7 +32,12 @@ fn assert_frames(results: &[u8], seeds: impl Fn(usize) -> u32) {
     for t in 0..FRAMES {
         let got = &results[t * N..(t + 1) * N];
         let want = expected_pattern(N, seeds(t));
-        assert!(got == &want[..], "frame {t}: bytes differ from the pattern (first {} vs {})", got[0], want[0]);
+        assert!(
+            got == &want[..],
+            "frame {t}: bytes differ from the pattern (first {} vs {})",
+            got[0],
+            want[0]
+        );
     }
 }
 
@@ -79,9 +84,14 @@ fn run_cpu_camera(dev: &CudaDevice, recorder: bool) {
     if recorder {
         engines.push(Engine::Cpu);
     }
-    let ring =
-        FrameRing::with_engines(&lib, FrameFormat::Raw { size: N as u64 }, config(engines.len()), &Engine::Cpu, &engines)
-            .unwrap();
+    let ring = FrameRing::with_engines(
+        &lib,
+        FrameFormat::Raw { size: N as u64 },
+        config(engines.len()),
+        &Engine::Cpu,
+        &engines,
+    )
+    .unwrap();
     let (p, cs) = ring.split().unwrap();
     let mut cs = cs.into_iter();
     let stream = dev.context().new_stream().unwrap();
@@ -148,7 +158,8 @@ fn cuda_producer_on_one_stream_feeds_cuda_consumers_on_others() {
     .unwrap();
     let (p, cs) = ring.split().unwrap();
     let ctx = dev.context();
-    let fill = ctx.load_module(Ptx::from_src(FILL_PATTERN_PTX)).unwrap().load_function("fill_pattern").unwrap();
+    let fill =
+        ctx.load_module(Ptx::from_src(FILL_PATTERN_PTX)).unwrap().load_function("fill_pattern").unwrap();
     let pstream = ctx.new_stream().unwrap();
     let mut producer = CudaProducer::new(p, &dev, pstream.clone(), MemSync::Auto).unwrap();
     let mut consumers: Vec<(CudaConsumer, Arc<CudaStream>, CudaSlice<u8>)> = cs
@@ -166,9 +177,17 @@ fn cuda_producer_on_one_stream_feeds_cuda_consumers_on_others() {
                 let (n, seed) = (N as u64, t as u32);
                 let mut b = f.stream().launch_builder(&fill);
                 b.arg(&ptr).arg(&n).arg(&seed);
-                let cfg = LaunchConfig { grid_dim: ((N as u32).div_ceil(256), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                let cfg = LaunchConfig {
+                    grid_dim: ((N as u32).div_ceil(256), 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
                 // SAFETY: `ptr` maps N writable bytes of the frame; the kernel writes p[0..n].
-                unsafe { b.launch(cfg) }.map(drop).map_err(|e| Error::Cuda { function: "cuLaunchKernel", code: e.0 as u32, name: "launch" })
+                unsafe { b.launch(cfg) }.map(drop).map_err(|e| Error::Cuda {
+                    function: "cuLaunchKernel",
+                    code: e.0 as u32,
+                    name: "launch",
+                })
             })
             .unwrap();
         for (c, _, results) in consumers.iter_mut() {
@@ -231,7 +250,11 @@ fn a_cuda_wait_on_a_fence_of_an_object_not_imported_is_refused() {
     std::thread::sleep(Duration::from_millis(50));
     // SAFETY: querying a stream this test created.
     let busy = unsafe { nvsci::cuda::cudarc::driver::sys::cuStreamQuery(s.cu_stream()) };
-    assert_eq!(busy, nvsci::cuda::cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY, "the stream did not wait");
+    assert_eq!(
+        busy,
+        nvsci::cuda::cudarc::driver::sys::CUresult::CUDA_ERROR_NOT_READY,
+        "the stream did not wait"
+    );
     p.present_sync().unwrap().signal().unwrap();
     s.synchronize().unwrap();
 }
@@ -256,7 +279,8 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_finishes_the_work_first() {
         let (mut p, cs) = ring.split().unwrap();
         let stream = dev.context().new_stream().unwrap();
         let mut results = stream.alloc_zeros::<u8>(N).unwrap();
-        let mut c = CudaConsumer::new(cs.into_iter().next().unwrap(), &dev, stream.clone(), MemSync::Auto).unwrap();
+        let mut c =
+            CudaConsumer::new(cs.into_iter().next().unwrap(), &dev, stream.clone(), MemSync::Auto).unwrap();
         // Present with a fence the CPU signals only after the consumer is being dropped.
         let f = p.acquire().unwrap();
         let buffer = p.buffer(&f).unwrap().dup().unwrap();

@@ -4,14 +4,14 @@
 //! [`ExternalMemory`], which holds the NvSciBuf object reference it was imported from, so the
 //! driver objects are always destroyed before the memory they describe.
 
-use super::device::CudaDevice;
-use super::result::check;
-use super::memsync::{self, CoherencyGuard};
 use super::desc;
+use super::device::CudaDevice;
+use super::host::HostRegistration;
+use super::memsync::{self, CoherencyGuard};
+use super::result::check;
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
-use super::host::HostRegistration;
 use core::marker::PhantomData;
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::os::fd::OwnedFd;
@@ -43,11 +43,19 @@ impl Access for ReadWrite {
 }
 
 enum Source {
-    NvSciBuf { _obj: BufObj, _coherency: Option<CoherencyGuard>, layout: Option<ImageLayout> },
+    NvSciBuf {
+        _obj: BufObj,
+        _coherency: Option<CoherencyGuard>,
+        layout: Option<ImageLayout>,
+    },
     Fd,
     /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
     /// `CUexternalMemory`: `raw` is NULL).
-    HostMemory { reg: HostRegistration, _coherency: Option<CoherencyGuard>, layout: Option<ImageLayout> },
+    HostMemory {
+        reg: HostRegistration,
+        _coherency: Option<CoherencyGuard>,
+        layout: Option<ImageLayout>,
+    },
 }
 
 struct Inner {
@@ -159,7 +167,8 @@ impl<A: Access> ExternalMemory<A> {
                 what: "BufObjGetHostMemory",
                 reason: "the implementation reports host-memory GPU interop without the entry point",
             })?;
-            let len = usize::try_from(len).map_err(|_| invalid("obj", "host memory larger than the address space"))?;
+            let len = usize::try_from(len)
+                .map_err(|_| invalid("obj", "host memory larger than the address space"))?;
             // SAFETY: the memory belongs to the object `held` duplicates and stays allocated while
             // any duplicate lives; the registration owns `held`.
             let reg = unsafe { HostRegistration::new(dev, base, len, Box::new(held)) }?;
@@ -252,14 +261,15 @@ impl<A: Access> ExternalMemory<A> {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",
-                    reason: "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images \
+                    reason:
+                        "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images \
                              only; map the plane with map_buffer(plane.offset, pitch * height)",
                 });
             }
         }
         let (format, channels) = array_format(plane.format)
             .ok_or_else(|| invalid("plane.format", format!("{:?} has no CUDA array format", plane.format)))?;
-        if plane.bits_per_pixel == 0 || plane.bits_per_pixel % 8 != 0 {
+        if plane.bits_per_pixel == 0 || !plane.bits_per_pixel.is_multiple_of(8) {
             return Err(invalid("plane.bits_per_pixel", format!("{}", plane.bits_per_pixel)));
         }
         self.map_array(ArrayDesc {

@@ -2,11 +2,11 @@
 
 use super::desc;
 use super::device::CudaDevice;
+use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::check;
 use crate::error::{Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncObj};
-use super::host::HostRegistration;
 use crate::GpuInterop;
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
@@ -108,17 +108,22 @@ impl CudaSyncObj {
             raw.keep = Some(obj.clone());
             SyncHandle::Imported(raw)
         };
-        let timestamps = if obj.attr_list()?.get_one(crate::sync::key::WAITER_REQUIRE_TIMESTAMPS)? == Some(true) {
-            Some(std::sync::Mutex::new((obj.module().cpu_wait_context()?, Fence::cleared())))
-        } else {
-            None
-        };
+        let timestamps =
+            if obj.attr_list()?.get_one(crate::sync::key::WAITER_REQUIRE_TIMESTAMPS)? == Some(true) {
+                Some(std::sync::Mutex::new((obj.module().cpu_wait_context()?, Fence::cleared())))
+            } else {
+                None
+            };
         Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps })
     }
 
     /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
     /// has not expired, and remembers the new one once `signal` filled it.
-    fn one_timestamp_fence(&self, signal: impl FnOnce(&mut Fence) -> Result<()>, fence: &mut Fence) -> Result<()> {
+    fn one_timestamp_fence(
+        &self,
+        signal: impl FnOnce(&mut Fence) -> Result<()>,
+        fence: &mut Fence,
+    ) -> Result<()> {
         let Some(ts) = &self.timestamps else { return signal(fence) };
         let mut g = ts.lock().unwrap_or_else(|e| e.into_inner());
         let (ctx, last) = &mut *g;

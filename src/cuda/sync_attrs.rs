@@ -2,10 +2,10 @@
 //! `cuGetProcAddress` because cudarc does not bind it.
 
 use super::device::{driver_present, CudaDevice};
-use cudarc::driver::sys;
 use super::result::name;
 use crate::error::{Error, Result};
 use crate::sync::SyncAttrList;
+use cudarc::driver::sys;
 use std::sync::OnceLock;
 
 type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut core::ffi::c_void, i32, i32) -> u32;

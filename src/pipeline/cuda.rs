@@ -13,7 +13,9 @@ use super::memory::SlotMemory;
 use super::ring::{Consumer, Producer, MAX_CONSUMERS, MAX_FRAMES};
 use super::FrameLayout;
 use crate::cuda::cudarc::driver::CudaStream;
-use crate::cuda::{Access, CudaDevice, CudaSyncObj, ExternalMemory, MappedBuffer, MemSync, ReadOnly, ReadWrite};
+use crate::cuda::{
+    Access, CudaDevice, CudaSyncObj, ExternalMemory, MappedBuffer, MemSync, ReadOnly, ReadWrite,
+};
 use crate::error::{invalid, Result};
 use std::sync::Arc;
 
@@ -32,9 +34,11 @@ impl CudaSync {
         match point {
             SyncPoint::NvSci(obj) => Ok(Self::NvSci(CudaSyncObj::import(dev, obj)?)),
             #[cfg(feature = "vulkan")]
-            SyncPoint::Timeline { semaphore, .. } => {
-                Ok(Self::Timeline(CudaSemaphore::import(dev, semaphore.export_fd()?, SemaphoreKind::Timeline)?))
-            }
+            SyncPoint::Timeline { semaphore, .. } => Ok(Self::Timeline(CudaSemaphore::import(
+                dev,
+                semaphore.export_fd()?,
+                SemaphoreKind::Timeline,
+            )?)),
         }
     }
 
@@ -44,7 +48,9 @@ impl CudaSync {
     /// to overwrite a slot has nothing to synchronise with an expired release.
     fn wait(&self, stream: &CudaStream, fence: &RingFence, policy: MemSync, reads: bool) -> Result<()> {
         match (self, fence) {
-            (Self::NvSci(s), RingFence::Expired) if reads => s.wait(stream, &crate::sync::Fence::cleared(), policy),
+            (Self::NvSci(s), RingFence::Expired) if reads => {
+                s.wait(stream, &crate::sync::Fence::cleared(), policy)
+            }
             (_, RingFence::Expired) => Ok(()),
             (Self::NvSci(s), RingFence::NvSci(f)) => s.wait(stream, f, policy),
             #[cfg(feature = "vulkan")]
@@ -81,7 +87,11 @@ fn map_slots<A: Access>(
     Ok(out)
 }
 
-fn import_slot<A: Access>(dev: &CudaDevice, memory: &SlotMemory, consumer: Option<usize>) -> Result<ExternalMemory<A>> {
+fn import_slot<A: Access>(
+    dev: &CudaDevice,
+    memory: &SlotMemory,
+    consumer: Option<usize>,
+) -> Result<ExternalMemory<A>> {
     match memory {
         SlotMemory::NvSci { .. } => match consumer {
             Some(c) => ExternalMemory::from_buf_obj(dev, memory.view(c)?),
@@ -159,7 +169,10 @@ pub struct CudaConsumer {
 
 impl std::fmt::Debug for CudaConsumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaConsumer").field("consumer", &self.consumer).field("policy", &self.policy).finish()
+        f.debug_struct("CudaConsumer")
+            .field("consumer", &self.consumer)
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
@@ -167,7 +180,12 @@ impl CudaConsumer {
     /// Imports every slot (read-only) and the ring's sync objects into `dev` once. The consumer
     /// must have been created for a CUDA engine on `dev` (its lists name the GPU), and `stream`
     /// must belong to `dev`'s context.
-    pub fn new(consumer: Consumer, dev: &CudaDevice, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
+    pub fn new(
+        consumer: Consumer,
+        dev: &CudaDevice,
+        stream: Arc<CudaStream>,
+        policy: MemSync,
+    ) -> Result<Self> {
         if stream.context().cu_ctx() != dev.context().cu_ctx() {
             return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
         }
@@ -278,7 +296,10 @@ pub struct CudaProducer {
 
 impl std::fmt::Debug for CudaProducer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CudaProducer").field("producer", &self.producer).field("policy", &self.policy).finish()
+        f.debug_struct("CudaProducer")
+            .field("producer", &self.producer)
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
@@ -286,7 +307,12 @@ impl CudaProducer {
     /// Imports every slot (read-write) and the ring's sync objects into `dev` once. The
     /// producer must have been created for a CUDA engine on `dev`, and `stream` must belong to
     /// `dev`'s context.
-    pub fn new(producer: Producer, dev: &CudaDevice, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
+    pub fn new(
+        producer: Producer,
+        dev: &CudaDevice,
+        stream: Arc<CudaStream>,
+        policy: MemSync,
+    ) -> Result<Self> {
         if stream.context().cu_ctx() != dev.context().cu_ctx() {
             return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
         }
@@ -295,7 +321,8 @@ impl CudaProducer {
         let present = CudaSync::import(dev, producer.present_point())?;
         let mut releases = heapless::Vec::new();
         for c in 0..producer.config().consumers {
-            let point = producer.release_point(c).ok_or_else(|| invalid("consumer", "missing release sync"))?;
+            let point =
+                producer.release_point(c).ok_or_else(|| invalid("consumer", "missing release sync"))?;
             let _ = releases.push(CudaSync::import(dev, point)?);
         }
         Ok(Self { frames, present, releases, stream, policy, producer })

@@ -7,9 +7,9 @@
 //! fence is a value on one of them. Every sync object also has the CPU as a waiter, so the ring
 //! can always wait for outstanding work before it frees memory.
 
-use crate::error::{Error, Result};
 #[cfg(feature = "vulkan")]
 use crate::error::invalid;
+use crate::error::{Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncModule, SyncObj};
 use std::time::Duration;
 

@@ -57,7 +57,10 @@ impl Default for RingConfig {
 impl RingConfig {
     pub(crate) fn validate(&self) -> Result<()> {
         if !(2..=MAX_FRAMES).contains(&self.frames) {
-            return Err(invalid("config.frames", format!("{} frames; 2 to {MAX_FRAMES} allowed", self.frames)));
+            return Err(invalid(
+                "config.frames",
+                format!("{} frames; 2 to {MAX_FRAMES} allowed", self.frames),
+            ));
         }
         if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
             return Err(invalid(
@@ -169,15 +172,20 @@ impl Inner {
 
     /// The error for a producer that found slot `index` still held.
     fn stuck_consumers(&self, st: &State, index: usize) -> Error {
-        let holders: Vec<String> =
-            (0..self.config.consumers).filter(|c| st.pending[index] & (1 << c) != 0).map(|c| c.to_string()).collect();
-        ring_timeout(format!(
+        let holders: Vec<String> = (0..self.config.consumers)
+            .filter(|c| st.pending[index] & (1 << c) != 0)
+            .map(|c| c.to_string())
+            .collect();
+        ring_timeout(
+            format!(
             "pipeline::Producer::acquire timed out after {:?}: consumer(s) {} have not released slot {index} \
              (frame {})",
             self.config.timeout,
             holders.join(", "),
             st.sequence[index]
-        ), self.config.timeout)
+        ),
+            self.config.timeout,
+        )
     }
 
     /// Takes the frame back from consumer `consumer` with `fence` (its release fence).
@@ -209,7 +217,9 @@ impl Drop for Inner {
             // SAFETY: dropped exactly once, here; nothing uses the slots afterwards.
             unsafe { ManuallyDrop::drop(&mut self.slots) };
         } else {
-            log::error!("frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers");
+            log::error!(
+                "frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers"
+            );
         }
     }
 }
@@ -234,7 +244,13 @@ impl FrameRing {
     /// CPU as producer and as every consumer.
     pub fn new(lib: &crate::NvSci, format: super::FrameFormat, config: RingConfig) -> Result<Self> {
         let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
-        Self::with_engines(lib, format, config, &Engine::Cpu, consumers.get(..config.consumers).unwrap_or(&[]))
+        Self::with_engines(
+            lib,
+            format,
+            config,
+            &Engine::Cpu,
+            consumers.get(..config.consumers).unwrap_or(&[]),
+        )
     }
 
     /// As [`new`](Self::new), with the engine of every party: each attribute list names its
@@ -450,11 +466,14 @@ impl Producer {
             let left = deadline.saturating_duration_since(Instant::now());
             if let Err(e) = self.waiter.wait(&lock(r), left) {
                 return Err(match e {
-                    Error::Timeout { .. } => ring_timeout(format!(
+                    Error::Timeout { .. } => ring_timeout(
+                        format!(
                         "pipeline::Producer::acquire timed out after {:?}: the release fence of consumer {c} \
                          for slot {} did not expire",
                         self.inner.config.timeout, frame.index
-                    ), self.inner.config.timeout),
+                    ),
+                        self.inner.config.timeout,
+                    ),
                     e => e,
                 });
                 // `frame` drops here: discarded, the slot is handed out again next time.
@@ -631,11 +650,14 @@ impl Consumer {
             frame.live = false;
             let _ = self.inner.state().queues[self.id].push_front((frame.index, frame.sequence));
             return Err(match e {
-                Error::Timeout { .. } => ring_timeout(format!(
+                Error::Timeout { .. } => ring_timeout(
+                    format!(
                     "pipeline::Consumer::acquire timed out after {:?}: the present fence of frame {} did not \
                      expire",
                     self.inner.config.timeout, frame.sequence
-                ), self.inner.config.timeout),
+                ),
+                    self.inner.config.timeout,
+                ),
                 e => e,
             });
         }
@@ -654,7 +676,12 @@ impl Consumer {
         let (index, sequence) = self.inner.wait_state(
             deadline,
             |st| st.queues[id].pop_front(),
-            |_| ring_timeout(format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"), timeout),
+            |_| {
+                ring_timeout(
+                    format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
+                    timeout,
+                )
+            },
         )?;
         Ok(ConsumerFrame { inner: self.inner.clone(), index, sequence, consumer: id, live: true })
     }

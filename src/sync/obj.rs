@@ -90,7 +90,7 @@ impl SyncObj {
         let mut counter = core::ptr::null_mut();
         // SAFETY: the object is alive; the out-pointer is valid for writes.
         check("SyncObjGetCounter", unsafe { f(self.0.raw, &mut counter) })?;
-        if counter.is_null() || counter as usize % 8 != 0 {
+        if counter.is_null() || !counter.is_aligned() {
             return Err(invalid("counter", format!("the implementation returned {counter:?}")));
         }
         Ok(Some(counter))

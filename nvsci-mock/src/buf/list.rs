@@ -11,7 +11,6 @@ use crate::ledger::{Counted, Kind};
 use crate::list_common::{self, gather, ListRecord};
 use nvsci_sys::*;
 use std::os::raw::c_void;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 /// The record behind an `NvSciBufAttrList`.
@@ -251,8 +250,8 @@ pub(crate) fn reconcile_lists(
         None => return Err((NvSciError_BadParameter, std::ptr::null_mut())),
     };
     let slots = gather(lists);
-    let cpu_sw = module.cpu_sw_coherency.load(Ordering::SeqCst);
-    match reconcile::reconcile(&slots, cpu_sw) {
+    let env = module.env();
+    match reconcile::reconcile(&slots, &env) {
         Ok(slot) => Ok(BufAttrListRec::new(module, Flags::RECONCILED, vec![slot], None).into_handle()),
         Err(Failure::Code(e)) => Err((e, std::ptr::null_mut())),
         Err(Failure::Conflicts { slot, report }) => {
@@ -364,8 +363,8 @@ pub(crate) unsafe extern "C" fn validate_reconciled(
         }
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
         let lists = unsafe { unreconciled_inputs(inputs, count) }?;
-        let cpu_sw = r.module.cpu_sw_coherency.load(Ordering::SeqCst);
-        let valid = match reconcile::reconcile(&gather(&lists), cpu_sw) {
+        let env = r.module.env();
+        let valid = match reconcile::reconcile(&gather(&lists), &env) {
             Ok(fresh) => satisfies(&r.slot0(), &fresh),
             Err(_) => false,
         };

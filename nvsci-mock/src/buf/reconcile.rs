@@ -12,8 +12,10 @@
 //!   input-only and absent from the reconciled list.
 //! * `GpuId`: union, in order of first appearance; unset when no slot names a GPU.
 //! * `EnableGpuCache`: one entry per GpuId; for each GPU the AND over every slot of the value that
-//!   slot gives, a slot that gives none contributing the dGPU/sysmem default `false`. An entry
-//!   naming a GPU absent from the GpuId union is a conflict.
+//!   slot gives, a slot that gives none contributing the documented default for the GPU's kind:
+//!   `false` for a discrete GPU on sysmem (the mock's default), `true` for an integrated GPU
+//!   (Tegra iGPU on sysmem; see `set_gpu_integrated`). An entry naming a GPU absent from the
+//!   GpuId union is a conflict.
 //! * `GpuSwNeedCacheCoherency`: one entry per GpuId; true when that GPU is cached and either
 //!   another GPU is uncached or any slot needs CPU access (the documented sysmem rule).
 //! * `EnableGpuCompression`: entries must name GPUs of the union and agree per GPU (else
@@ -90,13 +92,22 @@ fn fail(c: &Conflicts<'_>) -> Failure {
     Failure::Conflicts { slot: c.slot(), report: c.report() }
 }
 
-/// Reconciles `slots`; `cpu_sw_coherency` is the module's CpuNeedSwCacheCoherency setting.
-pub(crate) fn reconcile(slots: &[Slot], cpu_sw_coherency: bool) -> Res<Slot> {
+/// The module settings reconciliation reads.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Env {
+    /// The module's CpuNeedSwCacheCoherency setting.
+    pub cpu_sw_coherency: bool,
+    /// GPUs that are integrated (iGPU): their `EnableGpuCache` default is true.
+    pub integrated_gpus: Vec<GpuId>,
+}
+
+/// Reconciles `slots` under the module settings `env`.
+pub(crate) fn reconcile(slots: &[Slot], env: &Env) -> Res<Slot> {
     let mut c = Conflicts::new(BUF_KEYS, slots);
     let mut out = Slot::default();
 
     let types = reconcile_types(&mut c)?;
-    general(&mut c, &mut out, cpu_sw_coherency);
+    general(&mut c, &mut out, env);
     let image_in = if types == [NvSciBufType_RawBuffer] {
         raw_buffer_conflicts(&mut c);
         None
@@ -149,7 +160,8 @@ fn reconcile_types(c: &mut Conflicts<'_>) -> Res<Vec<u32>> {
 }
 
 /// General keys; conflicts are recorded in `c`.
-fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
+fn general(c: &mut Conflicts<'_>, out: &mut Slot, env: &Env) {
+    let cpu_sw_coherency = env.cpu_sw_coherency;
     let need_cpu = c.any_true(NvSciBufGeneralAttrKey_NeedCpuAccess);
     out.insert(NvSciBufGeneralAttrKey_NeedCpuAccess, Value::from_bool(need_cpu));
     out.insert(
@@ -175,7 +187,8 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
         }
     }
 
-    // EnableGpuCache: AND per GPU, default false for a slot that does not name the GPU.
+    // EnableGpuCache: AND per GPU; a slot that gives no value contributes the documented default
+    // for the GPU's kind (true for an integrated GPU on sysmem, false for a discrete one).
     let cache_setters = c.setters(NvSciBufGeneralAttrKey_EnableGpuCache);
     for (i, v) in &cache_setters {
         for e in v.bytes().chunks_exact(17) {
@@ -195,7 +208,7 @@ fn general(c: &mut Conflicts<'_>, out: &mut Slot, cpu_sw_coherency: bool) {
             slots.iter().all(|s| {
                 s.get(NvSciBufGeneralAttrKey_EnableGpuCache)
                     .and_then(|v| v.bytes().chunks_exact(17).find(|e| gpu_id(e) == *g).map(|e| e[16] != 0))
-                    .unwrap_or(false)
+                    .unwrap_or(env.integrated_gpus.contains(g))
             })
         })
         .collect();
