@@ -221,3 +221,22 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     assert!(matches!(g, Error::RingTimeout { .. }), "the refused release dropped the frame: {g:?}");
     let _ = RingFence::default();
 }
+
+#[test]
+fn cpu_access_needs_a_cpu_wait_first() {
+    let (mut p, mut cs) = ring(2, 1, 200).split().unwrap();
+    let f = p.acquire_unwaited().unwrap();
+    assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
+    drop(f);
+    let f = p.acquire().unwrap();
+    p.cpu_write(&f).unwrap().fill(3);
+    p.present(f).unwrap();
+    let g = cs[0].acquire_unwaited().unwrap();
+    assert!(matches!(cs[0].cpu_read(&g), Err(Error::InvalidArgument { name: "frame", .. })));
+    drop(g); // released after a CPU wait for its present fence
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    assert_eq!(cs[0].cpu_read(&g).unwrap()[0], 0, "slot 1 was never written");
+    cs[0].release(g).unwrap();
+}

@@ -13,6 +13,7 @@ use kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::CudaDevice;
+use nvsci::pipeline::{FrameProducer, ProducerConfig};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -13,6 +13,7 @@ mod common;
 
 use common::open_fds;
 use nvsci::cuda::cudarc::driver::sys::{self, CUarray_format};
+use nvsci::pipeline::{FrameProducer, FrameSource, ProducerConfig, Readback};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
 use nvsci::Error;
@@ -182,6 +183,139 @@ fn exportable_buffer_exports_fresh_fds_and_leaks_none() {
         cycle();
     }
     assert_eq!(open_fds(), before, "fds leaked over 100 create/export/drop cycles");
+}
+
+/// Host-visible exportable memory: created, exported, written and read in place through the
+/// mapping, with host borrows checked like a `RwLock`.
+#[test]
+fn host_visible_buffer_round_trips_in_place() {
+    let _serial = common::serial();
+    let Some(ctx) = vk_ctx() else { return };
+    let size = (256 << 10) + 5;
+    let buffer = ExportableBuffer::new_host_visible(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    assert_eq!(buffer.placement(), MemoryPlacement::HostVisible);
+    assert_eq!(buffer.size(), size);
+    assert!(buffer.allocation_size() >= size);
+    drop(buffer.export_fd().unwrap());
+    for seed in 0..3u32 {
+        let content = pattern(size as usize, seed);
+        {
+            let mut w = buffer.host_slice_mut().unwrap();
+            assert_eq!(w.len(), size as usize);
+            // A write is exclusive: no second writer, no reader.
+            assert!(matches!(
+                buffer.host_slice_mut(),
+                Err(Error::InvalidArgument { name: "host access", .. })
+            ));
+            assert!(matches!(buffer.host_slice(), Err(Error::InvalidArgument { name: "host access", .. })));
+            w.copy_from_slice(&content);
+        }
+        let a = buffer.host_slice().unwrap();
+        let b = buffer.host_slice().unwrap();
+        assert!(a[..] == content[..], "round {seed}");
+        assert!(b[..] == content[..], "round {seed}");
+        assert!(matches!(buffer.host_slice_mut(), Err(Error::InvalidArgument { name: "host access", .. })));
+        drop((a, b));
+    }
+    // The bytes are the buffer's memory, not a copy: a Vulkan copy out of it sees them.
+    let other = ExportableBuffer::new_host_visible(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    let content = pattern(size as usize, 42);
+    buffer.host_slice_mut().unwrap().copy_from_slice(&content);
+    copy_buffer(&ctx, &buffer, &other);
+    assert!(other.host_slice().unwrap()[..] == content[..], "the GPU copy did not see the host writes");
+
+    // Device-local buffers have no host view.
+    let local = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
+    assert_eq!(local.placement(), MemoryPlacement::DeviceLocal);
+    assert!(matches!(local.host_slice(), Err(Error::Unsupported { .. })));
+    assert!(matches!(local.host_slice_mut(), Err(Error::Unsupported { .. })));
+    assert!(matches!(
+        ExportableBuffer::new_host_visible(&ctx, 0, vk::BufferUsageFlags::empty()),
+        Err(Error::InvalidArgument { .. })
+    ));
+
+    let cycle = || {
+        let buf = ExportableBuffer::new_host_visible(&ctx, 64 << 10, vk::BufferUsageFlags::empty()).unwrap();
+        buf.host_slice_mut().unwrap().fill(1);
+        drop(buf.export_fd().unwrap());
+    };
+    cycle();
+    let before = open_fds();
+    for _ in 0..50 {
+        cycle();
+    }
+    assert_eq!(open_fds(), before, "fds leaked over 50 host-visible create/map/export/drop cycles");
+}
+
+/// Copies `src` into `dst` on the queue and waits (both host-visible, so the host sees the
+/// result once the submission completed: its fence wait makes the transfer writes visible).
+fn copy_buffer(ctx: &Arc<VulkanContext>, src: &ExportableBuffer, dst: &ExportableBuffer) {
+    let d = ctx.ash_device();
+    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(ctx.queue_family());
+    // SAFETY: the context's queue family; destroyed below after the submission completed.
+    let pool = unsafe { d.create_command_pool(&pool_info, None) }.unwrap();
+    let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+    // SAFETY: one primary buffer from a pool of this device.
+    let cmd = unsafe { d.allocate_command_buffers(&alloc) }.unwrap()[0];
+    let region = [vk::BufferCopy { src_offset: 0, dst_offset: 0, size: src.size().min(dst.size()) }];
+    let host_read = [vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::HOST_READ)];
+    // SAFETY: a new command buffer in the initial state; both buffers carry TRANSFER_SRC/DST
+    // usage and hold the copied range; the barrier makes the copy available to host reads
+    // (VUID-vkCmdCopyBuffer-size-00115/00116).
+    unsafe {
+        d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()).unwrap();
+        d.cmd_copy_buffer(cmd, src.raw(), dst.raw(), &region);
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::HOST,
+            vk::DependencyFlags::empty(),
+            &host_read,
+            &[],
+            &[],
+        );
+        d.end_command_buffer(cmd).unwrap();
+    }
+    // SAFETY: a plain fence of this device.
+    let fence = unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }.unwrap();
+    let cmds = [cmd];
+    let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
+    // SAFETY: the queue of this device (queue 0 of the context's family); this test is the only
+    // user of the context, so the queue is not used concurrently (vkQueueSubmit's external
+    // synchronisation); the command buffer is executable. Host writes made before the submit are
+    // visible to it (Vulkan spec, "Host Write Ordering Guarantees").
+    unsafe {
+        let queue = d.get_device_queue(ctx.queue_family(), 0);
+        d.queue_submit(queue, &submit, fence).unwrap();
+        d.wait_for_fences(&[fence], true, WAIT.as_nanos() as u64).unwrap();
+        d.destroy_fence(fence, None);
+        d.destroy_command_pool(pool, None);
+    }
+}
+
+/// The frame ring's Vulkan backend needs CUDA (`Backend::new(BackendKind::Vulkan)` opens the
+/// CUDA device first): without one the refusal is a typed error, never a panic. (The ring itself
+/// refusing a device that cannot export timeline semaphores, as lavapipe cannot, is a unit test
+/// of `pipeline::vulkan`, which CI runs on lavapipe with `--lib`.)
+#[test]
+fn vulkan_backend_without_cuda_is_a_typed_error() {
+    let _serial = common::serial();
+    match nvsci::pipeline::Backend::new(nvsci::pipeline::BackendKind::Vulkan) {
+        Ok(b) => {
+            // A GPU host: the backend is usable; its device exports timeline semaphores.
+            let ctx = b.vulkan().expect("the Vulkan backend has a Vulkan context");
+            assert!(semaphore_export_support(ctx).timeline, "{:?}", ctx.info());
+        }
+        Err(e @ (Error::CudaUnavailable { .. } | Error::Cuda { .. } | Error::VulkanUnavailable { .. })) => {
+            eprintln!("refused as expected: {e}")
+        }
+        Err(Error::Unsupported { what, reason }) => {
+            assert!(what.contains("Vulkan"), "{what}: {reason}")
+        }
+        Err(e) => panic!("unexpected error kind: {e:?}"),
+    }
 }
 
 #[test]
@@ -499,6 +633,8 @@ fn handles_can_move_between_threads() {
     fn send<T: Send>() {}
     send_sync::<VulkanContext>();
     send_sync::<ExportableBuffer>();
+    send_sync::<HostRead<'static>>();
+    send_sync::<HostWrite<'static>>();
     send_sync::<ExportableImage>();
     send_sync::<TimelineSemaphore>();
     send_sync::<BinarySemaphore>();

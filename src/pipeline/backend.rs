@@ -114,10 +114,10 @@ impl Backend {
                 {
                     let dev = crate::cuda::CudaDevice::open(0)?;
                     let ctx = crate::vulkan::VulkanContext::for_cuda(&dev)?;
-                    if !ctx.has_semaphore_fd() {
+                    if !crate::vulkan::semaphore_export_support(&ctx).timeline {
                         return Err(Error::Unsupported {
                             what: "the Vulkan backend",
-                            reason: "the Vulkan device cannot export semaphores to CUDA",
+                            reason: "the Vulkan device cannot export timeline semaphores to CUDA",
                         });
                     }
                     Ok(Self { kind, provider: Provider::Vulkan(ctx), cuda: Some(dev), skipped: Vec::new() })

@@ -5,16 +5,21 @@ use crate::buf::{BufObj, CpuRead, CpuWrite};
 use crate::error::{Error, Result};
 
 #[cfg(feature = "vulkan")]
-use crate::vulkan::ExportableBuffer;
+use crate::vulkan::{ExportableBuffer, HostRead, HostWrite};
 #[cfg(feature = "vulkan")]
 use std::sync::Arc;
 
 /// One slot's buffer: an NvSciBuf object with a read-only duplicate per consumer, or a Vulkan
 /// buffer whose memory CUDA imports.
 pub(crate) enum SlotMemory {
-    NvSci { buffer: BufObj, views: heapless::Vec<BufObj, MAX_CONSUMERS> },
+    NvSci {
+        buffer: BufObj,
+        views: heapless::Vec<BufObj, MAX_CONSUMERS>,
+    },
     #[cfg(feature = "vulkan")]
-    Vulkan { buffer: Arc<ExportableBuffer> },
+    Vulkan {
+        buffer: Arc<ExportableBuffer>,
+    },
 }
 
 impl SlotMemory {
@@ -40,6 +45,9 @@ impl SlotMemory {
     pub(crate) fn cpu_write(&self) -> Result<FrameWrite<'_>> {
         match self {
             Self::NvSci { buffer, .. } => Ok(FrameWrite(WriteInner::NvSci(buffer.cpu_write()?))),
+            // Host access is borrow-checked by the buffer (one writer or many readers); the
+            // ring's tokens order it against the engines (the producer holds the frame, every
+            // release fence of the slot expired before a CPU acquire hands it out).
             #[cfg(feature = "vulkan")]
             Self::Vulkan { buffer } => Ok(FrameWrite(WriteInner::Host(buffer.host_slice_mut()?))),
         }
@@ -50,14 +58,6 @@ impl SlotMemory {
             Self::NvSci { .. } => Ok(FrameRead(ReadInner::NvSci(self.view(consumer)?.cpu_read()?))),
             #[cfg(feature = "vulkan")]
             Self::Vulkan { buffer } => Ok(FrameRead(ReadInner::Host(buffer.host_slice()?))),
-        }
-    }
-
-    #[cfg(feature = "vulkan")]
-    pub(crate) fn vulkan(&self) -> Option<&Arc<ExportableBuffer>> {
-        match self {
-            Self::Vulkan { buffer } => Some(buffer),
-            Self::NvSci { .. } => None,
         }
     }
 }
@@ -73,7 +73,7 @@ fn not_nvsci() -> Error {
 enum WriteInner<'a> {
     NvSci(CpuWrite<'a>),
     #[cfg(feature = "vulkan")]
-    Host(&'a mut [u8]),
+    Host(HostWrite<'a>),
 }
 
 /// Write access to a held frame's bytes from the CPU (producer side).
@@ -103,7 +103,7 @@ impl core::ops::DerefMut for FrameWrite<'_> {
 enum ReadInner<'a> {
     NvSci(CpuRead<'a>),
     #[cfg(feature = "vulkan")]
-    Host(&'a [u8]),
+    Host(HostRead<'a>),
 }
 
 /// Read access to a held frame's bytes from the CPU (consumer side).

@@ -30,6 +30,10 @@ mod format;
 mod memory;
 mod nvsci;
 mod ring;
+#[cfg(feature = "vulkan")]
+mod vulkan;
+#[cfg(feature = "vulkan")]
+mod vulkan_producer;
 
 pub use backend::{Backend, BackendKind};
 #[cfg(feature = "cuda")]
@@ -41,3 +45,5 @@ pub use memory::{FrameRead, FrameWrite};
 pub use ring::{
     Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame, RingConfig, MAX_CONSUMERS, MAX_FRAMES,
 };
+#[cfg(feature = "vulkan")]
+pub use vulkan_producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};

@@ -342,6 +342,8 @@ pub struct ProducerFrame {
     index: usize,
     sequence: u64,
     live: bool,
+    /// Whether the CPU waited for the slot's release fences (`acquire`, not `acquire_unwaited`).
+    cpu_waited: bool,
 }
 
 impl std::fmt::Debug for ProducerFrame {
@@ -389,6 +391,8 @@ pub struct ConsumerFrame {
     sequence: u64,
     consumer: usize,
     live: bool,
+    /// Whether the CPU waited for the present fence (`acquire`, not `acquire_unwaited`).
+    cpu_waited: bool,
 }
 
 impl std::fmt::Debug for ConsumerFrame {
@@ -479,6 +483,8 @@ impl Producer {
                 // `frame` drops here: discarded, the slot is handed out again next time.
             }
         }
+        let mut frame = frame;
+        frame.cpu_waited = true;
         Ok(frame)
     }
 
@@ -510,7 +516,7 @@ impl Producer {
         if held_already {
             return Err(invalid("producer", "present (or drop) the frame already acquired first"));
         }
-        Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true })
+        Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -539,9 +545,17 @@ impl Producer {
         self.inner.slots[frame.index].memory.buffer()
     }
 
-    /// CPU write access to a held frame.
-    pub fn cpu_write(&self, frame: &ProducerFrame) -> Result<FrameWrite<'_>> {
+    /// CPU write access to a held frame, for as long as both the producer and the frame are
+    /// borrowed. Only for frames from [`acquire`](Self::acquire) (whose release fences the CPU
+    /// waited for); a frame from `acquire_unwaited` is refused, as an engine may still read it.
+    pub fn cpu_write<'a>(&'a self, frame: &'a ProducerFrame) -> Result<FrameWrite<'a>> {
         self.check(frame)?;
+        if !frame.cpu_waited {
+            return Err(invalid(
+                "frame",
+                "acquired without a CPU wait (acquire_unwaited): an engine may still read it; use acquire",
+            ));
+        }
         self.inner.slots[frame.index].memory.cpu_write()
     }
 
@@ -661,6 +675,7 @@ impl Consumer {
                 e => e,
             });
         }
+        frame.cpu_waited = true;
         Ok(frame)
     }
 
@@ -683,7 +698,14 @@ impl Consumer {
                 )
             },
         )?;
-        Ok(ConsumerFrame { inner: self.inner.clone(), index, sequence, consumer: id, live: true })
+        Ok(ConsumerFrame {
+            inner: self.inner.clone(),
+            index,
+            sequence,
+            consumer: id,
+            live: true,
+            cpu_waited: false,
+        })
     }
 
     fn check(&self, frame: &ConsumerFrame) -> Result<()> {
@@ -715,9 +737,17 @@ impl Consumer {
         self.inner.slots[frame.index].memory.view(self.id)
     }
 
-    /// CPU read access to a held frame.
-    pub fn cpu_read(&self, frame: &ConsumerFrame) -> Result<FrameRead<'_>> {
+    /// CPU read access to a held frame, for as long as both the consumer and the frame are
+    /// borrowed. Only for frames from [`acquire`](Self::acquire) (whose present fence the CPU
+    /// waited for); a frame from `acquire_unwaited` is refused, as its writer may not be done.
+    pub fn cpu_read<'a>(&'a self, frame: &'a ConsumerFrame) -> Result<FrameRead<'a>> {
         self.check(frame)?;
+        if !frame.cpu_waited {
+            return Err(invalid(
+                "frame",
+                "acquired without a CPU wait (acquire_unwaited): its writer may not be done; use acquire",
+            ));
+        }
         self.inner.slots[frame.index].memory.cpu_read(self.id)
     }
 

@@ -1,11 +1,12 @@
-//! Exportable buffers (dedicated `OPAQUE_FD` allocations) and their CUDA imports, plus the
-//! crate-internal host-visible and device-local helper buffers.
+//! Exportable buffers (dedicated `OPAQUE_FD` allocations, device-local or host-visible) and their
+//! CUDA imports, plus the crate-internal host-visible and device-local helper buffers.
 
 use super::context::{vk_err, VulkanContext};
 use crate::cuda::{CudaDevice, ExternalMemory, MappedBuffer, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Arc;
 
 pub(crate) const OPAQUE_FD: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
@@ -16,7 +17,7 @@ pub(crate) enum Dedicated {
     Image(vk::Image),
 }
 
-/// Allocates dedicated, `OPAQUE_FD`-exportable device memory for `reqs`.
+/// Allocates dedicated, `OPAQUE_FD`-exportable device-local memory for `reqs`.
 pub(crate) fn alloc_exportable(
     ctx: &VulkanContext,
     reqs: &vk::MemoryRequirements,
@@ -27,6 +28,38 @@ pub(crate) fn alloc_exportable(
         vk::MemoryPropertyFlags::DEVICE_LOCAL,
         vk::MemoryPropertyFlags::empty(),
     )?;
+    alloc_exportable_in(ctx, reqs, index, target)
+}
+
+/// The memory type for a host-visible exportable allocation: one of `type_bits` (the memory
+/// requirements of a resource created for `OPAQUE_FD` export, which name exactly the types it
+/// can be bound to) that is `HOST_VISIBLE | HOST_COHERENT`. Preferred, in this order: not
+/// `DEVICE_LOCAL` (a device-local host-visible heap is a PCI BAR window: small, and uncached for
+/// CPU reads), then `HOST_CACHED` (a CPU consumer reads the frames in place). Ties go to the lower
+/// index (the spec orders memory types by the implementation's preference).
+pub(crate) fn host_visible_type(types: &[vk::MemoryType], type_bits: u32) -> Option<u32> {
+    let required = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+    let score = |f: vk::MemoryPropertyFlags| {
+        2 * u8::from(!f.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL))
+            + u8::from(f.contains(vk::MemoryPropertyFlags::HOST_CACHED))
+    };
+    types
+        .iter()
+        .enumerate()
+        .filter(|&(i, t)| i < 32 && type_bits & (1 << i) != 0 && t.property_flags.contains(required))
+        // max_by_key keeps the last maximum: iterate from the highest index so the lowest wins.
+        .rev()
+        .max_by_key(|(_, t)| score(t.property_flags))
+        .map(|(i, _)| i as u32)
+}
+
+/// Allocates dedicated, `OPAQUE_FD`-exportable memory of type `index` for `reqs`.
+fn alloc_exportable_in(
+    ctx: &VulkanContext,
+    reqs: &vk::MemoryRequirements,
+    index: u32,
+    target: Dedicated,
+) -> Result<vk::DeviceMemory> {
     let mut export = vk::ExportMemoryAllocateInfo::default().handle_types(OPAQUE_FD);
     let mut dedicated = match target {
         Dedicated::Buffer(b) => vk::MemoryDedicatedAllocateInfo::default().buffer(b),
@@ -59,27 +92,58 @@ pub(crate) fn export_memory_fd(ctx: &VulkanContext, memory: vk::DeviceMemory) ->
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// A `VK_BUFFER_USAGE_TRANSFER_SRC|DST` buffer whose device memory can be exported as an
-/// `OPAQUE_FD` and imported into CUDA.
+/// Where the memory of an [`ExportableBuffer`] lives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryPlacement {
+    /// Device-local memory: fastest for the GPU, no host access.
+    #[default]
+    DeviceLocal,
+    /// Host-visible, host-coherent memory, persistently mapped: the CPU reads and writes the
+    /// bytes in place ([`ExportableBuffer::host_slice`], [`ExportableBuffer::host_slice_mut`])
+    /// and CUDA reaches the same bytes through the import (over PCIe on a discrete GPU).
+    HostVisible,
+}
+
+/// A `VK_BUFFER_USAGE_TRANSFER_SRC|DST` buffer whose memory can be exported as an `OPAQUE_FD`
+/// and imported into CUDA.
 ///
 /// The memory is a dedicated allocation (`VkMemoryDedicatedAllocateInfo`), so the CUDA import
 /// must say so (`CUDA_EXTERNAL_MEMORY_DEDICATED`); [`import_into_cuda`](Self::import_into_cuda)
-/// does. The buffer uses `VK_SHARING_MODE_EXCLUSIVE`: hand it to CUDA with a queue-family
-/// release to `VK_QUEUE_FAMILY_EXTERNAL` and take it back with an acquire (the
-/// [`FrameProducer`](super::FrameProducer) does both).
+/// does. The buffer uses `VK_SHARING_MODE_EXCLUSIVE`: when a Vulkan queue writes it, hand it to
+/// CUDA with a queue-family release to `VK_QUEUE_FAMILY_EXTERNAL` and take it back with an
+/// acquire (the [`FrameProducer`](crate::pipeline::FrameProducer) does both).
+///
+/// A [`MemoryPlacement::HostVisible`] buffer is also mapped for the host for its whole life.
 pub struct ExportableBuffer {
     buffer: vk::Buffer,
     memory: vk::DeviceMemory,
     size: u64,
     allocation_size: u64,
+    placement: MemoryPlacement,
+    /// The host mapping of a host-visible buffer (null otherwise); only dereferenced through
+    /// [`HostRead`] / [`HostWrite`], whose `borrow` flag serialises host access.
+    mapped: *mut u8,
+    /// Host borrows of the mapping: the number of [`HostRead`]s, or -1 while a [`HostWrite`]
+    /// lives.
+    borrow: AtomicIsize,
     ctx: Arc<VulkanContext>,
 }
+
+// SAFETY: the Vulkan handles are plain identifiers, used from `&self` only in commands without a
+// host-synchronisation requirement on them (vkGetMemoryFdKHR) and destroyed in `Drop` (`&mut`).
+// The mapped pointer is dereferenced only through `HostRead`/`HostWrite`, whose atomic borrow flag
+// makes host access shared-or-exclusive across threads, as a `RwLock` would.
+unsafe impl Send for ExportableBuffer {}
+// SAFETY: as for `Send`: shared references only read the handles and take host borrows through
+// the atomic flag.
+unsafe impl Sync for ExportableBuffer {}
 
 impl std::fmt::Debug for ExportableBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExportableBuffer")
             .field("size", &self.size)
             .field("allocation_size", &self.allocation_size)
+            .field("placement", &self.placement)
             .finish()
     }
 }
@@ -88,6 +152,30 @@ impl ExportableBuffer {
     /// Creates a buffer of `size` bytes with `usage` (transfer source and destination are always
     /// added) in dedicated, exportable, device-local memory.
     pub fn new(ctx: &Arc<VulkanContext>, size: u64, usage: vk::BufferUsageFlags) -> Result<Arc<Self>> {
+        Self::with_placement(ctx, size, usage, MemoryPlacement::DeviceLocal)
+    }
+
+    /// As [`new`](Self::new), in host-visible, host-coherent memory that stays mapped: the
+    /// CPU writes and reads it in place ([`host_slice_mut`](Self::host_slice_mut),
+    /// [`host_slice`](Self::host_slice)) while CUDA imports the same memory.
+    /// [`Error::Unsupported`] where no memory type allowed for an exportable buffer is
+    /// host-visible and host-coherent.
+    pub fn new_host_visible(
+        ctx: &Arc<VulkanContext>,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<Arc<Self>> {
+        Self::with_placement(ctx, size, usage, MemoryPlacement::HostVisible)
+    }
+
+    /// A buffer of `size` bytes with `usage` (plus transfer source and destination) in
+    /// dedicated, exportable memory placed as `placement` says.
+    pub fn with_placement(
+        ctx: &Arc<VulkanContext>,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+        placement: MemoryPlacement,
+    ) -> Result<Arc<Self>> {
         if size == 0 {
             return Err(invalid("size", "a buffer of 0 bytes"));
         }
@@ -121,16 +209,108 @@ impl ExportableBuffer {
         // VUID-VkBufferCreateInfo-pNext-00920: OPAQUE_FD is supported for this usage (checked
         // above).
         let buffer = unsafe { d.create_buffer(&info, None) }.map_err(vk_err("vkCreateBuffer"))?;
-        let mut me =
-            Self { buffer, memory: vk::DeviceMemory::null(), size, allocation_size: 0, ctx: ctx.clone() };
-        // SAFETY: `buffer` is a valid buffer of this device.
+        let mut me = Self {
+            buffer,
+            memory: vk::DeviceMemory::null(),
+            size,
+            allocation_size: 0,
+            placement,
+            mapped: core::ptr::null_mut(),
+            borrow: AtomicIsize::new(0),
+            ctx: ctx.clone(),
+        };
+        // SAFETY: `buffer` is a valid buffer of this device. Created with
+        // VkExternalMemoryBufferCreateInfo, its memoryTypeBits name the memory types an
+        // OPAQUE_FD-exportable buffer of this usage can be bound to (VkMemoryRequirements: they
+        // depend on the create flags, usage and external handle types).
         let reqs = unsafe { d.get_buffer_memory_requirements(buffer) };
-        me.memory = alloc_exportable(ctx, &reqs, Dedicated::Buffer(buffer))?;
+        me.memory = match placement {
+            MemoryPlacement::DeviceLocal => alloc_exportable(ctx, &reqs, Dedicated::Buffer(buffer))?,
+            MemoryPlacement::HostVisible => {
+                let index = host_visible_type(ctx.memory_types(), reqs.memory_type_bits).ok_or(
+                    Error::Unsupported {
+                        what: "host-visible exportable Vulkan memory",
+                        reason: "no memory type allowed for an OPAQUE_FD-exportable buffer is both \
+                                 HOST_VISIBLE and HOST_COHERENT",
+                    },
+                )?;
+                alloc_exportable_in(ctx, &reqs, index, Dedicated::Buffer(buffer))?
+            }
+        };
         me.allocation_size = reqs.size;
         // SAFETY: VUID-vkBindBufferMemory-buffer-07459: not yet bound; -memory-01508: the
         // dedicated allocation names this buffer and memoryOffset is 0.
         unsafe { d.bind_buffer_memory(buffer, me.memory, 0) }.map_err(vk_err("vkBindBufferMemory"))?;
+        if placement == MemoryPlacement::HostVisible {
+            // SAFETY: VUID-vkMapMemory-memory-00682: the memory type is HOST_VISIBLE (chosen
+            // above); -00678: not mapped yet; offset 0 and VK_WHOLE_SIZE map the whole
+            // allocation, which is at least `size` bytes. The mapping stays valid until the
+            // memory is freed (vkFreeMemory unmaps it implicitly).
+            let p = unsafe { d.map_memory(me.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+                .map_err(vk_err("vkMapMemory"))?;
+            if p.is_null() {
+                return Err(Error::Vulkan {
+                    function: "vkMapMemory",
+                    code: vk::Result::ERROR_MEMORY_MAP_FAILED.as_raw(),
+                });
+            }
+            me.mapped = p.cast();
+        }
         Ok(Arc::new(me))
+    }
+
+    /// Where the memory lives.
+    pub fn placement(&self) -> MemoryPlacement {
+        self.placement
+    }
+
+    /// Reads the bytes of a [host-visible](MemoryPlacement::HostVisible) buffer in place.
+    ///
+    /// Host access is checked like a `RwLock`: any number of reads, or one write
+    /// ([`host_slice_mut`](Self::host_slice_mut)); a conflicting borrow is
+    /// [`Error::InvalidArgument`] (`host access`), never a wait. Device access is not tracked:
+    /// order CUDA or Vulkan writes before the read with a fence or semaphore wait (the memory is
+    /// `HOST_COHERENT`, so no `vkInvalidateMappedMemoryRanges` is needed after it). A device-local
+    /// buffer is [`Error::Unsupported`].
+    pub fn host_slice(&self) -> Result<HostRead<'_>> {
+        self.host_mapped()?;
+        let mut cur = self.borrow.load(Ordering::Relaxed);
+        loop {
+            if cur < 0 {
+                return Err(host_busy());
+            }
+            match self.borrow.compare_exchange_weak(cur, cur + 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => return Ok(HostRead { buffer: self }),
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// Writes the bytes of a [host-visible](MemoryPlacement::HostVisible) buffer in place.
+    ///
+    /// The only host view while it lives (any other host borrow is [`Error::InvalidArgument`],
+    /// `host access`). Device access is not tracked: write only once device work reading or
+    /// writing the buffer has completed, and have the device (or CUDA) wait for a signal that a
+    /// queue submission made after the write. The submission is what makes host writes visible
+    /// to the device ("Host Write Ordering Guarantees"); a host `vkSignalSemaphore` is not enough
+    /// (on NVIDIA GPUs, CUDA then reads stale bytes the GPU cached earlier). The memory is
+    /// `HOST_COHERENT`, so no `vkFlushMappedMemoryRanges` is needed. A device-local buffer is
+    /// [`Error::Unsupported`].
+    pub fn host_slice_mut(&self) -> Result<HostWrite<'_>> {
+        self.host_mapped()?;
+        self.borrow.compare_exchange(0, -1, Ordering::Acquire, Ordering::Relaxed).map_err(|_| host_busy())?;
+        Ok(HostWrite { buffer: self })
+    }
+
+    fn host_mapped(&self) -> Result<()> {
+        if self.mapped.is_null() {
+            return Err(Error::Unsupported {
+                what: "host access to a Vulkan buffer",
+                reason: "the buffer is in device-local memory; create it with \
+                         ExportableBuffer::new_host_visible",
+            });
+        }
+        Ok(())
     }
 
     /// Exports the memory as a new `OPAQUE_FD` (each call gives a new descriptor that holds a
@@ -172,6 +352,77 @@ impl ExportableBuffer {
     }
 }
 
+fn host_busy() -> Error {
+    invalid("host access", "the buffer is already borrowed for host write (or, for a write, read) access")
+}
+
+/// Shared host access to a host-visible [`ExportableBuffer`]: derefs to its `size()` bytes.
+pub struct HostRead<'a> {
+    buffer: &'a ExportableBuffer,
+}
+
+impl std::fmt::Debug for HostRead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostRead").field("len", &self.buffer.size).finish()
+    }
+}
+
+impl Drop for HostRead<'_> {
+    fn drop(&mut self) {
+        self.buffer.borrow.fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl core::ops::Deref for HostRead<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        let b = self.buffer;
+        // SAFETY: `mapped` is non-null (checked before the guard was made) and maps the whole
+        // allocation, at least `size` bytes (which fit in the address space: they are mapped),
+        // valid until the memory is freed, which `&'a ExportableBuffer` postpones. The borrow flag
+        // is > 0 while this guard lives, so no host `&mut` to the bytes exists. Device writes are
+        // ordered by the caller's fences (documented on `host_slice`); any byte value is a valid
+        // `u8`.
+        unsafe { core::slice::from_raw_parts(b.mapped, b.size as usize) }
+    }
+}
+
+/// Exclusive host access to a host-visible [`ExportableBuffer`]: derefs to its `size()` bytes.
+pub struct HostWrite<'a> {
+    buffer: &'a ExportableBuffer,
+}
+
+impl std::fmt::Debug for HostWrite<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostWrite").field("len", &self.buffer.size).finish()
+    }
+}
+
+impl Drop for HostWrite<'_> {
+    fn drop(&mut self) {
+        self.buffer.borrow.store(0, Ordering::Release);
+    }
+}
+
+impl core::ops::Deref for HostWrite<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        let b = self.buffer;
+        // SAFETY: as in `HostRead::deref`; the flag is -1 while this guard lives, so the only
+        // host references to the bytes come from this guard, and `&self` borrows it.
+        unsafe { core::slice::from_raw_parts(b.mapped, b.size as usize) }
+    }
+}
+
+impl core::ops::DerefMut for HostWrite<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        let b = self.buffer;
+        // SAFETY: as in `HostRead::deref`; the flag is -1 while this guard lives (no other host
+        // guard exists) and `&mut self` makes this the only reference derived from the guard.
+        unsafe { core::slice::from_raw_parts_mut(b.mapped, b.size as usize) }
+    }
+}
+
 pub(crate) fn check_same_gpu(ctx: &VulkanContext, cuda: &CudaDevice) -> Result<()> {
     if cuda.gpu_id() != ctx.uuid() {
         return Err(invalid(
@@ -193,8 +444,10 @@ impl Drop for ExportableBuffer {
         // SAFETY: VUID-vkDestroyBuffer-buffer-00922 / VUID-vkFreeMemory-memory-00677: every
         // submission of this module that uses the buffer has completed before its owner let go
         // (one-shot submissions wait for their fence; a FrameProducer holds an Arc of the buffer
-        // and waits for its frames when dropped). CUDA imports hold their own reference to the
-        // exported payload. Null handles (a failed `new`) are ignored by both calls.
+        // and waits for its frames when dropped; a frame ring waits for every fence of its slots).
+        // CUDA imports hold their own reference to the exported payload. No host guard exists
+        // (they borrow `self`); freeing mapped memory unmaps it implicitly. Null handles (a failed
+        // `new`) are ignored by both calls.
         unsafe {
             d.destroy_buffer(self.buffer, None);
             d.free_memory(self.memory, None);

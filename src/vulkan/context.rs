@@ -349,6 +349,13 @@ impl VulkanContext {
         }
     }
 
+    /// The device's memory types (`VkPhysicalDeviceMemoryProperties::memoryTypes`, the first
+    /// `memoryTypeCount` of them).
+    pub(crate) fn memory_types(&self) -> &[vk::MemoryType] {
+        let n = (self.memory.memory_type_count as usize).min(vk::MAX_MEMORY_TYPES);
+        &self.memory.memory_types[..n]
+    }
+
     /// A memory type index allowed by `type_bits` with all of `required`, preferring one that
     /// also has `preferred`.
     pub(crate) fn memory_type(

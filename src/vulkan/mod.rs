@@ -10,13 +10,17 @@
 //!   [`Error::VulkanUnavailable`](crate::Error::VulkanUnavailable), never a panic.
 //! * [`ExportableBuffer`] / [`ExportableImage`]: dedicated `OPAQUE_FD` allocations, imported
 //!   into CUDA as a linear mapping ([`CudaImportedBuffer`]) or a mipmapped array
-//!   ([`CudaImportedImage`], format mapping in [`cuda_array_format`]).
+//!   ([`CudaImportedImage`], format mapping in [`cuda_array_format`]). Buffers are device-local,
+//!   or host-visible and mapped ([`MemoryPlacement`], [`ExportableBuffer::host_slice`]).
 //! * [`TimelineSemaphore`], [`BinarySemaphore`], [`HandoffSemaphores`]: export support is probed
 //!   ([`semaphore_export_support`]); without timeline export the hand-off falls back to a
 //!   binary pair, visible through [`HandoffSemaphores::mode`].
-//! * [`FrameProducer`]: Vulkan writes a frame, CUDA processes it, Vulkan takes it back, with
-//!   the queue-family ownership transfers to and from `VK_QUEUE_FAMILY_EXTERNAL`; no heap
-//!   allocation per frame.
+//!
+//! Pipeline code built on these lives in [`crate::pipeline`]: the frame ring's Vulkan backend
+//! ([`Backend`](crate::pipeline::Backend) with [`BackendKind::Vulkan`](crate::pipeline::BackendKind::Vulkan))
+//! and [`FrameProducer`](crate::pipeline::FrameProducer) (Vulkan writes a frame, CUDA processes
+//! it, Vulkan takes it back, with the queue-family ownership transfers to and from
+//! `VK_QUEUE_FAMILY_EXTERNAL`).
 //!
 //! Teardown order is carried by ownership: every object holds an `Arc<VulkanContext>` (whose
 //! drop waits for the device to go idle), and the CUDA-side wrappers ([`CudaImportedBuffer`],
@@ -26,6 +30,7 @@
 //! ```no_run
 //! # fn main() -> nvsci::Result<()> {
 //! use nvsci::cuda::CudaDevice;
+//! use nvsci::pipeline::{FrameProducer, ProducerConfig};
 //! use nvsci::vulkan::*;
 //! use std::time::Duration;
 //!
@@ -53,14 +58,12 @@ mod buffer;
 mod context;
 mod format;
 mod image;
-mod producer;
 mod semaphore;
 
-pub use buffer::{CudaImportedBuffer, ExportableBuffer};
+pub use buffer::{CudaImportedBuffer, ExportableBuffer, HostRead, HostWrite, MemoryPlacement};
 pub use context::{uuid_string, ContextOptions, DeviceInfo, DeviceSelection, VulkanContext, LOADER_NAME};
 pub use format::{cuda_array_flags, cuda_array_format, format_name, CudaFormat, SUPPORTED_FORMATS};
 pub use image::{CudaImportedImage, ExportableImage, ImageDesc};
-pub use producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};
 pub use semaphore::{
     semaphore_export_support, BinarySemaphore, CudaHandoff, FrameValues, HandoffMode, HandoffSemaphores,
     SemaphoreExportSupport, TimelineSemaphore,
@@ -68,3 +71,33 @@ pub use semaphore::{
 
 /// The ash crate this module is built on (same version), for raw handles and flags.
 pub use ash;
+
+// For the pipeline code built on this module (the ring's Vulkan backend, `FrameProducer`).
+pub(crate) use buffer::{check_same_gpu, RawBuffer};
+pub(crate) use context::vk_err;
+pub(crate) use semaphore::HandoffInner;
+
+/// Vulkan contexts for unit tests (lavapipe in CI).
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::{DeviceSelection, VulkanContext};
+    use std::sync::{Arc, Mutex, MutexGuard};
+
+    /// Any Vulkan device, with a lock that keeps unit tests' contexts one at a time (on the
+    /// NVIDIA driver, many contexts used from parallel test threads were seen to hang): `None`
+    /// (skip) without a device, unless `NVSCI_REQUIRE_VULKAN=1`.
+    pub(crate) fn context() -> Option<(MutexGuard<'static, ()>, Arc<VulkanContext>)> {
+        static SERIAL: Mutex<()> = Mutex::new(());
+        let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        match VulkanContext::new(DeviceSelection::Any) {
+            Ok(c) => Some((guard, c)),
+            Err(e) if std::env::var("NVSCI_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
+                panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping: {e}");
+                None
+            }
+        }
+    }
+}

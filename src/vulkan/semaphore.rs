@@ -5,12 +5,13 @@
 //! cannot be exported, [`HandoffSemaphores::new`] falls back to two binary semaphores and says
 //! so through [`HandoffSemaphores::mode`].
 
-use super::context::{vk_err, VulkanContext};
+use super::context::{vk_err, VulkanContext, ONE_SHOT_TIMEOUT_NS};
 use crate::cuda::{CudaDevice, CudaSemaphore, SemaphoreKind};
 use crate::error::{invalid, Error, Result};
 use ash::vk;
 use cudarc::driver::CudaStream;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -117,28 +118,57 @@ fn timeout_ns(t: Duration) -> u64 {
 pub struct TimelineSemaphore {
     raw: vk::Semaphore,
     exportable: bool,
+    /// [`signal`](Self::signal) submits the signal on the context's queue (see
+    /// `with_queue_signals`) instead of calling `vkSignalSemaphore`.
+    queue_signals: bool,
+    /// The highest value a queue signal was submitted for (0: none).
+    queued: AtomicU64,
     ctx: Arc<VulkanContext>,
 }
 
 impl std::fmt::Debug for TimelineSemaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TimelineSemaphore").field("exportable", &self.exportable).finish()
+        f.debug_struct("TimelineSemaphore")
+            .field("exportable", &self.exportable)
+            .field("queue_signals", &self.queue_signals)
+            .finish()
     }
 }
 
 impl TimelineSemaphore {
     /// A process-local timeline semaphore starting at `initial`.
     pub fn new(ctx: &Arc<VulkanContext>, initial: u64) -> Result<Arc<Self>> {
-        let raw = create_semaphore(ctx, vk::SemaphoreType::TIMELINE, initial, false)?;
-        Ok(Arc::new(Self { raw, exportable: false, ctx: ctx.clone() }))
+        Self::with_queue_signals(ctx, initial, false, false)
     }
 
     /// A timeline semaphore that can be exported as an `OPAQUE_FD` (for CUDA:
     /// `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD`);
     /// [`Error::Unsupported`] where the device cannot export it.
     pub fn new_exportable(ctx: &Arc<VulkanContext>, initial: u64) -> Result<Arc<Self>> {
-        let raw = create_semaphore(ctx, vk::SemaphoreType::TIMELINE, initial, true)?;
-        Ok(Arc::new(Self { raw, exportable: true, ctx: ctx.clone() }))
+        Self::with_queue_signals(ctx, initial, true, false)
+    }
+
+    /// A timeline semaphore (exportable or not) whose [`signal`](Self::signal) is, with
+    /// `queue_signals`, a queue submission rather than `vkSignalSemaphore`: a batch with no
+    /// command buffers that signals the value, waited for before `signal` returns.
+    ///
+    /// Why: only a queue submission makes the host's earlier writes to mapped memory visible to
+    /// the device ("Host Write Ordering Guarantees": a queue submission "defines a memory
+    /// dependency with prior host operations", whose first access scope is the host writes to
+    /// mappable memory and whose second is all memory access performed by the device); a host
+    /// signal (`vkSignalSemaphore`) has no such access scope. A device-side waiter of the signalled
+    /// value (a CUDA stream that imported the semaphore) then sees what the host wrote before
+    /// `signal`. Measured on an NVIDIA H100 (driver 580): after a host signal and a CUDA wait,
+    /// CUDA read stale bytes of host-visible memory it had read before (its L2 kept them); after
+    /// a signal-only queue batch it read the new ones.
+    pub(crate) fn with_queue_signals(
+        ctx: &Arc<VulkanContext>,
+        initial: u64,
+        exportable: bool,
+        queue_signals: bool,
+    ) -> Result<Arc<Self>> {
+        let raw = create_semaphore(ctx, vk::SemaphoreType::TIMELINE, initial, exportable)?;
+        Ok(Arc::new(Self { raw, exportable, queue_signals, queued: AtomicU64::new(0), ctx: ctx.clone() }))
     }
 
     /// The current counter value.
@@ -151,10 +181,18 @@ impl TimelineSemaphore {
     /// Sets the counter to `value` from the host. `value` must be greater than the current value
     /// (checked) and less than any pending signal of the semaphore (a queue or CUDA signal
     /// already submitted with a lower value must have executed first: wait for it).
+    ///
+    /// The semaphores a frame ring makes for frames the CPU writes and a GPU reads signal
+    /// through the context's queue instead (a signal-only batch, waited for before this
+    /// returns), which also makes the host's earlier writes to mapped memory visible to the
+    /// device.
     pub fn signal(&self, value: u64) -> Result<()> {
         let current = self.value()?;
         if value <= current {
             return Err(invalid("value", format!("{value} is not greater than the current value {current}")));
+        }
+        if self.queue_signals {
+            return self.signal_on_queue(value);
         }
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
         // SAFETY: VUID-VkSemaphoreSignalInfo-semaphore-03257: a timeline semaphore;
@@ -164,6 +202,21 @@ impl TimelineSemaphore {
         // this function's documentation and concerns the order of counter values, not the
         // lifetime of any object or memory.
         unsafe { self.ctx.ash_device().signal_semaphore(&info) }.map_err(vk_err("vkSignalSemaphore"))
+    }
+
+    /// Submits a batch without command buffers that signals `value` and waits until the counter
+    /// reached it (so no queue signal is left pending when `signal` returns).
+    fn signal_on_queue(&self, value: u64) -> Result<()> {
+        let sems = [self.raw];
+        let values = [value];
+        let mut timeline = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+        let submit = vk::SubmitInfo::default().signal_semaphores(&sems).push_next(&mut timeline);
+        // VUID-VkSubmitInfo-pSignalSemaphores-03242 (the value exceeds the current value) was
+        // checked by the caller; VUID-VkSubmitInfo-pNext-03241: one value per signalled
+        // semaphore (above). No command buffer: the batch only signals.
+        self.ctx.submit(core::slice::from_ref(&submit), vk::Fence::null())?;
+        self.queued.fetch_max(value, Ordering::AcqRel);
+        self.wait(value, Duration::from_nanos(ONE_SHOT_TIMEOUT_NS))
     }
 
     /// Waits on the host until the counter reaches `value`, or [`Error::Timeout`].
@@ -201,10 +254,18 @@ impl TimelineSemaphore {
 
 impl Drop for TimelineSemaphore {
     fn drop(&mut self) {
+        let queued = self.queued.load(Ordering::Acquire);
+        if queued > 0 && self.wait(queued, Duration::from_nanos(ONE_SHOT_TIMEOUT_NS)).is_err() {
+            // A queue signal whose wait timed out is still pending: leak the semaphore rather
+            // than destroy one a batch still uses.
+            log::error!("a queue signal of a timeline semaphore did not execute; leaking the semaphore");
+            return;
+        }
         // SAFETY: VUID-vkDestroySemaphore-semaphore-01137: batches of this module that wait on or
         // signal the semaphore have completed (FrameProducer holds an Arc and waits for its
-        // frames when dropped); CUDA imports are destroyed (and their streams synchronised)
-        // before the Vulkan semaphore they hold an Arc of.
+        // frames when dropped; `signal`'s queue signals have executed: waited for above); CUDA
+        // imports are destroyed (and their streams synchronised) before the Vulkan semaphore they
+        // hold an Arc of.
         unsafe { self.ctx.ash_device().destroy_semaphore(self.raw, None) };
     }
 }
@@ -406,5 +467,31 @@ impl CudaHandoff {
     /// The Vulkan semaphores.
     pub fn vulkan(&self) -> &HandoffSemaphores {
         &self.vulkan
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vulkan::test_support::context;
+
+    /// Queue-signalled semaphores: `signal` submits, and has reached the value when it returns.
+    #[test]
+    fn queue_signals_reach_their_value_before_signal_returns() {
+        let Some((_serial, ctx)) = context() else { return };
+        let buffer =
+            crate::vulkan::ExportableBuffer::new_host_visible(&ctx, 4096, vk::BufferUsageFlags::empty())
+                .unwrap();
+        let sem = TimelineSemaphore::with_queue_signals(&ctx, 3, false, true).unwrap();
+        assert!(format!("{sem:?}").contains("queue_signals: true"));
+        for v in 4..20u64 {
+            buffer.host_slice_mut().unwrap().fill(v as u8);
+            sem.signal(v).unwrap();
+            assert_eq!(sem.value().unwrap(), v);
+        }
+        sem.signal(25).unwrap();
+        sem.wait(25, Duration::ZERO).unwrap();
+        assert!(matches!(sem.signal(25), Err(Error::InvalidArgument { .. })));
+        assert!(matches!(sem.signal(2), Err(Error::InvalidArgument { .. })));
     }
 }

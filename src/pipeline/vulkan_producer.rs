@@ -1,12 +1,14 @@
-//! A Vulkan producer that writes frames into an exported buffer and hands them to CUDA and back.
+//! A Vulkan producer that writes frames into an exported buffer and hands them to CUDA and back
+//! (the shape of the Vulkan -> CUDA -> Vulkan benchmark; the frame ring's Vulkan backend is
+//! [`Backend`](super::Backend) with [`BackendKind::Vulkan`](super::BackendKind::Vulkan)).
 //!
 //! One frame, in timeline mode (values from [`FrameValues`]):
 //!
 //! 1. [`FrameProducer::submit_produce`]: copy the frame (from a host-visible staging buffer, or
 //!    from a device-local source buffer) into the exported buffer, release the buffer to
 //!    `VK_QUEUE_FAMILY_EXTERNAL`, signal `produced`.
-//! 2. CUDA: [`CudaHandoff::wait_produced`](super::CudaHandoff::wait_produced), kernels on the
-//!    imported buffer, [`CudaHandoff::signal_done`](super::CudaHandoff::signal_done).
+//! 2. CUDA: [`CudaHandoff::wait_produced`](crate::vulkan::CudaHandoff::wait_produced), kernels on
+//!    the imported buffer, [`CudaHandoff::signal_done`](crate::vulkan::CudaHandoff::signal_done).
 //! 3. [`FrameProducer::submit_return`]: wait for `cuda_done`, acquire the buffer from
 //!    `VK_QUEUE_FAMILY_EXTERNAL` (the queue-family ownership transfer the Vulkan spec requires
 //!    for an `EXCLUSIVE` resource shared with an external API), optionally copy (parts of) it to
@@ -16,11 +18,12 @@
 //! Command buffers are recorded once at construction and submit-info structures live on the
 //! stack, so a steady-state frame allocates nothing on the heap.
 
-use super::buffer::{ExportableBuffer, RawBuffer};
-use super::context::{vk_err, VulkanContext};
-use super::semaphore::{FrameValues, HandoffInner, HandoffMode, HandoffSemaphores};
 use crate::error::{invalid, Error, Result};
-use ash::vk;
+use crate::vulkan::ash::vk;
+use crate::vulkan::{
+    vk_err, ExportableBuffer, FrameValues, HandoffInner, HandoffMode, HandoffSemaphores, RawBuffer,
+    VulkanContext,
+};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;

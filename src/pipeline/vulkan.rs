@@ -1,0 +1,220 @@
+//! The Vulkan backend of the ring (desktop NVIDIA GPUs): every slot an exportable Vulkan buffer,
+//! the present and release sync objects exportable timeline semaphores. CUDA parties import both
+//! once ([`CudaConsumer`](super::CudaConsumer), [`CudaProducer`](super::CudaProducer)) and wait
+//! and signal on their streams; CPU parties touch the bytes in place, wait on the host
+//! (`vkWaitSemaphores`) and signal on the host (`vkSignalSemaphore`), except a CPU producer whose
+//! frames a GPU reads, which signals through the queue (below). No Vulkan command touches the
+//! frames: Vulkan allocates memory and semaphores CUDA can import, which is why the layout is
+//! fixed here ([`FrameLayout::packed`] with 256-byte row pitches and 4096-byte planes) instead of
+//! reconciled.
+//!
+//! Memory placement follows the parties:
+//!
+//! * a CPU party (a camera thread writing frames, a recorder reading them): host-visible,
+//!   host-coherent memory, mapped for the buffer's life, so the CPU writes and reads the frame in
+//!   place and CUDA reads the same bytes through its import (no staging copy);
+//! * GPU parties only: device-local memory.
+//!
+//! How a CPU producer's writes reach a CUDA consumer: the producer writes through the mapping,
+//! then [`Producer::present`](super::Producer::present) signals the present semaphore. Where a GPU
+//! party reads the frames, that signal is a queue submission (a batch with no command buffers
+//! that signals the value), not a host `vkSignalSemaphore`: a queue submission "defines a memory
+//! dependency with prior host operations" whose first access scope is the host's writes to
+//! mappable memory and whose second is all memory access performed by the device (Vulkan spec,
+//! "Host Write Ordering Guarantees", #synchronization-submission-host-writes), and the batch's
+//! semaphore signal follows it; `vkSignalSemaphore` only orders execution ("Semaphore
+//! Signaling": its first synchronization scope is "execution of vkSignalSemaphore on the host and
+//! anything that happened-before it", and it defines no access scope that would make host writes
+//! available to the device). The memory is `HOST_COHERENT`, so no `vkFlushMappedMemoryRanges` is needed. The
+//! CUDA stream waits for the signalled value (`cuWaitExternalSemaphoresAsync`) before it reads.
+//! This is not only the letter of the spec: on an NVIDIA H100 (driver 580) a CUDA reader of
+//! host-visible memory it had read before saw stale bytes after a host signal and a CUDA wait (the
+//! GPU's L2 kept the old lines), and the new bytes after a signal-only queue batch.
+//!
+//! In the other direction, a CUDA producer's writes are ordered before its stream's signal, and
+//! a CPU consumer reads only once the present value was reached (`vkWaitSemaphores`).
+
+use super::engine::Engine;
+use super::fence::SyncPoint;
+use super::format::{FrameFormat, FrameLayout};
+use super::memory::SlotMemory;
+use super::ring::{FrameRing, RingConfig, RingParts, Slot, MAX_CONSUMERS};
+use crate::error::{invalid, Error, Result};
+use crate::vulkan::ash::vk;
+use crate::vulkan::{
+    semaphore_export_support, ExportableBuffer, MemoryPlacement, TimelineSemaphore, VulkanContext,
+};
+use std::sync::Arc;
+
+/// Row pitch alignment of the ring's frames.
+const PITCH_ALIGN: u32 = 256;
+/// Plane alignment of the ring's frames.
+const PLANE_ALIGN: u64 = 4096;
+
+/// Checks that a CUDA engine is the Vulkan device (`name`/`party` say which party it is).
+fn check_engine(ctx: &VulkanContext, engine: &Engine, name: &'static str, party: &str) -> Result<()> {
+    match engine {
+        Engine::Cpu => Ok(()),
+        Engine::Cuda(dev) => crate::vulkan::check_same_gpu(ctx, dev).map_err(|e| match e {
+            Error::InvalidArgument { reason, .. } => invalid(
+                name,
+                format!(
+                    "{party}: {reason}; every CUDA party of a Vulkan ring must be the Vulkan device's GPU"
+                ),
+            ),
+            e => e,
+        }),
+    }
+}
+
+/// The memory placement for these parties: host-visible where the CPU reads or writes frames,
+/// device-local where only GPU engines do.
+fn placement(producer: &Engine, consumers: &[Engine]) -> MemoryPlacement {
+    if producer.is_cpu() || consumers.iter().any(Engine::is_cpu) {
+        MemoryPlacement::HostVisible
+    } else {
+        MemoryPlacement::DeviceLocal
+    }
+}
+
+/// Builds a ring of `config.frames` exportable Vulkan buffers of `format` on `ctx`, with an
+/// exportable timeline semaphore for presents and one per consumer for releases. `consumers`
+/// has one engine per consumer; every CUDA engine must be the Vulkan device's GPU.
+pub(crate) fn ring(
+    ctx: &Arc<VulkanContext>,
+    format: FrameFormat,
+    config: RingConfig,
+    producer: &Engine,
+    consumers: &[Engine],
+) -> Result<FrameRing> {
+    format.validate()?;
+    config.validate()?;
+    if consumers.len() != config.consumers {
+        return Err(invalid(
+            "consumers",
+            format!("{} engines for {} consumers", consumers.len(), config.consumers),
+        ));
+    }
+    check_engine(ctx, producer, "producer", "the producer")?;
+    for (i, c) in consumers.iter().enumerate() {
+        check_engine(ctx, c, "consumers", &format!("consumer {i}"))?;
+    }
+    if !semaphore_export_support(ctx).timeline {
+        return Err(Error::Unsupported {
+            what: "the Vulkan frame ring",
+            reason: "the Vulkan device cannot export timeline semaphores as opaque fds \
+                     (VK_KHR_external_semaphore_fd missing, or OPAQUE_FD not exportable for a \
+                     timeline semaphore), and the ring's fences are exported timeline semaphores; \
+                     software drivers such as lavapipe cannot export them",
+        });
+    }
+    let layout = FrameLayout::packed(format, PITCH_ALIGN, PLANE_ALIGN)?;
+    let placement = placement(producer, consumers);
+    log::debug!("Vulkan frame ring on {}: {placement:?} memory", ctx.info().name);
+
+    // No Vulkan command ever accesses these buffers (the CPU reaches them through the mapping,
+    // CUDA through its import; the queue only carries signal-only batches), so no queue-family
+    // ownership transfer is recorded for them: an
+    // EXCLUSIVE resource "is not owned by any queue family; ownership is implicitly acquired upon
+    // first use within a queue" (Vulkan spec, "Resource Sharing Mode", #resources-sharing), and
+    // with external memory "the first entity to access the resource implicitly acquires
+    // ownership" ("External Resource Sharing", #resources-external-sharing): here that is CUDA,
+    // and no Vulkan queue ever needs the contents after it.
+    let mut slots = Vec::with_capacity(config.frames);
+    for _ in 0..config.frames {
+        let buffer =
+            ExportableBuffer::with_placement(ctx, layout.size, vk::BufferUsageFlags::empty(), placement)?;
+        slots.push(Slot::new(SlotMemory::Vulkan { buffer }, config.consumers));
+    }
+    // A CPU producer's present must make its writes visible to GPU readers: signal it through
+    // the queue (see the module documentation). CPU consumers only read, so their releases are
+    // host signals.
+    let queue_present = producer.is_cpu() && consumers.iter().any(|c| !c.is_cpu());
+    let present = SyncPoint::timeline(TimelineSemaphore::with_queue_signals(ctx, 0, true, queue_present)?)?;
+    let mut releases = heapless::Vec::<SyncPoint, MAX_CONSUMERS>::new();
+    for _ in 0..config.consumers {
+        let point = SyncPoint::timeline(TimelineSemaphore::new_exportable(ctx, 0)?)?;
+        // Cannot fail: config.consumers <= MAX_CONSUMERS (validated above).
+        let _ = releases.push(point);
+    }
+    // Every buffer and semaphore holds an Arc of the context, so nothing else needs keeping.
+    FrameRing::from_parts(
+        config,
+        RingParts { layout, slots, present, releases, sync_module: None, keep: None },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vulkan::test_support::context;
+    use std::time::Duration;
+
+    fn config(frames: usize, consumers: usize) -> RingConfig {
+        RingConfig { frames, consumers, timeout: Duration::from_secs(5) }
+    }
+
+    #[test]
+    fn placement_follows_the_parties() {
+        assert_eq!(placement(&Engine::Cpu, &[Engine::Cpu]), MemoryPlacement::HostVisible);
+        assert_eq!(placement(&Engine::Cpu, &[]), MemoryPlacement::HostVisible);
+    }
+
+    #[test]
+    fn bad_input_is_refused_before_anything_is_allocated() {
+        let Some((_serial, ctx)) = context() else { return };
+        let raw = FrameFormat::Raw { size: 4096 };
+        for frames in [0, 1, 17] {
+            let r = ring(&ctx, raw, config(frames, 1), &Engine::Cpu, &[Engine::Cpu]);
+            assert!(
+                matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })),
+                "{frames}: {r:?}"
+            );
+        }
+        let r = ring(&ctx, raw, config(2, 2), &Engine::Cpu, &[Engine::Cpu]);
+        assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
+        let r = ring(
+            &ctx,
+            FrameFormat::Nv12 { width: 63, height: 64 },
+            config(2, 1),
+            &Engine::Cpu,
+            &[Engine::Cpu],
+        );
+        assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
+    }
+
+    /// Lavapipe cannot export semaphores: the ring is refused with a typed error that says so.
+    /// Where timeline export works (a GPU host), a CPU-only ring runs frames instead.
+    #[test]
+    fn ring_needs_timeline_semaphore_export() {
+        let Some((_serial, ctx)) = context() else { return };
+        let r = ring(
+            &ctx,
+            FrameFormat::Raw { size: 4096 },
+            config(3, 2),
+            &Engine::Cpu,
+            &[Engine::Cpu, Engine::Cpu],
+        );
+        if !semaphore_export_support(&ctx).timeline {
+            match r {
+                Err(Error::Unsupported { what, reason }) => {
+                    assert_eq!(what, "the Vulkan frame ring");
+                    assert!(reason.contains("timeline semaphores"), "{reason}");
+                }
+                other => panic!("expected Unsupported, got {other:?}"),
+            }
+            return;
+        }
+        let (mut p, mut cs) = r.unwrap().split().unwrap();
+        for t in 0..20u8 {
+            let f = p.acquire().unwrap();
+            p.cpu_write(&f).unwrap().fill(t);
+            p.present(f).unwrap();
+            for c in cs.iter_mut() {
+                let f = c.acquire().unwrap();
+                assert!(c.cpu_read(&f).unwrap().iter().all(|&b| b == t), "frame {t}");
+                c.release(f).unwrap();
+            }
+        }
+    }
+}
