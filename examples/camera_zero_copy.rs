@@ -251,6 +251,7 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
         frames: a.buffers,
         consumers: 1 + a.recorder as usize,
         timeout: Duration::from_secs(10),
+        ..Default::default()
     };
     let engine = backend.gpu_engine();
     let mut consumers_engines = vec![engine.clone()];

@@ -123,7 +123,8 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
 /// Measurement 1: consumer-thread CPU time per frame.
 fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::Nv12 { width: 1920, height: 1080 };
-    let config = RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10) };
+    let config =
+        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();
     // Fence-driven.
     let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
@@ -189,7 +190,8 @@ fn import_views(
 /// Measurement 2: GPU producer in place vs own buffer + copy. Frames per second of each.
 fn gpu_producer(b: &Backend, dev: &CudaDevice, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::Nv12 { width, height };
-    let config = RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10) };
+    let config =
+        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();
     let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
     let layout = ring.layout().clone();

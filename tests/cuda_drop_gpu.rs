@@ -17,7 +17,7 @@ fn dropping_an_import_behind_a_stuck_wait_returns_and_leaks() {
     let ring = FrameRing::with_engines(
         &lib,
         FrameFormat::Raw { size: 4096 },
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_secs(1) },
+        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_secs(1), ..Default::default() },
         &Engine::Cpu,
         &[Engine::Cuda(dev.clone())],
     )

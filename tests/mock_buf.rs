@@ -266,3 +266,35 @@ fn every_handle_is_freed() {
     drop(m);
     assert_eq!(ledger.counts().total(), 0, "{:?}", ledger.counts());
 }
+
+#[test]
+fn gpu_cache_coherency_follows_the_gpu_kind_and_enable_gpu_cache() {
+    let lib = NvSci::mock();
+    let m = BufModule::open(&lib).unwrap();
+    // A GPU id no other test uses (the GPU kind is process-wide).
+    let igpu = GpuId([0x51; 16]);
+    let reconcile = |cache: Option<bool>| {
+        let mut l = m.attr_list().unwrap();
+        l.set(&[
+            BufAttr::Types(&[BufType::RAW_BUFFER]),
+            BufAttr::RawSize(4096),
+            BufAttr::NeedCpuAccess(true),
+            BufAttr::GpuId(&[igpu]),
+        ])
+        .unwrap();
+        if let Some(c) = cache {
+            l.set(&[BufAttr::EnableGpuCache(&[GpuCache { gpu_id: igpu, cacheable: c }])]).unwrap();
+        }
+        let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+        obj.gpu_sw_need_cache_coherency(igpu).unwrap()
+    };
+    // Discrete GPU on sysmem: EnableGpuCache defaults to false, no coherency needed.
+    assert_eq!(reconcile(None), Some(false));
+    // Integrated GPU (Orin): defaults to true; with CPU access, coherency is needed.
+    nvsci_mock::set_gpu_integrated(igpu.0, true);
+    assert_eq!(reconcile(None), Some(true));
+    // The documented way out: EnableGpuCache = false for that GPU.
+    assert_eq!(reconcile(Some(false)), Some(false));
+    nvsci_mock::set_gpu_integrated(igpu.0, false);
+    assert_eq!(reconcile(None), Some(false));
+}

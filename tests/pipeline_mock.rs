@@ -9,7 +9,7 @@ fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -
     FrameRing::new(
         &NvSci::mock(),
         format,
-        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms) },
+        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms), ..Default::default() },
     )
     .unwrap()
 }
@@ -219,7 +219,7 @@ fn unbounded_timeouts_do_not_overflow() {
     let (mut p, mut cs) = FrameRing::new(
         &NvSci::mock(),
         FrameFormat::Raw { size: 64 },
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::MAX },
+        RingConfig { frames: 2, consumers: 1, timeout: Duration::MAX, ..Default::default() },
     )
     .unwrap()
     .split()

@@ -19,7 +19,7 @@ const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
 fn config(consumers: usize) -> RingConfig {
-    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10) }
+    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
 }
 
 /// Device memory in use and open fds, to compare before and after a run.

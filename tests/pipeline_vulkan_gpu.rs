@@ -23,7 +23,7 @@ const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
 fn config(consumers: usize) -> RingConfig {
-    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10) }
+    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
 }
 
 /// The Vulkan backend and its CUDA device: `None` (skip) without a GPU, or without a Vulkan

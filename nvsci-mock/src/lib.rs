@@ -153,22 +153,16 @@ pub unsafe fn sync_module_ledger(m: NvSciSyncModule) -> Option<Ledger> {
     unsafe { sync::module::get(m) }.ok().map(|r| r.shared.ledger.clone())
 }
 
-/// Declares `gpu` (16 UUID bytes) integrated or not in lists reconciled from now on under module
-/// `m`: an integrated GPU (a Tegra iGPU on shared sysmem, as on Orin) gets the documented
-/// `EnableGpuCache` default `true`, so with CPU access its `GpuSwNeedCacheCoherency` is `true`
-/// as on the target; a discrete GPU (the default) gets `false`. Ignored for NULL or a handle that
-/// is not a mock module.
-///
-/// # Safety
-/// `m` must be NULL or a live module created by this mock.
-pub unsafe fn set_gpu_integrated(m: NvSciBufModule, gpu: [u8; 16], integrated: bool) {
-    // SAFETY: forwarded contract.
-    if let Ok(r) = unsafe { buf::module::get(m) } {
-        let mut v = r.shared.integrated_gpus.lock().unwrap_or_else(|e| e.into_inner());
-        v.retain(|g| *g != gpu);
-        if integrated {
-            v.push(gpu);
-        }
+/// Declares the GPU `gpu` (16 UUID bytes) integrated or not, for every list reconciled from now
+/// on in this process: an integrated GPU (a Tegra iGPU on shared sysmem, as on Orin) gets the
+/// documented `EnableGpuCache` default `true`, so with CPU access its `GpuSwNeedCacheCoherency`
+/// is `true` as on the target; a discrete GPU (every GPU unless declared) gets `false`. The GPU
+/// kind is a property of the machine, hence process-wide.
+pub fn set_gpu_integrated(gpu: [u8; 16], integrated: bool) {
+    let mut v = buf::reconcile::INTEGRATED_GPUS.lock().unwrap_or_else(|e| e.into_inner());
+    v.retain(|g| *g != gpu);
+    if integrated {
+        v.push(gpu);
     }
 }
 

@@ -1,7 +1,8 @@
 //! Frame descriptions and the attribute lists they turn into.
 
 use crate::buf::{
-    BufAttr, BufAttrList, BufModule, BufType, ColorFormat, GpuId, ImageLayout, Perm, PlaneLayout, ScanType,
+    BufAttr, BufAttrList, BufModule, BufType, ColorFormat, GpuCache, GpuId, ImageLayout, Perm, PlaneLayout,
+    ScanType,
 };
 use crate::error::{invalid, Result};
 
@@ -65,6 +66,7 @@ impl FrameFormat {
         perm: Perm,
         cpu: bool,
         gpu: Option<GpuId>,
+        gpu_cache: bool,
     ) -> Result<BufAttrList> {
         self.validate()?;
         let mut l = module.attr_list()?;
@@ -104,6 +106,10 @@ impl FrameFormat {
         l.set(&common)?;
         if let Some(ids) = &ids {
             l.set(&[BufAttr::GpuId(ids)])?;
+            if !gpu_cache {
+                let off = [GpuCache { gpu_id: ids[0], cacheable: false }];
+                l.set(&[BufAttr::EnableGpuCache(&off)])?;
+            }
         }
         Ok(l)
     }

@@ -53,9 +53,15 @@ pub(crate) fn parts(
     consumers: &[Engine],
 ) -> Result<RingParts> {
     let bufm = BufModule::open(lib)?;
-    let mut lists = vec![format.attr_list(&bufm, Perm::ReadWrite, producer.is_cpu(), producer.gpu_id())?];
+    let mut lists = vec![format.attr_list(
+        &bufm,
+        Perm::ReadWrite,
+        producer.is_cpu(),
+        producer.gpu_id(),
+        config.gpu_cache,
+    )?];
     for c in consumers {
-        lists.push(format.attr_list(&bufm, Perm::ReadOnly, c.is_cpu(), c.gpu_id())?);
+        lists.push(format.attr_list(&bufm, Perm::ReadOnly, c.is_cpu(), c.gpu_id(), config.gpu_cache)?);
     }
     let refs: Vec<&BufAttrList> = lists.iter().collect();
     let reconciled = BufAttrList::reconcile(&refs)?;

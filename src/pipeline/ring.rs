@@ -44,13 +44,21 @@ pub struct RingConfig {
     /// Consumers (1 to [`MAX_CONSUMERS`]).
     pub consumers: usize,
     /// How long an acquire waits (for a free frame, a presented one, or a fence) before it fails
-    /// with [`Error::Timeout`]; also how long teardown waits for outstanding fences.
+    /// with [`Error::RingTimeout`]; also how long teardown waits for outstanding fences.
     pub timeout: Duration,
+    /// Whether GPU parties may cache the frames (NvSci backends; default `true`). On a Tegra
+    /// iGPU with CPU access, cached frames need GPU software cache coherency
+    /// (`GpuSwNeedCacheCoherency`), which CUDA maintains in every fence wait and signal that
+    /// does not skip NvSciBuf memory synchronisation. `false` sets `EnableGpuCache = false` for
+    /// each GPU in the buffer lists (as the CUDA Programming Guide's NvSci example does): the
+    /// frames then need no coherency, and waits and signals may skip the synchronisation (see
+    /// [`MemSync`](crate::cuda::MemSync)).
+    pub gpu_cache: bool,
 }
 
 impl Default for RingConfig {
     fn default() -> Self {
-        Self { frames: 4, consumers: 1, timeout: Duration::from_secs(2) }
+        Self { frames: 4, consumers: 1, timeout: Duration::from_secs(2), gpu_cache: true }
     }
 }
 

@@ -151,7 +151,7 @@ mod tests {
     use std::time::Duration;
 
     fn config(frames: usize, consumers: usize) -> RingConfig {
-        RingConfig { frames, consumers, timeout: Duration::from_secs(5) }
+        RingConfig { frames, consumers, timeout: Duration::from_secs(5), ..Default::default() }
     }
 
     #[test]

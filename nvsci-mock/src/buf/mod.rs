@@ -6,7 +6,7 @@ pub(crate) mod keys;
 pub(crate) mod list;
 pub(crate) mod module;
 pub(crate) mod obj;
-mod reconcile;
+pub(crate) mod reconcile;
 
 use nvsci_sys::NvSciBufFns;
 

@@ -17,8 +17,6 @@ pub(crate) struct BufModuleShared {
     pub ledger: Ledger,
     /// Value of CpuNeedSwCacheCoherency for lists reconciled from now on.
     pub cpu_sw_coherency: AtomicBool,
-    /// GPUs reconciled as integrated (Tegra iGPU on shared sysmem) from now on.
-    pub integrated_gpus: std::sync::Mutex<Vec<[u8; 16]>>,
 }
 
 impl BufModuleShared {
@@ -26,7 +24,10 @@ impl BufModuleShared {
     pub(crate) fn env(&self) -> super::reconcile::Env {
         super::reconcile::Env {
             cpu_sw_coherency: self.cpu_sw_coherency.load(std::sync::atomic::Ordering::SeqCst),
-            integrated_gpus: self.integrated_gpus.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            integrated_gpus: super::reconcile::INTEGRATED_GPUS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
         }
     }
 }
@@ -53,11 +54,7 @@ pub(crate) unsafe extern "C" fn module_open(out: *mut NvSciBufModule) -> NvSciEr
         let rec = Box::new(BufModuleRec {
             magic: BufModuleRec::MAGIC,
             _count: ledger.track(Kind::Module),
-            shared: Arc::new(BufModuleShared {
-                ledger,
-                cpu_sw_coherency: AtomicBool::new(false),
-                integrated_gpus: std::sync::Mutex::new(Vec::new()),
-            }),
+            shared: Arc::new(BufModuleShared { ledger, cpu_sw_coherency: AtomicBool::new(false) }),
         });
         // SAFETY: `out` is non-NULL and points to caller storage for a handle.
         unsafe { write_out(out, handle::into_handle(rec)) }

@@ -14,7 +14,7 @@
 //! * `EnableGpuCache`: one entry per GpuId; for each GPU the AND over every slot of the value that
 //!   slot gives, a slot that gives none contributing the documented default for the GPU's kind:
 //!   `false` for a discrete GPU on sysmem (the mock's default), `true` for an integrated GPU
-//!   (Tegra iGPU on sysmem; see `set_gpu_integrated`). An entry naming a GPU absent from the
+//!   (Tegra iGPU on sysmem; see `crate::set_gpu_integrated`). An entry naming a GPU absent from the
 //!   GpuId union is a conflict.
 //! * `GpuSwNeedCacheCoherency`: one entry per GpuId; true when that GPU is cached and either
 //!   another GPU is uncached or any slot needs CPU access (the documented sysmem rule).
@@ -92,7 +92,10 @@ fn fail(c: &Conflicts<'_>) -> Failure {
     Failure::Conflicts { slot: c.slot(), report: c.report() }
 }
 
-/// The module settings reconciliation reads.
+/// GPUs declared integrated ([`crate::set_gpu_integrated`]); every other GPU is discrete.
+pub(crate) static INTEGRATED_GPUS: std::sync::Mutex<Vec<GpuId>> = std::sync::Mutex::new(Vec::new());
+
+/// The settings reconciliation reads.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Env {
     /// The module's CpuNeedSwCacheCoherency setting.
