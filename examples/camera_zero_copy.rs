@@ -22,8 +22,8 @@
 //! itself; the program exits non-zero on any mismatch. `--recorder` adds a second consumer, a
 //! CPU recorder reading the frames in place, that checksums every frame (every backend).
 //! `--compare-copy` (CUDA converter) also runs the copy pipeline a user would otherwise write
-//! (frame in host memory, cuMemcpyHtoD, same kernel) and prints both. Set `RUST_LOG=debug` to
-//! see the memory-sync decisions of every wait and signal.
+//! (the camera writes each frame into ordinary host memory, cuMemcpyHtoD, same kernel) and
+//! prints both. Set `RUST_LOG=debug` to see the memory-sync decision of every wait and signal.
 
 use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba, test_pattern_statistic};
 use nvsci::pipeline::{Backend, BackendKind, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
@@ -463,18 +463,22 @@ mod gpu {
         }
     }
 
-    /// The copy pipeline: each frame in host memory, cuMemcpyHtoD into a device buffer, same
-    /// kernel.
+    /// The copy pipeline: the camera writes each frame into ordinary host memory, cuMemcpyHtoD
+    /// into a device buffer, same kernel (one thread, as a user would write it).
     pub fn run_copy(dev: &CudaDevice, a: &Args, layout: &FrameLayout) -> Result<(Stats, u64), String> {
         let (frames, expected) = patterns(layout, a.width, a.height).map_err(|e| e.to_string())?;
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
         let mut kernel = Kernel::new(dev, &stream, layout, a)?;
         let mut src = stream.alloc_zeros::<u8>(layout.size as usize).map_err(|e| e.to_string())?;
+        let mut camera_frame = vec![0u8; layout.size as usize];
         let mut latencies = Vec::with_capacity(a.frames as usize);
         let start = Instant::now();
         for t in 0..a.frames {
             let t0 = Instant::now();
-            stream.memcpy_htod(&frames[(t % PATTERNS) as usize][..], &mut src).map_err(|e| e.to_string())?;
+            // The camera writes the frame into host memory (as it writes into the ring on the
+            // zero-copy path), then it is copied to the device.
+            camera_frame.copy_from_slice(&frames[(t % PATTERNS) as usize]);
+            stream.memcpy_htod(&camera_frame[..], &mut src).map_err(|e| e.to_string())?;
             let (p, g) = src.device_ptr(&stream);
             kernel.enqueue(&stream, p, t)?;
             drop(g);
@@ -486,7 +490,7 @@ mod gpu {
             (0..a.frames).filter(|&t| sums[t as usize] != expected[(t % PATTERNS) as usize]).count() as u64;
         Ok((
             Stats {
-                label: "copy path (host frame + cuMemcpyHtoD + kernel, call time per frame)".into(),
+                label: "copy path (camera writes a host frame, cuMemcpyHtoD, kernel; time per frame)".into(),
                 frames: a.frames,
                 elapsed,
                 latencies,
@@ -551,6 +555,7 @@ fn run(a: &Args) -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
+    env_logger::init();
     let a = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -12,6 +12,12 @@
 //! ```text
 //! cargo run --release --features vulkan --example vulkan_cuda_bench -- --frames 1000
 //! ```
+//!
+//! Then, at 1920x1080, where the zero-copy hand-off's time goes (p50 of each stage measured on
+//! its own, same buffers and kernel): the Vulkan produce + return submits with a host wait and no
+//! CUDA; a host-signalled timeline value -> CUDA stream wait -> kernel -> CUDA signal -> host
+//! wait, with no Vulkan queue work; the kernel alone (launch + synchronise); and an empty
+//! host -> CUDA -> host timeline round trip.
 
 #[path = "../tests/common/kernels.rs"]
 mod kernels;
@@ -100,6 +106,9 @@ struct ZeroCopy {
     handoff: CudaHandoff,
     imported: CudaImportedBuffer,
     frame: u64,
+    /// Host-relayed hand-off: the host waits for each side's signal before the other side's
+    /// wait is enqueued, so no GPU queue ever waits on the other API's queue.
+    host_relay: bool,
 }
 
 impl ZeroCopy {
@@ -113,7 +122,7 @@ impl ZeroCopy {
         let mut producer = FrameProducer::new(vk, &buffer, &sems, config)?;
         producer.staging_mut()?.copy_from_slice(source);
         producer.commit_source()?;
-        Ok(Self { producer, handoff, imported, frame: 0 })
+        Ok(Self { producer, handoff, imported, frame: 0, host_relay: false })
     }
 
     fn frame(
@@ -126,9 +135,16 @@ impl ZeroCopy {
         let key = frame_key(self.frame);
         let t0 = Instant::now();
         let v = self.producer.submit_produce()?;
+        let relay = if self.host_relay { self.handoff.vulkan().timeline().cloned() } else { None };
+        if let Some(t) = &relay {
+            t.wait(v.produced, WAIT)?; // the CUDA wait below finds its value reached
+        }
         self.handoff.wait_produced(stream, &v)?;
         launch_xor(stream, xor, self.imported.device_address(), source.len() as u64, key)?;
         self.handoff.signal_done(stream, &v)?;
+        if let Some(t) = &relay {
+            t.wait(v.cuda_done, WAIT)?; // the return submit's wait finds its value reached
+        }
         self.producer.submit_return()?;
         self.producer.wait_returned(WAIT)?;
         stats.latencies.push(t0.elapsed());
@@ -198,6 +214,91 @@ impl CopyPath {
         self.frame += 1;
         Ok(())
     }
+}
+
+/// p50 of `n` runs of `f` (after 20 warm-up runs).
+fn p50(n: u64, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
+    for _ in 0..20 {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let t0 = Instant::now();
+        f()?;
+        v.push(t0.elapsed());
+    }
+    v.sort();
+    Ok(ms(v[v.len() / 2]))
+}
+
+/// Where the zero-copy hand-off's time goes at `w`x`h`: each stage timed on its own.
+fn breakdown(dev: &CudaDevice, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames: u64) -> Res<()> {
+    let (w, h) = (1920usize, 1080usize);
+    let source = source_frame(w * h * 4);
+    let bytes = source.len() as u64;
+    let stream = dev.context().new_stream()?;
+    // 1. Vulkan alone: produce (device copy into the exported buffer) + return (readback
+    //    windows), two submits, host fence wait.
+    let buffer = ExportableBuffer::new(vk, bytes, vk::BufferUsageFlags::empty())?;
+    let cfg = ProducerConfig { source: FrameSource::Device, readback: WINDOWS };
+    let mut vk_only = FrameProducer::host_only(vk, &buffer, cfg)?;
+    vk_only.staging_mut()?.copy_from_slice(&source);
+    vk_only.commit_source()?;
+    let vulkan = p50(frames, || {
+        vk_only.submit_produce()?;
+        vk_only.submit_return()?;
+        vk_only.wait_returned(WAIT)?;
+        Ok(())
+    })?;
+    // 2. CUDA alone on the same memory: host signal -> stream wait -> kernel -> stream signal ->
+    //    host wait on an exported timeline semaphore pair.
+    let imported = buffer.import_into_cuda(dev)?;
+    let produced = TimelineSemaphore::new_exportable(vk, 0)?;
+    let done = TimelineSemaphore::new_exportable(vk, 0)?;
+    let cuda_produced =
+        nvsci::cuda::CudaSemaphore::import(dev, produced.export_fd()?, nvsci::cuda::SemaphoreKind::Timeline)?;
+    let cuda_done =
+        nvsci::cuda::CudaSemaphore::import(dev, done.export_fd()?, nvsci::cuda::SemaphoreKind::Timeline)?;
+    let mut value = 0u64;
+    let mut round = |kernel: bool| -> Res<()> {
+        value += 1;
+        cuda_produced.wait(&stream, value)?;
+        if kernel {
+            launch_xor(&stream, xor, imported.device_address(), bytes, value as u32)?;
+        }
+        cuda_done.signal(&stream, value)?;
+        produced.signal(value)?;
+        done.wait(value, WAIT)?;
+        Ok(())
+    };
+    let cuda = p50(frames, || round(true))?;
+    let empty = p50(frames, || round(false))?;
+    // 3. The kernel alone.
+    let kernel = p50(frames, || {
+        launch_xor(&stream, xor, imported.device_address(), bytes, 7)?;
+        stream.synchronize()?;
+        Ok(())
+    })?;
+    // 4. The full zero-copy hand-off, GPU-to-GPU waits vs relayed through the host.
+    let mut zero = ZeroCopy::new(dev, vk, &source)?;
+    let mut stats = Stats::new(frames);
+    let direct = p50(frames, || zero.frame(&stream, xor, &source, &mut stats))?;
+    zero.host_relay = true;
+    let relayed = p50(frames, || zero.frame(&stream, xor, &source, &mut stats))?;
+    if !stats.failures.is_empty() {
+        return Err(format!("{} hand-off frames failed verification", stats.failures.len()).into());
+    }
+    println!();
+    println!("hand-off breakdown at {w}x{h} (p50 of {frames} runs each):");
+    println!("| stage | p50 (ms) |");
+    println!("|---|---:|");
+    println!("| Vulkan produce + return submits, host fence wait (no CUDA) | {vulkan:.3} |");
+    println!("| host timeline signal -> CUDA wait -> kernel -> CUDA signal -> host wait (no Vulkan queue) | {cuda:.3} |");
+    println!("| the same without the kernel (semaphore round trip alone) | {empty:.3} |");
+    println!("| the kernel alone (launch + synchronise) | {kernel:.3} |");
+    println!("| zero-copy hand-off, Vulkan queue <-> CUDA stream waits on each other | {direct:.3} |");
+    println!("| zero-copy hand-off relayed by the host (each wait enqueued after its value is reached) | {relayed:.3} |");
+    Ok(())
 }
 
 fn ms(d: Duration) -> f64 {
@@ -280,6 +381,7 @@ fn main() -> Res<()> {
             ms(c.percentile(0.99))
         );
     }
+    breakdown(&dev, &vk, &xor, frames)?;
     if failed {
         std::process::exit(1);
     }

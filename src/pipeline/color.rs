@@ -63,8 +63,8 @@ pub fn nv12_to_rgba(layout: &FrameLayout, src: &[u8], dst: &mut [u8]) -> Result<
 }
 
 /// CUDA kernel `nv12_to_rgba(src, y_pitch, uv_offset, uv_pitch, width, height, dst, sum)`:
-/// one thread per pixel (2D grid), packed RGBA output, `atomicAdd` of R + G + B into `*sum`
-/// (a `u64` the caller zeroes). Same arithmetic as [`yuv_to_rgb`]. Parameter types:
+/// one thread per pixel (2D grid), packed RGBA output, R + G + B summed per warp and added to
+/// `*sum` (a `u64` the caller zeroes) with one atomic per warp. Same arithmetic as [`yuv_to_rgb`]. Parameter types:
 /// `u64, u32, u64, u32, u32, u32, u64, u64`.
 pub const NV12_TO_RGBA_PTX: &str = r#"
 .version 7.0
@@ -106,7 +106,8 @@ pub const NV12_TO_RGBA_PTX: &str = r#"
     setp.ge.u32 %p1, %r8, %r3;
     setp.ge.u32 %p2, %r9, %r4;
     or.pred %p3, %p1, %p2;
-    @%p3 bra DONE;
+    mov.u32 %r26, 0;
+    @%p3 bra REDUCE;
 
     cvta.to.global.u64 %rd5, %rd1;
     mul.wide.u32 %rd6, %r9, %r1;
@@ -164,6 +165,23 @@ pub const NV12_TO_RGBA_PTX: &str = r#"
 
     add.s32 %r26, %r19, %r20;
     add.s32 %r26, %r26, %r21;
+
+REDUCE:
+    // Warp sum of R + G + B (at most 32 * 765, fits 32 bits), one atomic per warp. Every lane
+    // gets here, in range or not, so the full-mask shuffles are converged.
+    shfl.sync.down.b32 %r27, %r26, 16, 31, 0xffffffff;
+    add.s32 %r26, %r26, %r27;
+    shfl.sync.down.b32 %r27, %r26, 8, 31, 0xffffffff;
+    add.s32 %r26, %r26, %r27;
+    shfl.sync.down.b32 %r27, %r26, 4, 31, 0xffffffff;
+    add.s32 %r26, %r26, %r27;
+    shfl.sync.down.b32 %r27, %r26, 2, 31, 0xffffffff;
+    add.s32 %r26, %r26, %r27;
+    shfl.sync.down.b32 %r27, %r26, 1, 31, 0xffffffff;
+    add.s32 %r26, %r26, %r27;
+    mov.u32 %r28, %laneid;
+    setp.ne.u32 %p1, %r28, 0;
+    @%p1 bra DONE;
     cvt.u64.u32 %rd16, %r26;
     cvta.to.global.u64 %rd17, %rd4;
     atom.global.add.u64 %rd18, [%rd17], %rd16;
