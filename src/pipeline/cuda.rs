@@ -8,9 +8,10 @@
 //! operations); the NvSciBuf memory-sync flags follow the consumer's [`MemSync`] policy. On the
 //! Vulkan backend they are the exported memory and timeline semaphores.
 
+use super::config::{MAX_CONSUMERS, MAX_FRAMES};
 use super::fence::{RingFence, SyncPoint};
 use super::memory::SlotMemory;
-use super::ring::{Consumer, Producer, MAX_CONSUMERS, MAX_FRAMES};
+use super::ring::{Consumer, Producer};
 use super::FrameLayout;
 use crate::cuda::cudarc::driver::CudaStream;
 use crate::cuda::{

@@ -1,6 +1,6 @@
 //! The memory of a ring slot, per backend, and CPU access to it.
 
-use super::ring::MAX_CONSUMERS;
+use super::config::MAX_CONSUMERS;
 use crate::buf::{BufObj, CpuRead, CpuWrite};
 use crate::error::{Error, Result};
 

@@ -22,6 +22,7 @@
 
 mod backend;
 pub mod color;
+mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod engine;
@@ -36,14 +37,13 @@ mod vulkan;
 mod vulkan_producer;
 
 pub use backend::{Backend, BackendKind};
+pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
 pub use cuda::{CudaConsumer, CudaFrame, CudaFrameMut, CudaProducer};
 pub use engine::Engine;
 pub use fence::RingFence;
 pub use format::{FrameFormat, FrameLayout};
 pub use memory::{FrameRead, FrameWrite};
-pub use ring::{
-    Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame, RingConfig, MAX_CONSUMERS, MAX_FRAMES,
-};
+pub use ring::{Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
 #[cfg(feature = "vulkan")]
 pub use vulkan_producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};

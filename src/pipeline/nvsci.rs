@@ -1,13 +1,14 @@
 //! The NvSci backends of the ring (NVIDIA's libraries, or the mock): buffers reconciled from one
 //! attribute list per party, and NvSciSync objects whose lists name each party's engine.
 
+use super::config::{RingConfig, MAX_CONSUMERS};
 use super::engine::Engine;
 use super::fence::SyncPoint;
 use super::format::{FrameFormat, FrameLayout};
 use super::memory::SlotMemory;
-use super::ring::{RingConfig, RingParts, Slot, MAX_CONSUMERS};
+use super::ring::{FrameRing, RingParts, Slot};
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
-use crate::error::Result;
+use crate::error::{invalid, Result};
 use crate::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use crate::NvSci;
 
@@ -96,4 +97,41 @@ pub(crate) fn parts(
         sync_module: Some(sync),
         keep: None,
     })
+}
+
+impl FrameRing {
+    /// Allocates `config.frames` buffers of `format` and the sync objects on `lib`, with the
+    /// CPU as producer and as every consumer.
+    pub fn new(lib: &crate::NvSci, format: FrameFormat, config: RingConfig) -> Result<Self> {
+        let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
+        Self::with_engines(
+            lib,
+            format,
+            config,
+            &Engine::Cpu,
+            consumers.get(..config.consumers).unwrap_or(&[]),
+        )
+    }
+
+    /// As [`new`](Self::new), with the engine of every party: each attribute list names its
+    /// engine (CPU access, or the GPU id and, for sync objects, what CUDA needs to signal or
+    /// wait), so CUDA parties can import the frames and fences. `consumers` has one engine per
+    /// consumer.
+    pub fn with_engines(
+        lib: &crate::NvSci,
+        format: FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<Self> {
+        format.validate()?;
+        config.validate()?;
+        if consumers.len() != config.consumers {
+            return Err(invalid(
+                "consumers",
+                format!("{} engines for {} consumers", consumers.len(), config.consumers),
+            ));
+        }
+        Self::from_parts(config, super::nvsci::parts(lib, format, config, producer, consumers)?)
+    }
 }

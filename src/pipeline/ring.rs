@@ -19,7 +19,7 @@
 //! allocate nothing: bookkeeping lives in fixed-capacity containers and fences are replaced in
 //! place.
 
-use super::engine::Engine;
+use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::fence::{CpuWaiter, RingFence, SyncPoint};
 use super::format::FrameLayout;
 use super::memory::{FrameRead, FrameWrite, SlotMemory};
@@ -30,55 +30,6 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// Most frames a ring holds.
-pub const MAX_FRAMES: usize = 16;
-/// Most consumers a ring serves.
-pub const MAX_CONSUMERS: usize = 4;
-
-/// Ring parameters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RingConfig {
-    /// Frame buffers in the ring (2 to [`MAX_FRAMES`]).
-    pub frames: usize,
-    /// Consumers (1 to [`MAX_CONSUMERS`]).
-    pub consumers: usize,
-    /// How long an acquire waits (for a free frame, a presented one, or a fence) before it fails
-    /// with [`Error::RingTimeout`]; also how long teardown waits for outstanding fences.
-    pub timeout: Duration,
-    /// Whether GPU parties may cache the frames (NvSci backends; default `true`). On a Tegra
-    /// iGPU with CPU access, cached frames need GPU software cache coherency
-    /// (`GpuSwNeedCacheCoherency`), which CUDA maintains in every fence wait and signal that
-    /// does not skip NvSciBuf memory synchronisation. `false` sets `EnableGpuCache = false` for
-    /// each GPU in the buffer lists (as the CUDA Programming Guide's NvSci example does): the
-    /// frames then need no coherency, and waits and signals may skip the synchronisation (see
-    /// [`MemSync`](crate::cuda::MemSync)).
-    pub gpu_cache: bool,
-}
-
-impl Default for RingConfig {
-    fn default() -> Self {
-        Self { frames: 4, consumers: 1, timeout: Duration::from_secs(2), gpu_cache: true }
-    }
-}
-
-impl RingConfig {
-    pub(crate) fn validate(&self) -> Result<()> {
-        if !(2..=MAX_FRAMES).contains(&self.frames) {
-            return Err(invalid(
-                "config.frames",
-                format!("{} frames; 2 to {MAX_FRAMES} allowed", self.frames),
-            ));
-        }
-        if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
-            return Err(invalid(
-                "config.consumers",
-                format!("{} consumers; 1 to {MAX_CONSUMERS} allowed", self.consumers),
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// A slot's memory and fences.
 pub(crate) struct Slot {
@@ -248,41 +199,6 @@ impl std::fmt::Debug for FrameRing {
 }
 
 impl FrameRing {
-    /// Allocates `config.frames` buffers of `format` and the sync objects on `lib`, with the
-    /// CPU as producer and as every consumer.
-    pub fn new(lib: &crate::NvSci, format: super::FrameFormat, config: RingConfig) -> Result<Self> {
-        let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
-        Self::with_engines(
-            lib,
-            format,
-            config,
-            &Engine::Cpu,
-            consumers.get(..config.consumers).unwrap_or(&[]),
-        )
-    }
-
-    /// As [`new`](Self::new), with the engine of every party: each attribute list names its
-    /// engine (CPU access, or the GPU id and, for sync objects, what CUDA needs to signal or
-    /// wait), so CUDA parties can import the frames and fences. `consumers` has one engine per
-    /// consumer.
-    pub fn with_engines(
-        lib: &crate::NvSci,
-        format: super::FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<Self> {
-        format.validate()?;
-        config.validate()?;
-        if consumers.len() != config.consumers {
-            return Err(invalid(
-                "consumers",
-                format!("{} engines for {} consumers", consumers.len(), config.consumers),
-            ));
-        }
-        Self::from_parts(config, super::nvsci::parts(lib, format, config, producer, consumers)?)
-    }
-
     pub(crate) fn from_parts(config: RingConfig, parts: RingParts) -> Result<Self> {
         config.validate()?;
         if parts.slots.len() != config.frames || parts.releases.len() != config.consumers {

@@ -34,11 +34,12 @@
 //! In the other direction, a CUDA producer's writes are ordered before its stream's signal, and
 //! a CPU consumer reads only once the present value was reached (`vkWaitSemaphores`).
 
+use super::config::{RingConfig, MAX_CONSUMERS};
 use super::engine::Engine;
 use super::fence::SyncPoint;
 use super::format::{FrameFormat, FrameLayout};
 use super::memory::SlotMemory;
-use super::ring::{FrameRing, RingConfig, RingParts, Slot, MAX_CONSUMERS};
+use super::ring::{FrameRing, RingParts, Slot};
 use crate::error::{invalid, Error, Result};
 use crate::vulkan::ash::vk;
 use crate::vulkan::{

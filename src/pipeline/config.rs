@@ -1,0 +1,53 @@
+//! Ring parameters and the fixed capacities behind them.
+
+use crate::error::{invalid, Result};
+use std::time::Duration;
+
+/// Most frames a ring holds.
+pub const MAX_FRAMES: usize = 16;
+/// Most consumers a ring serves.
+pub const MAX_CONSUMERS: usize = 4;
+
+/// Ring parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingConfig {
+    /// Frame buffers in the ring (2 to [`MAX_FRAMES`]).
+    pub frames: usize,
+    /// Consumers (1 to [`MAX_CONSUMERS`]).
+    pub consumers: usize,
+    /// How long an acquire waits (for a free frame, a presented one, or a fence) before it fails
+    /// with [`Error::RingTimeout`](crate::Error::RingTimeout); also how long teardown waits for outstanding fences.
+    pub timeout: Duration,
+    /// Whether GPU parties may cache the frames (NvSci backends; default `true`). On a Tegra
+    /// iGPU with CPU access, cached frames need GPU software cache coherency
+    /// (`GpuSwNeedCacheCoherency`), which CUDA maintains in every fence wait and signal that
+    /// does not skip NvSciBuf memory synchronisation. `false` sets `EnableGpuCache = false` for
+    /// each GPU in the buffer lists (as the CUDA Programming Guide's NvSci example does): the
+    /// frames then need no coherency, and waits and signals may skip the synchronisation (see
+    /// [`MemSync`](crate::cuda::MemSync)).
+    pub gpu_cache: bool,
+}
+
+impl Default for RingConfig {
+    fn default() -> Self {
+        Self { frames: 4, consumers: 1, timeout: Duration::from_secs(2), gpu_cache: true }
+    }
+}
+
+impl RingConfig {
+    pub(crate) fn validate(&self) -> Result<()> {
+        if !(2..=MAX_FRAMES).contains(&self.frames) {
+            return Err(invalid(
+                "config.frames",
+                format!("{} frames; 2 to {MAX_FRAMES} allowed", self.frames),
+            ));
+        }
+        if !(1..=MAX_CONSUMERS).contains(&self.consumers) {
+            return Err(invalid(
+                "config.consumers",
+                format!("{} consumers; 1 to {MAX_CONSUMERS} allowed", self.consumers),
+            ));
+        }
+        Ok(())
+    }
+}

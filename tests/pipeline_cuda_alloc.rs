@@ -1,0 +1,86 @@
+//! A CUDA consumer's steady-state frame allocates nothing: a counting global allocator watches
+//! 1000 `CudaConsumer::process` calls on the consumer thread (the mock in its GPU mode: the same
+//! safe-layer path as on Tegra) after warm-up. A CPU camera thread produces; only the consumer
+//! thread is counted.
+#![cfg(all(feature = "mock", feature = "cuda"))]
+
+mod common;
+
+use nvsci::cuda::MemSync;
+use nvsci::pipeline::{CudaConsumer, Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::NvSci;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+struct Counting;
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.with(|c| c.get()) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
+    let Some(dev) = common::gpu() else { return };
+    let ring = FrameRing::with_engines(
+        &NvSci::mock(),
+        FrameFormat::Nv12 { width: 320, height: 240 },
+        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() },
+        &Engine::Cpu,
+        &[Engine::Cuda(dev.clone())],
+    )
+    .unwrap();
+    let (mut p, cs) = ring.split().unwrap();
+    let stream = dev.context().new_stream().unwrap();
+    let mut c =
+        CudaConsumer::new(cs.into_iter().next().unwrap(), &dev, stream.clone(), MemSync::Auto).unwrap();
+    const WARM: u64 = 16;
+    const N: u64 = 1000;
+    let camera = std::thread::spawn(move || {
+        for t in 0..WARM + N {
+            let f = p.acquire().unwrap();
+            p.cpu_write(&f).unwrap()[0] = t as u8;
+            p.present(f).unwrap();
+        }
+    });
+    for _ in 0..WARM {
+        c.process(|_| Ok(())).unwrap();
+    }
+    COUNTING.with(|x| x.set(true));
+    drop(std::hint::black_box(vec![1u8; 8]));
+    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1, "the counting allocator does not see allocations");
+    for _ in 0..N {
+        c.process(|f| Ok(std::hint::black_box(f.sequence()))).unwrap();
+    }
+    COUNTING.with(|x| x.set(false));
+    camera.join().unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "steady-state CUDA consumer frames allocated");
+}
