@@ -63,8 +63,16 @@ impl NvSci {
     }
 
     /// Loads the NvSci libraries from `dirs` only (no default search path).
-    pub fn load_from_dirs(dirs: &[PathBuf]) -> Result<Self> {
-        Ok(Self::from_libraries(nvsci_sys::loader::load_from(dirs, false)?))
+    ///
+    /// # Safety
+    /// Loading runs the libraries' initialisers, and their functions are trusted to be NvSci's:
+    /// every `libnvscibuf.so.1` / `libnvscisync.so.1` in `dirs` must be NVIDIA's NvSci library (or
+    /// an implementation of the same C API) whose initialisers are sound to run in this process,
+    /// as for `ash::Entry::load_from`. [`load`](Self::load), which searches only the documented
+    /// locations, is safe.
+    pub unsafe fn load_from_dirs(dirs: &[PathBuf]) -> Result<Self> {
+        // SAFETY: forwarded contract.
+        Ok(Self::from_libraries(unsafe { nvsci_sys::loader::load_from(dirs, false) }?))
     }
 
     /// Wraps libraries opened by [`nvsci_sys::loader`].

@@ -84,3 +84,32 @@ fn mock_loaded_through_dlopen_under_the_real_sonames() {
     drop(lib);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_file_that_is_not_a_loadable_library_reports_the_loaders_reason() {
+    let dir = std::env::temp_dir().join(format!("nvsci-bad-elf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("libnvscibuf.so.1"), b"\x7fELF truncated").unwrap();
+    // SAFETY: the only candidate is a truncated file, which the dynamic loader refuses before
+    // running anything.
+    let err = unsafe { NvSci::load_from_dirs(std::slice::from_ref(&dir)) }.unwrap_err();
+    let Error::Load(LoadError::NotFound { tried, .. }) = &err else {
+        panic!("expected NotFound, got {err:?}")
+    };
+    assert_eq!(tried.len(), 1);
+    let reason = &tried[0].error;
+    // glibc says "file too short" or "invalid ELF header"; either way the loader's own words, not
+    // a bare "dlopen failed" and not "no such file".
+    assert!(reason.contains("libnvscibuf.so.1") && reason != "no such file", "{reason}");
+    assert!(!reason.eq_ignore_ascii_case("dlopen failed"), "{reason}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn loading_from_no_directory_says_so() {
+    // SAFETY: nothing is loaded from an empty list.
+    let err = unsafe { NvSci::load_from_dirs(&[]) }.unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("no directory was given"), "{msg}");
+    assert!(!msg.contains("tried: ."), "{msg}");
+}

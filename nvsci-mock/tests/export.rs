@@ -31,7 +31,8 @@ fn loads_as_nvsci_libraries() {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&lib, &link).unwrap();
     }
-    let libs = loader::load_from(std::slice::from_ref(&dir), false).unwrap();
+    // SAFETY: `dir` holds only links to this workspace's mock shared object.
+    let libs = unsafe { loader::load_from(std::slice::from_ref(&dir), false) }.unwrap();
     assert!(libs.buf().has_required());
     assert!(libs.sync().has_required());
     assert!(libs.buf().NvSciBufObjValidate.is_some());

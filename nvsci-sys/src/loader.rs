@@ -73,6 +73,11 @@ pub enum LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            LoadError::NotFound { library, tried } if tried.is_empty() => write!(
+                f,
+                "{library} not found: no directory was given to search (and the default search path was \
+                 not asked for)"
+            ),
             LoadError::NotFound { library, tried } => {
                 write!(f, "{library} not found; tried: ")?;
                 for (i, a) in tried.iter().enumerate() {
@@ -151,14 +156,26 @@ pub fn search_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// Loads both libraries from [`search_dirs`] and the default search path.
+/// Loads both libraries from [`search_dirs`] and the default search path: the documented
+/// locations (`NVSCI_LIB_DIR`, set by whoever runs the program, and the JetPack directories).
 pub fn load() -> Result<NvSciLibraries, LoadError> {
-    load_from(&search_dirs(), true)
+    // SAFETY: the documented NvSci locations hold NVIDIA's libraries, whose initialisers have no
+    // preconditions; `NVSCI_LIB_DIR` is the documented way for the person running the program to
+    // point at them (as LD_LIBRARY_PATH would).
+    unsafe { load_from(&search_dirs(), true) }
 }
 
 /// Loads both libraries from `dirs`, then (if `default_path`) by bare SONAME.
-pub fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLibraries, LoadError> {
-    let (buf_lib, buf_path) = open_first(NVSCIBUF_SONAME, dirs, default_path)?;
+///
+/// # Safety
+/// Loading a shared object runs its initialisers, and the function tables are trusted to be
+/// NvSci's: every `libnvscibuf.so.1` / `libnvscisync.so.1` in `dirs` must be NVIDIA's NvSci
+/// library (or an implementation of the same C API, such as the mock built as a shared object),
+/// whose initialisers are sound to run in this process. The same contract as
+/// `ash::Entry::load_from` or `libloading::Library::new`.
+pub unsafe fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLibraries, LoadError> {
+    // SAFETY: forwarded contract.
+    let (buf_lib, buf_path) = unsafe { open_first(NVSCIBUF_SONAME, dirs, default_path) }?;
     // SAFETY: the library was found under the NvSciBuf SONAME, whose exported functions have the
     // signatures of the header the tables were generated from; `buf_lib` outlives the table
     // because both move into the returned `NvSciLibraries`.
@@ -169,7 +186,8 @@ pub fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLibraries,
     })?;
     check_version(NVSCIBUF_SONAME, &buf_path, buf.NvSciBufCheckVersionCompatibility)?;
 
-    let (sync_lib, sync_path) = open_first(NVSCISYNC_SONAME, dirs, default_path)?;
+    // SAFETY: forwarded contract.
+    let (sync_lib, sync_path) = unsafe { open_first(NVSCISYNC_SONAME, dirs, default_path) }?;
     // SAFETY: as above, for the NvSciSync SONAME.
     let sync = unsafe { NvSciSyncFns::resolve(&sync_lib) }.map_err(|symbol| LoadError::MissingSymbol {
         library: NVSCISYNC_SONAME,
@@ -203,7 +221,20 @@ fn check_version(library: &'static str, path: &str, check: CheckFn) -> Result<()
     Ok(())
 }
 
-fn open_first(
+/// The dynamic loader's own message (`dlerror()`: wrong architecture, truncated file, missing
+/// dependency, ...) rather than libloading's summary "dlopen failed".
+fn loader_reason(e: &libloading::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(source) => source.to_string(),
+        None => e.to_string(),
+    }
+}
+
+/// Opens the first candidate that loads.
+///
+/// # Safety
+/// As for [`load_from`]: every candidate's initialisers must be sound to run.
+unsafe fn open_first(
     soname: &'static str,
     dirs: &[PathBuf],
     default_path: bool,
@@ -216,12 +247,11 @@ fn open_first(
             tried.push(Attempt { path: shown, error: "no such file".into() });
             continue;
         }
-        // SAFETY: loading runs the library's initialisers. The NvSci libraries' initialisers have
-        // no preconditions; loading an arbitrary file of this name is the user's choice through
-        // NVSCI_LIB_DIR.
+        // SAFETY: loading runs the library's initialisers; the caller vouches for every candidate
+        // (this function's contract).
         match unsafe { libloading::Library::new(&path) } {
             Ok(lib) => return Ok((lib, shown)),
-            Err(e) => tried.push(Attempt { path: shown, error: e.to_string() }),
+            Err(e) => tried.push(Attempt { path: shown, error: loader_reason(&e) }),
         }
     }
     Err(LoadError::NotFound { library: soname, tried })

@@ -691,7 +691,8 @@ fn function_table_names() {
 #[test]
 fn loader_reports_every_path_tried() {
     let dir = PathBuf::from("/nonexistent/nvsci");
-    let err = loader::load_from(&[dir], false).unwrap_err();
+    // SAFETY: the directory holds no NvSci library; nothing is loaded.
+    let err = unsafe { loader::load_from(&[dir], false) }.unwrap_err();
     let expected_path = "/nonexistent/nvsci/libnvscibuf.so.1";
     match &err {
         LoadError::NotFound { library, tried } => {

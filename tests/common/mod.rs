@@ -98,7 +98,8 @@ pub fn mock_as_native(tag: &str) -> (nvsci::NvSci, std::path::PathBuf) {
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(so.canonicalize().unwrap(), &link).unwrap();
     }
-    let lib = nvsci::NvSci::load_from_dirs(std::slice::from_ref(&dir)).unwrap();
+    // SAFETY: `dir` holds only links to this workspace's mock shared object.
+    let lib = unsafe { nvsci::NvSci::load_from_dirs(std::slice::from_ref(&dir)) }.unwrap();
     (lib, dir)
 }
 
