@@ -94,10 +94,66 @@ macro_rules! attr_list_type {
                 }
                 // SAFETY: every pair points into `attrs`, which outlives the call; the lengths
                 // were computed from the element types; the list is owned and alive.
-                $crate::error::check(stringify!($SetAttrs), unsafe {
-                    set(self.raw, pairs.as_mut_ptr(), pairs.len())
-                })?;
+                let code = unsafe { set(self.raw, pairs.as_mut_ptr(), pairs.len()) };
+                if code != nvsci_sys::NvSciError_Success {
+                    return Err(self.culprit(attrs, code));
+                }
                 Ok(self)
+            }
+
+            /// Names the attribute a failed `set` refused: the same pairs are set one at a time, in
+            /// order, on a copy of this list, and the first one refused is reported with its
+            /// value and the library's code. Only on the error path; the list itself is unchanged
+            /// (the library's set is all-or-nothing).
+            fn culprit(&self, attrs: &[$Attr<'_>], code: nvsci_sys::NvSciError) -> $crate::Error {
+                let whole = $crate::Error::NvSci { function: stringify!($SetAttrs), code: $crate::NvSciError(code) };
+                // Reconciled (and appended) lists are read-only.
+                if self.is_reconciled().unwrap_or(false) || self.slot_count() > 1 {
+                    return $crate::Error::AttrRefused {
+                        function: stringify!($SetAttrs),
+                        key: attrs.first().map_or("(none)", |a| a.key_name()),
+                        value: "the list is reconciled or appended, and so read-only".into(),
+                        code: $crate::NvSciError(code),
+                    };
+                }
+                // A key already set in this list (a copy would accept it again: cloning unlocks).
+                for a in attrs {
+                    let Ok((key, _, _)) = a.as_pair() else { continue };
+                    if matches!(self.raw_get(0, key), Ok((_, len)) if len > 0) {
+                        return $crate::Error::AttrRefused {
+                            function: stringify!($SetAttrs),
+                            key: a.key_name(),
+                            value: format!("{a:?}: the key is already set in this list"),
+                            code: $crate::NvSciError(code),
+                        };
+                    }
+                }
+                // A copy of the list to replay the call on (a list without Types cannot be cloned:
+                // then it holds nothing type-specific, and an empty list stands in for it).
+                let Ok(probe) = self.try_clone().or_else(|_| Self::new(&self.module)) else { return whole };
+                let Some(set) = self.module.0.lib.$table().$SetAttrs else { return whole };
+                for a in attrs {
+                    let Ok((key, value, len)) = a.as_pair() else { continue };
+                    let mut pair = [nvsci_sys::$Pair { $keyfield: key, value, len }];
+                    // SAFETY: the pair points into `attrs`, alive for the call; `probe` is an
+                    // owned, live list.
+                    let one = unsafe { set(probe.raw, pair.as_mut_ptr(), 1) };
+                    if one != nvsci_sys::NvSciError_Success {
+                        return $crate::Error::AttrRefused {
+                            function: stringify!($SetAttrs),
+                            key: a.key_name(),
+                            value: format!("{a:?}"),
+                            code: $crate::NvSciError(one),
+                        };
+                    }
+                }
+                // Each pair alone is accepted: the combination was refused (e.g. a key twice).
+                $crate::Error::AttrRefused {
+                    function: stringify!($SetAttrs),
+                    key: "(the combination of the keys set together)",
+                    value: format!("{} attributes, each accepted alone", attrs.len()),
+                    code: $crate::NvSciError(code),
+                }
             }
 
             /// Reads a key from slot 0. An unset key gives an empty vector.

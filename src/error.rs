@@ -154,6 +154,20 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
+    /// An attribute list refused a value: `key` and `value` say which (found by setting the
+    /// attributes of the failed call one at a time on a copy of the list), `code` is the
+    /// library's answer.
+    #[error("{function} refused {key}: {value} ({code})")]
+    AttrRefused {
+        /// The set function that refused it.
+        function: &'static str,
+        /// The C name of the refused key.
+        key: &'static str,
+        /// The value given (the attribute as written in Rust).
+        value: String,
+        /// The library's status code.
+        code: NvSciError,
+    },
     /// The library returned a value this crate cannot represent.
     #[error("attribute {key} holds an unexpected value: {detail}")]
     UnexpectedValue {

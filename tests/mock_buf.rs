@@ -165,21 +165,45 @@ fn bad_input_is_rejected_with_the_key_named() {
         other => panic!("{other:?}"),
     }
     l.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::RawSize(64)]).unwrap();
-    // Setting a key twice is refused by the library.
+    // Setting a key twice is refused by the library; the error names the key.
     match l.set(&[BufAttr::RawSize(128)]) {
-        Err(Error::NvSci { function, code }) => {
+        Err(Error::AttrRefused { function, key, value, code }) => {
             assert_eq!(function, "NvSciBufAttrListSetAttrs");
+            assert_eq!(key, "NvSciBufRawBufferAttrKey_Size");
+            assert!(value.contains("128") && value.contains("already set"), "{value}");
             assert_eq!(code, nvsci::NvSciError::BAD_PARAMETER);
         }
         other => panic!("{other:?}"),
     }
+    // A value the library refuses among good ones: the refused key is named, with its value.
+    let mut img = m.attr_list().unwrap();
+    match img.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::PlaneCount(2),
+        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat(0x7fff_ffff)]),
+    ]) {
+        Err(Error::AttrRefused { key, value, code, .. }) => {
+            assert_eq!(key, "NvSciBufImageAttrKey_PlaneColorFormat");
+            assert!(value.contains("PlaneColorFormat"), "{value}");
+            assert_eq!(code, nvsci::NvSciError::BAD_PARAMETER);
+        }
+        other => panic!("{other:?}"),
+    }
+    // All-or-nothing: nothing of the refused call was set.
+    assert!(img.get(key::PLANE_COUNT).unwrap().is_empty());
     // An unreconciled list cannot be allocated from.
     assert!(matches!(BufObj::alloc(&l), Err(Error::InvalidArgument { name: "list", .. })));
     // A reconciled list cannot be modified.
     let r = BufAttrList::reconcile(&[&l]).unwrap();
     let mut r2 = r.try_clone().unwrap();
     assert!(r2.is_reconciled().unwrap());
-    assert!(matches!(r2.set(&[BufAttr::NeedCpuAccess(true)]), Err(Error::NvSci { .. })));
+    match r2.set(&[BufAttr::NeedCpuAccess(true)]) {
+        Err(Error::AttrRefused { key, value, .. }) => {
+            assert_eq!(key, "NvSciBufGeneralAttrKey_NeedCpuAccess");
+            assert!(value.contains("read-only"), "{value}");
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(matches!(BufAttrList::reconcile(&[]), Err(Error::InvalidArgument { name: "lists", .. })));
     // Key numbers overlap between the libraries: an NvSciSync key is refused on a buffer list.
     assert!(matches!(

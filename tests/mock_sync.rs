@@ -146,3 +146,21 @@ fn every_sync_handle_is_freed() {
     drop(m);
     assert_eq!(ledger.counts().total(), 0, "{:?}", ledger.counts());
 }
+
+#[test]
+fn refused_sync_attributes_are_named() {
+    let lib = NvSci::mock();
+    let m = SyncModule::open(&lib).unwrap();
+    let mut l = m.attr_list().unwrap();
+    l.set(&[SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
+    match l.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)]) {
+        Err(Error::AttrRefused { key, value, code, .. }) => {
+            assert_eq!(key, "NvSciSyncAttrKey_RequiredPerm");
+            assert!(value.contains("WaitOnly") && value.contains("already set"), "{value}");
+            assert_eq!(code, nvsci::NvSciError::BAD_PARAMETER);
+        }
+        other => panic!("{other:?}"),
+    }
+    // All-or-nothing: NeedCpuAccess of the refused call was not set.
+    assert_eq!(l.get_one(nvsci::sync::key::NEED_CPU_ACCESS).unwrap(), None);
+}
