@@ -217,8 +217,11 @@ fn mock_objects_reach_cuda_through_page_locked_host_memory() {
     obj.cpu_write().unwrap().copy_from_slice(&pattern);
     let ro = obj.dup_with_reduced_perm(Perm::ReadOnly).unwrap();
     assert!(matches!(ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &ro), Err(Error::PermissionDenied(_))));
-    // Two imports of the same memory at once (the range is registered once, counted twice).
+    // Two imports of the same memory at once (the range is registered once, counted twice),
+    // made while the CPU holds a mapping: the two coexist (documented rule; fences order them).
+    let cpu = obj.cpu_read().unwrap();
     let rw = ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &obj).unwrap();
+    drop(cpu);
     let ro_mem = ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &ro).unwrap();
     let (a, b) = (rw.map_all().unwrap(), ro_mem.map_all().unwrap());
     assert_eq!(a.device_address(), b.device_address());

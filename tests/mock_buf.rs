@@ -227,6 +227,11 @@ fn read_only_duplicate_limits_cpu_access() {
     // The original keeps its permission; a plain dup shares memory and permission.
     let d = rw.dup().unwrap();
     assert_eq!(d.perm(), Perm::ReadWrite);
+    // A dup of the read-only duplicate stays read-only (never more than its source holds).
+    let ro2 = ro.dup().unwrap();
+    assert_eq!(ro2.perm(), Perm::ReadOnly);
+    assert!(matches!(ro2.cpu_write(), Err(Error::PermissionDenied(_))));
+    drop(ro2);
     // CPU borrows are exclusive across duplicates: a writer excludes readers of any duplicate.
     let w = d.cpu_write().unwrap();
     assert!(ro.cpu_read().is_err());

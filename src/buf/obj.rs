@@ -98,13 +98,16 @@ impl BufObj {
         Ok(obj)
     }
 
-    /// A new reference with the same permission.
+    /// A new reference with the same permission (never more than this one holds, whatever the
+    /// duplicate's attribute list reports).
     pub fn dup(&self) -> Result<Self> {
         let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjDup);
         let mut raw = core::ptr::null_mut();
         // SAFETY: `self.raw` is alive; `raw` receives a new reference.
         check("NvSciBufObjDup", unsafe { f(self.raw, &mut raw) })?;
-        Self::wrap(raw, &self.module, self.cpu.clone())
+        let mut dup = Self::wrap(raw, &self.module, self.cpu.clone())?;
+        dup.perm = dup.perm.min(self.perm);
+        Ok(dup)
     }
 
     /// A new reference with a lower (or equal) permission; raising it is refused.

@@ -144,6 +144,15 @@ impl<A: Access> ExternalMemory<A> {
     /// buffers are host memory (the mock) is page-locked with `cuMemHostRegister` and used in
     /// place, and [`map_buffer`](Self::map_buffer) hands out its device address. Arrays cannot
     /// be mapped from host memory.
+    ///
+    /// CPU access and imports coexist: a CPU mapping of the buffer (`BufObj::cpu_read` /
+    /// `cpu_write`) may be held while it is imported, also read-write, as on Tegra where both
+    /// engines share the memory. The crate cannot see what queued GPU work touches, so ordering
+    /// is the caller's, through fences: the CPU's writes before a fence the GPU waits for, the
+    /// GPU's writes before a signal the CPU waits for (the frame ring does both). Where the
+    /// reconciled list says so, caches must be maintained too: `CpuNeedSwCacheCoherency` ->
+    /// `BufObj::flush_cpu_cache` around CPU accesses; `GpuSwNeedCacheCoherency` -> waits and
+    /// signals that do not skip NvSciBuf memory synchronisation ([`MemSync`](super::MemSync)).
     pub fn from_buf_obj(dev: &CudaDevice, obj: &BufObj) -> Result<Self> {
         if A::WRITABLE && obj.perm() != Perm::ReadWrite {
             return Err(Error::PermissionDenied(
