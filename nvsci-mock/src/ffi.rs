@@ -13,9 +13,13 @@ pub(crate) fn bad<T>() -> Res<T> {
     Err(NvSciError_BadParameter)
 }
 
-/// Runs `f`, converting its result into an `NvSciError` and any panic into
-/// `NvSciError_ResourceError`, so that no panic ever crosses the C ABI.
-pub(crate) fn guard(f: impl FnOnce() -> Res) -> NvSciError {
+/// Runs entry point `function`'s body `f`, converting its result into an `NvSciError` and any
+/// panic into `NvSciError_ResourceError`, so that no panic ever crosses the C ABI. A failure
+/// injected for this call on this thread ([`crate::faults`]) is returned instead of running `f`.
+pub(crate) fn guard(function: &'static str, f: impl FnOnce() -> Res) -> NvSciError {
+    if let Some(code) = crate::faults::take(function) {
+        return code;
+    }
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(())) => NvSciError_Success,
         Ok(Err(e)) => e,

@@ -29,7 +29,7 @@ unsafe extern "C" fn buf_obj_get_host_memory(
     base: *mut *mut c_void,
     size: *mut u64,
 ) -> NvSciError {
-    guard(|| {
+    guard("BufObjGetHostMemory", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { buf::obj::get(obj) }?;
         non_null(base)?;
@@ -45,7 +45,7 @@ unsafe extern "C" fn buf_obj_get_host_memory(
 }
 
 unsafe extern "C" fn sync_obj_get_counter(obj: NvSciSyncObj, counter: *mut *mut u64) -> NvSciError {
-    guard(|| {
+    guard("SyncObjGetCounter", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { sync::obj::get(obj) }?;
         non_null(counter)?;
@@ -61,7 +61,7 @@ unsafe extern "C" fn sync_obj_generate_engine_fence(
 ) -> NvSciError {
     // SAFETY: `obj` is NULL or a live object handle of this mock; `fence` is NULL or a caller
     // fence (cleared or valid).
-    guard(|| unsafe { sync::obj::generate(obj, fence, Signaler::Engine) })
+    guard("SyncObjGenerateEngineFence", || unsafe { sync::obj::generate(obj, fence, Signaler::Engine) })
 }
 
 unsafe extern "C" fn sync_attr_list_fill_gpu(
@@ -69,7 +69,7 @@ unsafe extern "C" fn sync_attr_list_fill_gpu(
     gpu: *const NvSciRmGpuId,
     flags: i32,
 ) -> NvSciError {
-    guard(|| {
+    guard("SyncAttrListFillGpu", || {
         let perm = match flags {
             FILL_SIGNAL => NvSciSyncAccessPerm_SignalOnly,
             FILL_WAIT => NvSciSyncAccessPerm_WaitOnly,

@@ -11,6 +11,8 @@
 //! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
 //!   [`sync_module_ledger`]) and per process ([`global_ledger`]).
 //! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.
+//! * [`faults`]: make the Nth call of an entry point fail with a chosen error (per thread), and
+//!   trace which entry points a flow calls.
 //! * [`host_gpu_fns`]: the entry points through which the mock's objects reach a CUDA GPU (see
 //!   "GPU mode" below).
 //! * With the `export` feature the cdylib exports every implemented entry point under its C name
@@ -102,6 +104,7 @@
 mod attrs;
 mod buf;
 mod desc;
+pub mod faults;
 mod ffi;
 mod gpu;
 mod handle;

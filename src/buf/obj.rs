@@ -88,10 +88,19 @@ impl BufObj {
         // From here on `obj` owns `raw` and frees it on any error below.
         let list = obj.attr_list()?;
         let perm = list.get_one(key::ACTUAL_PERM)?.unwrap_or(Perm::ReadOnly);
-        let size = [key::RAW_SIZE, key::IMAGE_SIZE, key::TENSOR_SIZE, key::ARRAY_SIZE]
-            .into_iter()
-            .find_map(|k| list.get_one(k).ok().flatten())
-            .unwrap_or(0);
+        // The size key of the buffer's type (the first type: an Image+Tensor object's size is
+        // the image's); a failed query is an error, never a size of 0.
+        let size_key = match list.get(key::TYPES)?.first().copied() {
+            Some(BufType::RAW_BUFFER) => Some(key::RAW_SIZE),
+            Some(BufType::IMAGE) => Some(key::IMAGE_SIZE),
+            Some(BufType::TENSOR) => Some(key::TENSOR_SIZE),
+            Some(BufType::ARRAY) => Some(key::ARRAY_SIZE),
+            _ => None,
+        };
+        let size = match size_key {
+            Some(k) => list.get_one(k)?.unwrap_or(0),
+            None => 0,
+        };
         drop(list);
         obj.perm = perm;
         obj.size = size;

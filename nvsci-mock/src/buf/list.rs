@@ -90,7 +90,7 @@ pub(crate) unsafe fn unreconciled_inputs<'a>(
 }
 
 pub(crate) unsafe extern "C" fn create(module: NvSciBufModule, out: *mut NvSciBufAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListCreate", || {
         // SAFETY: `module` is NULL or a live module handle of this mock.
         let m = unsafe { module::get(module) }?;
         non_null(out)?;
@@ -123,7 +123,7 @@ pub(crate) unsafe extern "C" fn set_attrs(
     pairs: *mut NvSciBufAttrKeyValuePair,
     count: usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListSetAttrs", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         if !l.flags.writable {
@@ -202,7 +202,7 @@ pub(crate) unsafe extern "C" fn slot_get_attrs(
     pairs: *mut NvSciBufAttrKeyValuePair,
     count: usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListSlotGetAttrs", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         // SAFETY: `pairs` is NULL or points to `count` pairs owned by the caller.
@@ -216,7 +216,7 @@ pub(crate) unsafe extern "C" fn debug_dump(
     buf: *mut *mut c_void,
     len: *mut usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListDebugDump", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(buf)?;
@@ -267,7 +267,7 @@ pub(crate) unsafe extern "C" fn reconcile(
     out_reconciled: *mut NvSciBufAttrList,
     out_conflict: *mut NvSciBufAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListReconcile", || {
         non_null(out_reconciled)?;
         non_null(out_conflict)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
@@ -286,7 +286,7 @@ pub(crate) unsafe extern "C" fn reconcile(
 }
 
 pub(crate) unsafe extern "C" fn clone(list: NvSciBufAttrList, out: *mut NvSciBufAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListClone", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(out)?;
@@ -312,7 +312,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
     count: usize,
     out: *mut NvSciBufAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListAppendUnreconciled", || {
         non_null(out)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
         let lists = unsafe { unreconciled_inputs(inputs, count) }?;
@@ -328,7 +328,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
 }
 
 pub(crate) unsafe extern "C" fn is_reconciled(list: NvSciBufAttrList, out: *mut bool) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListIsReconciled", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         // SAFETY: `out` is NULL (rejected) or caller storage.
@@ -354,7 +354,7 @@ pub(crate) unsafe extern "C" fn validate_reconciled(
     count: usize,
     out_valid: *mut bool,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListValidateReconciled", || {
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let r = unsafe { get(reconciled) }?;
         non_null(out_valid)?;

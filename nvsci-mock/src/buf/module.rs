@@ -46,7 +46,7 @@ unsafe impl Record for BufModuleRec {
 }
 
 pub(crate) unsafe extern "C" fn module_open(out: *mut NvSciBufModule) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufModuleOpen", || {
         if out.is_null() {
             return Err(NvSciError_BadParameter);
         }
@@ -67,7 +67,7 @@ pub(crate) unsafe extern "C" fn module_close(module: NvSciBufModule) {
 }
 
 pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, compatible: *mut bool) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufCheckVersionCompatibility", || {
         let ok = major == NVSCI_SYS_BUF_MAJOR_VERSION && minor <= MINOR_VERSION;
         // SAFETY: `compatible` is NULL (rejected) or points to a caller bool.
         unsafe { write_out(compatible, ok) }

@@ -103,7 +103,7 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
 }
 
 pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciBufAttrList, out: *mut NvSciBufObj) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjAlloc", || {
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(reconciled) }?;
         non_null(out)?;
@@ -119,7 +119,7 @@ pub(crate) unsafe extern "C" fn reconcile_and_alloc(
     out: *mut NvSciBufObj,
     out_conflict: *mut NvSciBufAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufAttrListReconcileAndObjAlloc", || {
         non_null(out)?;
         non_null(out_conflict)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
@@ -152,7 +152,7 @@ pub(crate) unsafe extern "C" fn free(obj: NvSciBufObj) {
 }
 
 pub(crate) unsafe extern "C" fn dup(obj: NvSciBufObj, out: *mut NvSciBufObj) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjDup", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
@@ -167,7 +167,7 @@ pub(crate) unsafe extern "C" fn dup_with_reduce_perm(
     perm: NvSciBufAttrValAccessPerm,
     out: *mut NvSciBufObj,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjDupWithReducePerm", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
@@ -182,7 +182,7 @@ pub(crate) unsafe extern "C" fn dup_with_reduce_perm(
 }
 
 pub(crate) unsafe extern "C" fn get_attr_list(obj: NvSciBufObj, out: *mut NvSciBufAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjGetAttrList", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         let view: *const BufAttrListRec = &*o.view;
@@ -192,7 +192,7 @@ pub(crate) unsafe extern "C" fn get_attr_list(obj: NvSciBufObj, out: *mut NvSciB
 }
 
 pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_void) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjGetCpuPtr", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
@@ -205,7 +205,7 @@ pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_v
 }
 
 pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *const c_void) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjGetConstCpuPtr", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
@@ -218,7 +218,7 @@ pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *c
 }
 
 pub(crate) unsafe extern "C" fn flush_cpu_cache_range(obj: NvSciBufObj, offset: u64, len: u64) -> NvSciError {
-    guard(|| {
+    guard("NvSciBufObjFlushCpuCacheRange", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         if len == 0 {
@@ -238,5 +238,5 @@ pub(crate) unsafe extern "C" fn flush_cpu_cache_range(obj: NvSciBufObj, offset: 
 
 pub(crate) unsafe extern "C" fn validate(obj: NvSciBufObj) -> NvSciError {
     // SAFETY: `obj` is NULL or a live object handle of this mock.
-    guard(|| unsafe { get(obj) }.map(|_| ()))
+    guard("NvSciBufObjValidate", || unsafe { get(obj) }.map(|_| ()))
 }

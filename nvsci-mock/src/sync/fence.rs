@@ -80,7 +80,7 @@ pub(crate) unsafe extern "C" fn clear(f: *mut NvSciSyncFence) {
 }
 
 pub(crate) unsafe extern "C" fn dup(src: *const NvSciSyncFence, dst: *mut NvSciSyncFence) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncFenceDup", || {
         non_null(src)?;
         non_null(dst)?;
         if std::ptr::eq(src, dst) {
@@ -110,7 +110,7 @@ pub(crate) unsafe extern "C" fn wait(
     context: NvSciSyncCpuWaitContext,
     timeout_us: i64,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncFenceWait", || {
         non_null(f)?;
         // SAFETY: `context` is NULL or a live wait-context handle of this mock.
         let ctx = unsafe { module::get_context(context) }?;
@@ -173,7 +173,7 @@ pub(crate) unsafe extern "C" fn extract(
     id: *mut u64,
     value: *mut u64,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncFenceExtractFence", || {
         non_null(f)?;
         non_null(id)?;
         non_null(value)?;
@@ -192,7 +192,7 @@ pub(crate) unsafe extern "C" fn extract(
 }
 
 pub(crate) unsafe extern "C" fn get_timestamp(f: *const NvSciSyncFence, out: *mut u64) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncFenceGetTimestamp", || {
         non_null(f)?;
         non_null(out)?;
         // SAFETY: `f` is a non-NULL caller fence.

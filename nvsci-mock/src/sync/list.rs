@@ -94,7 +94,7 @@ pub(crate) unsafe fn unreconciled_inputs<'a>(
 }
 
 pub(crate) unsafe extern "C" fn create(module: NvSciSyncModule, out: *mut NvSciSyncAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListCreate", || {
         // SAFETY: `module` is NULL or a live module handle of this mock.
         let m = unsafe { module::get(module) }?;
         non_null(out)?;
@@ -119,7 +119,7 @@ pub(crate) unsafe extern "C" fn free(list: NvSciSyncAttrList) {
 }
 
 pub(crate) unsafe extern "C" fn is_reconciled(list: NvSciSyncAttrList, out: *mut bool) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListIsReconciled", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         // SAFETY: `out` is NULL (rejected) or caller storage.
@@ -154,7 +154,7 @@ pub(crate) unsafe extern "C" fn set_attrs(
     pairs: *const NvSciSyncAttrKeyValuePair,
     count: usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListSetAttrs", || {
         // SAFETY: `pairs` is NULL or points to `count` pairs.
         let pairs = unsafe { slice_in(pairs, count) }?;
         let raw: Vec<RawPair> =
@@ -196,7 +196,7 @@ pub(crate) unsafe extern "C" fn slot_get_attrs(
     pairs: *mut NvSciSyncAttrKeyValuePair,
     count: usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListSlotGetAttrs", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         // SAFETY: `pairs` is NULL or points to `count` caller-owned pairs.
@@ -211,7 +211,7 @@ pub(crate) unsafe extern "C" fn get_attr(
     value: *mut *const c_void,
     len: *mut usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListGetAttr", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(value)?;
@@ -241,7 +241,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
     count: usize,
     out: *mut NvSciSyncAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListAppendUnreconciled", || {
         non_null(out)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
         let lists = unsafe { unreconciled_inputs(inputs, count) }?;
@@ -253,7 +253,7 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
 }
 
 pub(crate) unsafe extern "C" fn clone(list: NvSciSyncAttrList, out: *mut NvSciSyncAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListClone", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(out)?;
@@ -298,7 +298,7 @@ pub(crate) unsafe extern "C" fn reconcile(
     out_reconciled: *mut NvSciSyncAttrList,
     out_conflict: *mut NvSciSyncAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListReconcile", || {
         non_null(out_reconciled)?;
         non_null(out_conflict)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
@@ -333,7 +333,7 @@ pub(crate) unsafe extern "C" fn validate_reconciled(
     count: usize,
     out_valid: *mut bool,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListValidateReconciled", || {
         non_null(out_valid)?;
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let r = unsafe { get(reconciled) }?;
@@ -364,7 +364,7 @@ pub(crate) unsafe extern "C" fn debug_dump(
     buf: *mut *mut c_void,
     len: *mut usize,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListDebugDump", || {
         // SAFETY: `list` is NULL or a live list handle of this mock.
         let l = unsafe { get(list) }?;
         non_null(buf)?;

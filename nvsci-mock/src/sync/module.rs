@@ -60,7 +60,7 @@ pub(crate) unsafe fn get_context<'a>(c: NvSciSyncCpuWaitContext) -> Res<&'a Wait
 }
 
 pub(crate) unsafe extern "C" fn module_open(out: *mut NvSciSyncModule) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncModuleOpen", || {
         non_null(out)?;
         let ledger = Ledger::new_module();
         let rec = Box::new(SyncModuleRec {
@@ -79,7 +79,7 @@ pub(crate) unsafe extern "C" fn module_close(module: NvSciSyncModule) {
 }
 
 pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, compatible: *mut bool) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncCheckVersionCompatibility", || {
         let ok = major == NVSCI_SYS_SYNC_MAJOR_VERSION && minor <= MINOR_VERSION;
         // SAFETY: `compatible` is NULL (rejected) or points to a caller bool.
         unsafe { write_out(compatible, ok) }
@@ -90,7 +90,7 @@ pub(crate) unsafe extern "C" fn wait_context_alloc(
     module: NvSciSyncModule,
     out: *mut NvSciSyncCpuWaitContext,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncCpuWaitContextAlloc", || {
         // SAFETY: `module` is NULL or a live module handle of this mock.
         let m = unsafe { get(module) }?;
         non_null(out)?;

@@ -104,7 +104,7 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
 }
 
 pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciSyncAttrList, out: *mut NvSciSyncObj) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncObjAlloc", || {
         // SAFETY: `reconciled` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(reconciled) }?;
         non_null(out)?;
@@ -120,7 +120,7 @@ pub(crate) unsafe extern "C" fn reconcile_and_alloc(
     out: *mut NvSciSyncObj,
     out_conflict: *mut NvSciSyncAttrList,
 ) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncAttrListReconcileAndObjAlloc", || {
         non_null(out)?;
         non_null(out_conflict)?;
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
@@ -148,7 +148,7 @@ pub(crate) unsafe extern "C" fn reconcile_and_alloc(
 }
 
 pub(crate) unsafe extern "C" fn dup(obj: NvSciSyncObj, out: *mut NvSciSyncObj) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncObjDup", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
@@ -159,7 +159,7 @@ pub(crate) unsafe extern "C" fn dup(obj: NvSciSyncObj, out: *mut NvSciSyncObj) -
 }
 
 pub(crate) unsafe extern "C" fn get_attr_list(obj: NvSciSyncObj, out: *mut NvSciSyncAttrList) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncObjGetAttrList", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         let view: *const SyncAttrListRec = &*o.view;
@@ -175,7 +175,7 @@ pub(crate) unsafe extern "C" fn free(obj: NvSciSyncObj) {
 
 pub(crate) unsafe extern "C" fn validate(obj: NvSciSyncObj) -> NvSciError {
     // SAFETY: `obj` is NULL or a live object handle of this mock.
-    guard(|| unsafe { get(obj) }.map(|_| ()))
+    guard("NvSciSyncObjValidate", || unsafe { get(obj) }.map(|_| ()))
 }
 
 /// Who may request the fence of the next signal.
@@ -221,11 +221,11 @@ pub(crate) unsafe fn generate(obj: NvSciSyncObj, out: *mut NvSciSyncFence, by: S
 
 pub(crate) unsafe extern "C" fn generate_fence(obj: NvSciSyncObj, out: *mut NvSciSyncFence) -> NvSciError {
     // SAFETY: `obj` is NULL or a live object handle of this mock; `out` is NULL or a caller fence.
-    guard(|| unsafe { generate(obj, out, Signaler::Cpu) })
+    guard("NvSciSyncObjGenerateFence", || unsafe { generate(obj, out, Signaler::Cpu) })
 }
 
 pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
-    guard(|| {
+    guard("NvSciSyncObjSignal", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         if !o.core.meta.cpu_signaler {
