@@ -309,3 +309,69 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_finishes_the_work_first() {
     }
     assert_eq!(ledger.counts(), before, "mock handles leaked");
 }
+
+/// The ring with a CUDA consumer on the mock in its GPU mode, for the fault sweep.
+fn cuda_ring_flow(dev: &CudaDevice) -> nvsci::Result<()> {
+    let lib = NvSci::mock();
+    let ring = FrameRing::with_engines(
+        &lib,
+        FrameFormat::Raw { size: 4096 },
+        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(500), ..Default::default() },
+        &Engine::Cpu,
+        &[Engine::Cuda(dev.clone())],
+    )?;
+    let (mut p, cs) = ring.split()?;
+    let stream = dev.context().new_stream().map_err(|e| Error::Cuda { function: "cuStreamCreate", code: e.0 as u32, name: "stream" })?;
+    let mut c = CudaConsumer::new(cs.into_iter().next().unwrap(), dev, stream.clone(), MemSync::Perform)?;
+    for t in 0..3u8 {
+        let f = p.acquire()?;
+        p.cpu_write(&f)?[0] = t;
+        p.present(f)?;
+        c.process(|_| Ok(()))?;
+    }
+    stream.synchronize().map_err(|e| Error::Cuda { function: "cuStreamSynchronize", code: e.0 as u32, name: "sync" })?;
+    Ok(())
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
+    use nvsci_mock::faults;
+    let Some(dev) = gpu() else { return };
+    let _s = serial();
+    let ledger = nvsci_mock::global_ledger();
+    faults::trace_start();
+    cuda_ring_flow(&dev).unwrap();
+    let calls = faults::trace_take();
+    let (mut points, mut surfaced, mut absorbed) = (0, 0, Vec::new());
+    for (i, &function) in calls.iter().enumerate() {
+        let nth = calls[..i].iter().filter(|&&f| f == function).count();
+        let before = ledger.counts();
+        faults::inject(function, nth, nvsci_sys::NvSciError_InsufficientMemory);
+        let r = cuda_ring_flow(&dev);
+        assert!(!faults::clear(), "call {nth} of {function} was not reached again");
+        let after = ledger.counts();
+        points += 1;
+        match r {
+            Err(e) => {
+                assert!(e.to_string().contains(function), "call {nth} of {function} surfaced as `{e}`");
+                assert_eq!(after, before, "failing call {nth} of {function} leaked");
+                surfaced += 1;
+            }
+            Ok(()) => {
+                assert!(
+                    ["NvSciSyncFenceWait", "NvSciSyncCpuWaitContextAlloc"].contains(&function),
+                    "failing call {nth} of {function} went unnoticed"
+                );
+                absorbed.push(format!("{function} #{nth}"));
+            }
+        }
+    }
+    eprintln!(
+        "CUDA ring flow: {points} injection points, {surfaced} typed errors naming the function, {} absorbed by \
+         teardown ({})",
+        absorbed.len(),
+        absorbed.join(", ")
+    );
+    assert!(calls.contains(&"SyncObjGenerateEngineFence") && calls.contains(&"BufObjGetHostMemory"));
+}
