@@ -279,6 +279,14 @@ fn wait_argument_checks() {
     assert_eq!(call!(t.NvSciSyncFenceWait(&junk, ctx, 0)), NvSciError_BadParameter);
     let (mut id, mut value) = (0u64, 0u64);
     assert_eq!(call!(t.NvSciSyncFenceExtractFence(&junk, &mut id, &mut value)), NvSciError_BadParameter);
+    // A forged fence with the mock's tag and a made-up state id: refused without touching memory.
+    let mut forged = f.payload;
+    forged[1] = u64::MAX - 7;
+    let forged = NvSciSyncFence { payload: forged };
+    assert_eq!(call!(t.NvSciSyncFenceWait(&forged, ctx, 0)), NvSciError_BadParameter);
+    // A copy of a cleared fence's old bits no longer refers to anything once the last real fence
+    // of its object is cleared (checked below, after the clear).
+    let stale = NvSciSyncFence { payload: f.payload };
     // A list passed as an object.
     let l = s.party(NvSciSyncAccessPerm_WaitOnly, true);
     assert_eq!(call!(t.NvSciSyncObjSignal(l.cast())), NvSciError_BadParameter);
@@ -286,8 +294,9 @@ fn wait_argument_checks() {
     assert_eq!(call!(t.NvSciSyncObjValidate(o)), NvSciError_Success);
     s.free(l);
     call!(t.NvSciSyncFenceClear(&mut f));
-    call!(t.NvSciSyncCpuWaitContextFree(ctx));
     call!(t.NvSciSyncObjFree(o));
+    assert_eq!(call!(t.NvSciSyncFenceWait(&stale, ctx, 0)), NvSciError_BadParameter);
+    call!(t.NvSciSyncCpuWaitContextFree(ctx));
     assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 

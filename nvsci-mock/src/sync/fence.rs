@@ -1,17 +1,20 @@
 //! NvSciSync fences.
 //!
 //! An all-zero fence is cleared. A fence produced by the mock holds
-//! `[FENCE_MAGIC, pointer to the object state, id, value, 0, 0]` and owns one reference on the
-//! object state (counted in the ledger's `fences`) until it is cleared. The id is always 0 (the
-//! object's single primitive instance); the value is the point on the object's timeline.
+//! `[FENCE_MAGIC, object state id, primitive id, value, 0, 0]` and owns one reference on the
+//! object state (counted in the ledger's `fences`) until it is cleared. The state is found by its
+//! id in a registry (fences are plain data that callers copy; no pointer is ever rebuilt from
+//! their bits, so a forged fence can only name an unknown id: `BadParameter`). The primitive id is
+//! always 0 (the object's single primitive instance); the value is the point on the object's
+//! timeline.
 
 use super::module;
 use super::obj::SyncCore;
 use crate::ffi::{bad, guard, guard_void, lock, non_null, Res};
-use crate::handle;
 use crate::ledger::Kind;
 use nvsci_sys::*;
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const FENCE_MAGIC: u64 = 0x4e56_5359_4e46_4e43; // "NVSYNFNC"
@@ -22,8 +25,11 @@ fn is_cleared(f: &NvSciSyncFence) -> bool {
     f.payload.iter().all(|w| *w == 0)
 }
 
+/// Object states referred to by fences: id -> (state, number of fences referring to it).
+static REGISTRY: Mutex<BTreeMap<u64, (Arc<SyncCore>, usize)>> = Mutex::new(BTreeMap::new());
+
 /// The object state a fence refers to: `Ok(None)` for a cleared fence, `BadParameter` for
-/// contents this mock did not produce. The returned `Arc` is an extra reference.
+/// contents this mock did not produce (or whose reference was already released).
 fn core_of(f: &NvSciSyncFence) -> Res<Option<Arc<SyncCore>>> {
     if is_cleared(f) {
         return Ok(None);
@@ -31,15 +37,9 @@ fn core_of(f: &NvSciSyncFence) -> Res<Option<Arc<SyncCore>>> {
     if f.payload[0] != FENCE_MAGIC || f.payload[4] != 0 || f.payload[5] != 0 {
         return bad();
     }
-    let ptr = f.payload[1] as usize as *mut SyncCore;
-    // SAFETY: a fence carrying FENCE_MAGIC was written by `make`, so `ptr` came from
-    // `Arc::into_raw` and the fence still owns that reference (fences must only be changed through
-    // the NvSci API); the magic check below rejects other kinds of pointer.
-    unsafe { handle::get::<SyncCore, _>(ptr) }?;
-    // SAFETY: as above: `ptr` is a live `Arc<SyncCore>` allocation; take one more reference.
-    unsafe {
-        Arc::increment_strong_count(ptr.cast_const());
-        Ok(Some(Arc::from_raw(ptr.cast_const())))
+    match lock(&REGISTRY).get(&f.payload[1]) {
+        Some((core, _)) => Ok(Some(core.clone())),
+        None => bad(),
     }
 }
 
@@ -51,19 +51,27 @@ pub(crate) fn check(f: &NvSciSyncFence) -> Res {
 /// A new fence for `value` on `core`, holding its own reference.
 pub(crate) fn make(core: &Arc<SyncCore>, value: u64) -> NvSciSyncFence {
     core.module.ledger.add(Kind::Fence);
-    let ptr = Arc::into_raw(core.clone());
-    NvSciSyncFence { payload: [FENCE_MAGIC, ptr as usize as u64, FENCE_ID, value, 0, 0] }
+    lock(&REGISTRY).entry(core.id).or_insert_with(|| (core.clone(), 0)).1 += 1;
+    NvSciSyncFence { payload: [FENCE_MAGIC, core.id, FENCE_ID, value, 0, 0] }
 }
 
 /// Releases the reference held by `f` (contents the mock did not produce are ignored).
 pub(crate) fn release(f: NvSciSyncFence) {
-    if let Ok(Some(core)) = core_of(&f) {
-        core.module.ledger.sub(Kind::Fence);
-        let ptr = Arc::as_ptr(&core);
-        // SAFETY: the fence owned one reference created by `Arc::into_raw` in `make`; `core`
-        // keeps the allocation alive while that reference is dropped here.
-        unsafe { Arc::decrement_strong_count(ptr) };
+    if is_cleared(&f) || f.payload[0] != FENCE_MAGIC {
+        return;
     }
+    let last = {
+        let mut r = lock(&REGISTRY);
+        let Some(entry) = r.get_mut(&f.payload[1]) else { return };
+        entry.0.module.ledger.sub(Kind::Fence);
+        entry.1 -= 1;
+        if entry.1 == 0 {
+            r.remove(&f.payload[1])
+        } else {
+            None
+        }
+    };
+    drop(last); // the state may go away here, outside the registry lock
 }
 
 pub(crate) unsafe extern "C" fn clear(f: *mut NvSciSyncFence) {

@@ -33,11 +33,13 @@ pub(crate) struct SyncState {
     pub stamps: VecDeque<(u64, u64)>,
 }
 
-/// State shared by object handles and fences. `repr(C)` with a magic first so that fences can be
-/// validated like handles.
+/// State shared by object handles and fences (which find it by `id`). `repr(C)` with a magic
+/// first, like every record of the mock.
 #[repr(C)]
 pub(crate) struct SyncCore {
     magic: u64,
+    /// Identity fences refer to the state by (never reused in the process).
+    pub id: u64,
     pub module: Arc<SyncModuleShared>,
     pub meta: SyncMeta,
     /// The primitive: the value reached.
@@ -92,8 +94,10 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
         (true, Some(meta)) => meta,
         _ => return bad(),
     };
+    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let core = Arc::new(SyncCore {
         magic: SyncCore::MAGIC,
+        id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         module: l.module.clone(),
         meta,
         counter: Counter::new()?,
