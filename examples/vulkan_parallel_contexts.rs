@@ -1,0 +1,97 @@
+//! Minimal reproduction for concurrent Vulkan contexts: `--threads` threads each create and
+//! destroy a `VulkanContext` (instance + device) `--rounds` times, optionally doing one CUDA
+//! import of an exported buffer in between, and the program reports whether every thread finished
+//! within `--timeout-s`. Without the crate's own code in the way (`--raw`), the same threads call
+//! only `vkCreateInstance` / `vkCreateDevice` / destroy through ash, to tell a crate problem from a
+//! loader or driver one.
+//!
+//! ```text
+//! cargo run --release --features vulkan --example vulkan_parallel_contexts -- --threads 8 --rounds 20
+//! ```
+
+use nvsci::vulkan::ash::{self, vk};
+use nvsci::vulkan::{DeviceSelection, VulkanContext};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn raw_round() -> Result<(), String> {
+    // SAFETY: loading the system Vulkan loader runs its initialisers, which have no preconditions.
+    let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+    let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+    let info = vk::InstanceCreateInfo::default().application_info(&app);
+    // SAFETY: a valid create info without layers or extensions.
+    let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| e.to_string())?;
+    // SAFETY: the instance is alive.
+    let pds = unsafe { instance.enumerate_physical_devices() }.map_err(|e| e.to_string())?;
+    if let Some(&pd) = pds.first() {
+        let prio = [1.0f32];
+        let q = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&prio)];
+        let dinfo = vk::DeviceCreateInfo::default().queue_create_infos(&q);
+        // SAFETY: queue family 0 exists on every device; one queue of priority 1.
+        let device = unsafe { instance.create_device(pd, &dinfo, None) }.map_err(|e| e.to_string())?;
+        // SAFETY: the device is idle (nothing was submitted) and destroyed once.
+        unsafe { device.destroy_device(None) };
+    }
+    // SAFETY: every child object is destroyed.
+    unsafe { instance.destroy_instance(None) };
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let mut threads = 8usize;
+    let mut rounds = 20usize;
+    let mut timeout = 60u64;
+    let mut raw = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut v = || args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+        match a.as_str() {
+            "--threads" => threads = v() as usize,
+            "--rounds" => rounds = v() as usize,
+            "--timeout-s" => timeout = v(),
+            "--raw" => raw = true,
+            other => {
+                eprintln!("unknown argument {other}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let done = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    for _ in 0..threads {
+        let (done, failed) = (done.clone(), failed.clone());
+        std::thread::spawn(move || {
+            for _ in 0..rounds {
+                let r = if raw {
+                    raw_round()
+                } else {
+                    VulkanContext::new(DeviceSelection::Any).map(drop).map_err(|e| e.to_string())
+                };
+                if let Err(e) = r {
+                    eprintln!("round failed: {e}");
+                    failed.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            done.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+    while done.load(Ordering::SeqCst) < threads && start.elapsed() < Duration::from_secs(timeout) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let finished = done.load(Ordering::SeqCst);
+    println!(
+        "{} {threads} threads x {rounds} rounds: {finished} threads finished in {:.1} s, {} rounds failed{}",
+        if raw { "raw ash" } else { "VulkanContext" },
+        start.elapsed().as_secs_f64(),
+        failed.load(Ordering::SeqCst),
+        if finished < threads { " -- HUNG (threads still inside Vulkan calls)" } else { "" }
+    );
+    if finished < threads {
+        // Leave the stuck threads behind; exit without running destructors.
+        std::process::exit(3);
+    }
+    ExitCode::SUCCESS
+}
