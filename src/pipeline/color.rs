@@ -194,10 +194,10 @@ DONE:
 /// `(x, row)` in frame `t`. Chroma depends only on the 2x2 block, as in real 4:2:0 data.
 pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
     let t = t as u32;
-    let yv = ((x.wrapping_add(3 * t)) ^ (row.wrapping_add(t))) as u8;
+    let yv = ((x.wrapping_add(t.wrapping_mul(3))) ^ (row.wrapping_add(t))) as u8;
     let (bx, by) = (x / 2, row / 2);
     let u = (bx.wrapping_mul(2).wrapping_add(t)) as u8;
-    let v = (by.wrapping_mul(3).wrapping_add(2 * t)) as u8;
+    let v = (by.wrapping_mul(3).wrapping_add(t.wrapping_mul(2))) as u8;
     (16u8.wrapping_add(yv % 220), u, v)
 }
 

@@ -535,15 +535,17 @@ impl Producer {
         self.inner.releases.get(consumer).and_then(SyncPoint::nvsci)
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn present_point(&self) -> &SyncPoint {
         &self.inner.present
     }
 
-    #[cfg_attr(not(feature = "vulkan"), allow(dead_code))]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn release_point(&self, consumer: usize) -> Option<&SyncPoint> {
         self.inner.releases.get(consumer)
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn slots(&self) -> &[Slot] {
         &self.inner.slots
     }
@@ -720,14 +722,17 @@ impl Consumer {
         self.inner.present.nvsci()
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn present_point(&self) -> &SyncPoint {
         &self.inner.present
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn release_point(&self) -> &SyncPoint {
         &self.inner.releases[self.id]
     }
 
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn slots(&self) -> &[Slot] {
         &self.inner.slots
     }
