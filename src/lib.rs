@@ -37,17 +37,20 @@
 //! ```
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attr;
 mod attr_list;
 pub mod buf;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 mod error;
 mod library;
 pub mod pipeline;
 pub mod sync;
 #[cfg(feature = "vulkan")]
+#[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
 pub mod vulkan;
 
 pub use attr::{AttrElem, Family, Key};
@@ -57,4 +60,5 @@ pub use nvsci_sys as sys;
 
 /// Live-handle accounting of the mock implementation.
 #[cfg(feature = "mock")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
 pub use nvsci_mock::{HandleCounts, Ledger};

@@ -321,7 +321,11 @@ fn cuda_ring_flow(dev: &CudaDevice) -> nvsci::Result<()> {
         &[Engine::Cuda(dev.clone())],
     )?;
     let (mut p, cs) = ring.split()?;
-    let stream = dev.context().new_stream().map_err(|e| Error::Cuda { function: "cuStreamCreate", code: e.0 as u32, name: "stream" })?;
+    let stream = dev.context().new_stream().map_err(|e| Error::Cuda {
+        function: "cuStreamCreate",
+        code: e.0 as u32,
+        name: "stream",
+    })?;
     let mut c = CudaConsumer::new(cs.into_iter().next().unwrap(), dev, stream.clone(), MemSync::Perform)?;
     for t in 0..3u8 {
         let f = p.acquire()?;
@@ -329,7 +333,11 @@ fn cuda_ring_flow(dev: &CudaDevice) -> nvsci::Result<()> {
         p.present(f)?;
         c.process(|_| Ok(()))?;
     }
-    stream.synchronize().map_err(|e| Error::Cuda { function: "cuStreamSynchronize", code: e.0 as u32, name: "sync" })?;
+    stream.synchronize().map_err(|e| Error::Cuda {
+        function: "cuStreamSynchronize",
+        code: e.0 as u32,
+        name: "sync",
+    })?;
     Ok(())
 }
 

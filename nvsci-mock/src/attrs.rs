@@ -214,7 +214,7 @@ fn uint(bytes: &[u8]) -> u64 {
 
 /// Checks a value's length and elements against `spec` (the setters' rules).
 pub(crate) fn validate(spec: &KeySpec, bytes: &[u8]) -> Res {
-    if bytes.is_empty() || spec.elem == 0 || bytes.len() % spec.elem != 0 {
+    if bytes.is_empty() || spec.elem == 0 || !bytes.len().is_multiple_of(spec.elem) {
         return bad();
     }
     let n = bytes.len() / spec.elem;
@@ -273,7 +273,7 @@ fn format_elem(fmt: Fmt, e: &[u8]) -> String {
 /// Renders a value: a single element plainly, several as `[a, b]`.
 pub(crate) fn format_value(spec: &KeySpec, v: &Value) -> String {
     let bytes = v.bytes();
-    if spec.elem == 0 || bytes.len() % spec.elem != 0 {
+    if spec.elem == 0 || !bytes.len().is_multiple_of(spec.elem) {
         return format!("<{} bytes>", bytes.len());
     }
     let elems: Vec<String> = bytes.chunks_exact(spec.elem).map(|e| format_elem(spec.fmt, e)).collect();

@@ -54,7 +54,7 @@ pub(crate) fn alloc_text(ledger: &Ledger, text: &str) -> Res<(*mut c_void, usize
 /// # Safety
 /// `p` must be NULL or a pointer returned by [`alloc_text`] that has not been freed.
 pub(crate) unsafe fn free(p: *mut c_void) {
-    if p.is_null() || (p as usize) % ALIGN != 0 {
+    if p.is_null() || !(p as usize).is_multiple_of(ALIGN) {
         return;
     }
     // SAFETY: buffers from `alloc_text` are preceded by their `Header` inside one allocation.

@@ -1,5 +1,6 @@
-//! C exports (feature `export`): every entry point the tables fill, under its C name, so the
-//! cdylib can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1` (for example by
+//! C exports (feature `export`): every entry point the tables fill, under its C name, so a
+//! shared object linking this crate (the workspace's `nvsci-mock-so` builds `libnvsci_mock.so`)
+//! can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1` (for example by
 //! `nvsci_sys::loader::load_from`), plus [`NvSciMockLiveHandles`].
 //!
 //! Each export delegates to the same implementation as the tables of [`crate::buf_fns`] and

@@ -15,8 +15,10 @@
 //!   trace which entry points a flow calls.
 //! * [`host_gpu_fns`]: the entry points through which the mock's objects reach a CUDA GPU (see
 //!   "GPU mode" below).
-//! * With the `export` feature the cdylib exports every implemented entry point under its C name
-//!   (module `export`), so it can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1`.
+//! * With the `export` feature every implemented entry point is also exported under its C name
+//!   (module `export`), so that a shared object linking this crate (the workspace's
+//!   `nvsci-mock-so`, `libnvsci_mock.so`) can be loaded as `libnvscibuf.so.1` /
+//!   `libnvscisync.so.1`.
 //!
 //! Where the documentation leaves a choice to the implementation, the module documentation of
 //! the relevant part says what the mock does (reconciliation rules in the crate's `buf` and
@@ -100,6 +102,7 @@
 //!   gives an object whose CPU may only wait.
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod attrs;
 mod buf;
@@ -114,6 +117,7 @@ mod pages;
 mod sync;
 
 #[cfg(feature = "export")]
+#[cfg_attr(docsrs, doc(cfg(feature = "export")))]
 pub mod export;
 
 pub use buf::image::{MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN};

@@ -1,4 +1,5 @@
-//! The cdylib built with `--features export` loads through the real loader under the NvSci
+//! The shared object `libnvsci_mock.so` (the `nvsci-mock-so` package, a dev-dependency, which
+//! links this crate with `--features export`) loads through the real loader under the NvSci
 //! library names.
 #![cfg(all(feature = "export", target_os = "linux"))]
 

@@ -10,6 +10,40 @@
 //!
 //! What runs where: the NvSciBuf/NvSciSync imports only work on Tegra drivers. Everything
 //! else (fd import, mapping, arrays, timeline semaphores, VMM export) works on any CUDA GPU.
+//!
+//! # CUDA versions
+//!
+//! The CUDA version whose driver API cudarc binds is chosen with one `cuda-*` feature of this
+//! crate, named as cudarc names it (`cuda-11040` for CUDA 11.4, ... `cuda-13040`); each implies
+//! `cuda`. The default features include `cuda-12060`. Exactly one may be on, because cudarc
+//! cannot bind two versions at once, so another version needs `default-features = false`:
+//!
+//! ```toml
+//! nvsci = { version = "0.1", default-features = false, features = ["mock", "cuda", "cuda-13000"] }
+//! ```
+//!
+//! Building needs no CUDA toolkit whatever the version: `libcuda` is opened at run time, and
+//! cudarc (0.19.5 and newer) resolves each entry point when it is first called, so a build only
+//! needs the driver to have the entry points that are actually called. Pick the CUDA version of
+//! the oldest driver the program will run on (on Jetson, the JetPack's CUDA: `cuda-11040` for
+//! JetPack 5 and DRIVE OS 6, `cuda-12020` for JetPack 6.0, `cuda-12060` for JetPack 6.1 and
+//! 6.2, `cuda-13000` for JetPack 7). A newer driver runs an older version's calls unchanged.
+//!
+//! What this module calls that some versions lack, and what it does instead:
+//!
+//! | entry point or type | versions without it | instead |
+//! |---|---|---|
+//! | `cuGetProcAddress_v2` (resolves `cuDeviceGetNvSciSyncAttributes`) | before 12.0 | `cuGetProcAddress` (11.x form, no symbol status) |
+//! | `cuStreamWaitValue64_v2`, `cuStreamWriteValue64_v2` (fences of host-memory implementations, the mock on a GPU) | before 11.7 | `cuStreamWaitValue64`, `cuStreamWriteValue64`; drivers before 11.7 may keep these disabled (`CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS`), and the call then fails with an error |
+//! | `CUmemLocation::id` as a plain field ([`ExportableAllocation`]) | from 13.2 on it is a union member | the same value through the union |
+//!
+//! When a build for a newer version runs on an older driver, the crate checks the driver version
+//! (`cuDriverGetVersion`) before these calls and returns [`Error::Unsupported`](crate::Error::Unsupported)
+//! naming the feature to build with, rather than letting cudarc panic on the missing symbol:
+//! `cuDeviceGetNvSciSyncAttributes` needs a 12.0 driver from builds for 12.0 and newer, and
+//! importing host-memory sync objects ([`CudaSyncObj::import`]) a 11.7 driver from builds for
+//! 11.7 and newer. Calls made through cudarc's own API (contexts, streams, modules, copies) are
+//! cudarc's; which of those a version needs is documented by cudarc.
 
 mod desc;
 mod device;
@@ -20,6 +54,9 @@ pub mod memsync;
 mod result;
 mod semaphore;
 mod sync_attrs;
+// Driver checks before entry points newer than CUDA 11.4; builds for CUDA 11.4 to 11.6 call none.
+#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
+mod version;
 mod vmm;
 
 pub use desc::{

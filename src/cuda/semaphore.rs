@@ -11,6 +11,28 @@ use crate::GpuInterop;
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
 
+// Stream memory operations on the host counters of `GpuInterop::HostMemory` objects. cudarc binds
+// the `_v2` entry points (new in CUDA 11.7) from its 11.7 bindings on; older bindings have only the
+// original ones, which a driver may keep disabled (CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS), in
+// which case the call returns an error.
+#[cfg(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060"))]
+use sys::{cuStreamWaitValue64 as stream_wait_value64, cuStreamWriteValue64 as stream_write_value64};
+#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
+use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2 as stream_write_value64};
+
+/// Refuses counter (stream memory operation) imports on a driver without the `_v2` entry points
+/// this build calls, instead of letting cudarc panic on the missing symbol at the first wait.
+fn require_stream_mem_ops() -> Result<()> {
+    #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
+    super::version::require_driver(
+        "cuStreamWaitValue64_v2 / cuStreamWriteValue64_v2",
+        11070,
+        "the CUDA driver is older than 11.7, which introduced these entry points: build nvsci with the \
+         CUDA version feature of the driver (e.g. cuda-11040 for JetPack 5 / DRIVE OS 6)",
+    )?;
+    Ok(())
+}
+
 struct Raw {
     raw: sys::CUexternalSemaphore,
     dev: CudaDevice,
@@ -95,6 +117,7 @@ impl CudaSyncObj {
     /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
     pub fn import(dev: &CudaDevice, obj: &SyncObj) -> Result<Self> {
         let handle = if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
+            require_stream_mem_ops()?;
             let counter = obj.host_counter()?.ok_or(Error::Unsupported {
                 what: "SyncObjGetCounter",
                 reason: "the implementation reports host-memory GPU interop without the entry point",
@@ -183,7 +206,7 @@ impl CudaSyncObj {
                 // `self` is, and `self` outlives queued work: its drop synchronises); flags 0 keep
                 // the memory barrier that orders earlier work before the write.
                 let r = check("cuStreamWriteValue64", unsafe {
-                    sys::cuStreamWriteValue64_v2(stream.cu_stream(), reg.device_ptr(), value, 0)
+                    stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0)
                 });
                 if r.is_err() {
                     fence.clear(); // never hand out a fence nothing will signal
@@ -238,7 +261,7 @@ impl CudaSyncObj {
                 // SAFETY: the counter is page-locked and mapped while `self` lives, and `self`
                 // outlives the queued wait (its drop synchronises before unregistering).
                 check("cuStreamWaitValue64", unsafe {
-                    sys::cuStreamWaitValue64_v2(stream.cu_stream(), reg.device_ptr(), value, geq)
+                    stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq)
                 })
             }
         }

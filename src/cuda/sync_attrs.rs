@@ -23,51 +23,88 @@ struct Resolved {
 /// exists unchanged since CUDA 10.2; 11.4 is JetPack 5's CUDA).
 const PROC_ADDRESS_VERSION: i32 = 11040;
 
+/// Why the entry point is not available when the driver does not export it.
+const NOT_EXPORTED: &str = "the CUDA driver does not export it (NvSci interop needs a Jetson/DRIVE driver)";
+
+/// `cuGetProcAddress` as CUDA 11.3 to 11.8 define it (no symbol status; cudarc binds the
+/// `_v2` form, new in CUDA 12.0, only from its 12.0 bindings on).
+#[cfg(any(
+    feature = "cuda-11040",
+    feature = "cuda-11050",
+    feature = "cuda-11060",
+    feature = "cuda-11070",
+    feature = "cuda-11080"
+))]
+fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, &'static str> {
+    let mut pfn = core::ptr::null_mut();
+    // SAFETY: a NUL-terminated symbol name and a valid out-pointer; flags 0 is
+    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`).
+    let r = unsafe { sys::cuGetProcAddress(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0) };
+    if r != sys::CUresult::CUDA_SUCCESS || pfn.is_null() {
+        return Err(NOT_EXPORTED);
+    }
+    Ok(pfn)
+}
+
+/// `cuGetProcAddress_v2` (CUDA 12.0 and newer), refused with a reason on an older driver, which
+/// lacks it.
+#[cfg(not(any(
+    feature = "cuda-11040",
+    feature = "cuda-11050",
+    feature = "cuda-11060",
+    feature = "cuda-11070",
+    feature = "cuda-11080"
+)))]
+fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, &'static str> {
+    if super::version::driver_version().is_some_and(|v| v < 12000) {
+        return Err("the CUDA driver is older than 12.0 and lacks cuGetProcAddress_v2, which this build \
+                    calls: build nvsci with the CUDA version feature of the driver (e.g. cuda-11040 for \
+                    JetPack 5 / DRIVE OS 6)");
+    }
+    let mut pfn = core::ptr::null_mut();
+    let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    // SAFETY: a NUL-terminated symbol name and valid out-pointers; flags 0 is
+    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`)
+    // and exports the `_v2` entry point (CUDA 12.0 or newer, checked above).
+    let r =
+        unsafe { sys::cuGetProcAddress_v2(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0, &mut status) };
+    if r != sys::CUresult::CUDA_SUCCESS
+        || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
+        || pfn.is_null()
+    {
+        return Err(NOT_EXPORTED);
+    }
+    Ok(pfn)
+}
+
 /// Resolves the function through `cuGetProcAddress` of the driver library cudarc loaded, so it
 /// always comes from the same libcuda as every other call (a second `dlopen` could find another
-/// file, e.g. a stub earlier on the library path).
-fn resolve() -> Option<&'static Resolved> {
-    static CELL: OnceLock<Option<Resolved>> = OnceLock::new();
+/// file, e.g. a stub earlier on the library path). `Err` says why it is not available.
+fn resolve() -> std::result::Result<&'static Resolved, &'static str> {
+    static CELL: OnceLock<std::result::Result<Resolved, &'static str>> = OnceLock::new();
     CELL.get_or_init(|| {
         if !driver_present() {
-            return None;
+            return Err("no CUDA driver library (libcuda.so) was found");
         }
         // SAFETY: cudarc's driver library is present (checked above, so its lazy loader does not
         // panic); cuInit(0) is idempotent and documented as callable at any time.
         if unsafe { sys::cuInit(0) } != sys::CUresult::CUDA_SUCCESS {
-            return None;
+            return Err("cuInit failed: the CUDA driver found no usable device or could not start");
         }
-        let mut pfn = core::ptr::null_mut();
-        let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-        // SAFETY: a NUL-terminated symbol name and valid out-pointers; flags 0 is
-        // CU_GET_PROC_ADDRESS_DEFAULT.
-        let r = unsafe {
-            sys::cuGetProcAddress_v2(
-                c"cuDeviceGetNvSciSyncAttributes".as_ptr(),
-                &mut pfn,
-                PROC_ADDRESS_VERSION,
-                0,
-                &mut status,
-            )
-        };
-        if r != sys::CUresult::CUDA_SUCCESS
-            || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
-            || pfn.is_null()
-        {
-            return None;
-        }
+        let pfn = proc_address(c"cuDeviceGetNvSciSyncAttributes")?;
         // SAFETY: the documented signature is
         // CUresult cuDeviceGetNvSciSyncAttributes(void*, CUdevice, int); CUresult is a 32-bit
         // enum read here as u32 so unknown codes stay representable.
         let f = unsafe { core::mem::transmute::<*mut core::ffi::c_void, GetNvSciSyncAttributes>(pfn) };
-        Some(Resolved { f })
+        Ok(Resolved { f })
     })
     .as_ref()
+    .map_err(|reason| *reason)
 }
 
 /// Whether the driver exports `cuDeviceGetNvSciSyncAttributes`.
 pub fn nvsci_sync_attrs_available() -> bool {
-    resolve().is_some()
+    resolve().is_ok()
 }
 
 /// Fills an unreconciled NvSciSync list with what CUDA needs to signal and/or wait
@@ -94,10 +131,8 @@ pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, 
         let code = unsafe { fill(list.as_raw(), &gpu, flags) };
         return crate::error::check("SyncAttrListFillGpu", code);
     }
-    let r = resolve().ok_or(Error::Unsupported {
-        what: "cuDeviceGetNvSciSyncAttributes",
-        reason: "the CUDA driver does not export it (NvSci interop needs a Jetson/DRIVE driver)",
-    })?;
+    let r =
+        resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
     // SAFETY: the list is a live, unreconciled NvSciSyncAttrList of NVIDIA's library (emulated
     // lists were filled above) and the device is the context's device.
@@ -111,10 +146,8 @@ pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, 
 /// Calls `cuDeviceGetNvSciSyncAttributes` with a NULL list: a present, working entry point
 /// answers `CUDA_ERROR_INVALID_HANDLE` (400). Used to prove the symbol resolves and is callable.
 pub fn probe_sync_attrs_entry(dev: &CudaDevice) -> Result<u32> {
-    let r = resolve().ok_or(Error::Unsupported {
-        what: "cuDeviceGetNvSciSyncAttributes",
-        reason: "the CUDA driver does not export it",
-    })?;
+    let r =
+        resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
     // SAFETY: a NULL list is explicitly rejected by the driver with INVALID_HANDLE.
     Ok(unsafe { (r.f)(core::ptr::null_mut(), dev.context().cu_device(), CUDA_NVSCISYNC_ATTR_SIGNAL) })

@@ -26,14 +26,28 @@ unsafe impl Send for ExportableAllocation {}
 // SAFETY: shared access only reads the address.
 unsafe impl Sync for ExportableAllocation {}
 
+/// The location of device `id`'s memory. From CUDA 13.2 on, `id` is a member of an anonymous
+/// union in `CUmemLocation` (same layout, the union's other member is new).
+#[cfg(not(any(feature = "cuda-13020", feature = "cuda-13030", feature = "cuda-13040")))]
+fn device_location(id: sys::CUdevice) -> sys::CUmemLocation {
+    sys::CUmemLocation { type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE, id }
+}
+
+/// The location of device `id`'s memory. From CUDA 13.2 on, `id` is a member of an anonymous
+/// union in `CUmemLocation` (same layout, the union's other member is new).
+#[cfg(any(feature = "cuda-13020", feature = "cuda-13030", feature = "cuda-13040"))]
+fn device_location(id: sys::CUdevice) -> sys::CUmemLocation {
+    sys::CUmemLocation {
+        type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
+        __bindgen_anon_1: sys::CUmemLocation_st__bindgen_ty_1 { id },
+    }
+}
+
 fn prop(dev: &CudaDevice) -> sys::CUmemAllocationProp {
     sys::CUmemAllocationProp {
         type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
         requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-        location: sys::CUmemLocation {
-            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE,
-            id: dev.context().cu_device(),
-        },
+        location: device_location(dev.context().cu_device()),
         win32HandleMetaData: core::ptr::null_mut(),
         allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
             compressionType: 0,

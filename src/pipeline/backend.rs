@@ -179,6 +179,7 @@ impl Backend {
 
     /// The Vulkan context of the Vulkan backend.
     #[cfg(feature = "vulkan")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
     pub fn vulkan(&self) -> Option<&std::sync::Arc<crate::vulkan::VulkanContext>> {
         match &self.provider {
             Provider::Vulkan(c) => Some(c),
@@ -188,6 +189,7 @@ impl Backend {
 
     /// The CUDA device frames can be imported into (`None`: CPU engines only).
     #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     pub fn cuda(&self) -> Option<&crate::cuda::CudaDevice> {
         self.cuda.as_ref()
     }

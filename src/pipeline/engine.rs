@@ -11,6 +11,7 @@ pub enum Engine {
     Cpu,
     /// A CUDA device (fences waited and signalled on a stream).
     #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     Cuda(crate::cuda::CudaDevice),
 }
 

@@ -39,6 +39,7 @@ mod vulkan_producer;
 pub use backend::{Backend, BackendKind};
 pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cuda::{CudaConsumer, CudaFrame, CudaFrameMut, CudaProducer};
 pub use engine::Engine;
 pub use fence::RingFence;
@@ -46,4 +47,5 @@ pub use format::{FrameFormat, FrameLayout};
 pub use memory::{FrameRead, FrameWrite};
 pub use ring::{Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
 #[cfg(feature = "vulkan")]
+#[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
 pub use vulkan_producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};

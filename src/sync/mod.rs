@@ -84,6 +84,7 @@ impl SyncModule {
 
     /// Live-handle accounting of a mock module (`None` for a native module).
     #[cfg(feature = "mock")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
     pub fn mock_ledger(&self) -> Option<nvsci_mock::Ledger> {
         if self.implementation() != Implementation::Mock {
             return None;

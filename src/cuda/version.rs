@@ -1,0 +1,38 @@
+//! The CUDA version the crate is built for (a `cuda-*` feature) against the driver it runs on.
+//!
+//! cudarc resolves each driver entry point when it is first called and panics when the driver
+//! lacks it. The few entry points this crate calls that are newer than the oldest supported
+//! driver are therefore checked here first, so that an old driver gives a typed error that names
+//! the feature to build with instead of a panic.
+
+use super::device::driver_present;
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use std::sync::OnceLock;
+
+/// The CUDA version of the installed driver (`cuDriverGetVersion`, e.g. 12060), or `None` when
+/// no driver library is found or it does not answer.
+pub(crate) fn driver_version() -> Option<i32> {
+    static CELL: OnceLock<Option<i32>> = OnceLock::new();
+    *CELL.get_or_init(|| {
+        if !driver_present() {
+            return None;
+        }
+        let mut v = 0;
+        // SAFETY: the driver library is present, so cudarc's loader does not panic;
+        // cuDriverGetVersion needs no cuInit and only writes the out-pointer.
+        let r = unsafe { sys::cuDriverGetVersion(&mut v) };
+        (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+    })
+}
+
+/// `Ok` when the driver provides `what`, an entry point introduced in CUDA `since` (e.g. 11070),
+/// or when the driver version is unknown (the call itself then reports what is wrong); otherwise
+/// [`Error::Unsupported`] with `reason`, which names the `cuda-*` feature that avoids the entry
+/// point.
+pub(crate) fn require_driver(what: &'static str, since: i32, reason: &'static str) -> Result<()> {
+    match driver_version() {
+        Some(v) if v < since => Err(Error::Unsupported { what, reason }),
+        _ => Ok(()),
+    }
+}
