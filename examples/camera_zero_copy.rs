@@ -25,6 +25,9 @@
 //! (the camera writes each frame into ordinary host memory, cuMemcpyHtoD, same kernel) and
 //! prints both. Set `RUST_LOG=debug` to see the memory-sync decision of every wait and signal.
 
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba, test_pattern_statistic};
 use nvsci::pipeline::{Backend, BackendKind, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::path::PathBuf;
@@ -216,33 +219,6 @@ fn spawn_recorder(mut rec: Consumer, sums: Vec<u64>, n: u64) -> std::thread::Joi
     })
 }
 
-/// CPU time (user + system) of this process so far.
-fn cpu_time() -> Duration {
-    #[repr(C)]
-    struct Timeval {
-        sec: i64,
-        usec: i64,
-    }
-    #[repr(C)]
-    struct Rusage {
-        utime: Timeval,
-        stime: Timeval,
-        rest: [i64; 14],
-    }
-    extern "C" {
-        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-    }
-    let mut u =
-        Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
-    // SAFETY: getrusage(RUSAGE_SELF = 0) writes one struct rusage (2 timevals + 14 longs on
-    // 64-bit Linux) through the valid pointer.
-    if unsafe { getrusage(0, &mut u) } != 0 {
-        return Duration::ZERO;
-    }
-    let us = |t: &Timeval| Duration::from_micros((t.sec * 1_000_000 + t.usec).max(0) as u64);
-    us(&u.utime) + us(&u.stime)
-}
-
 /// The one loop: build the ring on the backend, camera and recorder threads, the converter
 /// here.
 fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
@@ -285,7 +261,7 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     let n = a.frames;
     let recorder = cons.next().map(|rec| spawn_recorder(rec, sums, n));
     let start = Instant::now();
-    let cpu0 = cpu_time();
+    let cpu0 = rusage::cpu_time(rusage::PROCESS);
     let camera = spawn_camera(producer, frames, n);
     let mut latencies = Vec::with_capacity(n as usize);
     let mut mismatches = 0;
@@ -298,7 +274,7 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     }
     let (device_sums, last_rgba) = converter.finish(n)?;
     let elapsed = start.elapsed();
-    let cpu = cpu_time().saturating_sub(cpu0);
+    let cpu = rusage::cpu_time(rusage::PROCESS).saturating_sub(cpu0);
     camera.join().map_err(|_| "camera panicked")??;
     for (i, (seq, sum)) in immediate.into_iter().enumerate() {
         let sum = sum.or(device_sums[i]).ok_or("missing frame statistic")?;

@@ -19,6 +19,9 @@
 //! GPU and CPU share DRAM); on a discrete GPU every access to it crosses PCIe. On the Vulkan
 //! backend with only GPU parties it is device memory.
 
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use nvsci::cuda::cudarc::driver::{
     sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
@@ -36,33 +39,6 @@ type Res<T> = Result<T, String>;
 
 fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
-}
-
-/// CPU time (user + system) of the calling thread.
-fn thread_cpu_time() -> Duration {
-    #[repr(C)]
-    struct Timeval {
-        sec: i64,
-        usec: i64,
-    }
-    #[repr(C)]
-    struct Rusage {
-        utime: Timeval,
-        stime: Timeval,
-        rest: [i64; 14],
-    }
-    extern "C" {
-        fn getrusage(who: i32, usage: *mut Rusage) -> i32;
-    }
-    let mut u =
-        Rusage { utime: Timeval { sec: 0, usec: 0 }, stime: Timeval { sec: 0, usec: 0 }, rest: [0; 14] };
-    // SAFETY: getrusage(RUSAGE_THREAD = 1) writes one struct rusage (2 timevals + 14 longs on
-    // 64-bit Linux) through the valid pointer.
-    if unsafe { getrusage(1, &mut u) } != 0 {
-        return Duration::ZERO;
-    }
-    let us = |t: &Timeval| Duration::from_micros((t.sec * 1_000_000 + t.usec).max(0) as u64);
-    us(&u.utime) + us(&u.stime)
 }
 
 /// The NV12 -> RGBA kernel with its outputs.
@@ -136,7 +112,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
         CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, stream.clone(), MemSync::Auto)
             .map_err(e)?;
     let cam = camera(p, frames);
-    let t0 = thread_cpu_time();
+    let t0 = rusage::cpu_time(rusage::THREAD);
     for _ in 0..frames {
         let mut r = Ok(());
         c.process(|f| {
@@ -146,7 +122,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
         .map_err(e)?;
         r?;
     }
-    let fence_driven = (thread_cpu_time() - t0).as_secs_f64() * 1e6 / frames as f64;
+    let fence_driven = (rusage::cpu_time(rusage::THREAD) - t0).as_secs_f64() * 1e6 / frames as f64;
     stream.synchronize().map_err(e)?;
     cam.join().map_err(|_| "camera panicked")??;
     drop(c);
@@ -160,14 +136,14 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
     let stream = dev.context().new_stream().map_err(e)?;
     let mut k = Kernel::new(dev, &stream, &layout)?;
     let cam = camera(p, frames);
-    let t0 = thread_cpu_time();
+    let t0 = rusage::cpu_time(rusage::THREAD);
     for _ in 0..frames {
         let f = consumer.acquire().map_err(e)?;
         k.enqueue(&stream, imports[f.index()].device_address())?;
         stream.synchronize().map_err(e)?;
         consumer.release(f).map_err(e)?;
     }
-    let cpu_synced = (thread_cpu_time() - t0).as_secs_f64() * 1e6 / frames as f64;
+    let cpu_synced = (rusage::cpu_time(rusage::THREAD) - t0).as_secs_f64() * 1e6 / frames as f64;
     cam.join().map_err(|_| "camera panicked")??;
     Ok((fence_driven, cpu_synced))
 }

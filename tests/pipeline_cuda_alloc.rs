@@ -6,41 +6,11 @@
 
 mod common;
 
+use common::counting::{count, Counting};
 use nvsci::cuda::MemSync;
 use nvsci::pipeline::{CudaConsumer, Engine, FrameFormat, FrameRing, RingConfig};
 use nvsci::NvSci;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-
-struct Counting;
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-thread_local! {
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(|c| c.get()) {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -73,14 +43,12 @@ fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
     for _ in 0..WARM {
         c.process(|_| Ok(())).unwrap();
     }
-    COUNTING.with(|x| x.set(true));
-    drop(std::hint::black_box(vec![1u8; 8]));
-    assert_eq!(ALLOCATIONS.swap(0, Ordering::Relaxed), 1, "the counting allocator does not see allocations");
-    for _ in 0..N {
-        c.process(|f| Ok(std::hint::black_box(f.sequence()))).unwrap();
-    }
-    COUNTING.with(|x| x.set(false));
+    let allocations = count(|| {
+        for _ in 0..N {
+            c.process(|f| Ok(std::hint::black_box(f.sequence()))).unwrap();
+        }
+    });
     camera.join().unwrap();
     stream.synchronize().unwrap();
-    assert_eq!(ALLOCATIONS.load(Ordering::Relaxed), 0, "steady-state CUDA consumer frames allocated");
+    assert_eq!(allocations, 0, "steady-state CUDA consumer frames allocated");
 }

@@ -51,3 +51,21 @@ impl RingConfig {
         Ok(())
     }
 }
+
+/// Checks what every backend checks before it allocates: the format, the configuration, and
+/// one engine per consumer.
+pub(crate) fn validate_ring(
+    format: &super::FrameFormat,
+    config: &RingConfig,
+    consumers: &[super::Engine],
+) -> Result<()> {
+    format.validate()?;
+    config.validate()?;
+    if consumers.len() != config.consumers {
+        return Err(invalid(
+            "consumers",
+            format!("{} engines for {} consumers", consumers.len(), config.consumers),
+        ));
+    }
+    Ok(())
+}

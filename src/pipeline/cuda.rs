@@ -76,6 +76,14 @@ impl CudaSync {
     }
 }
 
+/// Fails unless `stream` belongs to `dev`'s context.
+fn same_context(dev: &CudaDevice, stream: &CudaStream) -> Result<()> {
+    if stream.context().cu_ctx() != dev.context().cu_ctx() {
+        return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
+    }
+    Ok(())
+}
+
 /// Maps every slot of a ring into CUDA with access `A`.
 fn map_slots<A: Access>(
     slots: impl Iterator<Item = Result<ExternalMemory<A>>>,
@@ -187,9 +195,7 @@ impl CudaConsumer {
         stream: Arc<CudaStream>,
         policy: MemSync,
     ) -> Result<Self> {
-        if stream.context().cu_ctx() != dev.context().cu_ctx() {
-            return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
-        }
+        same_context(dev, &stream)?;
         let id = consumer.id();
         let slots = consumer.slots().iter().map(|s| import_slot::<ReadOnly>(dev, &s.memory, Some(id)));
         let frames = map_slots(slots, consumer.layout())?;
@@ -314,9 +320,7 @@ impl CudaProducer {
         stream: Arc<CudaStream>,
         policy: MemSync,
     ) -> Result<Self> {
-        if stream.context().cu_ctx() != dev.context().cu_ctx() {
-            return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
-        }
+        same_context(dev, &stream)?;
         let slots = producer.slots().iter().map(|s| import_slot::<ReadWrite>(dev, &s.memory, None));
         let frames = map_slots(slots, producer.layout())?;
         let present = CudaSync::import(dev, producer.present_point())?;

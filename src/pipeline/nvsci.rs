@@ -8,7 +8,7 @@ use super::format::{FrameFormat, FrameLayout};
 use super::memory::SlotMemory;
 use super::ring::{FrameRing, RingParts, Slot};
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
-use crate::error::{invalid, Result};
+use crate::error::Result;
 use crate::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use crate::NvSci;
 
@@ -124,14 +124,7 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Self> {
-        format.validate()?;
-        config.validate()?;
-        if consumers.len() != config.consumers {
-            return Err(invalid(
-                "consumers",
-                format!("{} engines for {} consumers", consumers.len(), config.consumers),
-            ));
-        }
+        super::config::validate_ring(&format, &config, consumers)?;
         Self::from_parts(config, super::nvsci::parts(lib, format, config, producer, consumers)?)
     }
 }

@@ -88,14 +88,7 @@ pub(crate) fn ring(
     producer: &Engine,
     consumers: &[Engine],
 ) -> Result<FrameRing> {
-    format.validate()?;
-    config.validate()?;
-    if consumers.len() != config.consumers {
-        return Err(invalid(
-            "consumers",
-            format!("{} engines for {} consumers", consumers.len(), config.consumers),
-        ));
-    }
+    super::config::validate_ring(&format, &config, consumers)?;
     check_engine(ctx, producer, "producer", "the producer")?;
     for (i, c) in consumers.iter().enumerate() {
         check_engine(ctx, c, "consumers", &format!("consumer {i}"))?;

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod counting;
+
 /// Whether GPU tests must fail instead of skipping when no GPU is found (set on GPU hosts).
 pub fn gpu_required() -> bool {
     std::env::var("NVSCI_REQUIRE_GPU").is_ok_and(|v| v == "1")
