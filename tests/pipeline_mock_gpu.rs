@@ -367,8 +367,17 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
                 surfaced += 1;
             }
             Ok(()) => {
+                // Absorbed by design: teardown waits (the ring leaks rather than frees), and the
+                // import's GpuSwNeedCacheCoherency query, whose failure means "coherency needed"
+                // (as for NvSciBuf before 2.8, which has no such key).
                 assert!(
-                    ["NvSciSyncFenceWait", "NvSciSyncCpuWaitContextAlloc"].contains(&function),
+                    [
+                        "NvSciSyncFenceWait",
+                        "NvSciSyncCpuWaitContextAlloc",
+                        "NvSciBufObjGetAttrList",
+                        "NvSciBufAttrListSlotGetAttrs"
+                    ]
+                    .contains(&function),
                     "failing call {nth} of {function} went unnoticed"
                 );
                 absorbed.push(format!("{function} #{nth}"));

@@ -196,6 +196,9 @@ impl<A: Access> ExternalMemory<A> {
     /// Consumes `fd`: the driver is given a duplicate (its own from then on, also after a failed
     /// import, where drivers may close it) and `fd` itself is closed here exactly once.
     /// `dedicated` must match how the memory was allocated (Vulkan dedicated allocations: true).
+    /// `size` must be the exported allocation's: the driver does not check it (an import of a
+    /// CUDA VMM export with 64 times its size is accepted on an H100, driver 580), and a mapping
+    /// past the real allocation makes the GPU fault when it is accessed.
     pub fn from_opaque_fd(dev: &CudaDevice, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
         if size == 0 {
             return Err(invalid("size", "an import of 0 bytes is not allowed"));

@@ -193,6 +193,8 @@ impl VulkanContext {
 
     /// Opens a loader (default or given) and the selected device.
     pub fn with_options(options: ContextOptions) -> Result<Arc<Self>> {
+        // Held until the context is complete (or every partial object is destroyed again).
+        let _lifecycle = lifecycle_lock();
         let loader = options.loader.clone().unwrap_or_else(|| PathBuf::from(LOADER_NAME));
         // SAFETY: dlopen of the Vulkan loader; ash only resolves vkGetInstanceProcAddr from it and
         // the `Entry` is kept (last field of the context) for as long as any function it loaded
@@ -668,9 +670,21 @@ fn create_device(
     Ok((device, mem, sem))
 }
 
+/// Serialises creating and destroying instances and devices across the process. The Vulkan
+/// specification allows concurrent `vkCreateInstance` / `vkCreateDevice` / `vkDestroy*` of
+/// different objects, but with the NVIDIA driver 580.159.04 and the Khronos loader several
+/// threads doing so at once hang or crash inside those calls, also without this crate (ash calls
+/// alone; `examples/vulkan_parallel_contexts.rs` reproduces it). The contexts themselves are used
+/// concurrently as before; only their creation and destruction take turns.
+fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LIFECYCLE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Drop for VulkanContext {
     fn drop(&mut self) {
         self.wait_idle();
+        let _lifecycle = lifecycle_lock();
         // SAFETY: VUID-vkDestroyDevice-device-00378: every child object holds an Arc of this
         // context, so none is left; the device is idle (above). VUID-vkDestroyInstance-instance-00629:
         // the only device of the instance is destroyed first.
