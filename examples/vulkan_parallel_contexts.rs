@@ -3,7 +3,7 @@
 //! import of an exported buffer in between, and the program reports whether every thread finished
 //! within `--timeout-s`. Without the crate's own code in the way (`--raw`), the same threads call
 //! only `vkCreateInstance` / `vkCreateDevice` / destroy through ash, to tell a crate problem from a
-//! loader or driver one.
+//! loader or driver one; `--raw --keep-loader` shares one loaded loader between the rounds.
 //!
 //! ```text
 //! cargo run --release --features vulkan --example vulkan_parallel_contexts -- --threads 8 --rounds 20
@@ -16,9 +16,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn raw_round() -> Result<(), String> {
-    // SAFETY: loading the system Vulkan loader runs its initialisers, which have no preconditions.
-    let entry = unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?;
+fn raw_round(shared: Option<&ash::Entry>) -> Result<(), String> {
+    let entry = match shared {
+        Some(e) => e.clone(),
+        // SAFETY: loading the system Vulkan loader runs its initialisers, which have no
+        // preconditions.
+        None => unsafe { ash::Entry::load() }.map_err(|e| e.to_string())?,
+    };
     let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
     let info = vk::InstanceCreateInfo::default().application_info(&app);
     // SAFETY: a valid create info without layers or extensions.
@@ -44,6 +48,7 @@ fn main() -> ExitCode {
     let mut rounds = 20usize;
     let mut timeout = 60u64;
     let mut raw = false;
+    let mut keep_loader = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut v = || args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -52,21 +57,25 @@ fn main() -> ExitCode {
             "--rounds" => rounds = v() as usize,
             "--timeout-s" => timeout = v(),
             "--raw" => raw = true,
+            "--keep-loader" => keep_loader = true,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::from(2);
             }
         }
     }
+    // With --keep-loader the raw rounds share one loaded loader (never unloaded while they run).
+    // SAFETY: as in raw_round.
+    let shared = if keep_loader { unsafe { ash::Entry::load() }.ok().map(Arc::new) } else { None };
     let done = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
     let start = Instant::now();
     for _ in 0..threads {
-        let (done, failed) = (done.clone(), failed.clone());
+        let (done, failed, shared) = (done.clone(), failed.clone(), shared.clone());
         std::thread::spawn(move || {
             for _ in 0..rounds {
                 let r = if raw {
-                    raw_round()
+                    raw_round(shared.as_deref())
                 } else {
                     VulkanContext::new(DeviceSelection::Any).map(drop).map_err(|e| e.to_string())
                 };
@@ -84,7 +93,11 @@ fn main() -> ExitCode {
     let finished = done.load(Ordering::SeqCst);
     println!(
         "{} {threads} threads x {rounds} rounds: {finished} threads finished in {:.1} s, {} rounds failed{}",
-        if raw { "raw ash" } else { "VulkanContext" },
+        match (raw, keep_loader) {
+            (true, true) => "raw ash, one loader",
+            (true, false) => "raw ash, loader per round",
+            _ => "VulkanContext",
+        },
         start.elapsed().as_secs_f64(),
         failed.load(Ordering::SeqCst),
         if finished < threads { " -- HUNG (threads still inside Vulkan calls)" } else { "" }

@@ -62,10 +62,15 @@ fn failed_and_successful_imports_leave_no_descriptor_behind() {
         failures("semaphore import of an fd that is no semaphore", || {
             CudaSemaphore::import(&dev, not_cuda_memory(), SemaphoreKind::Timeline).map(drop)
         }),
-        failures("semaphore import of exported memory (wrong handle type)", || {
-            CudaSemaphore::import(&dev, alloc.export_fd()?, SemaphoreKind::Binary).map(drop)
-        }),
     ];
+    // An opaque fd is opaque: a memory export imported as a semaphore is accepted by the driver
+    // (seen on an H100, driver 580), so it is no failure case; reported, not asserted.
+    let as_semaphore = CudaSemaphore::import(&dev, alloc.export_fd().unwrap(), SemaphoreKind::Binary);
+    eprintln!(
+        "memory export imported as a semaphore: {}",
+        if as_semaphore.is_ok() { "accepted" } else { "refused" }
+    );
+    drop(as_semaphore);
     // The driver takes the size on trust: an import of this allocation with 64 times its size is
     // accepted (seen on an H100, driver 580); mappings past the real allocation are the caller's
     // error, as `ExternalMemory::from_opaque_fd` documents.
@@ -84,6 +89,6 @@ fn failed_and_successful_imports_leave_no_descriptor_behind() {
     }
     let cycles = open_fds() as isize - before as isize;
     eprintln!("{N} export/import/map/unmap cycles: open fds changed by {cycles}");
-    assert_eq!(deltas, [0; 4], "failed imports leaked descriptors (per kind, in order)");
+    assert_eq!(deltas, [0; 3], "failed imports leaked descriptors (per kind, in order)");
     assert_eq!(cycles, 0, "successful imports leaked descriptors");
 }

@@ -193,8 +193,9 @@ impl<A: Access> ExternalMemory<A> {
 
     /// Imports an opaque POSIX fd (Vulkan `OPAQUE_FD`, CUDA VMM export) of `size` bytes.
     ///
-    /// Consumes `fd`: the driver is given a duplicate (its own from then on, also after a failed
-    /// import, where drivers may close it) and `fd` itself is closed here exactly once.
+    /// Consumes `fd`: the driver is given a duplicate (its own from then on; after a failed import
+    /// the duplicate is closed here if the driver left it open) and `fd` itself is closed here
+    /// exactly once.
     /// `dedicated` must match how the memory was allocated (Vulkan dedicated allocations: true).
     /// `size` must be the exported allocation's: the driver does not check it (an import of a
     /// CUDA VMM export with 64 times its size is accepted on an H100, driver 580), and a mapping
@@ -207,7 +208,10 @@ impl<A: Access> ExternalMemory<A> {
         let dup = super::fd::for_driver(&fd).map_err(|e| invalid("fd", format!("cannot duplicate: {e}")))?;
         let d = desc::opaque_fd_memory(dup, size, dedicated);
         let raw = import(dev, &d, "opaque fd");
-        drop(fd); // ours, closed once; the driver owns (or has closed) the duplicate
+        if raw.is_err() {
+            super::fd::reclaim_if_unconsumed(dup, &fd);
+        }
+        drop(fd); // ours, closed once; the driver owns the duplicate (or it was reclaimed above)
         Ok(Self::wrap(raw?, size, dev, Source::Fd))
     }
 

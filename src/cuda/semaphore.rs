@@ -303,7 +303,10 @@ impl CudaSemaphore {
             .map_err(|e| crate::error::invalid("fd", format!("cannot duplicate: {e}")))?;
         let d = desc::fd_semaphore(dup, kind == SemaphoreKind::Timeline);
         let raw = import(dev, &d, false);
-        drop(fd); // ours, closed once; the driver owns (or has closed) the duplicate
+        if raw.is_err() {
+            super::fd::reclaim_if_unconsumed(dup, &fd);
+        }
+        drop(fd); // ours, closed once; the driver owns the duplicate (or it was reclaimed above)
         Ok(Self { raw: raw?, kind })
     }
 

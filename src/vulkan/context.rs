@@ -196,10 +196,7 @@ impl VulkanContext {
         // Held until the context is complete (or every partial object is destroyed again).
         let _lifecycle = lifecycle_lock();
         let loader = options.loader.clone().unwrap_or_else(|| PathBuf::from(LOADER_NAME));
-        // SAFETY: dlopen of the Vulkan loader; ash only resolves vkGetInstanceProcAddr from it and
-        // the `Entry` is kept (last field of the context) for as long as any function it loaded
-        // is used, as `Entry::load_from` requires.
-        let entry = unsafe { ash::Entry::load_from(&loader) }.map_err(|e| Error::VulkanUnavailable {
+        let entry = loaded_entry(&loader).map_err(|e| Error::VulkanUnavailable {
             reason: format!(
                 "could not open the Vulkan loader {}: {e}; install the loader (Debian: libvulkan1) \
                  and a driver (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers for the \
@@ -668,6 +665,24 @@ fn create_device(
     let mem = ash::khr::external_memory_fd::Device::new(instance, &device);
     let sem = semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(instance, &device));
     Ok((device, mem, sem))
+}
+
+/// The Vulkan loader at `loader`, opened once and kept loaded for the life of the process (a copy
+/// of the entry stays here): unloading the loader, and with it the driver, while another thread
+/// creates an instance is among what hangs on the NVIDIA driver, and a loaded loader costs
+/// nothing.
+fn loaded_entry(loader: &std::path::Path) -> std::result::Result<ash::Entry, ash::LoadingError> {
+    static LOADED: std::sync::Mutex<Vec<(PathBuf, ash::Entry)>> = std::sync::Mutex::new(Vec::new());
+    let mut loaded = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, e)) = loaded.iter().find(|(p, _)| p == loader) {
+        return Ok(e.clone());
+    }
+    // SAFETY: dlopen of the Vulkan loader; ash only resolves vkGetInstanceProcAddr from it, and
+    // the copy kept in `LOADED` keeps it loaded for as long as any function it loaded is used
+    // (for good), as `Entry::load_from` requires.
+    let entry = unsafe { ash::Entry::load_from(loader) }?;
+    loaded.push((loader.to_path_buf(), entry.clone()));
+    Ok(entry)
 }
 
 /// Serialises creating and destroying instances and devices across the process. The Vulkan
