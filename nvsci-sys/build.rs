@@ -28,9 +28,11 @@ mod generate {
         fn int_macro(&self, name: &str, _value: i64) -> Option<IntKind> {
             if name.starts_with("NvSciSyncAccessPerm_") {
                 Some(IntKind::U64)
-            } else if name == "NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US" {
+            } else if name == "NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US" || name == "NVSCIIPC_INFINITE_WAIT" {
                 Some(IntKind::I64)
             } else if name.starts_with("NV_SCI_BUF_")
+                || name.starts_with("NV_SCI_IPC_")
+                || name.starts_with("NVSCIIPC_")
                 || name.starts_with("NVSCIBUF_")
                 || name.starts_with("NVSCI_SYS_")
             {

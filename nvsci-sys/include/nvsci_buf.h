@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "nvsci_error.h"
+#include "nvsci_ipc.h"
 
 /* Header version this binding was written against (checked at load time). */
 #define NVSCI_SYS_BUF_MAJOR_VERSION 2
@@ -24,9 +25,6 @@
 #define NV_SCI_BUF_IMAGE_MAX_PLANES 3
 #define NV_SCI_BUF_PYRAMID_MAX_LEVELS 10
 #define NVSCIBUF_EXPORT_DESC_SIZE 32
-
-/* IPC endpoint handle (an integer, not a pointer). */
-typedef uint64_t NvSciIpcEndpoint;
 
 /* Opaque handles. */
 typedef struct NvSciBufModuleRec* NvSciBufModule;

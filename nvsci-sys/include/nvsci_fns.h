@@ -1,6 +1,6 @@
 /*
  * Function-pointer types of every NvSci entry point the loader resolves, one per prototype in
- * nvsci_buf.h / nvsci_sync.h. nvsci_sys.h checks each against the prototype it mirrors.
+ * nvsci_buf.h / nvsci_sync.h / nvsci_ipc.h. nvsci_sys.h checks each against the prototype it mirrors.
  */
 #ifndef NVSCI_SYS_FNS_H
 #define NVSCI_SYS_FNS_H
@@ -84,6 +84,25 @@ typedef NvSciError (*PFN_NvSciSyncObjIpcExport)(NvSciSyncObj syncObj, NvSciSyncA
 typedef NvSciError (*PFN_NvSciSyncObjIpcImport)(NvSciIpcEndpoint ipcEndpoint, const NvSciSyncObjIpcExportDescriptor* desc, NvSciSyncAttrList inputAttrList, NvSciSyncAccessPerm permissions, int64_t timeoutUs, NvSciSyncObj* syncObj);
 typedef NvSciError (*PFN_NvSciSyncIpcExportFence)(const NvSciSyncFence* syncFence, NvSciIpcEndpoint ipcEndpoint, NvSciSyncFenceIpcExportDescriptor* desc);
 typedef NvSciError (*PFN_NvSciSyncIpcImportFence)(NvSciSyncObj syncObj, const NvSciSyncFenceIpcExportDescriptor* desc, NvSciSyncFence* syncFence);
+typedef NvSciError (*PFN_NvSciSyncIpcExportAttrListAndObj)(NvSciSyncObj syncObj, NvSciSyncAccessPerm permissions, NvSciIpcEndpoint ipcEndpoint, void** attrListAndObjDesc, size_t* attrListAndObjDescSize);
+typedef NvSciError (*PFN_NvSciSyncIpcImportAttrListAndObj)(NvSciSyncModule module, NvSciIpcEndpoint ipcEndpoint, const void* attrListAndObjDesc, size_t attrListAndObjDescSize, const NvSciSyncAttrList attrList[], size_t attrListCount, NvSciSyncAccessPerm minPermissions, int64_t timeoutUs, NvSciSyncObj* syncObj);
+typedef void (*PFN_NvSciSyncAttrListAndObjFreeDesc)(void* attrListAndObjDescBuf);
+typedef NvSciError (*PFN_NvSciIpcInit)(void);
+typedef void (*PFN_NvSciIpcDeinit)(void);
+typedef NvSciError (*PFN_NvSciIpcOpenEndpoint)(const char* endpoint, NvSciIpcEndpoint* handle);
+typedef void (*PFN_NvSciIpcCloseEndpoint)(NvSciIpcEndpoint handle);
+typedef NvSciError (*PFN_NvSciIpcCloseEndpointSafe)(NvSciIpcEndpoint handle, bool clear);
+typedef void (*PFN_NvSciIpcResetEndpoint)(NvSciIpcEndpoint handle);
+typedef NvSciError (*PFN_NvSciIpcResetEndpointSafe)(NvSciIpcEndpoint handle);
+typedef NvSciError (*PFN_NvSciIpcRead)(NvSciIpcEndpoint handle, void* buf, size_t size, int32_t* bytes);
+typedef NvSciError (*PFN_NvSciIpcReadSafe)(NvSciIpcEndpoint handle, void* buf, uint32_t size, uint32_t* bytes);
+typedef NvSciError (*PFN_NvSciIpcWrite)(NvSciIpcEndpoint handle, const void* buf, size_t size, int32_t* bytes);
+typedef NvSciError (*PFN_NvSciIpcWriteSafe)(NvSciIpcEndpoint handle, const void* buf, uint32_t size, uint32_t* bytes);
+typedef NvSciError (*PFN_NvSciIpcGetEndpointInfo)(NvSciIpcEndpoint handle, NvSciIpcEndpointInfo* info);
+typedef NvSciError (*PFN_NvSciIpcGetLinuxEventFd)(NvSciIpcEndpoint handle, int32_t* fd);
+typedef NvSciError (*PFN_NvSciIpcGetEvent)(NvSciIpcEndpoint handle, uint32_t* events);
+typedef NvSciError (*PFN_NvSciIpcGetEventSafe)(NvSciIpcEndpoint handle, uint32_t* events);
+typedef NvSciError (*PFN_NvSciIpcCheckVersionCompatibility)(uint32_t majorVer, uint32_t minorVer, bool* isCompatible);
 
 #define NVSCI_SYS_FOR_EACH_FN(X) \
     X(NvSciBufModuleOpen) \
@@ -165,5 +184,24 @@ typedef NvSciError (*PFN_NvSciSyncIpcImportFence)(NvSciSyncObj syncObj, const Nv
     X(NvSciSyncObjIpcImport) \
     X(NvSciSyncIpcExportFence) \
     X(NvSciSyncIpcImportFence) \
+    X(NvSciSyncIpcExportAttrListAndObj) \
+    X(NvSciSyncIpcImportAttrListAndObj) \
+    X(NvSciSyncAttrListAndObjFreeDesc) \
+    X(NvSciIpcInit) \
+    X(NvSciIpcDeinit) \
+    X(NvSciIpcOpenEndpoint) \
+    X(NvSciIpcCloseEndpoint) \
+    X(NvSciIpcCloseEndpointSafe) \
+    X(NvSciIpcResetEndpoint) \
+    X(NvSciIpcResetEndpointSafe) \
+    X(NvSciIpcRead) \
+    X(NvSciIpcReadSafe) \
+    X(NvSciIpcWrite) \
+    X(NvSciIpcWriteSafe) \
+    X(NvSciIpcGetEndpointInfo) \
+    X(NvSciIpcGetLinuxEventFd) \
+    X(NvSciIpcGetEvent) \
+    X(NvSciIpcGetEventSafe) \
+    X(NvSciIpcCheckVersionCompatibility) \
 
 #endif

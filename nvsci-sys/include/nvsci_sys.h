@@ -6,10 +6,12 @@
  */
 #ifdef NVSCI_SYS_REAL_HEADERS
 #include <nvscierror.h>
+#include <nvsciipc.h>
 #include <nvscibuf.h>
 #include <nvscisync.h>
 #else
 #include "nvsci_error.h"
+#include "nvsci_ipc.h"
 #include "nvsci_buf.h"
 #include "nvsci_sync.h"
 #endif

@@ -1,11 +1,13 @@
-//! Raw FFI bindings to NVIDIA NvSciBuf and NvSciSync, loaded at run time.
+//! Raw FFI bindings to NVIDIA NvSciBuf, NvSciSync and NvSciIpc, loaded at run time.
 //!
 //! * The C types, keys, enums and error codes come from a clean-room header
 //!   (`include/nvsci_*.h`) through bindgen. The generated file is checked in, so a normal build
 //!   needs no libclang; the `bindgen` feature regenerates it (see `build.rs`).
 //! * Nothing here links against `libnvscibuf.so.1` or `libnvscisync.so.1`. The [`loader`] module
 //!   opens them with `libloading` and fills plain function tables ([`NvSciBufFns`],
-//!   [`NvSciSyncFns`]); an emulation can fill the same tables instead.
+//!   [`NvSciSyncFns`]); an emulation can fill the same tables instead. NvSciIpc (`libnvsciipc.so`,
+//!   [`NvSciIpcFns`]) is loaded separately by [`loader::load_ipc`], only by programs that share
+//!   objects across processes.
 //!
 //! Every item is a raw C binding with no policy: the `nvsci` crate is the safe layer.
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -28,7 +30,7 @@ pub mod loader;
 mod tables;
 
 pub use emulation::NvSciHostGpuFns;
-pub use tables::{NvSciBufFns, NvSciSyncFns};
+pub use tables::{NvSciBufFns, NvSciIpcFns, NvSciSyncFns};
 
 /// Element size in bytes of `NvSciSyncAccessPerm` (an 8-byte integer, unlike every NvSciBuf enum).
 pub const NVSCI_SYNC_ACCESS_PERM_SIZE: usize = core::mem::size_of::<NvSciSyncAccessPerm>();

@@ -1,4 +1,5 @@
-//! Opens `libnvscibuf.so.1` and `libnvscisync.so.1` at run time and fills the function tables.
+//! Opens `libnvscibuf.so.1` and `libnvscisync.so.1` (and, on request, `libnvsciipc.so`) at run
+//! time and fills the function tables.
 //!
 //! Search order for each library, first hit wins:
 //! 1. every directory in `NVSCI_LIB_DIR` (colon-separated),
@@ -10,7 +11,7 @@
 //! already loaded instead of searching for it again. Loading never panics; every failure is a
 //! [`LoadError`] that names what was looked for and where.
 
-use crate::{NvSciBufFns, NvSciError_Success, NvSciSyncFns};
+use crate::{NvSciBufFns, NvSciError_Success, NvSciIpcFns, NvSciSyncFns};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,11 @@ use std::path::{Path, PathBuf};
 pub const NVSCIBUF_SONAME: &str = "libnvscibuf.so.1";
 /// SONAME of the NvSciSync library.
 pub const NVSCISYNC_SONAME: &str = "libnvscisync.so.1";
+/// File names NvSciIpc is installed under, tried in this order: Jetson Linux and DRIVE OS ship the
+/// unversioned `libnvsciipc.so` (in the core package, not the nvsci one); some images add a `.so.1`.
+pub const NVSCIIPC_NAMES: [&str; 2] = ["libnvsciipc.so", "libnvsciipc.so.1"];
+/// The NvSciIpc major version these bindings speak (every 1.x minor has the required functions).
+pub const IPC_REQUIRED_MAJOR: u32 = 1;
 /// Environment variable holding extra directories (colon-separated) searched first.
 pub const LIB_DIR_ENV: &str = "NVSCI_LIB_DIR";
 /// Where JetPack 6 and 7 (Jetson Linux r36+) install the NvSci libraries.
@@ -99,7 +105,7 @@ impl fmt::Display for LoadError {
                 f,
                 "{library} at {path} is not compatible with version {}.{} (major version {} \
                  required; version check returned 0x{code:x})",
-                required.0, required.1, REQUIRED_MAJOR
+                required.0, required.1, required.0
             ),
         }
     }
@@ -202,19 +208,24 @@ pub unsafe fn load_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciLib
 type CheckFn = Option<unsafe extern "C" fn(u32, u32, *mut bool) -> crate::NvSciError>;
 
 fn check_version(library: &'static str, path: &str, check: CheckFn) -> Result<(), LoadError> {
-    let incompatible = |code| LoadError::IncompatibleVersion {
-        library,
-        path: path.to_owned(),
-        required: (REQUIRED_MAJOR, REQUIRED_MINOR),
-        code,
-    };
+    check_version_of(library, path, check, (REQUIRED_MAJOR, REQUIRED_MINOR))
+}
+
+fn check_version_of(
+    library: &'static str,
+    path: &str,
+    check: CheckFn,
+    required: (u32, u32),
+) -> Result<(), LoadError> {
+    let incompatible =
+        |code| LoadError::IncompatibleVersion { library, path: path.to_owned(), required, code };
     let Some(check) = check else {
         return Err(incompatible(crate::NvSciError_NotSupported));
     };
     let mut ok = false;
     // SAFETY: NvSci*CheckVersionCompatibility(major, minor, bool*) only writes the bool through a
     // valid pointer; it needs no module or other state.
-    let code = unsafe { check(REQUIRED_MAJOR, REQUIRED_MINOR, &mut ok) };
+    let code = unsafe { check(required.0, required.1, &mut ok) };
     if code != NvSciError_Success || !ok {
         return Err(incompatible(code));
     }
@@ -255,4 +266,68 @@ unsafe fn open_first(
         }
     }
     Err(LoadError::NotFound { library: soname, tried })
+}
+
+/// The loaded NvSciIpc library and its function table.
+pub struct NvSciIpcLibrary {
+    // Private for the same reason as `NvSciLibraries`' tables.
+    fns: NvSciIpcFns,
+    /// Path the library was loaded from.
+    pub path: String,
+    _lib: libloading::Library,
+}
+
+impl NvSciIpcLibrary {
+    /// NvSciIpc entry points, as resolved from the loaded library.
+    pub fn fns(&self) -> &NvSciIpcFns {
+        &self.fns
+    }
+}
+
+impl fmt::Debug for NvSciIpcLibrary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NvSciIpcLibrary").field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+/// Loads NvSciIpc from [`search_dirs`] and the default search path (each of [`NVSCIIPC_NAMES`]).
+pub fn load_ipc() -> Result<NvSciIpcLibrary, LoadError> {
+    // SAFETY: as for `load`: the documented locations hold NVIDIA's library.
+    unsafe { load_ipc_from(&search_dirs(), true) }
+}
+
+/// Loads NvSciIpc from `dirs`, then (if `default_path`) by bare name, trying every name of
+/// [`NVSCIIPC_NAMES`] in each place. When the library exports `NvSciIpcCheckVersionCompatibility`
+/// it must accept major version [`IPC_REQUIRED_MAJOR`].
+///
+/// # Safety
+/// As for [`load_from`]: every candidate in `dirs` must be NVIDIA's NvSciIpc (or an
+/// implementation of the same C API) whose initialisers are sound to run in this process.
+pub unsafe fn load_ipc_from(dirs: &[PathBuf], default_path: bool) -> Result<NvSciIpcLibrary, LoadError> {
+    let mut tried = Vec::new();
+    for name in NVSCIIPC_NAMES {
+        // SAFETY: forwarded contract.
+        match unsafe { open_first(name, dirs, default_path) } {
+            Ok((lib, path)) => {
+                // SAFETY: the library was found under an NvSciIpc name, whose exported functions
+                // have the signatures of the header the table was generated from; `lib` moves
+                // into the returned value together with the table.
+                let fns = unsafe { NvSciIpcFns::resolve(&lib) }.map_err(|symbol| {
+                    LoadError::MissingSymbol { library: name, path: path.clone(), symbol }
+                })?;
+                if fns.NvSciIpcCheckVersionCompatibility.is_some() {
+                    check_version_of(
+                        name,
+                        &path,
+                        fns.NvSciIpcCheckVersionCompatibility,
+                        (IPC_REQUIRED_MAJOR, 0),
+                    )?;
+                }
+                return Ok(NvSciIpcLibrary { fns, path, _lib: lib });
+            }
+            Err(LoadError::NotFound { tried: t, .. }) => tried.extend(t),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(LoadError::NotFound { library: NVSCIIPC_NAMES[0], tried })
 }

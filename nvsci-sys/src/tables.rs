@@ -183,12 +183,44 @@ fn_table! {
             NvSciSyncObjIpcImport: PFN_NvSciSyncObjIpcImport,
             NvSciSyncIpcExportFence: PFN_NvSciSyncIpcExportFence,
             NvSciSyncIpcImportFence: PFN_NvSciSyncIpcImportFence,
+            NvSciSyncIpcExportAttrListAndObj: PFN_NvSciSyncIpcExportAttrListAndObj,
+            NvSciSyncIpcImportAttrListAndObj: PFN_NvSciSyncIpcImportAttrListAndObj,
+            NvSciSyncAttrListAndObjFreeDesc: PFN_NvSciSyncAttrListAndObjFreeDesc,
         }
         optional {
             NvSciSyncObjValidate: PFN_NvSciSyncObjValidate,
             NvSciSyncFenceWaitWithMode: PFN_NvSciSyncFenceWaitWithMode,
             NvSciSyncFenceExtractFence: PFN_NvSciSyncFenceExtractFence,
             NvSciSyncFenceUpdateFence: PFN_NvSciSyncFenceUpdateFence,
+        }
+    }
+}
+
+fn_table! {
+    /// Entry points of `libnvsciipc.so` (NvSciIpc 1.x, Linux). The `*Safe` variants and the version
+    /// check arrived in DRIVE OS 6.0; safety builds of the library answer the plain `Read`,
+    /// `Write` and `GetEvent` with `NvSciError_NotSupported`, so callers prefer a `*Safe` entry
+    /// when it is present.
+    pub struct NvSciIpcFns {
+        required {
+            NvSciIpcInit: PFN_NvSciIpcInit,
+            NvSciIpcDeinit: PFN_NvSciIpcDeinit,
+            NvSciIpcOpenEndpoint: PFN_NvSciIpcOpenEndpoint,
+            NvSciIpcCloseEndpoint: PFN_NvSciIpcCloseEndpoint,
+            NvSciIpcResetEndpoint: PFN_NvSciIpcResetEndpoint,
+            NvSciIpcRead: PFN_NvSciIpcRead,
+            NvSciIpcWrite: PFN_NvSciIpcWrite,
+            NvSciIpcGetEndpointInfo: PFN_NvSciIpcGetEndpointInfo,
+            NvSciIpcGetLinuxEventFd: PFN_NvSciIpcGetLinuxEventFd,
+            NvSciIpcGetEvent: PFN_NvSciIpcGetEvent,
+        }
+        optional {
+            NvSciIpcCloseEndpointSafe: PFN_NvSciIpcCloseEndpointSafe,
+            NvSciIpcResetEndpointSafe: PFN_NvSciIpcResetEndpointSafe,
+            NvSciIpcReadSafe: PFN_NvSciIpcReadSafe,
+            NvSciIpcWriteSafe: PFN_NvSciIpcWriteSafe,
+            NvSciIpcGetEventSafe: PFN_NvSciIpcGetEventSafe,
+            NvSciIpcCheckVersionCompatibility: PFN_NvSciIpcCheckVersionCompatibility,
         }
     }
 }

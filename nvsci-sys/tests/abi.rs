@@ -403,6 +403,26 @@ fn sync_value_enums() -> &'static [&'static str] {
     }
 }
 
+/// NvSciIpc constants, from NVIDIA's published `nvsciipc.h` (DRIVE OS 6.0.10, NvSciIpc 1.4:
+/// `NVSCIIPC_MAX_ENDPOINT_NAME 64U`, `NV_SCI_IPC_EVENT_READ 0x01U` ... `ASYNC_ERROR 0x20U`,
+/// `NV_SCI_IPC_EVENT_CONN_EST_ALL` = `CONN_EST | WRITE | WRITE_EMPTY | READ`,
+/// `NVSCIIPC_INFINITE_WAIT -1LL`). The same event values appear in DRIVE OS 5.2.6 and 6.0.5.
+fn ipc_constants() -> &'static [&'static str] {
+    expect_values! {
+        NVSCI_SYS_IPC_MAJOR_VERSION = 1,
+        NVSCI_SYS_IPC_MINOR_VERSION = 0,
+        NVSCIIPC_MAX_ENDPOINT_NAME = 64,
+        NV_SCI_IPC_EVENT_READ = 0x01,
+        NV_SCI_IPC_EVENT_WRITE = 0x02,
+        NV_SCI_IPC_EVENT_CONN_EST = 0x04,
+        NV_SCI_IPC_EVENT_CONN_RESET = 0x08,
+        NV_SCI_IPC_EVENT_WRITE_EMPTY = 0x10,
+        NV_SCI_IPC_EVENT_ASYNC_ERROR = 0x20,
+        NV_SCI_IPC_EVENT_CONN_EST_ALL = 0x01 | 0x02 | 0x04 | 0x10,
+        NVSCIIPC_INFINITE_WAIT = -1,
+    }
+}
+
 /// Every constant group above, in one list.
 fn all_checked_constants() -> Vec<&'static str> {
     [
@@ -415,6 +435,7 @@ fn all_checked_constants() -> Vec<&'static str> {
         sync_constants(),
         sync_keys(),
         sync_value_enums(),
+        ipc_constants(),
     ]
     .concat()
 }
@@ -572,6 +593,8 @@ fn struct_layouts() -> Vec<&'static str> {
     vec![
         expect_layout!(NvSciBufAttrKeyValuePair: size 24, align 8 { key @ 0, value @ 8, len @ 16 }),
         expect_layout!(NvSciRmGpuId: size 16, align 1 { bytes @ 0 }),
+        // nvsciipc.h: `struct NvSciIpcEndpointInfo { uint32_t nframes; uint32_t frame_size; }`.
+        expect_layout!(NvSciIpcEndpointInfo: size 8, align 4 { nframes @ 0, frame_size @ 4 }),
         expect_layout!(NvSciBufAttrValGpuCache: size 17, align 1 { gpuId @ 0, cacheability @ 16 }),
         expect_layout!(NvSciBufAttrValGpuCompression: size 20, align 4 {
             gpuId @ 0,
@@ -674,6 +697,28 @@ fn check_names(table: &str, prefix: &str, required: &[&str], optional: &[&str]) 
 fn function_table_names() {
     check_names("NvSciBufFns", "NvSciBuf", NvSciBufFns::REQUIRED, NvSciBufFns::OPTIONAL);
     check_names("NvSciSyncFns", "NvSciSync", NvSciSyncFns::REQUIRED, NvSciSyncFns::OPTIONAL);
+    check_names("NvSciIpcFns", "NvSciIpc", NvSciIpcFns::REQUIRED, NvSciIpcFns::OPTIONAL);
+    // Present in every NvSciIpc 1.x header (DRIVE OS 5.2.6 onwards): required.
+    for name in [
+        "NvSciIpcInit",
+        "NvSciIpcDeinit",
+        "NvSciIpcOpenEndpoint",
+        "NvSciIpcCloseEndpoint",
+        "NvSciIpcResetEndpoint",
+        "NvSciIpcRead",
+        "NvSciIpcWrite",
+        "NvSciIpcGetEndpointInfo",
+        "NvSciIpcGetLinuxEventFd",
+        "NvSciIpcGetEvent",
+    ] {
+        assert!(NvSciIpcFns::REQUIRED.contains(&name), "{name} must be required");
+    }
+    // Added in DRIVE OS 6.0 (absent from the 5.2.6 header): optional.
+    for name in
+        ["NvSciIpcReadSafe", "NvSciIpcWriteSafe", "NvSciIpcGetEventSafe", "NvSciIpcCheckVersionCompatibility"]
+    {
+        assert!(NvSciIpcFns::OPTIONAL.contains(&name), "{name} must be optional");
+    }
     for name in ["NvSciBufModuleOpen", "NvSciBufCheckVersionCompatibility", "NvSciBufObjAlloc"] {
         assert!(NvSciBufFns::REQUIRED.contains(&name), "{name} must be required");
     }
@@ -763,4 +808,22 @@ fn every_bound_struct_is_checked() {
         .filter(|n| !n.ends_with("Rec")) // opaque records: checked in handles_are_pointer_sized
         .collect();
     assert_covers("structs", &bound, &struct_layouts());
+}
+
+#[test]
+fn ipc_loader_tries_every_name_in_every_directory() {
+    let dir = PathBuf::from("/nonexistent/nvsciipc");
+    // SAFETY: the directory holds no library; nothing is loaded.
+    let err = unsafe { loader::load_ipc_from(&[dir], false) }.unwrap_err();
+    match &err {
+        LoadError::NotFound { library, tried } => {
+            assert_eq!(*library, "libnvsciipc.so");
+            let paths: Vec<&str> = tried.iter().map(|a| a.path.as_str()).collect();
+            assert_eq!(
+                paths,
+                ["/nonexistent/nvsciipc/libnvsciipc.so", "/nonexistent/nvsciipc/libnvsciipc.so.1"]
+            );
+        }
+        other => panic!("expected NotFound, got {other:?}"),
+    }
 }
