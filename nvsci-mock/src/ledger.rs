@@ -16,9 +16,10 @@ pub(crate) enum Kind {
     Desc = 3,
     WaitContext = 4,
     Fence = 5,
+    Endpoint = 6,
 }
 
-const KINDS: usize = 6;
+const KINDS: usize = 7;
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -41,12 +42,14 @@ pub struct HandleCounts {
     pub wait_contexts: usize,
     /// Non-cleared fences currently holding a reference on an object.
     pub fences: usize,
+    /// Open NvSciIpc endpoints (process-wide only: endpoints belong to no module).
+    pub endpoints: usize,
 }
 
 impl HandleCounts {
     /// Sum of every count.
     pub fn total(&self) -> usize {
-        self.modules + self.attr_lists + self.objects + self.descs + self.wait_contexts + self.fences
+        self.modules + self.attr_lists + self.objects + self.descs + self.wait_contexts + self.fences + self.endpoints
     }
 }
 
@@ -84,6 +87,7 @@ impl Ledger {
             descs: c(Kind::Desc),
             wait_contexts: c(Kind::WaitContext),
             fences: c(Kind::Fence),
+            endpoints: c(Kind::Endpoint),
         }
     }
 

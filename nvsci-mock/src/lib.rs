@@ -111,6 +111,7 @@ pub mod faults;
 mod ffi;
 mod gpu;
 mod handle;
+pub mod ipc;
 mod ledger;
 mod list_common;
 mod pages;
@@ -121,6 +122,7 @@ mod sync;
 pub mod export;
 
 pub use buf::image::{MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN};
+pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, HandleCounts, Ledger};
 
 use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciHostGpuFns, NvSciSyncFns, NvSciSyncModule};
@@ -134,6 +136,11 @@ pub fn buf_fns() -> NvSciBufFns {
 /// The NvSciSync function table backed by the emulation.
 pub fn sync_fns() -> NvSciSyncFns {
     sync::fns()
+}
+
+/// The NvSciIpc function table backed by the emulation (see [`ipc`]).
+pub fn ipc_fns() -> nvsci_sys::NvSciIpcFns {
+    ipc::fns()
 }
 
 /// The GPU entry points of the emulation, all present (see "GPU mode" in the crate

@@ -3,10 +3,14 @@
 //! A CUDA context page-locks host memory in place (`cuMemHostRegister`) a page at a time, so every
 //! allocation that may be handed to a GPU starts on a page boundary and owns each page it touches:
 //! its size is rounded up to a whole number of pages, and nothing else ever shares those pages.
+//!
+//! On Linux the pages are a memfd mapped shared, so that they can be handed to another process
+//! (the file descriptor travels over the IPC endpoint's socket) and mapped there: the same
+//! physical pages in both processes, as NvSciBuf memory is on Tegra. Elsewhere (and under Miri)
+//! they are ordinary heap memory and cannot be exported.
 
 use crate::ffi::Res;
 use nvsci_sys::NvSciError_InsufficientMemory;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
@@ -28,15 +32,8 @@ pub(crate) fn page_size() -> usize {
 
 #[cfg(target_os = "linux")]
 fn system_page_size() -> Option<usize> {
-    use std::os::raw::{c_int, c_long};
-    extern "C" {
-        fn sysconf(name: c_int) -> c_long;
-    }
-    /// `_SC_PAGESIZE` in the Linux C libraries (glibc and musl alike).
-    const SC_PAGESIZE: c_int = 30;
-    // SAFETY: `sysconf` only reads system configuration; any `name` is allowed (an unknown one
-    // answers -1, which is rejected below).
-    let v = unsafe { sysconf(SC_PAGESIZE) };
+    // SAFETY: `sysconf` only reads system configuration.
+    let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(v).ok()
 }
 
@@ -49,7 +46,16 @@ fn system_page_size() -> Option<usize> {
 /// drop.
 pub(crate) struct Pages {
     ptr: NonNull<u8>,
-    layout: Layout,
+    len: usize,
+    backing: Backing,
+}
+
+enum Backing {
+    /// Heap memory from the global allocator (alignment above the page size, or no memfd).
+    Heap(std::alloc::Layout),
+    /// A shared mapping of a memfd, which is kept open so that it can be exported.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    Memfd(std::os::fd::OwnedFd),
 }
 
 // SAFETY: `Pages` owns plain memory and never reads or writes it after zeroing it; the users of
@@ -58,21 +64,93 @@ unsafe impl Send for Pages {}
 // SAFETY: as above; `Pages` itself is never mutated after creation.
 unsafe impl Sync for Pages {}
 
+fn rounded(size: u64) -> Res<usize> {
+    usize::try_from(size)
+        .ok()
+        .and_then(|s| s.max(1).checked_next_multiple_of(page_size()))
+        .ok_or(NvSciError_InsufficientMemory)
+}
+
 impl Pages {
     /// Allocates at least `size` bytes (at least one page) aligned to the larger of `align` and
-    /// the page size. A size or alignment the allocator cannot satisfy, or an `align` that is not
-    /// a power of two, is `InsufficientMemory`.
+    /// the page size. A size or alignment that cannot be satisfied, or an `align` that is not a
+    /// power of two, is `InsufficientMemory`.
     pub(crate) fn zeroed(size: u64, align: u64) -> Res<Pages> {
-        let page = page_size();
-        let layout = usize::try_from(size)
-            .ok()
-            .and_then(|s| s.max(1).checked_next_multiple_of(page))
-            .zip(usize::try_from(align).ok().map(|a| a.max(page)))
-            .and_then(|(s, a)| Layout::from_size_align(s, a).ok())
-            .ok_or(NvSciError_InsufficientMemory)?;
+        let len = rounded(size)?;
+        let align = usize::try_from(align).map_err(|_| NvSciError_InsufficientMemory)?;
+        if !align.is_power_of_two() && align != 0 {
+            return Err(NvSciError_InsufficientMemory);
+        }
+        #[cfg(all(target_os = "linux", not(miri)))]
+        if align <= page_size() {
+            return Self::memfd(len);
+        }
+        let layout = std::alloc::Layout::from_size_align(len, align.max(page_size()))
+            .map_err(|_| NvSciError_InsufficientMemory)?;
         // SAFETY: `layout` has a non-zero size (at least one page).
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
-        Ok(Pages { ptr, layout })
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
+        Ok(Pages { ptr, len, backing: Backing::Heap(layout) })
+    }
+
+    #[cfg(all(target_os = "linux", not(miri)))]
+    fn memfd(len: usize) -> Res<Pages> {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        // SAFETY: the name is a NUL-terminated literal; the flags are valid.
+        let fd = unsafe { libc::memfd_create(c"nvsci-mock".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(NvSciError_InsufficientMemory);
+        }
+        // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let off = libc::off_t::try_from(len).map_err(|_| NvSciError_InsufficientMemory)?;
+        // SAFETY: `fd` is a live memfd; a new memfd reads as zeros once sized.
+        if unsafe { libc::ftruncate(std::os::fd::AsRawFd::as_raw_fd(&fd), off) } != 0 {
+            return Err(NvSciError_InsufficientMemory);
+        }
+        Self::map(fd, len)
+    }
+
+    /// Maps `len` bytes (a whole number of pages) of the shared memory `fd`: memory exported by
+    /// another process.
+    #[cfg(all(target_os = "linux", not(miri)))]
+    pub(crate) fn map(fd: std::os::fd::OwnedFd, len: usize) -> Res<Pages> {
+        use std::os::fd::AsRawFd;
+        if len == 0 || !len.is_multiple_of(page_size()) {
+            return Err(nvsci_sys::NvSciError_BadParameter);
+        }
+        // The file must be at least as large as the mapping: touching pages past its end would
+        // raise SIGBUS instead of failing here.
+        // SAFETY: `st` is plain old data that fstat fills.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `fd` is a live descriptor and `st` a valid out-pointer.
+        if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 || (st.st_size as u64) < len as u64 {
+            return Err(nvsci_sys::NvSciError_BadParameter);
+        }
+        // SAFETY: a fresh shared mapping of a descriptor we hold; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(NvSciError_InsufficientMemory);
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(NvSciError_InsufficientMemory)?;
+        Ok(Pages { ptr, len, backing: Backing::Memfd(fd) })
+    }
+
+    /// The file descriptor of shared pages, for export; `None` for heap memory.
+    pub(crate) fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        match &self.backing {
+            Backing::Heap(_) => None,
+            #[cfg(all(target_os = "linux", not(miri)))]
+            Backing::Memfd(fd) => Some(std::os::fd::AsFd::as_fd(fd)),
+        }
     }
 
     /// The first byte.
@@ -82,13 +160,21 @@ impl Pages {
 
     /// The allocated size in bytes (a multiple of the page size).
     pub(crate) fn len(&self) -> usize {
-        self.layout.size()
+        self.len
     }
 }
 
 impl Drop for Pages {
     fn drop(&mut self) {
-        // SAFETY: `ptr` was returned by `alloc_zeroed(self.layout)` and is freed only here.
-        unsafe { dealloc(self.ptr.as_ptr(), self.layout) };
+        match &self.backing {
+            // SAFETY: `ptr` was returned by `alloc_zeroed(layout)` and is freed only here.
+            Backing::Heap(layout) => unsafe { std::alloc::dealloc(self.ptr.as_ptr(), *layout) },
+            #[cfg(all(target_os = "linux", not(miri)))]
+            Backing::Memfd(_) => {
+                // SAFETY: `ptr`/`len` are exactly the mapping made in `map`, unmapped only here;
+                // the descriptor closes when the backing drops.
+                unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+            }
+        }
     }
 }

@@ -1,0 +1,649 @@
+//! Emulated NvSciIpc endpoints: one Unix domain socket (`SOCK_SEQPACKET`) per connected pair.
+//!
+//! Messages on the socket start with a tag byte: the listener's greeting (carrying the link id
+//! both ends stamp into descriptors), an application frame (`NvSciIpcWrite`), or a file
+//! descriptor passed with `SCM_RIGHTS` by an object export. Whatever arrives is moved into the
+//! endpoint's queues whenever the endpoint is used ("pumped"), so frames and descriptors can
+//! arrive in any order. The event fd handed out is an epoll descriptor that becomes readable
+//! when the socket has data, a connection is pending, a connection attempt should be retried,
+//! or queued frames or events wait to be collected with `NvSciIpcGetEvent`.
+
+use super::config::{self, EndpointConfig};
+use crate::ffi::{guard, guard_void, lock, non_null, write_out, Res};
+use nvsci_sys::*;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::raw::{c_char, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const TAG_HELLO: u8 = 1;
+const TAG_FRAME: u8 = 2;
+const TAG_FD: u8 = 3;
+
+/// The NvSciIpc version the emulation reports (the DRIVE OS 6.0.10 header: 1.4).
+const MAJOR: u32 = 1;
+const MINOR: u32 = 4;
+
+static INIT_COUNT: Mutex<u32> = Mutex::new(0);
+static ENDPOINTS: Mutex<Option<HashMap<u64, Arc<Endpoint>>>> = Mutex::new(None);
+static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0x4e53_4950_0000_0001); // "NSIP"...
+
+pub(crate) struct Endpoint {
+    name: String,
+    cfg: EndpointConfig,
+    epoll: OwnedFd,
+    notify: OwnedFd,
+    st: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    listener: Option<OwnedFd>,
+    sock: Option<OwnedFd>,
+    retry: Option<OwnedFd>,
+    link: Option<u64>,
+    est_edge: bool,
+    reset_edge: bool,
+    closed: bool,
+    notified: bool,
+    frames: VecDeque<Vec<u8>>,
+    fds: HashMap<u64, OwnedFd>,
+    next_transfer: u64,
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn owned(fd: RawFd) -> Res<OwnedFd> {
+    if fd < 0 {
+        return Err(NvSciError_ResourceError);
+    }
+    // SAFETY: `fd` was just returned by a successful system call and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn epoll_add(epoll: &OwnedFd, fd: RawFd) {
+    let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: fd as u64 };
+    // SAFETY: both descriptors are live; `ev` is a valid event description.
+    unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) };
+}
+
+fn epoll_del(epoll: &OwnedFd, fd: RawFd) {
+    // SAFETY: both descriptors are live; a NULL event is allowed for EPOLL_CTL_DEL.
+    unsafe { libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+}
+
+fn sockaddr(path: &std::path::Path) -> Res<(libc::sockaddr_un, libc::socklen_t)> {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid (empty) value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.len() >= addr.sun_path.len() {
+        return Err(NvSciError_BadParameter);
+    }
+    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = *s as c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + bytes.len() + 1;
+    Ok((addr, len as libc::socklen_t))
+}
+
+fn seqpacket() -> Res<OwnedFd> {
+    // SAFETY: plain socket creation.
+    owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
+}
+
+fn try_connect(path: &std::path::Path) -> Option<OwnedFd> {
+    let (addr, len) = sockaddr(path).ok()?;
+    let fd = seqpacket().ok()?;
+    // SAFETY: `addr` is a valid sockaddr_un of `len` bytes; `fd` is a live socket.
+    let r = unsafe { libc::connect(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) };
+    (r == 0).then_some(fd)
+}
+
+/// Binds the listening socket; a stale socket file left by a dead process is replaced, a live
+/// listener means the endpoint is open elsewhere (`Busy`).
+fn listen_at(path: &std::path::Path) -> Res<OwnedFd> {
+    let (addr, len) = sockaddr(path)?;
+    for _ in 0..2 {
+        let fd = seqpacket()?;
+        // SAFETY: as in `try_connect`.
+        if unsafe { libc::bind(fd.as_raw_fd(), (&addr as *const libc::sockaddr_un).cast(), len) } == 0 {
+            // SAFETY: `fd` is a bound socket.
+            if unsafe { libc::listen(fd.as_raw_fd(), 1) } != 0 {
+                return Err(NvSciError_ResourceError);
+            }
+            return Ok(fd);
+        }
+        if errno() != libc::EADDRINUSE {
+            return Err(NvSciError_NotPermitted);
+        }
+        if try_connect(path).is_some() {
+            return Err(NvSciError_Busy);
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    Err(NvSciError_Busy)
+}
+
+fn random_link() -> u64 {
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let seed = t ^ (u64::from(std::process::id()) << 32) ^ NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+    crate::ipc::codec::fnv1a(&seed.to_le_bytes()) | 1
+}
+
+fn send(sock: &OwnedFd, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<(), i32> {
+    let mut iov = libc::iovec { iov_base: bytes.as_ptr().cast_mut().cast(), iov_len: bytes.len() };
+    // SAFETY: msghdr is plain old data; all zeroes is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    let mut cbuf = [0u64; 8];
+    if let Some(fd) = fd {
+        // SAFETY: CMSG_SPACE is a pure computation.
+        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        // SAFETY: the control buffer is 64 bytes, 8-aligned, and holds one SCM_RIGHTS header with
+        // one descriptor (CMSG_SPACE of 4 bytes is 24 here); the header pointer is inside it.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+            libc::CMSG_DATA(c).cast::<RawFd>().write_unaligned(fd.as_raw_fd());
+        }
+    }
+    // SAFETY: `msg` points to live buffers for the duration of the call.
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(())
+    }
+}
+
+enum Received {
+    Message(Vec<u8>, Option<OwnedFd>),
+    Empty,
+    Closed,
+}
+
+fn recv(sock: &OwnedFd, max: usize) -> Received {
+    let mut buf = vec![0u8; max];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut cbuf = [0u64; 8];
+    // SAFETY: as in `send`.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    // SAFETY: `msg` describes live, writable buffers.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        let e = errno();
+        return if e == libc::EAGAIN || e == libc::EWOULDBLOCK || e == libc::EINTR {
+            Received::Empty
+        } else {
+            Received::Closed
+        };
+    }
+    if n == 0 {
+        return Received::Closed;
+    }
+    let mut fd = None;
+    // SAFETY: the kernel filled `msg_control`; the CMSG macros walk inside `msg_controllen`.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                for i in 0..count {
+                    let raw = libc::CMSG_DATA(c).cast::<RawFd>().add(i).read_unaligned();
+                    let o = OwnedFd::from_raw_fd(raw);
+                    // Keep the first; any extra descriptor is closed by dropping it.
+                    if fd.is_none() {
+                        fd = Some(o);
+                    }
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    buf.truncate(n as usize);
+    Received::Message(buf, fd)
+}
+
+impl Endpoint {
+    fn pump(&self, st: &mut State) {
+        if st.sock.is_none() && !st.closed {
+            if self.cfg.listens {
+                if let Some(l) = &st.listener {
+                    // SAFETY: `l` is a listening socket; NULL address outputs are allowed.
+                    let fd = unsafe {
+                        libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                    };
+                    if let Ok(sock) = owned(fd) {
+                        let link = random_link();
+                        let mut hello = vec![TAG_HELLO];
+                        hello.extend_from_slice(&link.to_le_bytes());
+                        if send(&sock, &hello, None).is_ok() {
+                            epoll_add(&self.epoll, sock.as_raw_fd());
+                            if let Some(l) = st.listener.take() {
+                                epoll_del(&self.epoll, l.as_raw_fd());
+                            }
+                            let _ = std::fs::remove_file(&self.cfg.socket);
+                            st.sock = Some(sock);
+                            st.link = Some(link);
+                            st.est_edge = true;
+                        }
+                    }
+                }
+            } else if let Some(sock) = try_connect(&self.cfg.socket) {
+                epoll_add(&self.epoll, sock.as_raw_fd());
+                if let Some(t) = st.retry.take() {
+                    epoll_del(&self.epoll, t.as_raw_fd());
+                }
+                st.sock = Some(sock);
+            }
+        }
+        if let Some(t) = &st.retry {
+            let mut expirations = 0u64;
+            // SAFETY: reading 8 bytes from a non-blocking timerfd into a u64.
+            unsafe { libc::read(t.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
+        }
+        while let Some(sock) = &st.sock {
+            match recv(sock, self.cfg.frame_size as usize + 16) {
+                Received::Empty => break,
+                Received::Closed => {
+                    epoll_del(&self.epoll, sock.as_raw_fd());
+                    st.sock = None;
+                    st.closed = true;
+                    st.reset_edge = true;
+                }
+                Received::Message(m, fd) => match (m.first().copied(), fd) {
+                    (Some(TAG_HELLO), _) if m.len() == 9 => {
+                        st.link = m[1..9].try_into().ok().map(u64::from_le_bytes);
+                        st.est_edge = true;
+                    }
+                    (Some(TAG_FRAME), _) => st.frames.push_back(m[1..].to_vec()),
+                    (Some(TAG_FD), Some(fd)) if m.len() == 9 => {
+                        if let Ok(id) = <[u8; 8]>::try_from(&m[1..9]) {
+                            st.fds.insert(u64::from_le_bytes(id), fd);
+                        }
+                    }
+                    _ => {}
+                },
+            }
+        }
+        let level = !st.frames.is_empty() || st.est_edge || st.reset_edge;
+        if level != st.notified {
+            let mut v = 1u64;
+            // SAFETY: 8-byte read/write of a u64 on a non-blocking eventfd.
+            unsafe {
+                if level {
+                    libc::write(self.notify.as_raw_fd(), (&v as *const u64).cast(), 8);
+                } else {
+                    libc::read(self.notify.as_raw_fd(), (&mut v as *mut u64).cast(), 8);
+                }
+            }
+            st.notified = level;
+        }
+    }
+
+    fn connected(st: &State) -> bool {
+        st.link.is_some() && st.sock.is_some() && !st.closed
+    }
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        let st = lock(&self.st);
+        if st.listener.is_some() {
+            let _ = std::fs::remove_file(&self.cfg.socket);
+        }
+    }
+}
+
+fn registry<R>(f: impl FnOnce(&mut HashMap<u64, Arc<Endpoint>>) -> R) -> R {
+    let mut g = lock(&ENDPOINTS);
+    f(g.get_or_insert_with(HashMap::new))
+}
+
+pub(crate) fn get(h: NvSciIpcEndpoint) -> Res<Arc<Endpoint>> {
+    registry(|m| m.get(&h).cloned()).ok_or(NvSciError_BadParameter)
+}
+
+fn initialized() -> Res {
+    if *lock(&INIT_COUNT) == 0 {
+        Err(NvSciError_NotInitialized)
+    } else {
+        Ok(())
+    }
+}
+
+/// The link id of a connected endpoint (stamped into every descriptor exported through it).
+pub(crate) fn link(h: NvSciIpcEndpoint) -> Res<u64> {
+    let ep = get(h)?;
+    let mut st = lock(&ep.st);
+    ep.pump(&mut st);
+    if st.closed {
+        return Err(NvSciError_ConnectionReset);
+    }
+    st.link.filter(|_| Endpoint::connected(&st)).ok_or(NvSciError_InvalidState)
+}
+
+/// Sends `fd` to the peer; returns `(link, transfer id)`.
+pub(crate) fn send_fd(h: NvSciIpcEndpoint, fd: BorrowedFd<'_>) -> Res<(u64, u64)> {
+    let ep = get(h)?;
+    let mut st = lock(&ep.st);
+    ep.pump(&mut st);
+    if st.closed {
+        return Err(NvSciError_ConnectionReset);
+    }
+    let link = st.link.filter(|_| Endpoint::connected(&st)).ok_or(NvSciError_InvalidState)?;
+    st.next_transfer += 1;
+    let id = st.next_transfer;
+    let mut m = vec![TAG_FD];
+    m.extend_from_slice(&id.to_le_bytes());
+    let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
+    match send(sock, &m, Some(fd)) {
+        Ok(()) => Ok((link, id)),
+        Err(e) if e == libc::EAGAIN => Err(NvSciError_InsufficientMemory),
+        Err(_) => Err(NvSciError_ConnectionReset),
+    }
+}
+
+/// Takes the descriptor of transfer `id` sent by the peer, waiting up to `timeout_us` (negative:
+/// forever) for it to arrive.
+pub(crate) fn take_fd(h: NvSciIpcEndpoint, id: u64, timeout_us: i64) -> Res<OwnedFd> {
+    let ep = get(h)?;
+    let deadline = u64::try_from(timeout_us).ok().map(|us| Instant::now() + Duration::from_micros(us));
+    loop {
+        let sock_fd = {
+            let mut st = lock(&ep.st);
+            ep.pump(&mut st);
+            if let Some(fd) = st.fds.remove(&id) {
+                return Ok(fd);
+            }
+            if st.closed {
+                return Err(NvSciError_ConnectionReset);
+            }
+            st.sock.as_ref().map(AsRawFd::as_raw_fd)
+        };
+        let wait_ms = match deadline {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(NvSciError_Timeout);
+                }
+                left.as_millis().clamp(1, 10) as i32
+            }
+            None => 10,
+        };
+        match sock_fd {
+            Some(fd) => {
+                let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+                // SAFETY: one valid pollfd; a descriptor closed meanwhile reports POLLNVAL.
+                unsafe { libc::poll(&mut p, 1, wait_ms) };
+            }
+            None => std::thread::sleep(Duration::from_millis(wait_ms as u64)),
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn init() -> NvSciError {
+    guard("NvSciIpcInit", || {
+        *lock(&INIT_COUNT) += 1;
+        Ok(())
+    })
+}
+
+pub(crate) unsafe extern "C" fn deinit() {
+    guard_void(|| {
+        let mut n = lock(&INIT_COUNT);
+        *n = n.saturating_sub(1);
+    })
+}
+
+pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvSciIpcEndpoint) -> NvSciError {
+    guard("NvSciIpcOpenEndpoint", || {
+        non_null(name)?;
+        non_null(out)?;
+        initialized()?;
+        // SAFETY: `name` is non-NULL; the caller passes a NUL-terminated string. The read stops
+        // at the NUL.
+        let name = unsafe { CStr::from_ptr(name) }.to_str().map_err(|_| NvSciError_BadParameter)?;
+        if name.is_empty() || name.len() >= NVSCIIPC_MAX_ENDPOINT_NAME as usize {
+            return Err(NvSciError_BadParameter);
+        }
+        let dir = config::dir().ok_or(NvSciError_NoSuchEntry)?;
+        let cfg = config::lookup(&dir, name).ok_or(NvSciError_NoSuchEntry)?;
+        if registry(|m| m.values().any(|e| e.name == name)) {
+            return Err(NvSciError_Busy);
+        }
+        // SAFETY: plain descriptor creation.
+        let epoll = owned(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: as above.
+        let notify = owned(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        epoll_add(&epoll, notify.as_raw_fd());
+        let mut st = State::default();
+        if cfg.listens {
+            let l = listen_at(&cfg.socket)?;
+            epoll_add(&epoll, l.as_raw_fd());
+            st.listener = Some(l);
+        } else {
+            // SAFETY: plain descriptor creation.
+            let t = owned(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
+            let every = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+            let spec = libc::itimerspec { it_interval: every, it_value: every };
+            // SAFETY: `t` is a live timerfd and `spec` a valid setting.
+            unsafe { libc::timerfd_settime(t.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+            epoll_add(&epoll, t.as_raw_fd());
+            st.retry = Some(t);
+        }
+        let ep = Arc::new(Endpoint { name: name.to_owned(), cfg, epoll, notify, st: Mutex::new(st) });
+        {
+            let mut st = lock(&ep.st);
+            ep.pump(&mut st);
+        }
+        let h = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
+        registry(|m| m.insert(h, ep));
+        crate::ledger::global_ledger().add(crate::ledger::Kind::Endpoint);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, h) }
+    })
+}
+
+fn close(h: NvSciIpcEndpoint) -> Res {
+    let ep = registry(|m| m.remove(&h)).ok_or(NvSciError_BadParameter)?;
+    crate::ledger::global_ledger().sub(crate::ledger::Kind::Endpoint);
+    drop(ep);
+    Ok(())
+}
+
+pub(crate) unsafe extern "C" fn close_endpoint(h: NvSciIpcEndpoint) {
+    guard_void(|| drop(close(h)));
+}
+
+pub(crate) unsafe extern "C" fn close_endpoint_safe(h: NvSciIpcEndpoint, _clear: bool) -> NvSciError {
+    guard("NvSciIpcCloseEndpointSafe", || close(h))
+}
+
+fn reset(h: NvSciIpcEndpoint) -> Res {
+    let ep = get(h)?;
+    let mut st = lock(&ep.st);
+    if Endpoint::connected(&st) {
+        if let Some(sock) = st.sock.take() {
+            epoll_del(&ep.epoll, sock.as_raw_fd());
+        }
+        st.closed = true;
+        st.reset_edge = true;
+    }
+    ep.pump(&mut st);
+    Ok(())
+}
+
+pub(crate) unsafe extern "C" fn reset_endpoint(h: NvSciIpcEndpoint) {
+    guard_void(|| drop(reset(h)));
+}
+
+pub(crate) unsafe extern "C" fn reset_endpoint_safe(h: NvSciIpcEndpoint) -> NvSciError {
+    guard("NvSciIpcResetEndpointSafe", || reset(h))
+}
+
+fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> {
+    initialized()?;
+    let ep = get(h)?;
+    if buf.is_null() || size == 0 || size > ep.cfg.frame_size as usize {
+        return Err(NvSciError_BadParameter);
+    }
+    let mut st = lock(&ep.st);
+    ep.pump(&mut st);
+    let Some(frame) = st.frames.pop_front() else {
+        return Err(if st.closed { NvSciError_ConnectionReset } else { NvSciError_InsufficientMemory });
+    };
+    ep.pump(&mut st);
+    let n = frame.len().min(size);
+    // SAFETY: the caller provides `size` writable bytes at `buf`; `n <= size`.
+    unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), buf.cast::<u8>(), n) };
+    Ok(n)
+}
+
+fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usize> {
+    initialized()?;
+    let ep = get(h)?;
+    if buf.is_null() || size == 0 || size > ep.cfg.frame_size as usize {
+        return Err(NvSciError_BadParameter);
+    }
+    let mut st = lock(&ep.st);
+    ep.pump(&mut st);
+    if st.closed {
+        return Err(NvSciError_ConnectionReset);
+    }
+    if !Endpoint::connected(&st) {
+        return Err(NvSciError_InvalidState);
+    }
+    let mut m = Vec::with_capacity(size + 1);
+    m.push(TAG_FRAME);
+    // SAFETY: the caller provides `size` readable bytes at `buf`.
+    m.extend_from_slice(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) });
+    let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
+    match send(sock, &m, None) {
+        Ok(()) => Ok(size),
+        Err(e) if e == libc::EAGAIN => Err(NvSciError_InsufficientMemory),
+        Err(_) => {
+            st.closed = true;
+            st.reset_edge = true;
+            Err(NvSciError_ConnectionReset)
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn read(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize, bytes: *mut i32) -> NvSciError {
+    guard("NvSciIpcRead", || {
+        non_null(bytes)?;
+        let n = read_frame(h, buf, size)?;
+        // SAFETY: `bytes` is non-NULL caller storage.
+        unsafe { write_out(bytes, n as i32) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn read_safe(h: NvSciIpcEndpoint, buf: *mut c_void, size: u32, bytes: *mut u32) -> NvSciError {
+    guard("NvSciIpcReadSafe", || {
+        non_null(bytes)?;
+        let n = read_frame(h, buf, size as usize)?;
+        // SAFETY: as above.
+        unsafe { write_out(bytes, n as u32) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn write(h: NvSciIpcEndpoint, buf: *const c_void, size: usize, bytes: *mut i32) -> NvSciError {
+    guard("NvSciIpcWrite", || {
+        non_null(bytes)?;
+        let n = write_frame(h, buf, size)?;
+        // SAFETY: as above.
+        unsafe { write_out(bytes, n as i32) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn write_safe(h: NvSciIpcEndpoint, buf: *const c_void, size: u32, bytes: *mut u32) -> NvSciError {
+    guard("NvSciIpcWriteSafe", || {
+        non_null(bytes)?;
+        let n = write_frame(h, buf, size as usize)?;
+        // SAFETY: as above.
+        unsafe { write_out(bytes, n as u32) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_endpoint_info(h: NvSciIpcEndpoint, info: *mut NvSciIpcEndpointInfo) -> NvSciError {
+    guard("NvSciIpcGetEndpointInfo", || {
+        initialized()?;
+        let ep = get(h)?;
+        let v = NvSciIpcEndpointInfo { nframes: ep.cfg.nframes, frame_size: ep.cfg.frame_size };
+        // SAFETY: `info` is NULL (rejected) or caller storage.
+        unsafe { write_out(info, v) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_linux_event_fd(h: NvSciIpcEndpoint, fd: *mut i32) -> NvSciError {
+    guard("NvSciIpcGetLinuxEventFd", || {
+        initialized()?;
+        let ep = get(h)?;
+        // SAFETY: `fd` is NULL (rejected) or caller storage.
+        unsafe { write_out(fd, ep.epoll.as_raw_fd()) }
+    })
+}
+
+fn events(h: NvSciIpcEndpoint) -> Res<u32> {
+    initialized()?;
+    let ep = get(h)?;
+    let mut st = lock(&ep.st);
+    ep.pump(&mut st);
+    let mut ev = 0;
+    if std::mem::take(&mut st.est_edge) {
+        ev |= NV_SCI_IPC_EVENT_CONN_EST;
+    }
+    if std::mem::take(&mut st.reset_edge) {
+        ev |= NV_SCI_IPC_EVENT_CONN_RESET;
+    }
+    if Endpoint::connected(&st) {
+        ev |= NV_SCI_IPC_EVENT_WRITE;
+        if !st.frames.is_empty() {
+            ev |= NV_SCI_IPC_EVENT_READ;
+        }
+    }
+    ep.pump(&mut st);
+    Ok(ev)
+}
+
+pub(crate) unsafe extern "C" fn get_event(h: NvSciIpcEndpoint, out: *mut u32) -> NvSciError {
+    guard("NvSciIpcGetEvent", || {
+        non_null(out)?;
+        let ev = events(h)?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, ev) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn get_event_safe(h: NvSciIpcEndpoint, out: *mut u32) -> NvSciError {
+    guard("NvSciIpcGetEventSafe", || {
+        non_null(out)?;
+        let ev = events(h)?;
+        // SAFETY: as above.
+        unsafe { write_out(out, ev) }
+    })
+}
+
+pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, ok: *mut bool) -> NvSciError {
+    guard("NvSciIpcCheckVersionCompatibility", || {
+        // SAFETY: `ok` is NULL (rejected) or caller storage.
+        unsafe { write_out(ok, major == MAJOR && minor <= MINOR) }
+    })
+}
