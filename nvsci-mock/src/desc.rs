@@ -1,5 +1,5 @@
-//! Caller-owned descriptor buffers (the text of `Nv*AttrListDebugDump`), freed with
-//! `Nv*AttrListFreeDesc`.
+//! Caller-owned descriptor buffers (the text of `Nv*AttrListDebugDump`, IPC export descriptors),
+//! freed with `Nv*AttrListFreeDesc` / `Nv*AttrListAndObjFreeDesc`.
 //!
 //! The buffer handed out is preceded by a hidden header recording its allocation size and the
 //! ledger entry that counts it. The text is followed by a NUL byte that the returned length does
@@ -27,6 +27,12 @@ const HEADER: usize = std::mem::size_of::<Header>();
 /// Allocates a descriptor buffer holding `text`, counted in `ledger`; returns the pointer handed
 /// to the caller and the text length.
 pub(crate) fn alloc_text(ledger: &Ledger, text: &str) -> Res<(*mut c_void, usize)> {
+    alloc_bytes(ledger, text.as_bytes())
+}
+
+/// Allocates a descriptor buffer holding `text` (any bytes; a NUL follows them), counted in
+/// `ledger`; returns the pointer handed to the caller and the byte length.
+pub(crate) fn alloc_bytes(ledger: &Ledger, text: &[u8]) -> Res<(*mut c_void, usize)> {
     let total =
         HEADER.checked_add(text.len()).and_then(|n| n.checked_add(1)).ok_or(NvSciError_InsufficientMemory)?;
     let layout = Layout::from_size_align(total, ALIGN).map_err(|_| NvSciError_InsufficientMemory)?;
@@ -48,7 +54,7 @@ pub(crate) fn alloc_text(ledger: &Ledger, text: &str) -> Res<(*mut c_void, usize
     }
 }
 
-/// Frees a buffer returned by [`alloc_text`]; NULL is ignored, and so is a pointer whose hidden
+/// Frees a buffer returned by [`alloc_text`] or [`alloc_bytes`]; NULL is ignored, and so is a pointer whose hidden
 /// header does not carry the descriptor magic.
 ///
 /// # Safety

@@ -1,99 +1,385 @@
-//! NvSciBuf IPC entry points. There is no NvSciIpc in the emulation: every export/import returns
-//! `NvSciError_NotSupported` without touching its arguments.
+//! NvSciBuf IPC entry points over the emulated NvSciIpc (see [`crate::ipc`]).
+//!
+//! * Attribute-list descriptors carry every slot (see `ipc::lists`) and are freed with
+//!   `NvSciBufAttrListFreeDesc`. An imported unreconciled list is read-only (like an appended
+//!   list); an imported reconciled list is checked against the importer's unreconciled lists:
+//!   every key they set must be satisfied (`RequiredPerm` by `ActualPerm`, `NeedCpuAccess` =
+//!   true kept, sizes and alignments not smaller, every element of an array key present, any
+//!   other key equal; input-only keys need not appear). A failed check is
+//!   `AttrListValidationFailed`.
+//! * Object descriptors name a memfd sent to the peer over the endpoint's socket, the granted
+//!   permission (`Auto` grants the exporting handle's own; more than it is `BadParameter`), the
+//!   object size and a digest of the reconciled attributes. Import requires the reconciled list
+//!   imported from the same exporter (digest mismatch: `BadParameter`) and fails with
+//!   `AccessDenied` when `minPermissions` exceeds what was granted. It waits up to `timeoutUs`
+//!   for the memory to arrive (`Timeout`), or `ConnectionReset` once the peer is gone.
+//! * Every descriptor is stamped with the endpoint's link id: importing through another
+//!   endpoint, or a truncated or corrupted descriptor, is `BadParameter`. Exporting through an
+//!   endpoint that is not connected is `InvalidState`; through one whose peer left,
+//!   `ConnectionReset`. Buffers whose alignment exceeds the page size live in private memory
+//!   and cannot be exported (`NotSupported`).
 
+use super::keys::BUF_KEYS;
+use super::list::{self, BufAttrListRec};
+use super::module;
+use super::obj;
+use crate::attrs::{self, Access, Count, Flags, Slot};
+use crate::desc;
+use crate::ffi::{bad, guard, guard_void, non_null, slice_in, write_out, Res};
+use crate::ipc::codec::{self, Reader, Writer};
+use crate::ipc::endpoint;
+use crate::ipc::lists::{self, Lib};
+use crate::list_common::{gather, ListRecord};
+use crate::pages::Pages;
 use nvsci_sys::*;
 use std::os::raw::c_void;
 
+const OBJ_MAGIC: u64 = 0x4e56_4d4b_424f_4a31; // "NVMKBOJ1"
+
+/// Whether the reconciled slot `rec` satisfies the unreconciled slot `input`.
+#[allow(non_upper_case_globals)]
+fn satisfies(input: &Slot, rec: &Slot) -> bool {
+    input.iter().all(|(key, v)| {
+        let Some(spec) = attrs::find(BUF_KEYS, key) else { return false };
+        let got = rec.get(key);
+        match key {
+            NvSciBufGeneralAttrKey_RequiredPerm => {
+                rec.get(NvSciBufGeneralAttrKey_ActualPerm).is_none_or(|a| a.u32() >= v.u32())
+            }
+            NvSciBufGeneralAttrKey_NeedCpuAccess => !v.bool() || got.is_some_and(|g| g.bool()),
+            NvSciBufRawBufferAttrKey_Size | NvSciBufRawBufferAttrKey_Align => {
+                got.is_some_and(|g| g.u64() >= v.u64())
+            }
+            NvSciBufImageAttrKey_PlaneBaseAddrAlign => got.is_some_and(|g| {
+                let (g, v) = (g.u32s(), v.u32s());
+                g.len() == v.len() && g.iter().zip(&v).all(|(a, b)| a >= b)
+            }),
+            _ if got.is_none() => spec.access == Access::In,
+            _ => match spec.count {
+                Count::One => got == Some(v),
+                Count::UpTo(_) => got.is_some_and(|g| {
+                    let have: Vec<&[u8]> = g.bytes().chunks(spec.elem).collect();
+                    v.bytes().chunks(spec.elem).all(|e| have.contains(&e))
+                }),
+            },
+        }
+    })
+}
+
+/// Copies a caller's descriptor bytes.
+///
+/// # Safety
+/// `desc` must be NULL or readable for `len` bytes.
+unsafe fn desc_bytes<'a>(desc: *const c_void, len: usize) -> Res<&'a [u8]> {
+    if len == 0 {
+        return bad();
+    }
+    // SAFETY: forwarded contract.
+    unsafe { slice_in(desc.cast::<u8>(), len) }
+}
+
+fn export_list(
+    module: &BufAttrListRec,
+    ep: NvSciIpcEndpoint,
+    reconciled: bool,
+    slots: &[Slot],
+    out: *mut *mut c_void,
+    len: *mut usize,
+) -> Res {
+    non_null(out)?;
+    non_null(len)?;
+    let link = endpoint::link(ep)?;
+    let bytes = lists::encode(Lib::Buf, link, reconciled, &[], slots);
+    let (p, n) = desc::alloc_bytes(&module.module.ledger, &bytes)?;
+    // SAFETY: both out-pointers are non-NULL caller storage.
+    unsafe {
+        out.write(p);
+        len.write(n);
+    }
+    Ok(())
+}
+
 pub(crate) unsafe extern "C" fn attr_list_export_unreconciled(
-    _lists: *const NvSciBufAttrList,
-    _count: usize,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *mut *mut c_void,
-    _len: *mut usize,
+    lists: *const NvSciBufAttrList,
+    count: usize,
+    ep: NvSciIpcEndpoint,
+    out: *mut *mut c_void,
+    len: *mut usize,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufAttrListIpcExportUnreconciled", || {
+        // SAFETY: `lists` is NULL or `count` list handles of this mock.
+        let inputs = unsafe { list::unreconciled_inputs(lists, count) }?;
+        export_list(inputs[0], ep, false, &gather(&inputs), out, len)
+    })
 }
 
 pub(crate) unsafe extern "C" fn attr_list_export_reconciled(
-    _list: NvSciBufAttrList,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *mut *mut c_void,
-    _len: *mut usize,
+    l: NvSciBufAttrList,
+    ep: NvSciIpcEndpoint,
+    out: *mut *mut c_void,
+    len: *mut usize,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufAttrListIpcExportReconciled", || {
+        // SAFETY: `l` is NULL or a live list handle of this mock.
+        let r = unsafe { list::get(l) }?;
+        if !r.flags.reconciled {
+            return bad();
+        }
+        export_list(r, ep, true, &[r.slot0()], out, len)
+    })
+}
+
+/// Decodes a list descriptor received through `ep`.
+fn import_list(ep: NvSciIpcEndpoint, bytes: &[u8], reconciled: bool) -> Res<Vec<Slot>> {
+    let link = endpoint::link(ep)?;
+    let d = lists::decode(bytes, Lib::Buf, link, BUF_KEYS).ok_or(NvSciError_BadParameter)?;
+    if d.reconciled != reconciled {
+        return bad();
+    }
+    Ok(d.slots)
 }
 
 pub(crate) unsafe extern "C" fn attr_list_import_unreconciled(
-    _module: NvSciBufModule,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *const c_void,
-    _len: usize,
-    _out: *mut NvSciBufAttrList,
+    m: NvSciBufModule,
+    ep: NvSciIpcEndpoint,
+    desc: *const c_void,
+    len: usize,
+    out: *mut NvSciBufAttrList,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufAttrListIpcImportUnreconciled", || {
+        // SAFETY: `m` is NULL or a live module handle of this mock.
+        let m = unsafe { module::get(m) }?;
+        non_null(out)?;
+        // SAFETY: `desc` is NULL or readable for `len` bytes.
+        let slots = import_list(ep, unsafe { desc_bytes(desc, len) }?, false)?;
+        let rec = BufAttrListRec::new(m.shared.clone(), Flags::APPENDED, slots, None);
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, rec.into_handle()) }
+    })
+}
+
+/// Imports a reconciled list and checks it against `inputs`; returns the new list record.
+///
+/// # Safety
+/// `inputs` must be NULL or `count` list handles of this mock.
+unsafe fn import_reconciled(
+    m: &module::BufModuleRec,
+    ep: NvSciIpcEndpoint,
+    bytes: &[u8],
+    inputs: *const NvSciBufAttrList,
+    count: usize,
+) -> Res<Box<BufAttrListRec>> {
+    let slots = import_list(ep, bytes, true)?;
+    if count > 0 {
+        // SAFETY: forwarded contract.
+        let lists = unsafe { list::unreconciled_inputs(inputs, count) }?;
+        if !gather(&lists).iter().all(|s| satisfies(s, &slots[0])) {
+            return Err(NvSciError_AttrListValidationFailed);
+        }
+    }
+    Ok(BufAttrListRec::new(m.shared.clone(), Flags::RECONCILED, slots, None))
 }
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe extern "C" fn attr_list_import_reconciled(
-    _module: NvSciBufModule,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *const c_void,
-    _len: usize,
-    _inputs: *const NvSciBufAttrList,
-    _count: usize,
-    _out: *mut NvSciBufAttrList,
+    m: NvSciBufModule,
+    ep: NvSciIpcEndpoint,
+    desc: *const c_void,
+    len: usize,
+    inputs: *const NvSciBufAttrList,
+    count: usize,
+    out: *mut NvSciBufAttrList,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufAttrListIpcImportReconciled", || {
+        // SAFETY: `m` is NULL or a live module handle of this mock.
+        let m = unsafe { module::get(m) }?;
+        non_null(out)?;
+        // SAFETY: `desc` is readable for `len` bytes; `inputs` holds `count` handles.
+        let rec = unsafe { import_reconciled(m, ep, desc_bytes(desc, len)?, inputs, count) }?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, rec.into_handle()) }
+    })
+}
+
+fn valid_perm(p: NvSciBufAttrValAccessPerm) -> bool {
+    p == NvSciBufAccessPerm_Readonly || p == NvSciBufAccessPerm_ReadWrite
+}
+
+/// Sends the object's memory to the peer and encodes its descriptor.
+fn export_obj(o: &obj::BufObjRec, perm: NvSciBufAttrValAccessPerm, ep: NvSciIpcEndpoint) -> Res<Vec<u8>> {
+    let granted = if perm == NvSciBufAccessPerm_Auto { o.perm() } else { perm };
+    if !valid_perm(granted) || granted > o.perm() {
+        return bad();
+    }
+    let fd = o.pages().fd().ok_or(NvSciError_NotSupported)?;
+    let (link, id) = endpoint::send_fd(ep, fd)?;
+    let mut w = Writer::default();
+    w.u64(OBJ_MAGIC)
+        .u64(link)
+        .u64(id)
+        .u64(o.size())
+        .u64(o.pages().len() as u64)
+        .u32(granted)
+        .u64(lists::digest(o.attrs(), NvSciBufGeneralAttrKey_ActualPerm));
+    Ok(w.seal())
+}
+
+/// Imports an object descriptor with the reconciled list `l`.
+fn import_obj(
+    ep: NvSciIpcEndpoint,
+    sealed: &[u8],
+    l: &BufAttrListRec,
+    min: NvSciBufAttrValAccessPerm,
+    timeout_us: i64,
+) -> Res<NvSciBufObj> {
+    if !l.flags.reconciled || !valid_perm(min) {
+        return bad();
+    }
+    let link = endpoint::link(ep)?;
+    let mut r = Reader::open(sealed).ok_or(NvSciError_BadParameter)?;
+    let mut field = || r.u64().ok_or(NvSciError_BadParameter);
+    if field()? != OBJ_MAGIC || field()? != link {
+        return bad();
+    }
+    let (id, size, pages_len) = (field()?, field()?, field()?);
+    let granted = r.u32().ok_or(NvSciError_BadParameter)?;
+    let digest = r.u64().ok_or(NvSciError_BadParameter)?;
+    if !r.is_done() || !valid_perm(granted) || size == 0 || size > pages_len {
+        return bad();
+    }
+    if digest != lists::digest(&l.slot0(), NvSciBufGeneralAttrKey_ActualPerm) {
+        return bad();
+    }
+    if min > granted {
+        return Err(NvSciError_AccessDenied);
+    }
+    let fd = endpoint::take_fd(ep, id, timeout_us)?;
+    let len = usize::try_from(pages_len).map_err(|_| NvSciError_BadParameter)?;
+    let pages = map_pages(fd, len)?;
+    Ok(obj::from_import(pages, size, l, granted))
+}
+
+#[cfg(all(target_os = "linux", not(miri)))]
+fn map_pages(fd: std::os::fd::OwnedFd, len: usize) -> Res<Pages> {
+    Pages::map(fd, len)
+}
+
+#[cfg(not(all(target_os = "linux", not(miri))))]
+fn map_pages(_fd: std::os::fd::OwnedFd, _len: usize) -> Res<Pages> {
+    Err(NvSciError_NotSupported)
 }
 
 pub(crate) unsafe extern "C" fn obj_export(
-    _obj: NvSciBufObj,
-    _perm: NvSciBufAttrValAccessPerm,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *mut NvSciBufObjIpcExportDescriptor,
+    o: NvSciBufObj,
+    perm: NvSciBufAttrValAccessPerm,
+    ep: NvSciIpcEndpoint,
+    desc: *mut NvSciBufObjIpcExportDescriptor,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufObjIpcExport", || {
+        // SAFETY: `o` is NULL or a live object handle of this mock.
+        let o = unsafe { obj::get(o) }?;
+        non_null(desc)?;
+        let sealed = export_obj(o, perm, ep)?;
+        let mut bytes = [0u8; 256];
+        codec::to_fixed(&sealed, &mut bytes).ok_or(NvSciError_ResourceError)?;
+        let mut words = [0u64; 32];
+        for (w, c) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *w = u64::from_ne_bytes(c.try_into().unwrap_or_default());
+        }
+        let d = NvSciBufObjIpcExportDescriptor { data: words };
+        // SAFETY: `desc` is non-NULL caller storage (align 1: written unaligned).
+        unsafe { desc.write_unaligned(d) };
+        Ok(())
+    })
+}
+
+fn fixed_bytes(d: &NvSciBufObjIpcExportDescriptor) -> [u8; 256] {
+    let words = d.data;
+    let mut b = [0u8; 256];
+    for (c, w) in b.chunks_exact_mut(8).zip(words) {
+        c.copy_from_slice(&w.to_ne_bytes());
+    }
+    b
 }
 
 pub(crate) unsafe extern "C" fn obj_import(
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *const NvSciBufObjIpcExportDescriptor,
-    _list: NvSciBufAttrList,
-    _perm: NvSciBufAttrValAccessPerm,
-    _timeout_us: i64,
-    _out: *mut NvSciBufObj,
+    ep: NvSciIpcEndpoint,
+    desc: *const NvSciBufObjIpcExportDescriptor,
+    l: NvSciBufAttrList,
+    min: NvSciBufAttrValAccessPerm,
+    timeout_us: i64,
+    out: *mut NvSciBufObj,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufObjIpcImport", || {
+        non_null(desc)?;
+        non_null(out)?;
+        // SAFETY: `l` is NULL or a live list handle of this mock.
+        let l = unsafe { list::get(l) }?;
+        // SAFETY: `desc` is non-NULL and points to a descriptor (align 1: read unaligned).
+        let bytes = fixed_bytes(&unsafe { desc.read_unaligned() });
+        let sealed = codec::from_fixed(&bytes).ok_or(NvSciError_BadParameter)?;
+        let h = import_obj(ep, sealed, l, min, timeout_us)?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, h) }
+    })
 }
 
 pub(crate) unsafe extern "C" fn export_attr_list_and_obj(
-    _obj: NvSciBufObj,
-    _perm: NvSciBufAttrValAccessPerm,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *mut *mut c_void,
-    _len: *mut usize,
+    o: NvSciBufObj,
+    perm: NvSciBufAttrValAccessPerm,
+    ep: NvSciIpcEndpoint,
+    out: *mut *mut c_void,
+    len: *mut usize,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufIpcExportAttrListAndObj", || {
+        // SAFETY: `o` is NULL or a live object handle of this mock.
+        let o = unsafe { obj::get(o) }?;
+        non_null(out)?;
+        non_null(len)?;
+        let link = endpoint::link(ep)?;
+        let list = lists::encode(Lib::Buf, link, true, &[], std::slice::from_ref(o.attrs()));
+        let object = export_obj(o, perm, ep)?;
+        let mut w = Writer::default();
+        w.u32(list.len() as u32).bytes(&list).bytes(&object);
+        let (p, n) = desc::alloc_bytes(&o.view_module().ledger, &w.0)?;
+        // SAFETY: both out-pointers are non-NULL caller storage.
+        unsafe {
+            out.write(p);
+            len.write(n);
+        }
+        Ok(())
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe extern "C" fn import_attr_list_and_obj(
-    _module: NvSciBufModule,
-    _endpoint: NvSciIpcEndpoint,
-    _desc: *const c_void,
-    _len: usize,
-    _lists: *const NvSciBufAttrList,
-    _count: usize,
-    _perm: NvSciBufAttrValAccessPerm,
-    _timeout_us: i64,
-    _out: *mut NvSciBufObj,
+    m: NvSciBufModule,
+    ep: NvSciIpcEndpoint,
+    desc: *const c_void,
+    len: usize,
+    lists_in: *const NvSciBufAttrList,
+    count: usize,
+    min: NvSciBufAttrValAccessPerm,
+    timeout_us: i64,
+    out: *mut NvSciBufObj,
 ) -> NvSciError {
-    NvSciError_NotSupported
+    guard("NvSciBufIpcImportAttrListAndObj", || {
+        // SAFETY: `m` is NULL or a live module handle of this mock.
+        let m = unsafe { module::get(m) }?;
+        non_null(out)?;
+        // SAFETY: `desc` is NULL or readable for `len` bytes.
+        let bytes = unsafe { desc_bytes(desc, len) }?;
+        let n = bytes.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).ok_or(NvSciError_BadParameter)?;
+        let split = 4usize.checked_add(n as usize).filter(|s| *s <= bytes.len()).ok_or(NvSciError_BadParameter)?;
+        // SAFETY: `lists_in` holds `count` handles of this mock (or is NULL with count 0).
+        let list = unsafe { import_reconciled(m, ep, &bytes[4..split], lists_in, count) }?;
+        let h = import_obj(ep, &bytes[split..], &list, min, timeout_us)?;
+        // SAFETY: `out` is non-NULL caller storage.
+        unsafe { write_out(out, h) }
+    })
 }
 
-/// Frees an attribute-list-and-object descriptor. The mock never creates one; NULL and any
-/// descriptor buffer of the mock are accepted.
 pub(crate) unsafe extern "C" fn attr_list_and_obj_free_desc(desc: *mut c_void) {
-    // SAFETY: `desc` is NULL or a descriptor buffer returned by this mock.
-    crate::ffi::guard_void(|| unsafe { crate::desc::free(desc) });
+    // SAFETY: `desc` is NULL or a buffer from `export_attr_list_and_obj`.
+    guard_void(|| unsafe { desc::free(desc) });
 }

@@ -65,11 +65,46 @@ pub(crate) unsafe fn get<'a>(obj: NvSciBufObj) -> Res<&'a BufObjRec> {
 }
 
 impl BufObjRec {
+    /// This handle's access permission.
+    pub(crate) fn perm(&self) -> NvSciBufAttrValAccessPerm {
+        self.perm
+    }
+
+    /// The allocation's object size (the reconciled size; the pages may be larger).
+    pub(crate) fn size(&self) -> u64 {
+        self.mem.size
+    }
+
+    /// The reconciled attributes the allocation was made from.
+    pub(crate) fn attrs(&self) -> &Slot {
+        &self.mem.attrs
+    }
+
+    /// The module the allocation was made under.
+    pub(crate) fn view_module(&self) -> &std::sync::Arc<BufModuleShared> {
+        &self.mem.module
+    }
+
+    /// The allocation's pages (for export).
+    pub(crate) fn pages(&self) -> &Pages {
+        &self.mem.pages
+    }
+
     /// The host memory of the allocation: its first byte and its size in bytes (whole pages). The
     /// same for every handle of the allocation; valid while any of them lives.
     pub(crate) fn host_memory(&self) -> (*mut u8, u64) {
         (self.mem.pages.as_ptr(), self.mem.pages.len() as u64)
     }
+}
+
+/// A handle with permission `perm` on `pages` exported by another process, described by the
+/// reconciled list `l` (imported from the same exporter) and of object size `size`.
+pub(crate) fn from_import(pages: Pages, size: u64, l: &BufAttrListRec, perm: NvSciBufAttrValAccessPerm) -> NvSciBufObj {
+    let mut attrs = l.slot0();
+    attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
+    let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
+    let mem = Arc::new(BufMem { pages, size, need_cpu_access, module: l.module.clone(), attrs });
+    new_handle(mem, perm)
 }
 
 /// Allocates memory for the reconciled list `l`.

@@ -469,7 +469,9 @@ fn close(h: NvSciIpcEndpoint) -> Res {
 }
 
 pub(crate) unsafe extern "C" fn close_endpoint(h: NvSciIpcEndpoint) {
-    guard_void(|| drop(close(h)));
+    guard_void(|| {
+        let _ = close(h);
+    });
 }
 
 pub(crate) unsafe extern "C" fn close_endpoint_safe(h: NvSciIpcEndpoint, _clear: bool) -> NvSciError {
@@ -491,7 +493,9 @@ fn reset(h: NvSciIpcEndpoint) -> Res {
 }
 
 pub(crate) unsafe extern "C" fn reset_endpoint(h: NvSciIpcEndpoint) {
-    guard_void(|| drop(reset(h)));
+    guard_void(|| {
+        let _ = reset(h);
+    });
 }
 
 pub(crate) unsafe extern "C" fn reset_endpoint_safe(h: NvSciIpcEndpoint) -> NvSciError {

@@ -5,6 +5,7 @@
 pub(crate) mod codec;
 pub mod config;
 pub(crate) mod endpoint;
+pub(crate) mod lists;
 
 use nvsci_sys::NvSciIpcFns;
 

@@ -22,6 +22,16 @@ impl Counter {
         Ok(Counter { pages: Pages::zeroed(size, align)? })
     }
 
+    /// A counter on pages mapped from another process (at least one page, so the atomic fits).
+    pub(crate) fn from_pages(pages: Pages) -> Counter {
+        Counter { pages }
+    }
+
+    /// The pages holding the counter (for export).
+    pub(crate) fn pages(&self) -> &Pages {
+        &self.pages
+    }
+
     /// The counter as an atomic.
     pub(crate) fn atomic(&self) -> &AtomicU64 {
         // SAFETY: the allocation is at least `size_of::<AtomicU64>()` bytes, aligned for

@@ -30,7 +30,7 @@ static REGISTRY: Mutex<BTreeMap<u64, (Arc<SyncCore>, usize)>> = Mutex::new(BTree
 
 /// The object state a fence refers to: `Ok(None)` for a cleared fence, `BadParameter` for
 /// contents this mock did not produce (or whose reference was already released).
-fn core_of(f: &NvSciSyncFence) -> Res<Option<Arc<SyncCore>>> {
+pub(crate) fn core_of(f: &NvSciSyncFence) -> Res<Option<Arc<SyncCore>>> {
     if is_cleared(f) {
         return Ok(None);
     }

@@ -52,6 +52,9 @@ pub(crate) fn fns() -> NvSciSyncFns {
     t.NvSciSyncObjIpcImport = Some(ipc::obj_import);
     t.NvSciSyncIpcExportFence = Some(ipc::export_fence);
     t.NvSciSyncIpcImportFence = Some(ipc::import_fence);
+    t.NvSciSyncIpcExportAttrListAndObj = Some(ipc::export_attr_list_and_obj);
+    t.NvSciSyncIpcImportAttrListAndObj = Some(ipc::import_attr_list_and_obj);
+    t.NvSciSyncAttrListAndObjFreeDesc = Some(ipc::attr_list_and_obj_free_desc);
     t.NvSciSyncObjValidate = Some(obj::validate);
     t.NvSciSyncFenceExtractFence = Some(fence::extract);
     t

@@ -40,6 +40,8 @@ pub(crate) struct SyncCore {
     magic: u64,
     /// Identity fences refer to the state by (never reused in the process).
     pub id: u64,
+    /// Identity shared with every process the object is exported to (fence descriptors name it).
+    pub uuid: u64,
     pub module: Arc<SyncModuleShared>,
     pub meta: SyncMeta,
     /// The primitive: the value reached.
@@ -80,6 +82,18 @@ fn new_handle(core: Arc<SyncCore>, view_src: &SyncAttrListRec) -> NvSciSyncObj {
     handle::into_handle(Box::new(SyncObjRec { magic: SyncObjRec::MAGIC, core, view, _count: count }))
 }
 
+impl SyncObjRec {
+    /// The object's reconciled attributes, as its `NvSciSyncObjGetAttrList` view holds them.
+    pub(crate) fn view_slot(&self) -> crate::attrs::Slot {
+        crate::list_common::ListRecord::slot0(&*self.view)
+    }
+
+    /// The object's attribute-list view.
+    pub(crate) fn view(&self) -> &SyncAttrListRec {
+        &self.view
+    }
+}
+
 /// Borrows an object record.
 ///
 /// # Safety
@@ -94,14 +108,40 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
         (true, Some(meta)) => meta,
         _ => return bad(),
     };
-    static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let uuid = crate::ipc::codec::fnv1a(&[u64::from(std::process::id()).to_le_bytes(), id.to_le_bytes()].concat());
     let core = Arc::new(SyncCore {
         magic: SyncCore::MAGIC,
-        id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        id,
+        uuid,
         module: l.module.clone(),
         meta,
         counter: Counter::new()?,
         state: Mutex::new(SyncState::default()),
+        cv: Condvar::new(),
+    });
+    Ok(new_handle(core, l))
+}
+
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A handle on an object exported by another process: its counter mapped from the exporter's
+/// pages, identified by the exporter's `uuid`, described by the reconciled list `l` (imported
+/// from the same exporter). Fences generated here continue from the counter's current value.
+pub(crate) fn from_import(counter: Counter, uuid: u64, l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
+    let meta = match (l.flags.reconciled, l.meta) {
+        (true, Some(meta)) => meta,
+        _ => return bad(),
+    };
+    let next = counter.load();
+    let core = Arc::new(SyncCore {
+        magic: SyncCore::MAGIC,
+        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+        uuid,
+        module: l.module.clone(),
+        meta,
+        counter,
+        state: Mutex::new(SyncState { next, ..SyncState::default() }),
         cv: Condvar::new(),
     });
     Ok(new_handle(core, l))
