@@ -70,7 +70,8 @@ macro_rules! attr_list_type {
                 Ok(Self { raw, module: module.clone(), owned: true })
             }
 
-            fn wrap(raw: nvsci_sys::$RawList, module: &$Module) -> Self {
+            /// Takes ownership of `raw`, a list created under `module`.
+            pub(crate) fn wrap(raw: nvsci_sys::$RawList, module: &$Module) -> Self {
                 Self { raw, module: module.clone(), owned: true }
             }
 

@@ -146,6 +146,51 @@ pub enum Error {
         /// The ring's timeout, in microseconds.
         timeout_us: i64,
     },
+    /// An IPC endpoint could not be used: `endpoint` names it, `reason` says what happened (not
+    /// configured, busy, peer gone, message too large, ...).
+    #[error("IPC endpoint `{endpoint}`: {reason}")]
+    Ipc {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+        /// The NvSci status code behind it, if any.
+        code: Option<NvSciError>,
+    },
+    /// The peer process of an endpoint went away (closed or reset its endpoint, or exited).
+    #[error("IPC endpoint `{endpoint}`: the peer is gone (connection reset) during {during}")]
+    IpcPeerGone {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What was being done.
+        during: &'static str,
+    },
+    /// An IPC operation ran out of time.
+    #[error("IPC endpoint `{endpoint}`: {during} timed out after {timeout_us} us")]
+    IpcTimeout {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What was being waited for.
+        during: &'static str,
+        /// The timeout that expired, in microseconds.
+        timeout_us: i64,
+    },
+    /// An import asked for more permission than the exporter granted.
+    #[error("{what}: the exporter granted less than the {requested} this import asked for")]
+    ImportPermission {
+        /// What was imported.
+        what: &'static str,
+        /// The permission asked for.
+        requested: &'static str,
+    },
+    /// A descriptor was refused: wrong size, another endpoint's, truncated or corrupted.
+    #[error("invalid {what} descriptor: {reason}")]
+    InvalidDescriptor {
+        /// Which descriptor type.
+        what: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
     /// An argument was rejected before reaching the library.
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {

@@ -46,6 +46,7 @@ pub mod buf;
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 mod error;
+pub mod ipc;
 mod library;
 pub mod pipeline;
 pub mod sync;

@@ -33,7 +33,7 @@ pub struct PlaneLayout {
 
 /// CPU borrow state shared by every duplicate of one allocation: >0 readers, -1 one writer.
 #[derive(Default)]
-struct CpuBorrow(AtomicIsize);
+pub(crate) struct CpuBorrow(AtomicIsize);
 
 /// One reference to an NvSciBuf allocation.
 ///
@@ -83,7 +83,8 @@ impl BufObj {
         Self::wrap(raw, &list.module, Arc::default())
     }
 
-    fn wrap(raw: sys::NvSciBufObj, module: &BufModule, cpu: Arc<CpuBorrow>) -> Result<Self> {
+    /// Takes ownership of `raw` (freed on error too).
+    pub(crate) fn wrap(raw: sys::NvSciBufObj, module: &BufModule, cpu: Arc<CpuBorrow>) -> Result<Self> {
         let mut obj = Self { raw, module: module.clone(), perm: Perm::ReadOnly, size: 0, cpu };
         // From here on `obj` owns `raw` and frees it on any error below.
         let list = obj.attr_list()?;
@@ -105,6 +106,11 @@ impl BufObj {
         obj.perm = perm;
         obj.size = size;
         Ok(obj)
+    }
+
+    /// Lowers this reference's permission to at most `perm` (never raises it).
+    pub(crate) fn cap_perm(&mut self, perm: Perm) {
+        self.perm = self.perm.min(perm);
     }
 
     /// A new reference with the same permission (never more than this one holds, whatever the

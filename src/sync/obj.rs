@@ -53,6 +53,11 @@ impl SyncObj {
         Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone() })))
     }
 
+    /// Takes ownership of `raw`, an object created under `module`.
+    pub(crate) fn from_raw(raw: sys::NvSciSyncObj, module: &SyncModule) -> Self {
+        Self(Arc::new(ObjInner { raw, module: module.clone() }))
+    }
+
     /// The object's reconciled attribute list (borrowed from the object).
     pub fn attr_list(&self) -> Result<SyncAttrListRef<'_>> {
         let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGetAttrList);

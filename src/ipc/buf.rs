@@ -1,0 +1,279 @@
+//! NvSciBuf export and import through an [`IpcEndpoint`].
+
+use super::desc::{AttrListDescriptor, BufObjDescriptor};
+use super::endpoint::timeout_micros;
+use super::IpcEndpoint;
+use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
+use crate::error::{invalid, Error, Result};
+use crate::library::nvfn;
+use nvsci_sys as sys;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Turns an import failure into the error that names its cause.
+pub(crate) fn import_error(
+    ep: &IpcEndpoint,
+    function: &'static str,
+    what: &'static str,
+    requested: &'static str,
+    timeout: Option<Duration>,
+    code: sys::NvSciError,
+) -> Error {
+    match code {
+        sys::NvSciError_AccessDenied => Error::ImportPermission { what, requested },
+        sys::NvSciError_ConnectionReset => ep.peer_gone(function),
+        sys::NvSciError_Timeout => ep.timed_out(function, timeout),
+        sys::NvSciError_AttrListValidationFailed => Error::InvalidDescriptor {
+            what,
+            reason: "the imported reconciled list does not satisfy this process's unreconciled lists".into(),
+        },
+        sys::NvSciError_BadParameter => Error::InvalidDescriptor {
+            what,
+            reason: format!(
+                "{function} refused it (exported through another endpoint, truncated or corrupted, or not \
+                 matching the reconciled list it was imported with)"
+            ),
+        },
+        c => Error::NvSci { function, code: crate::NvSciError(c) },
+    }
+}
+
+/// Turns an export failure into the error that names its cause.
+pub(crate) fn export_error(ep: &IpcEndpoint, function: &'static str, code: sys::NvSciError) -> Error {
+    match code {
+        sys::NvSciError_ConnectionReset => ep.peer_gone(function),
+        sys::NvSciError_InvalidState => Error::Ipc {
+            endpoint: ep.name().to_owned(),
+            reason: format!("{function}: the endpoint is not connected yet (call wait_connected first)"),
+            code: Some(crate::NvSciError(code)),
+        },
+        c => Error::NvSci { function, code: crate::NvSciError(c) },
+    }
+}
+
+fn perm_name(p: Perm) -> &'static str {
+    match p {
+        Perm::ReadOnly => "read-only access",
+        Perm::ReadWrite => "read-write access",
+    }
+}
+
+impl BufAttrList {
+    /// Exports unreconciled lists (`NvSciBufAttrListIpcExportUnreconciled`) for the peer of
+    /// `ep`, which reconciles them with its own.
+    pub fn export_unreconciled(lists: &[&BufAttrList], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
+        let first = lists.first().ok_or_else(|| invalid("lists", "at least one list is needed"))?;
+        let lib = first.module.0.lib.clone();
+        let f = nvfn!(lib.buf(), NvSciBufAttrListIpcExportUnreconciled);
+        let raw: heapless::Vec<sys::NvSciBufAttrList, 16> = lists.iter().map(|l| l.raw).collect();
+        if raw.len() != lists.len() {
+            return Err(Error::Capacity { what: "lists exported at once", max: 16 });
+        }
+        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
+        // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
+        let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
+        if code != sys::NvSciError_Success {
+            return Err(export_error(ep, "NvSciBufAttrListIpcExportUnreconciled", code));
+        }
+        // SAFETY: `p` is the buffer just exported, freed once with its own function.
+        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListFreeDesc) })
+    }
+
+    /// Exports this reconciled list (`NvSciBufAttrListIpcExportReconciled`).
+    pub fn export_reconciled(&self, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
+        let lib = self.module.0.lib.clone();
+        let f = nvfn!(lib.buf(), NvSciBufAttrListIpcExportReconciled);
+        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
+        // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
+        let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
+        if code != sys::NvSciError_Success {
+            return Err(export_error(ep, "NvSciBufAttrListIpcExportReconciled", code));
+        }
+        // SAFETY: as above.
+        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListFreeDesc) })
+    }
+}
+
+impl BufModule {
+    /// Imports unreconciled lists exported by the peer of `ep` (one read-only list holding all
+    /// of their slots), to reconcile with this process's lists.
+    pub fn import_unreconciled(&self, ep: &IpcEndpoint, desc: &AttrListDescriptor) -> Result<BufAttrList> {
+        let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportUnreconciled);
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
+        let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
+        if code != sys::NvSciError_Success {
+            return Err(import_error(ep, "NvSciBufAttrListIpcImportUnreconciled", "attribute list", "", None, code));
+        }
+        Ok(BufAttrList::wrap(raw, self))
+    }
+
+    /// Imports a reconciled list exported by the peer, checked against this process's
+    /// unreconciled `inputs` (a list that does not satisfy them is an
+    /// [`Error::InvalidDescriptor`]).
+    pub fn import_reconciled(
+        &self,
+        ep: &IpcEndpoint,
+        desc: &AttrListDescriptor,
+        inputs: &[&BufAttrList],
+    ) -> Result<BufAttrList> {
+        let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportReconciled);
+        let raw_in: heapless::Vec<sys::NvSciBufAttrList, 16> = inputs.iter().map(|l| l.raw).collect();
+        if raw_in.len() != inputs.len() {
+            return Err(Error::Capacity { what: "input lists", max: 16 });
+        }
+        let mut raw = core::ptr::null_mut();
+        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
+        // SAFETY: the module and every input list are alive; `raw` receives a list.
+        let code =
+            unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw) };
+        if code != sys::NvSciError_Success {
+            return Err(import_error(ep, "NvSciBufAttrListIpcImportReconciled", "reconciled attribute list", "", None, code));
+        }
+        Ok(BufAttrList::wrap(raw, self))
+    }
+
+    /// Imports a buffer and its reconciled list exported together with
+    /// [`BufObj::export_with_attr_list`], checking the list against `inputs`, with at least
+    /// `min` permission.
+    pub fn import_attr_list_and_obj(
+        &self,
+        ep: &IpcEndpoint,
+        desc: &AttrListDescriptor,
+        inputs: &[&BufAttrList],
+        min: Perm,
+        timeout: Option<Duration>,
+    ) -> Result<BufObj> {
+        let f = nvfn!(self.0.lib.buf(), NvSciBufIpcImportAttrListAndObj);
+        let raw_in: heapless::Vec<sys::NvSciBufAttrList, 16> = inputs.iter().map(|l| l.raw).collect();
+        if raw_in.len() != inputs.len() {
+            return Err(Error::Capacity { what: "input lists", max: 16 });
+        }
+        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: as for `import_reconciled`; `raw` receives a new object reference.
+        let code = unsafe {
+            f(
+                self.0.raw,
+                ep.as_raw(),
+                desc.0.as_ptr().cast(),
+                desc.0.len(),
+                ptr,
+                raw_in.len(),
+                min as u32,
+                timeout_micros(timeout),
+                &mut raw,
+            )
+        };
+        if code != sys::NvSciError_Success {
+            return Err(import_error(ep, "NvSciBufIpcImportAttrListAndObj", "NvSciBuf object", perm_name(min), timeout, code));
+        }
+        BufObj::wrap(raw, self, Arc::default())
+    }
+}
+
+/// A buffer imported with read-only permission: only reads are possible, whatever the memory's
+/// other holders may do. [`as_buf_obj`](Self::as_buf_obj) gives the object for read-only uses
+/// (CPU reads, `ExternalMemory::<ReadOnly>` imports); writes through it are refused at run time.
+#[derive(Debug)]
+pub struct ReadOnlyBufObj(BufObj);
+
+impl ReadOnlyBufObj {
+    /// The object (its [`perm`](BufObj::perm) is [`Perm::ReadOnly`]).
+    pub fn as_buf_obj(&self) -> &BufObj {
+        &self.0
+    }
+
+    /// Reads the memory on the CPU (see [`BufObj::cpu_read`]).
+    pub fn cpu_read(&self) -> Result<crate::buf::CpuRead<'_>> {
+        self.0.cpu_read()
+    }
+
+    /// The object's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.0.size()
+    }
+}
+
+impl BufObj {
+    /// Exports this buffer to the peer of `ep` granting `perm` (at most this reference's own
+    /// permission: more is an [`Error::PermissionDenied`]).
+    pub fn export(&self, perm: Perm, ep: &IpcEndpoint) -> Result<BufObjDescriptor> {
+        if perm > self.perm() {
+            return Err(Error::PermissionDenied("an export cannot grant more permission than the exporting reference has"));
+        }
+        let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjIpcExport);
+        let mut d = sys::NvSciBufObjIpcExportDescriptor::default();
+        // SAFETY: the object is alive; `d` is a valid out-pointer.
+        let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut d) };
+        if code != sys::NvSciError_Success {
+            return Err(export_error(ep, "NvSciBufObjIpcExport", code));
+        }
+        let words = d.data;
+        Ok(BufObjDescriptor::from_words(&words))
+    }
+
+    /// Exports this buffer and its reconciled list in one descriptor
+    /// (`NvSciBufIpcExportAttrListAndObj`).
+    pub fn export_with_attr_list(&self, perm: Perm, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
+        if perm > self.perm() {
+            return Err(Error::PermissionDenied("an export cannot grant more permission than the exporting reference has"));
+        }
+        let lib = self.module().0.lib.clone();
+        let f = nvfn!(lib.buf(), NvSciBufIpcExportAttrListAndObj);
+        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
+        // SAFETY: the object is alive; `p`/`n` receive a library-owned buffer.
+        let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut p, &mut n) };
+        if code != sys::NvSciError_Success {
+            return Err(export_error(ep, "NvSciBufIpcExportAttrListAndObj", code));
+        }
+        // SAFETY: `p` is the buffer just exported, freed once with its own function.
+        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListAndObjFreeDesc) })
+    }
+
+    fn import_raw(
+        ep: &IpcEndpoint,
+        desc: &BufObjDescriptor,
+        reconciled: &BufAttrList,
+        min: Perm,
+        timeout: Option<Duration>,
+    ) -> Result<BufObj> {
+        if !reconciled.is_reconciled()? {
+            return Err(invalid("reconciled", "an object is imported with the reconciled list imported from its exporter"));
+        }
+        let module = reconciled.module().clone();
+        let f = nvfn!(module.0.lib.buf(), NvSciBufObjIpcImport);
+        let d = sys::NvSciBufObjIpcExportDescriptor { data: desc.words::<32>() };
+        let mut raw = core::ptr::null_mut();
+        // SAFETY: the list is alive; `d` is a descriptor value; `raw` receives a new reference.
+        let code = unsafe { f(ep.as_raw(), &d, reconciled.raw, min as u32, timeout_micros(timeout), &mut raw) };
+        if code != sys::NvSciError_Success {
+            return Err(import_error(ep, "NvSciBufObjIpcImport", "NvSciBuf object", perm_name(min), timeout, code));
+        }
+        BufObj::wrap(raw, &module, Arc::default())
+    }
+
+    /// Imports a buffer the peer of `ep` exported with read-write permission, described by the
+    /// reconciled list imported from the same peer. A read-only export is an
+    /// [`Error::ImportPermission`].
+    pub fn import(
+        ep: &IpcEndpoint,
+        desc: &BufObjDescriptor,
+        reconciled: &BufAttrList,
+        timeout: Option<Duration>,
+    ) -> Result<BufObj> {
+        Self::import_raw(ep, desc, reconciled, Perm::ReadWrite, timeout)
+    }
+
+    /// Imports a buffer with read-only access (whatever the export granted).
+    pub fn import_read_only(
+        ep: &IpcEndpoint,
+        desc: &BufObjDescriptor,
+        reconciled: &BufAttrList,
+        timeout: Option<Duration>,
+    ) -> Result<ReadOnlyBufObj> {
+        let mut obj = Self::import_raw(ep, desc, reconciled, Perm::ReadOnly, timeout)?;
+        obj.cap_perm(Perm::ReadOnly);
+        Ok(ReadOnlyBufObj(obj))
+    }
+}

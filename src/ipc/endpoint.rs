@@ -1,0 +1,376 @@
+//! NvSciIpc endpoints: opened by name, closed on drop, with frame reads and writes that wait on
+//! the endpoint's event descriptor up to a timeout.
+
+use super::Ipc;
+use crate::error::{Error, NvSciError, Result};
+use crate::library::nvfn;
+use nvsci_sys as sys;
+use std::ffi::CString;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// The geometry of an endpoint's channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndpointInfo {
+    /// Frames the channel holds in each direction.
+    pub frames: u32,
+    /// Bytes per frame: the largest single [`IpcEndpoint::write`].
+    pub frame_size: u32,
+}
+
+/// An open NvSciIpc endpoint (`NvSciIpcOpenEndpoint`; `NvSciIpcCloseEndpoint` on drop).
+///
+/// Frames are the channel's unit: each [`write`](Self::write) sends one frame of at most
+/// [`EndpointInfo::frame_size`] bytes and each [`read`](Self::read) receives one.
+/// [`send_message`](Self::send_message) / [`recv_message`](Self::recv_message) carry larger
+/// messages (attribute-list descriptors) over several frames. The endpoint's event descriptor
+/// ([`event_fd`](Self::event_fd)) can be registered with poll, epoll or an async runtime; after
+/// it becomes readable, [`events`](Self::events) says what happened.
+pub struct IpcEndpoint {
+    ipc: Ipc,
+    raw: sys::NvSciIpcEndpoint,
+    name: String,
+    event_fd: RawFd,
+    info: EndpointInfo,
+}
+
+impl std::fmt::Debug for IpcEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IpcEndpoint").field("name", &self.name).field("info", &self.info).finish()
+    }
+}
+
+// SAFETY: NvSciIpc documents its read, write, event and info functions as thread-safe and the
+// handle is a plain integer without thread affinity.
+unsafe impl Send for IpcEndpoint {}
+// SAFETY: as above; `&IpcEndpoint` only reaches those thread-safe calls.
+unsafe impl Sync for IpcEndpoint {}
+
+impl Drop for IpcEndpoint {
+    fn drop(&mut self) {
+        if let Some(close) = self.ipc.0.fns.NvSciIpcCloseEndpoint {
+            // SAFETY: `raw` is our open endpoint, closed exactly once.
+            unsafe { close(self.raw) };
+        }
+    }
+}
+
+/// Events reported by [`IpcEndpoint::events`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct IpcEvents(pub u32);
+
+impl IpcEvents {
+    /// A frame can be read (`NV_SCI_IPC_EVENT_READ`).
+    pub fn readable(self) -> bool {
+        self.0 & sys::NV_SCI_IPC_EVENT_READ != 0
+    }
+    /// A frame can be written (`NV_SCI_IPC_EVENT_WRITE`).
+    pub fn writable(self) -> bool {
+        self.0 & sys::NV_SCI_IPC_EVENT_WRITE != 0
+    }
+    /// The connection was established (`NV_SCI_IPC_EVENT_CONN_EST`).
+    pub fn connected(self) -> bool {
+        self.0 & sys::NV_SCI_IPC_EVENT_CONN_EST != 0
+    }
+    /// The connection was reset (`NV_SCI_IPC_EVENT_CONN_RESET`).
+    pub fn reset(self) -> bool {
+        self.0 & sys::NV_SCI_IPC_EVENT_CONN_RESET != 0
+    }
+}
+
+fn deadline(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.map(|t| Instant::now() + t)
+}
+
+pub(crate) fn timeout_micros(timeout: Option<Duration>) -> i64 {
+    timeout.map_or(-1, |t| i64::try_from(t.as_micros()).unwrap_or(i64::MAX))
+}
+
+impl IpcEndpoint {
+    /// Opens the endpoint `name` (as configured in `/etc/nvsciipc.cfg`, or the mock's
+    /// configuration file), resets it so that the connection is established, and reads its
+    /// geometry. A name that is not configured, already open, or too long is an
+    /// [`Error::Ipc`] naming it.
+    pub fn open(ipc: &Ipc, name: &str) -> Result<Self> {
+        let fns = &ipc.0.fns;
+        let err = |reason: String, code: Option<NvSciError>| Error::Ipc { endpoint: name.to_owned(), reason, code };
+        let cname = CString::new(name).map_err(|_| err("the name contains a NUL byte".into(), None))?;
+        if name.is_empty() || name.len() >= sys::NVSCIIPC_MAX_ENDPOINT_NAME as usize {
+            return Err(err(format!("names are 1 to {} bytes long", sys::NVSCIIPC_MAX_ENDPOINT_NAME - 1), None));
+        }
+        let open = nvfn!(fns, NvSciIpcOpenEndpoint);
+        let mut raw = 0;
+        // SAFETY: `cname` is NUL-terminated and outlives the call; `raw` is a valid out-pointer.
+        let code = unsafe { open(cname.as_ptr(), &mut raw) };
+        if code != sys::NvSciError_Success {
+            let reason = match code {
+                sys::NvSciError_NoSuchEntry => {
+                    if ipc.0.mock {
+                        "not configured (no such entry in $NVSCI_MOCK_IPC_DIR/nvsciipc.cfg)".to_owned()
+                    } else {
+                        "not configured (no such entry in /etc/nvsciipc.cfg)".to_owned()
+                    }
+                }
+                sys::NvSciError_Busy => "already open (in this or another process)".to_owned(),
+                sys::NvSciError_NotPermitted => "this process may not open it".to_owned(),
+                _ => "NvSciIpcOpenEndpoint failed".to_owned(),
+            };
+            return Err(err(reason, Some(NvSciError(code))));
+        }
+        // From here on the endpoint is ours and closed by `Drop` on any error below.
+        let mut ep = Self {
+            ipc: ipc.clone(),
+            raw,
+            name: name.to_owned(),
+            event_fd: -1,
+            info: EndpointInfo { frames: 0, frame_size: 0 },
+        };
+        let get_fd = nvfn!(fns, NvSciIpcGetLinuxEventFd);
+        let mut fd = -1;
+        // SAFETY: `raw` is open; `fd` is a valid out-pointer.
+        ep.check("NvSciIpcGetLinuxEventFd", unsafe { get_fd(raw, &mut fd) })?;
+        ep.event_fd = fd;
+        let get_info = nvfn!(fns, NvSciIpcGetEndpointInfo);
+        let mut info = sys::NvSciIpcEndpointInfo::default();
+        // SAFETY: as above.
+        ep.check("NvSciIpcGetEndpointInfo", unsafe { get_info(raw, &mut info) })?;
+        ep.info = EndpointInfo { frames: info.nframes, frame_size: info.frame_size };
+        if let Some(reset) = fns.NvSciIpcResetEndpointSafe {
+            // SAFETY: `raw` is open.
+            ep.check("NvSciIpcResetEndpointSafe", unsafe { reset(raw) })?;
+        } else {
+            let reset = nvfn!(fns, NvSciIpcResetEndpoint);
+            // SAFETY: `raw` is open.
+            unsafe { reset(raw) };
+        }
+        Ok(ep)
+    }
+
+    fn check(&self, function: &'static str, code: sys::NvSciError) -> Result<()> {
+        if code == sys::NvSciError_Success {
+            Ok(())
+        } else {
+            Err(Error::Ipc { endpoint: self.name.clone(), reason: format!("{function} failed"), code: Some(NvSciError(code)) })
+        }
+    }
+
+    /// The endpoint's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The channel's geometry.
+    pub fn info(&self) -> EndpointInfo {
+        self.info
+    }
+
+    /// The raw handle, for NvSci calls that take an endpoint.
+    pub fn as_raw(&self) -> sys::NvSciIpcEndpoint {
+        self.raw
+    }
+
+    /// The NvSciIpc this endpoint was opened with.
+    pub fn ipc(&self) -> &Ipc {
+        &self.ipc
+    }
+
+    /// The descriptor that becomes readable when something happened on the endpoint; valid as
+    /// long as the endpoint is open. Call [`events`](Self::events) once it is readable.
+    pub fn event_fd(&self) -> BorrowedFd<'_> {
+        // SAFETY: the library owns the descriptor and keeps it open until the endpoint is
+        // closed, which cannot happen while `self` is borrowed.
+        unsafe { BorrowedFd::borrow_raw(self.event_fd) }
+    }
+
+    /// The events that occurred since the last call (`NvSciIpcGetEvent`).
+    pub fn events(&self) -> Result<IpcEvents> {
+        let mut ev = 0;
+        let code = match self.ipc.0.fns.NvSciIpcGetEventSafe {
+            // SAFETY: the endpoint is open; `ev` is a valid out-pointer.
+            Some(f) => unsafe { f(self.raw, &mut ev) },
+            None => {
+                let f = nvfn!(self.ipc.0.fns, NvSciIpcGetEvent);
+                // SAFETY: as above.
+                unsafe { f(self.raw, &mut ev) }
+            }
+        };
+        self.check("NvSciIpcGetEvent", code)?;
+        Ok(IpcEvents(ev))
+    }
+
+    /// Waits until the event descriptor is readable or `until` passes (spurious wake-ups are
+    /// fine: callers re-check). Returns false once the deadline has passed.
+    fn wait_event(&self, until: Option<Instant>) -> bool {
+        let ms = match until {
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return false;
+                }
+                left.as_millis().clamp(1, 100) as i32
+            }
+            None => 100,
+        };
+        let mut p = libc::pollfd { fd: self.event_fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd for an open descriptor.
+        unsafe { libc::poll(&mut p, 1, ms) };
+        true
+    }
+
+    /// Waits until the connection with the peer endpoint is established.
+    pub fn wait_connected(&self, timeout: Option<Duration>) -> Result<()> {
+        let until = deadline(timeout);
+        loop {
+            let ev = self.events()?;
+            if ev.connected() || ev.writable() {
+                return Ok(());
+            }
+            if ev.reset() {
+                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "connecting" });
+            }
+            if !self.wait_event(until) {
+                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "connecting", timeout_us: timeout_micros(timeout) });
+            }
+        }
+    }
+
+    /// Writes one frame (at most [`EndpointInfo::frame_size`] bytes), waiting up to `timeout`
+    /// for room in the channel.
+    pub fn write(&self, frame: &[u8], timeout: Option<Duration>) -> Result<()> {
+        if frame.is_empty() || frame.len() > self.info.frame_size as usize {
+            return Err(Error::Ipc {
+                endpoint: self.name.clone(),
+                reason: format!("a frame is 1 to {} bytes, not {}", self.info.frame_size, frame.len()),
+                code: None,
+            });
+        }
+        let until = deadline(timeout);
+        loop {
+            let code = match self.ipc.0.fns.NvSciIpcWriteSafe {
+                Some(f) => {
+                    let mut n = 0u32;
+                    // SAFETY: `frame` is readable for its length (checked to fit in u32 above).
+                    unsafe { f(self.raw, frame.as_ptr().cast(), frame.len() as u32, &mut n) }
+                }
+                None => {
+                    let f = nvfn!(self.ipc.0.fns, NvSciIpcWrite);
+                    let mut n = 0i32;
+                    // SAFETY: as above.
+                    unsafe { f(self.raw, frame.as_ptr().cast(), frame.len(), &mut n) }
+                }
+            };
+            match code {
+                sys::NvSciError_Success => return Ok(()),
+                sys::NvSciError_ConnectionReset => {
+                    return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "write" })
+                }
+                sys::NvSciError_InsufficientMemory | sys::NvSciError_InvalidState => {}
+                c => return self.check("NvSciIpcWrite", c),
+            }
+            let _ = self.events()?;
+            if !self.wait_event(until) {
+                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "write", timeout_us: timeout_micros(timeout) });
+            }
+        }
+    }
+
+    /// Reads one frame into `buf` (which should hold [`EndpointInfo::frame_size`] bytes; a
+    /// longer frame is cut), waiting up to `timeout` for one to arrive. Returns its length.
+    pub fn read(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
+        let size = buf.len().min(self.info.frame_size as usize);
+        if size == 0 {
+            return Err(Error::Ipc { endpoint: self.name.clone(), reason: "read into an empty buffer".into(), code: None });
+        }
+        let until = deadline(timeout);
+        loop {
+            let (code, n) = match self.ipc.0.fns.NvSciIpcReadSafe {
+                Some(f) => {
+                    let mut n = 0u32;
+                    // SAFETY: `buf` is writable for `size` bytes.
+                    let c = unsafe { f(self.raw, buf.as_mut_ptr().cast(), size as u32, &mut n) };
+                    (c, n as usize)
+                }
+                None => {
+                    let f = nvfn!(self.ipc.0.fns, NvSciIpcRead);
+                    let mut n = 0i32;
+                    // SAFETY: as above.
+                    let c = unsafe { f(self.raw, buf.as_mut_ptr().cast(), size, &mut n) };
+                    (c, usize::try_from(n).unwrap_or(0))
+                }
+            };
+            match code {
+                sys::NvSciError_Success => return Ok(n.min(size)),
+                sys::NvSciError_ConnectionReset => {
+                    return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" })
+                }
+                sys::NvSciError_InsufficientMemory | sys::NvSciError_InvalidState => {}
+                c => return self.check("NvSciIpcRead", c).map(|_| 0),
+            }
+            if self.events()?.reset() {
+                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" });
+            }
+            if !self.wait_event(until) {
+                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "read", timeout_us: timeout_micros(timeout) });
+            }
+        }
+    }
+
+    /// Sends `msg` of any length as a sequence of frames: the first starts with the message
+    /// length (4 bytes, little endian).
+    pub fn send_message(&self, msg: &[u8], timeout: Option<Duration>) -> Result<()> {
+        let fs = self.info.frame_size as usize;
+        if fs <= 4 {
+            return Err(Error::Ipc { endpoint: self.name.clone(), reason: format!("frames of {fs} bytes are too small"), code: None });
+        }
+        let len = u32::try_from(msg.len()).map_err(|_| Error::Ipc {
+            endpoint: self.name.clone(),
+            reason: format!("a message of {} bytes is too long", msg.len()),
+            code: None,
+        })?;
+        let mut frame = Vec::with_capacity(fs);
+        frame.extend_from_slice(&len.to_le_bytes());
+        let first = msg.len().min(fs - 4);
+        frame.extend_from_slice(&msg[..first]);
+        self.write(&frame, timeout)?;
+        for chunk in msg[first..].chunks(fs) {
+            self.write(chunk, timeout)?;
+        }
+        Ok(())
+    }
+
+    /// Receives a message sent with [`send_message`](Self::send_message).
+    pub fn recv_message(&self, timeout: Option<Duration>) -> Result<Vec<u8>> {
+        let fs = self.info.frame_size as usize;
+        let mut frame = vec![0u8; fs];
+        let n = self.read(&mut frame, timeout)?;
+        let bad = |reason: String| Error::Ipc { endpoint: self.name.clone(), reason, code: None };
+        if n < 4 {
+            return Err(bad(format!("a message frame of {n} bytes has no length")));
+        }
+        let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+        if len > 64 << 20 {
+            return Err(bad(format!("a message of {len} bytes is larger than 64 MiB")));
+        }
+        let mut msg = Vec::with_capacity(len);
+        msg.extend_from_slice(&frame[4..n.min(4 + len)]);
+        while msg.len() < len {
+            let n = self.read(&mut frame, timeout)?;
+            let take = n.min(len - msg.len());
+            msg.extend_from_slice(&frame[..take]);
+        }
+        if msg.len() != len {
+            return Err(bad(format!("message length {} does not match its header {len}", msg.len())));
+        }
+        Ok(msg)
+    }
+
+    pub(crate) fn peer_gone(&self, during: &'static str) -> Error {
+        Error::IpcPeerGone { endpoint: self.name.clone(), during }
+    }
+
+    pub(crate) fn timed_out(&self, during: &'static str, timeout: Option<Duration>) -> Error {
+        Error::IpcTimeout { endpoint: self.name.clone(), during, timeout_us: timeout_micros(timeout) }
+    }
+}
+
+
