@@ -49,7 +49,13 @@ pub struct HandleCounts {
 impl HandleCounts {
     /// Sum of every count.
     pub fn total(&self) -> usize {
-        self.modules + self.attr_lists + self.objects + self.descs + self.wait_contexts + self.fences + self.endpoints
+        self.modules
+            + self.attr_lists
+            + self.objects
+            + self.descs
+            + self.wait_contexts
+            + self.fences
+            + self.endpoints
     }
 }
 

@@ -88,7 +88,8 @@ impl Pages {
         let layout = std::alloc::Layout::from_size_align(len, align.max(page_size()))
             .map_err(|_| NvSciError_InsufficientMemory)?;
         // SAFETY: `layout` has a non-zero size (at least one page).
-        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
+        let ptr =
+            NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) }).ok_or(NvSciError_InsufficientMemory)?;
         Ok(Pages { ptr, len, backing: Backing::Heap(layout) })
     }
 

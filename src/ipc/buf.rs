@@ -103,7 +103,14 @@ impl BufModule {
         // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
         let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciBufAttrListIpcImportUnreconciled", "attribute list", "", None, code));
+            return Err(import_error(
+                ep,
+                "NvSciBufAttrListIpcImportUnreconciled",
+                "attribute list",
+                "",
+                None,
+                code,
+            ));
         }
         Ok(BufAttrList::wrap(raw, self))
     }
@@ -125,10 +132,18 @@ impl BufModule {
         let mut raw = core::ptr::null_mut();
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         // SAFETY: the module and every input list are alive; `raw` receives a list.
-        let code =
-            unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw) };
+        let code = unsafe {
+            f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
+        };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciBufAttrListIpcImportReconciled", "reconciled attribute list", "", None, code));
+            return Err(import_error(
+                ep,
+                "NvSciBufAttrListIpcImportReconciled",
+                "reconciled attribute list",
+                "",
+                None,
+                code,
+            ));
         }
         Ok(BufAttrList::wrap(raw, self))
     }
@@ -166,7 +181,14 @@ impl BufModule {
             )
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciBufIpcImportAttrListAndObj", "NvSciBuf object", perm_name(min), timeout, code));
+            return Err(import_error(
+                ep,
+                "NvSciBufIpcImportAttrListAndObj",
+                "NvSciBuf object",
+                perm_name(min),
+                timeout,
+                code,
+            ));
         }
         BufObj::wrap(raw, self, Arc::default())
     }
@@ -200,7 +222,9 @@ impl BufObj {
     /// permission: more is an [`Error::PermissionDenied`]).
     pub fn export(&self, perm: Perm, ep: &IpcEndpoint) -> Result<BufObjDescriptor> {
         if perm > self.perm() {
-            return Err(Error::PermissionDenied("an export cannot grant more permission than the exporting reference has"));
+            return Err(Error::PermissionDenied(
+                "an export cannot grant more permission than the exporting reference has",
+            ));
         }
         let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjIpcExport);
         let mut d = sys::NvSciBufObjIpcExportDescriptor::default();
@@ -217,7 +241,9 @@ impl BufObj {
     /// (`NvSciBufIpcExportAttrListAndObj`).
     pub fn export_with_attr_list(&self, perm: Perm, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
         if perm > self.perm() {
-            return Err(Error::PermissionDenied("an export cannot grant more permission than the exporting reference has"));
+            return Err(Error::PermissionDenied(
+                "an export cannot grant more permission than the exporting reference has",
+            ));
         }
         let lib = self.module().0.lib.clone();
         let f = nvfn!(lib.buf(), NvSciBufIpcExportAttrListAndObj);
@@ -239,16 +265,27 @@ impl BufObj {
         timeout: Option<Duration>,
     ) -> Result<BufObj> {
         if !reconciled.is_reconciled()? {
-            return Err(invalid("reconciled", "an object is imported with the reconciled list imported from its exporter"));
+            return Err(invalid(
+                "reconciled",
+                "an object is imported with the reconciled list imported from its exporter",
+            ));
         }
         let module = reconciled.module().clone();
         let f = nvfn!(module.0.lib.buf(), NvSciBufObjIpcImport);
         let d = sys::NvSciBufObjIpcExportDescriptor { data: desc.words::<32>() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: the list is alive; `d` is a descriptor value; `raw` receives a new reference.
-        let code = unsafe { f(ep.as_raw(), &d, reconciled.raw, min as u32, timeout_micros(timeout), &mut raw) };
+        let code =
+            unsafe { f(ep.as_raw(), &d, reconciled.raw, min as u32, timeout_micros(timeout), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciBufObjIpcImport", "NvSciBuf object", perm_name(min), timeout, code));
+            return Err(import_error(
+                ep,
+                "NvSciBufObjIpcImport",
+                "NvSciBuf object",
+                perm_name(min),
+                timeout,
+                code,
+            ));
         }
         BufObj::wrap(raw, &module, Arc::default())
     }

@@ -103,7 +103,11 @@ impl AttrListDescriptor {
     /// # Safety
     /// `ptr` must be a buffer of `len` bytes returned by the export function that `free`
     /// belongs to, not yet freed.
-    pub(crate) unsafe fn take(ptr: *mut core::ffi::c_void, len: usize, free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>) -> Self {
+    pub(crate) unsafe fn take(
+        ptr: *mut core::ffi::c_void,
+        len: usize,
+        free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,
+    ) -> Self {
         let bytes = if ptr.is_null() || len == 0 {
             Vec::new()
         } else {

@@ -93,10 +93,14 @@ impl IpcEndpoint {
     /// [`Error::Ipc`] naming it.
     pub fn open(ipc: &Ipc, name: &str) -> Result<Self> {
         let fns = &ipc.0.fns;
-        let err = |reason: String, code: Option<NvSciError>| Error::Ipc { endpoint: name.to_owned(), reason, code };
+        let err =
+            |reason: String, code: Option<NvSciError>| Error::Ipc { endpoint: name.to_owned(), reason, code };
         let cname = CString::new(name).map_err(|_| err("the name contains a NUL byte".into(), None))?;
         if name.is_empty() || name.len() >= sys::NVSCIIPC_MAX_ENDPOINT_NAME as usize {
-            return Err(err(format!("names are 1 to {} bytes long", sys::NVSCIIPC_MAX_ENDPOINT_NAME - 1), None));
+            return Err(err(
+                format!("names are 1 to {} bytes long", sys::NVSCIIPC_MAX_ENDPOINT_NAME - 1),
+                None,
+            ));
         }
         let open = nvfn!(fns, NvSciIpcOpenEndpoint);
         let mut raw = 0;
@@ -150,7 +154,11 @@ impl IpcEndpoint {
         if code == sys::NvSciError_Success {
             Ok(())
         } else {
-            Err(Error::Ipc { endpoint: self.name.clone(), reason: format!("{function} failed"), code: Some(NvSciError(code)) })
+            Err(Error::Ipc {
+                endpoint: self.name.clone(),
+                reason: format!("{function} failed"),
+                code: Some(NvSciError(code)),
+            })
         }
     }
 
@@ -229,7 +237,11 @@ impl IpcEndpoint {
                 return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "connecting" });
             }
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "connecting", timeout_us: timeout_micros(timeout) });
+                return Err(Error::IpcTimeout {
+                    endpoint: self.name.clone(),
+                    during: "connecting",
+                    timeout_us: timeout_micros(timeout),
+                });
             }
         }
     }
@@ -269,7 +281,11 @@ impl IpcEndpoint {
             }
             let _ = self.events()?;
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "write", timeout_us: timeout_micros(timeout) });
+                return Err(Error::IpcTimeout {
+                    endpoint: self.name.clone(),
+                    during: "write",
+                    timeout_us: timeout_micros(timeout),
+                });
             }
         }
     }
@@ -279,7 +295,11 @@ impl IpcEndpoint {
     pub fn read(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
         let size = buf.len().min(self.info.frame_size as usize);
         if size == 0 {
-            return Err(Error::Ipc { endpoint: self.name.clone(), reason: "read into an empty buffer".into(), code: None });
+            return Err(Error::Ipc {
+                endpoint: self.name.clone(),
+                reason: "read into an empty buffer".into(),
+                code: None,
+            });
         }
         let until = deadline(timeout);
         loop {
@@ -310,7 +330,11 @@ impl IpcEndpoint {
                 return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" });
             }
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout { endpoint: self.name.clone(), during: "read", timeout_us: timeout_micros(timeout) });
+                return Err(Error::IpcTimeout {
+                    endpoint: self.name.clone(),
+                    during: "read",
+                    timeout_us: timeout_micros(timeout),
+                });
             }
         }
     }
@@ -320,7 +344,11 @@ impl IpcEndpoint {
     pub fn send_message(&self, msg: &[u8], timeout: Option<Duration>) -> Result<()> {
         let fs = self.info.frame_size as usize;
         if fs <= 4 {
-            return Err(Error::Ipc { endpoint: self.name.clone(), reason: format!("frames of {fs} bytes are too small"), code: None });
+            return Err(Error::Ipc {
+                endpoint: self.name.clone(),
+                reason: format!("frames of {fs} bytes are too small"),
+                code: None,
+            });
         }
         let len = u32::try_from(msg.len()).map_err(|_| Error::Ipc {
             endpoint: self.name.clone(),
@@ -372,5 +400,3 @@ impl IpcEndpoint {
         Error::IpcTimeout { endpoint: self.name.clone(), during, timeout_us: timeout_micros(timeout) }
     }
 }
-
-

@@ -68,7 +68,14 @@ impl SyncModule {
         // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
         let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciSyncAttrListIpcImportUnreconciled", "attribute list", "", None, code));
+            return Err(import_error(
+                ep,
+                "NvSciSyncAttrListIpcImportUnreconciled",
+                "attribute list",
+                "",
+                None,
+                code,
+            ));
         }
         Ok(SyncAttrList::wrap(raw, self))
     }
@@ -86,10 +93,18 @@ impl SyncModule {
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: the module and every input list are alive; `raw` receives a list.
-        let code =
-            unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw) };
+        let code = unsafe {
+            f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
+        };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciSyncAttrListIpcImportReconciled", "reconciled attribute list", "", None, code));
+            return Err(import_error(
+                ep,
+                "NvSciSyncAttrListIpcImportReconciled",
+                "reconciled attribute list",
+                "",
+                None,
+                code,
+            ));
         }
         Ok(SyncAttrList::wrap(raw, self))
     }
@@ -123,7 +138,14 @@ impl SyncModule {
             )
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciSyncIpcImportAttrListAndObj", "NvSciSync object", perm_name(perm), timeout, code));
+            return Err(import_error(
+                ep,
+                "NvSciSyncIpcImportAttrListAndObj",
+                "NvSciSync object",
+                perm_name(perm),
+                timeout,
+                code,
+            ));
         }
         Ok(SyncObj::from_raw(raw, self))
     }
@@ -168,22 +190,37 @@ impl SyncObj {
         timeout: Option<Duration>,
     ) -> Result<SyncObj> {
         if !reconciled.is_reconciled()? {
-            return Err(invalid("reconciled", "an object is imported with the reconciled list imported from its exporter"));
+            return Err(invalid(
+                "reconciled",
+                "an object is imported with the reconciled list imported from its exporter",
+            ));
         }
         let module = reconciled.module().clone();
         let f = nvfn!(module.0.lib.sync(), NvSciSyncObjIpcImport);
         let d = sys::NvSciSyncObjIpcExportDescriptor { payload: desc.words::<128>() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: the list is alive; `d` is a descriptor value; `raw` receives a new object.
-        let code = unsafe { f(ep.as_raw(), &d, reconciled.raw, perm as u64, timeout_micros(timeout), &mut raw) };
+        let code =
+            unsafe { f(ep.as_raw(), &d, reconciled.raw, perm as u64, timeout_micros(timeout), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(ep, "NvSciSyncObjIpcImport", "NvSciSync object", perm_name(perm), timeout, code));
+            return Err(import_error(
+                ep,
+                "NvSciSyncObjIpcImport",
+                "NvSciSync object",
+                perm_name(perm),
+                timeout,
+                code,
+            ));
         }
         Ok(SyncObj::from_raw(raw, &module))
     }
 
-    /// Imports a fence exported by the peer for this (imported) object.
+    /// Imports a fence exported by the peer for this (imported) object. An all-zero descriptor
+    /// (what [`Fence::export`] gives for a cleared fence) imports as a cleared fence.
     pub fn import_fence(&self, desc: &FenceDescriptor) -> Result<Fence> {
+        if desc.0.iter().all(|b| *b == 0) {
+            return Ok(Fence::cleared());
+        }
         let f = nvfn!(self.module().0.lib.sync(), NvSciSyncIpcImportFence);
         let d = sys::NvSciSyncFenceIpcExportDescriptor { payload: desc.words::<7>() };
         let mut fence = Fence::for_object(self);
@@ -192,7 +229,9 @@ impl SyncObj {
         if code == sys::NvSciError_BadParameter {
             return Err(Error::InvalidDescriptor {
                 what: "NvSciSync fence",
-                reason: "NvSciSyncIpcImportFence refused it (a fence of another object, truncated or corrupted)".into(),
+                reason:
+                    "NvSciSyncIpcImportFence refused it (a fence of another object, truncated or corrupted)"
+                        .into(),
             });
         }
         check("NvSciSyncIpcImportFence", code)?;
@@ -202,7 +241,8 @@ impl SyncObj {
 
 impl Fence {
     /// Exports this fence for the peer of `ep`, which imports it on its copy of the object
-    /// ([`SyncObj::import_fence`]). A cleared fence exports as cleared.
+    /// ([`SyncObj::import_fence`]). A cleared fence exports as an all-zero descriptor, which
+    /// imports as cleared.
     pub fn export(&self, ep: &IpcEndpoint) -> Result<FenceDescriptor> {
         let Some(obj) = self.object() else {
             return Ok(FenceDescriptor([0; 56]));

@@ -28,6 +28,7 @@ mod cuda;
 mod engine;
 mod fence;
 mod format;
+pub mod ipc;
 mod memory;
 mod nvsci;
 mod ring;

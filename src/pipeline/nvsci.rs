@@ -14,7 +14,7 @@ use crate::NvSci;
 
 /// A sync attribute list for one party: the CPU asks for CPU access; a CUDA device has the
 /// list filled the way CUDA needs it (`cuDeviceGetNvSciSyncAttributes` on Tegra).
-fn party_list(m: &SyncModule, engine: &Engine, signal: bool, wait: bool) -> Result<SyncAttrList> {
+pub(crate) fn party_list(m: &SyncModule, engine: &Engine, signal: bool, wait: bool) -> Result<SyncAttrList> {
     let mut l = m.attr_list()?;
     match engine {
         Engine::Cpu => {

@@ -369,8 +369,13 @@ pub(crate) unsafe extern "C" fn import_attr_list_and_obj(
         non_null(out)?;
         // SAFETY: `desc` is NULL or readable for `len` bytes.
         let bytes = unsafe { desc_bytes(desc, len) }?;
-        let n = bytes.get(..4).and_then(|b| b.try_into().ok()).map(u32::from_le_bytes).ok_or(NvSciError_BadParameter)?;
-        let split = 4usize.checked_add(n as usize).filter(|s| *s <= bytes.len()).ok_or(NvSciError_BadParameter)?;
+        let n = bytes
+            .get(..4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or(NvSciError_BadParameter)?;
+        let split =
+            4usize.checked_add(n as usize).filter(|s| *s <= bytes.len()).ok_or(NvSciError_BadParameter)?;
         // SAFETY: `lists_in` holds `count` handles of this mock (or is NULL with count 0).
         let list = unsafe { import_reconciled(m, ep, &bytes[4..split], lists_in, count) }?;
         let h = import_obj(ep, &bytes[split..], &list, min, timeout_us)?;

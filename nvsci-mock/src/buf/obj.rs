@@ -99,7 +99,12 @@ impl BufObjRec {
 
 /// A handle with permission `perm` on `pages` exported by another process, described by the
 /// reconciled list `l` (imported from the same exporter) and of object size `size`.
-pub(crate) fn from_import(pages: Pages, size: u64, l: &BufAttrListRec, perm: NvSciBufAttrValAccessPerm) -> NvSciBufObj {
+pub(crate) fn from_import(
+    pages: Pages,
+    size: u64,
+    l: &BufAttrListRec,
+    perm: NvSciBufAttrValAccessPerm,
+) -> NvSciBufObj {
     let mut attrs = l.slot0();
     attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);

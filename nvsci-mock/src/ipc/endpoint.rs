@@ -1,6 +1,6 @@
 //! Emulated NvSciIpc endpoints: one Unix domain socket (`SOCK_SEQPACKET`) per connected pair.
 //!
-//! Messages on the socket start with a tag byte: the listener's greeting (carrying the link id
+//! Messages on the socket start with a tag byte: the connector's greeting (carrying the link id
 //! both ends stamp into descriptors), an application frame (`NvSciIpcWrite`), or a file
 //! descriptor passed with `SCM_RIGHTS` by an object export. Whatever arrives is moved into the
 //! endpoint's queues whenever the endpoint is used ("pumped"), so frames and descriptors can
@@ -46,6 +46,8 @@ struct State {
     retry: Option<OwnedFd>,
     link: Option<u64>,
     est_edge: bool,
+    /// `NvSciIpcGetEvent` reported the connection: a reset from now on ends it.
+    est_reported: bool,
     reset_edge: bool,
     closed: bool,
     notified: bool,
@@ -95,7 +97,9 @@ fn sockaddr(path: &std::path::Path) -> Res<(libc::sockaddr_un, libc::socklen_t)>
 
 fn seqpacket() -> Res<OwnedFd> {
     // SAFETY: plain socket creation.
-    owned(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
+    owned(unsafe {
+        libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
+    })
 }
 
 fn try_connect(path: &std::path::Path) -> Option<OwnedFd> {
@@ -132,7 +136,8 @@ fn listen_at(path: &std::path::Path) -> Res<OwnedFd> {
 }
 
 fn random_link() -> u64 {
-    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    let t =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let seed = t ^ (u64::from(std::process::id()) << 32) ^ NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
     crate::ipc::codec::fnv1a(&seed.to_le_bytes()) | 1
 }
@@ -203,7 +208,8 @@ fn recv(sock: &OwnedFd, max: usize) -> Received {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
-                let count = ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
+                let count =
+                    ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
                 for i in 0..count {
                     let raw = libc::CMSG_DATA(c).cast::<RawFd>().add(i).read_unaligned();
                     let o = OwnedFd::from_raw_fd(raw);
@@ -227,30 +233,40 @@ impl Endpoint {
                 if let Some(l) = &st.listener {
                     // SAFETY: `l` is a listening socket; NULL address outputs are allowed.
                     let fd = unsafe {
-                        libc::accept4(l.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+                        libc::accept4(
+                            l.as_raw_fd(),
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                        )
                     };
                     if let Ok(sock) = owned(fd) {
-                        let link = random_link();
-                        let mut hello = vec![TAG_HELLO];
-                        hello.extend_from_slice(&link.to_le_bytes());
-                        if send(&sock, &hello, None).is_ok() {
-                            epoll_add(&self.epoll, sock.as_raw_fd());
-                            if let Some(l) = st.listener.take() {
-                                epoll_del(&self.epoll, l.as_raw_fd());
-                            }
-                            let _ = std::fs::remove_file(&self.cfg.socket);
-                            st.sock = Some(sock);
-                            st.link = Some(link);
-                            st.est_edge = true;
+                        // The connector's greeting (with the link id) is already queued on the
+                        // socket: it is read below, which establishes the connection here.
+                        epoll_add(&self.epoll, sock.as_raw_fd());
+                        if let Some(l) = st.listener.take() {
+                            epoll_del(&self.epoll, l.as_raw_fd());
                         }
+                        let _ = std::fs::remove_file(&self.cfg.socket);
+                        st.sock = Some(sock);
                     }
                 }
             } else if let Some(sock) = try_connect(&self.cfg.socket) {
-                epoll_add(&self.epoll, sock.as_raw_fd());
-                if let Some(t) = st.retry.take() {
-                    epoll_del(&self.epoll, t.as_raw_fd());
+                // Connected as soon as the listener's backlog took us (as the real channel is
+                // established without the peer calling in): greet the listener with the link id
+                // both ends stamp into descriptors.
+                let link = random_link();
+                let mut hello = vec![TAG_HELLO];
+                hello.extend_from_slice(&link.to_le_bytes());
+                if send(&sock, &hello, None).is_ok() {
+                    epoll_add(&self.epoll, sock.as_raw_fd());
+                    if let Some(t) = st.retry.take() {
+                        epoll_del(&self.epoll, t.as_raw_fd());
+                    }
+                    st.sock = Some(sock);
+                    st.link = Some(link);
+                    st.est_edge = true;
                 }
-                st.sock = Some(sock);
             }
         }
         if let Some(t) = &st.retry {
@@ -440,7 +456,9 @@ pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvS
             st.listener = Some(l);
         } else {
             // SAFETY: plain descriptor creation.
-            let t = owned(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
+            let t = owned(unsafe {
+                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+            })?;
             let every = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
             let spec = libc::itimerspec { it_interval: every, it_value: every };
             // SAFETY: `t` is a live timerfd and `spec` a valid setting.
@@ -481,7 +499,9 @@ pub(crate) unsafe extern "C" fn close_endpoint_safe(h: NvSciIpcEndpoint, _clear:
 fn reset(h: NvSciIpcEndpoint) -> Res {
     let ep = get(h)?;
     let mut st = lock(&ep.st);
-    if Endpoint::connected(&st) {
+    // The reset that follows opening (the documented way to start the connection) changes
+    // nothing; once the application has seen the connection, a reset ends it for both ends.
+    if st.est_reported && Endpoint::connected(&st) {
         if let Some(sock) = st.sock.take() {
             epoll_del(&ep.epoll, sock.as_raw_fd());
         }
@@ -550,7 +570,12 @@ fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usiz
     }
 }
 
-pub(crate) unsafe extern "C" fn read(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize, bytes: *mut i32) -> NvSciError {
+pub(crate) unsafe extern "C" fn read(
+    h: NvSciIpcEndpoint,
+    buf: *mut c_void,
+    size: usize,
+    bytes: *mut i32,
+) -> NvSciError {
     guard("NvSciIpcRead", || {
         non_null(bytes)?;
         let n = read_frame(h, buf, size)?;
@@ -559,7 +584,12 @@ pub(crate) unsafe extern "C" fn read(h: NvSciIpcEndpoint, buf: *mut c_void, size
     })
 }
 
-pub(crate) unsafe extern "C" fn read_safe(h: NvSciIpcEndpoint, buf: *mut c_void, size: u32, bytes: *mut u32) -> NvSciError {
+pub(crate) unsafe extern "C" fn read_safe(
+    h: NvSciIpcEndpoint,
+    buf: *mut c_void,
+    size: u32,
+    bytes: *mut u32,
+) -> NvSciError {
     guard("NvSciIpcReadSafe", || {
         non_null(bytes)?;
         let n = read_frame(h, buf, size as usize)?;
@@ -568,7 +598,12 @@ pub(crate) unsafe extern "C" fn read_safe(h: NvSciIpcEndpoint, buf: *mut c_void,
     })
 }
 
-pub(crate) unsafe extern "C" fn write(h: NvSciIpcEndpoint, buf: *const c_void, size: usize, bytes: *mut i32) -> NvSciError {
+pub(crate) unsafe extern "C" fn write(
+    h: NvSciIpcEndpoint,
+    buf: *const c_void,
+    size: usize,
+    bytes: *mut i32,
+) -> NvSciError {
     guard("NvSciIpcWrite", || {
         non_null(bytes)?;
         let n = write_frame(h, buf, size)?;
@@ -577,7 +612,12 @@ pub(crate) unsafe extern "C" fn write(h: NvSciIpcEndpoint, buf: *const c_void, s
     })
 }
 
-pub(crate) unsafe extern "C" fn write_safe(h: NvSciIpcEndpoint, buf: *const c_void, size: u32, bytes: *mut u32) -> NvSciError {
+pub(crate) unsafe extern "C" fn write_safe(
+    h: NvSciIpcEndpoint,
+    buf: *const c_void,
+    size: u32,
+    bytes: *mut u32,
+) -> NvSciError {
     guard("NvSciIpcWriteSafe", || {
         non_null(bytes)?;
         let n = write_frame(h, buf, size as usize)?;
@@ -586,7 +626,10 @@ pub(crate) unsafe extern "C" fn write_safe(h: NvSciIpcEndpoint, buf: *const c_vo
     })
 }
 
-pub(crate) unsafe extern "C" fn get_endpoint_info(h: NvSciIpcEndpoint, info: *mut NvSciIpcEndpointInfo) -> NvSciError {
+pub(crate) unsafe extern "C" fn get_endpoint_info(
+    h: NvSciIpcEndpoint,
+    info: *mut NvSciIpcEndpointInfo,
+) -> NvSciError {
     guard("NvSciIpcGetEndpointInfo", || {
         initialized()?;
         let ep = get(h)?;
@@ -613,6 +656,7 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
     let mut ev = 0;
     if std::mem::take(&mut st.est_edge) {
         ev |= NV_SCI_IPC_EVENT_CONN_EST;
+        st.est_reported = true;
     }
     if std::mem::take(&mut st.reset_edge) {
         ev |= NV_SCI_IPC_EVENT_CONN_RESET;

@@ -75,7 +75,11 @@ pub(crate) fn decode(bytes: &[u8], lib: Lib, link: u64, table: &'static [KeySpec
             let len = r.u32()? as usize;
             let value = r.bytes(len)?;
             let spec = attrs::find(table, key)?;
-            if value.is_empty() || spec.elem == 0 || !value.len().is_multiple_of(spec.elem) || slot.get(key).is_some() {
+            if value.is_empty()
+                || spec.elem == 0
+                || !value.len().is_multiple_of(spec.elem)
+                || slot.get(key).is_some()
+            {
                 return None;
             }
             slot.insert(key, Value::new(value));

@@ -109,7 +109,8 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
         _ => return bad(),
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    let uuid = crate::ipc::codec::fnv1a(&[u64::from(std::process::id()).to_le_bytes(), id.to_le_bytes()].concat());
+    let uuid =
+        crate::ipc::codec::fnv1a(&[u64::from(std::process::id()).to_le_bytes(), id.to_le_bytes()].concat());
     let core = Arc::new(SyncCore {
         magic: SyncCore::MAGIC,
         id,

@@ -1,0 +1,521 @@
+//! Cross-process sharing on the mock: endpoints, export/import of lists, buffers, sync objects
+//! and fences, the IPC frame ring, and every bad input the IPC issue names. The two-process
+//! tests re-run this test binary as the peer process (`child_process_entry`), under
+//! `$NVSCI_CHILD_RUNNER` when set (qemu for cross-compiled runs).
+#![cfg(feature = "mock")]
+
+mod common;
+
+use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
+use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
+use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
+use nvsci::pipeline::{Engine, FrameFormat};
+use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+use nvsci::{Error, NvSci};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const T: Option<Duration> = Some(Duration::from_secs(10));
+const FRAME: u64 = 64 * 1024;
+const CHILD_ENV: &str = "NVSCI_IPC_TEST_CHILD";
+
+/// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
+fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nvsci-ipc-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cfg = String::from("# test channels\n");
+    for (a, b) in pairs {
+        cfg.push_str(&format!("INTER_PROCESS {a} {b} 16 4096\n"));
+    }
+    std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
+    dir
+}
+
+/// Serialises the tests of this binary (the mock's IPC directory is process-wide) and points the
+/// mock at `dir`.
+fn use_dir(dir: &Path) -> std::sync::MutexGuard<'static, ()> {
+    let g = common::serial();
+    nvsci_mock::set_ipc_dir(Some(dir));
+    g
+}
+
+fn pattern(seq: u64, i: usize) -> u8 {
+    (i as u64).wrapping_mul(31).wrapping_add(seq.wrapping_mul(7)) as u8
+}
+
+fn spawn_child(scenario: &str, dir: &Path) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match std::env::var("NVSCI_CHILD_RUNNER").ok().filter(|r| !r.is_empty()) {
+        Some(runner) => {
+            let mut parts = runner.split_whitespace();
+            let mut c = Command::new(parts.next().unwrap());
+            c.args(parts).arg(exe);
+            c
+        }
+        None => Command::new(exe),
+    };
+    cmd.args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, scenario)
+        .env(nvsci_mock::IPC_DIR_ENV, dir);
+    cmd.spawn().unwrap()
+}
+
+fn wait_child(mut c: Child, within: Duration) -> std::process::ExitStatus {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            return s;
+        }
+        if Instant::now() > until {
+            let _ = c.kill();
+            panic!("child process did not finish within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn ledger_is_clean() {
+    let counts = nvsci_mock::global_ledger().counts();
+    assert_eq!(counts.total(), 0, "mock handles left: {counts:?}");
+}
+
+fn raw_list(m: &BufModule, perm: Perm) -> BufAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::RAW_BUFFER]),
+        BufAttr::RawSize(FRAME),
+        BufAttr::NeedCpuAccess(true),
+        BufAttr::RequiredPerm(perm),
+    ])
+    .unwrap();
+    l
+}
+
+/// Opens both ends of `pair` in this process and waits until they are connected.
+fn pair(ipc: &Ipc, a: &str, b: &str) -> (IpcEndpoint, IpcEndpoint) {
+    let x = IpcEndpoint::open(ipc, a).unwrap();
+    let y = IpcEndpoint::open(ipc, b).unwrap();
+    y.wait_connected(T).unwrap();
+    x.wait_connected(T).unwrap();
+    (x, y)
+}
+
+// ------------------------------------------------------------------------------------------
+// The peer process.
+// ------------------------------------------------------------------------------------------
+
+/// Entry point of the peer process of the two-process tests: does nothing unless started by
+/// one of them (with `NVSCI_IPC_TEST_CHILD` set), in which case it runs that scenario and
+/// panics (a non-zero exit) on any mismatch.
+#[test]
+fn child_process_entry() {
+    let Ok(scenario) = std::env::var(CHILD_ENV) else { return };
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    match scenario.as_str() {
+        "consumer" => {
+            let ep = IpcEndpoint::open(&ipc, "ring_1").unwrap();
+            let mut c =
+                IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
+            let mut frames = 0u64;
+            while let Some(f) = c.next().unwrap() {
+                c.wait_cpu(&f).unwrap();
+                let bytes = c.buffer(f.slot()).unwrap().cpu_read().unwrap();
+                for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
+                    assert_eq!(*b, pattern(f.sequence(), i), "frame {} byte {i}", f.sequence());
+                }
+                drop(bytes);
+                assert_eq!(f.sequence(), frames, "frames arrive in order");
+                c.release(f).unwrap();
+                frames += 1;
+            }
+            assert_eq!(frames, 200);
+            drop(c);
+            ledger_is_clean();
+        }
+        "dies" => {
+            let ep = IpcEndpoint::open(&ipc, "ring_1").unwrap();
+            let mut c =
+                IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
+            for _ in 0..3 {
+                let f = c.next().unwrap().unwrap();
+                c.wait_cpu(&f).unwrap();
+                c.release(f).unwrap();
+            }
+            // Dies mid-stream, holding everything.
+            std::process::abort();
+        }
+        "permissions" => {
+            let ep = IpcEndpoint::open(&ipc, "perm_1").unwrap();
+            ep.wait_connected(T).unwrap();
+            let m = BufModule::open(&lib).unwrap();
+            let own = raw_list(&m, Perm::ReadOnly);
+            ep.send_message(BufAttrList::export_unreconciled(&[&own], &ep).unwrap().as_bytes(), T).unwrap();
+            let rec = ep.recv_message(T).unwrap();
+            let rec = m
+                .import_reconciled(&ep, &nvsci::ipc::AttrListDescriptor::from_bytes(&rec).unwrap(), &[&own])
+                .unwrap();
+            let d = BufObjDescriptor::from_bytes(&ep.recv_message(T).unwrap()).unwrap();
+            // A read-only export asked for read-write: typed error, nothing imported.
+            match BufObj::import(&ep, &d, &rec, T) {
+                Err(Error::ImportPermission { requested, .. }) => assert_eq!(requested, "read-write access"),
+                other => panic!("expected ImportPermission, got {other:?}"),
+            }
+            let ro = BufObj::import_read_only(&ep, &d, &rec, T).unwrap();
+            assert_eq!(ro.as_buf_obj().perm(), Perm::ReadOnly);
+            assert!(ro.as_buf_obj().cpu_write().is_err(), "a read-only import cannot be written");
+            let bytes = ro.cpu_read().unwrap();
+            assert!(bytes.iter().take(FRAME as usize).enumerate().all(|(i, b)| *b == pattern(99, i)));
+            drop(bytes);
+            ep.send_message(b"ok", T).unwrap();
+            drop((ro, rec, own, m, ep, ipc));
+            ledger_is_clean();
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Two processes.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn two_processes_share_frames_and_fences() {
+    let dir = ipc_dir("ring", &[("ring_0", "ring_1")]);
+    let _g = use_dir(&dir);
+    let child = spawn_child("consumer", &dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "ring_0").unwrap();
+    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 4, T).unwrap();
+    for _ in 0..200 {
+        p.present_with(|buf, seq| {
+            for (i, b) in buf.iter_mut().take(FRAME as usize).enumerate() {
+                *b = pattern(seq, i);
+            }
+        })
+        .unwrap();
+    }
+    p.finish().unwrap();
+    let status = wait_child(child, Duration::from_secs(60));
+    assert!(status.success(), "consumer process failed: {status}");
+    drop(ipc);
+    ledger_is_clean();
+}
+
+#[test]
+fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
+    let dir = ipc_dir("death", &[("ring_0", "ring_1")]);
+    let _g = use_dir(&dir);
+    let child = spawn_child("dies", &dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "ring_0").unwrap();
+    let timeout = Some(Duration::from_secs(5));
+    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 2, timeout).unwrap();
+    let started = Instant::now();
+    let err = loop {
+        match p.present_with(|buf, _| buf[0] = 1) {
+            Ok(_) => continue,
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, Error::IpcPeerGone { ref endpoint, .. } if endpoint == "ring_0"),
+        "expected IpcPeerGone naming ring_0, got {err:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5), "noticed within the timeout");
+    let _ = wait_child(child, Duration::from_secs(30));
+    drop(p);
+    drop(ipc);
+    ledger_is_clean();
+}
+
+#[test]
+fn permissions_hold_across_processes() {
+    let dir = ipc_dir("perm", &[("perm_0", "perm_1")]);
+    let _g = use_dir(&dir);
+    let child = spawn_child("permissions", &dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "perm_0").unwrap();
+    ep.wait_connected(T).unwrap();
+    let m = BufModule::open(&lib).unwrap();
+    let theirs = m
+        .import_unreconciled(
+            &ep,
+            &nvsci::ipc::AttrListDescriptor::from_bytes(&ep.recv_message(T).unwrap()).unwrap(),
+        )
+        .unwrap();
+    let own = raw_list(&m, Perm::ReadWrite);
+    let rec = BufAttrList::reconcile(&[&own, &theirs]).unwrap();
+    let obj = BufObj::alloc(&rec).unwrap();
+    obj.cpu_write()
+        .unwrap()
+        .iter_mut()
+        .take(FRAME as usize)
+        .enumerate()
+        .for_each(|(i, b)| *b = pattern(99, i));
+    ep.send_message(rec.export_reconciled(&ep).unwrap().as_bytes(), T).unwrap();
+    ep.send_message(obj.export(Perm::ReadOnly, &ep).unwrap().as_bytes(), T).unwrap();
+    assert_eq!(ep.recv_message(T).unwrap(), b"ok");
+    let status = wait_child(child, Duration::from_secs(60));
+    assert!(status.success(), "importing process failed: {status}");
+    drop((obj, rec, own, theirs, m, ep, ipc));
+    ledger_is_clean();
+}
+
+// ------------------------------------------------------------------------------------------
+// One process, both ends.
+// ------------------------------------------------------------------------------------------
+
+#[test]
+fn endpoint_names_are_checked() {
+    let dir = ipc_dir("names", &[("known_0", "known_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    match IpcEndpoint::open(&ipc, "not_there") {
+        Err(Error::Ipc { endpoint, reason, .. }) => {
+            assert_eq!(endpoint, "not_there");
+            assert!(reason.contains("not configured"), "{reason}");
+        }
+        other => panic!("expected Ipc error, got {other:?}"),
+    }
+    let a = IpcEndpoint::open(&ipc, "known_0").unwrap();
+    match IpcEndpoint::open(&ipc, "known_0") {
+        Err(Error::Ipc { reason, .. }) => assert!(reason.contains("already open"), "{reason}"),
+        other => panic!("expected Busy, got {other:?}"),
+    }
+    let long = "x".repeat(64);
+    assert!(matches!(IpcEndpoint::open(&ipc, &long), Err(Error::Ipc { .. })));
+    assert!(matches!(IpcEndpoint::open(&ipc, "a\0b"), Err(Error::Ipc { .. })));
+    assert_eq!(a.info().frame_size, 4096);
+    assert_eq!(a.info().frames, 16);
+    // Nobody at the other end: connecting times out with a typed error.
+    let t = Some(Duration::from_millis(50));
+    assert!(
+        matches!(a.wait_connected(t), Err(Error::IpcTimeout { ref endpoint, .. }) if endpoint == "known_0")
+    );
+    drop(a);
+    drop(ipc);
+    ledger_is_clean();
+}
+
+#[test]
+fn frames_and_messages_round_trip_and_oversize_frames_are_refused() {
+    let dir = ipc_dir("msgs", &[("m_0", "m_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "m_0", "m_1");
+    a.write(b"hello", T).unwrap();
+    let mut buf = [0u8; 4096];
+    let n = b.read(&mut buf, T).unwrap();
+    assert_eq!(&buf[..n], b"hello");
+    let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+    b.send_message(&big, T).unwrap();
+    assert_eq!(a.recv_message(T).unwrap(), big);
+    assert!(matches!(a.write(&vec![0u8; 4097], T), Err(Error::Ipc { .. })));
+    // Nothing to read: a typed timeout.
+    assert!(matches!(a.read(&mut buf, Some(Duration::from_millis(20))), Err(Error::IpcTimeout { .. })));
+    // The event descriptor reports readable data.
+    b.write(b"x", T).unwrap();
+    let mut p =
+        libc::pollfd { fd: std::os::fd::AsRawFd::as_raw_fd(&a.event_fd()), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    assert_eq!(unsafe { libc::poll(&mut p, 1, 5000) }, 1);
+    assert!(a.events().unwrap().readable());
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+#[test]
+fn descriptors_from_another_endpoint_or_corrupted_are_refused() {
+    let dir = ipc_dir("foreign", &[("a_0", "a_1"), ("b_0", "b_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (a0, a1) = pair(&ipc, "a_0", "a_1");
+    let (_b0, b1) = pair(&ipc, "b_0", "b_1");
+    let m = BufModule::open(&lib).unwrap();
+    let l = raw_list(&m, Perm::ReadWrite);
+    let d = BufAttrList::export_unreconciled(&[&l], &a0).unwrap();
+    assert!(m.import_unreconciled(&a1, &d).is_ok());
+    assert!(
+        matches!(m.import_unreconciled(&b1, &d), Err(Error::InvalidDescriptor { .. })),
+        "another endpoint's"
+    );
+    let mut bytes = d.as_bytes().to_vec();
+    bytes.truncate(bytes.len() - 3);
+    let truncated = nvsci::ipc::AttrListDescriptor::from_bytes(&bytes).unwrap();
+    assert!(matches!(m.import_unreconciled(&a1, &truncated), Err(Error::InvalidDescriptor { .. })));
+    let mut flipped = d.as_bytes().to_vec();
+    flipped[20] ^= 0x40;
+    let flipped = nvsci::ipc::AttrListDescriptor::from_bytes(&flipped).unwrap();
+    assert!(matches!(m.import_unreconciled(&a1, &flipped), Err(Error::InvalidDescriptor { .. })));
+    assert!(matches!(
+        BufObjDescriptor::from_bytes(&[0u8; 255]),
+        Err(Error::InvalidDescriptor { what: "NvSciBuf object", .. })
+    ));
+    assert!(matches!(FenceDescriptor::from_bytes(&[0u8; 57]), Err(Error::InvalidDescriptor { .. })));
+
+    // An object descriptor imported with a list it was not allocated from.
+    let rec = BufAttrList::reconcile(&[&l]).unwrap();
+    let obj = BufObj::alloc(&rec).unwrap();
+    let od = obj.export(Perm::ReadWrite, &a0).unwrap();
+    let rec_d = rec.export_reconciled(&a0).unwrap();
+    let rec_in = m.import_reconciled(&a1, &rec_d, &[]).unwrap();
+    let mut other = m.attr_list().unwrap();
+    other
+        .set(&[
+            BufAttr::Types(&[BufType::RAW_BUFFER]),
+            BufAttr::RawSize(2 * FRAME),
+            BufAttr::NeedCpuAccess(true),
+        ])
+        .unwrap();
+    let other_rec = BufAttrList::reconcile(&[&other]).unwrap();
+    assert!(matches!(BufObj::import(&a1, &od, &other_rec, T), Err(Error::InvalidDescriptor { .. })));
+    let mut bad = *od.as_bytes();
+    bad[40] ^= 1;
+    let bad = BufObjDescriptor::from_bytes(&bad).unwrap();
+    assert!(matches!(BufObj::import(&a1, &bad, &rec_in, T), Err(Error::InvalidDescriptor { .. })));
+    let imported = BufObj::import(&a1, &od, &rec_in, T).unwrap();
+    // Same memory: a write through one is read through the other.
+    obj.cpu_write().unwrap()[5] = 0xab;
+    assert_eq!(imported.cpu_read().unwrap()[5], 0xab);
+    // Granting more than the exporting reference holds.
+    let ro = obj.dup_with_reduced_perm(Perm::ReadOnly).unwrap();
+    assert!(matches!(ro.export(Perm::ReadWrite, &a0), Err(Error::PermissionDenied(_))));
+    drop((imported, ro, obj, rec_in, rec, other_rec, other, l, m, a0, a1, _b0, b1, ipc));
+    ledger_is_clean();
+}
+
+fn sync_list(m: &SyncModule, perm: SyncPerm) -> SyncAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(perm)]).unwrap();
+    l
+}
+
+#[test]
+fn sync_objects_and_fences_cross_and_foreign_fences_are_refused() {
+    let dir = ipc_dir("sync", &[("s_0", "s_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (s0, s1) = pair(&ipc, "s_0", "s_1");
+    let m = SyncModule::open(&lib).unwrap();
+    let waiter = sync_list(&m, SyncPerm::WaitOnly);
+    let waiter_in =
+        m.import_unreconciled(&s0, &SyncAttrList::export_unreconciled(&[&waiter], &s1).unwrap()).unwrap();
+    let signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &waiter_in]).unwrap()).unwrap();
+    let pair_d = obj.export_with_attr_list(SyncPerm::WaitOnly, &s0).unwrap();
+    // Signal permission was not granted.
+    assert!(matches!(
+        m.import_attr_list_and_obj(&s1, &pair_d, &[&waiter], SyncPerm::WaitSignal, T),
+        Err(Error::ImportPermission { .. })
+    ));
+    let pair_d = obj.export_with_attr_list(SyncPerm::WaitOnly, &s0).unwrap();
+    let theirs = m.import_attr_list_and_obj(&s1, &pair_d, &[&waiter], SyncPerm::WaitOnly, T).unwrap();
+    let mut ctx = m.cpu_wait_context().unwrap();
+    let f = obj.generate_fence().unwrap();
+    let fd = f.export(&s0).unwrap();
+    let imported = theirs.import_fence(&fd).unwrap();
+    // Not yet signalled: the importer's wait times out.
+    assert!(matches!(imported.wait(&mut ctx, Some(Duration::from_millis(20))), Err(Error::Timeout { .. })));
+    obj.signal().unwrap();
+    imported.wait(&mut ctx, T).unwrap();
+    // A fence of another object.
+    let obj2 = SyncObj::alloc(
+        &SyncAttrList::reconcile(&[&sync_list(&m, SyncPerm::SignalOnly), &sync_list(&m, SyncPerm::WaitOnly)])
+            .unwrap(),
+    )
+    .unwrap();
+    let f2 = obj2.generate_fence().unwrap();
+    let fd2 = f2.export(&s0).unwrap();
+    assert!(matches!(theirs.import_fence(&fd2), Err(Error::InvalidDescriptor { .. })));
+    // A cleared fence round-trips cleared.
+    let cleared = nvsci::sync::Fence::cleared().export(&s0).unwrap();
+    assert!(theirs.import_fence(&cleared).unwrap().is_cleared());
+    obj2.signal().unwrap();
+    drop((f, f2, imported, obj, obj2, theirs, ctx, waiter, waiter_in, signaler, m, s0, s1, ipc));
+    ledger_is_clean();
+}
+
+#[test]
+fn a_thousand_export_import_cycles_leak_no_fd_and_no_handle() {
+    let dir = ipc_dir("fds", &[("f_0", "f_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (f0, f1) = pair(&ipc, "f_0", "f_1");
+    let m = BufModule::open(&lib).unwrap();
+    let l = raw_list(&m, Perm::ReadWrite);
+    let rec = BufAttrList::reconcile(&[&l]).unwrap();
+    let rec_in = m.import_reconciled(&f1, &rec.export_reconciled(&f0).unwrap(), &[]).unwrap();
+    let obj = BufObj::alloc(&rec).unwrap();
+    let sm = SyncModule::open(&lib).unwrap();
+    let sobj = SyncObj::alloc(
+        &SyncAttrList::reconcile(&[
+            &sync_list(&sm, SyncPerm::SignalOnly),
+            &sync_list(&sm, SyncPerm::WaitOnly),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    let cycle = || {
+        let d = obj.export(Perm::ReadOnly, &f0).unwrap();
+        let ro = BufObj::import_read_only(&f1, &d, &rec_in, T).unwrap();
+        assert_eq!(ro.size(), FRAME);
+        let sd = sobj.export_with_attr_list(SyncPerm::WaitOnly, &f0).unwrap();
+        let so = sm.import_attr_list_and_obj(&f1, &sd, &[], SyncPerm::WaitOnly, T).unwrap();
+        drop((ro, so));
+    };
+    cycle();
+    let before = common::open_fds();
+    let handles = nvsci_mock::global_ledger().counts();
+    for _ in 0..1000 {
+        cycle();
+    }
+    assert_eq!(common::open_fds(), before, "fds leaked over 1000 export/import cycles");
+    assert_eq!(nvsci_mock::global_ledger().counts(), handles, "handles leaked");
+    drop((obj, sobj, rec_in, rec, l, m, sm, f0, f1, ipc));
+    ledger_is_clean();
+}
+
+#[test]
+fn the_ring_runs_between_two_threads_and_rejects_bad_frame_counts() {
+    let dir = ipc_dir("threads", &[("t_0", "t_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
+    assert!(matches!(
+        IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 0, T),
+        Err(Error::InvalidArgument { name: "frames", .. })
+    ));
+    let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let ep = IpcEndpoint::open(&ipc2, "t_1").unwrap();
+        let mut c =
+            IpcConsumer::connect(&lib2, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
+        let mut n = 0;
+        while let Some(f) = c.next().unwrap() {
+            c.wait_cpu(&f).unwrap();
+            assert_eq!(c.buffer(f.slot()).unwrap().cpu_read().unwrap()[3], pattern(f.sequence(), 3));
+            c.release(f).unwrap();
+            n += 1;
+        }
+        n
+    });
+    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 3, T).unwrap();
+    for _ in 0..50 {
+        p.present_with(|b, seq| b[3] = pattern(seq, 3)).unwrap();
+    }
+    p.finish().unwrap();
+    assert_eq!(consumer.join().unwrap(), 50);
+    drop(ipc);
+    ledger_is_clean();
+}
