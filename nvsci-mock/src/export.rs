@@ -1,6 +1,6 @@
 //! C exports (feature `export`): every entry point the tables fill, under its C name, so a
 //! shared object linking this crate (the workspace's `nvsci-mock-so` builds `libnvsci_mock.so`)
-//! can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1` (for example by
+//! can be loaded as `libnvscibuf.so.1` / `libnvscisync.so.1` / `libnvsciipc.so` (for example by
 //! `nvsci_sys::loader::load_from`), plus [`NvSciMockLiveHandles`].
 //!
 //! Each export delegates to the same implementation as the tables of [`crate::buf_fns`] and
@@ -8,7 +8,7 @@
 //! name. The exported library has its own copy of the mock's state (modules, ledgers).
 #![allow(non_snake_case)]
 
-use crate::{buf, sync};
+use crate::{buf, ipc, sync};
 use nvsci_sys::*;
 use std::os::raw::c_void;
 
@@ -183,6 +183,44 @@ exports! {
         (o: NvSciSyncObj) -> NvSciError;
     NvSciSyncFenceExtractFence: PFN_NvSciSyncFenceExtractFence = sync::fence::extract;
         (fence: *const NvSciSyncFence, id: *mut u64, value: *mut u64) -> NvSciError;
+    NvSciSyncIpcExportAttrListAndObj: PFN_NvSciSyncIpcExportAttrListAndObj = sync::ipc::export_attr_list_and_obj;
+        (o: NvSciSyncObj, perm: NvSciSyncAccessPerm, ep: NvSciIpcEndpoint, desc: *mut *mut c_void, len: *mut usize) -> NvSciError;
+    NvSciSyncIpcImportAttrListAndObj: PFN_NvSciSyncIpcImportAttrListAndObj = sync::ipc::import_attr_list_and_obj;
+        (m: NvSciSyncModule, ep: NvSciIpcEndpoint, desc: *const c_void, len: usize, lists: *const NvSciSyncAttrList, n: usize, perm: NvSciSyncAccessPerm, timeout: i64, out: *mut NvSciSyncObj) -> NvSciError;
+    NvSciSyncAttrListAndObjFreeDesc: PFN_NvSciSyncAttrListAndObjFreeDesc = sync::ipc::attr_list_and_obj_free_desc;
+        (desc: *mut c_void);
+    NvSciIpcInit: PFN_NvSciIpcInit = ipc::endpoint::init;
+        () -> NvSciError;
+    NvSciIpcDeinit: PFN_NvSciIpcDeinit = ipc::endpoint::deinit;
+        ();
+    NvSciIpcOpenEndpoint: PFN_NvSciIpcOpenEndpoint = ipc::endpoint::open_endpoint;
+        (name: *const std::os::raw::c_char, out: *mut NvSciIpcEndpoint) -> NvSciError;
+    NvSciIpcCloseEndpoint: PFN_NvSciIpcCloseEndpoint = ipc::endpoint::close_endpoint;
+        (h: NvSciIpcEndpoint);
+    NvSciIpcCloseEndpointSafe: PFN_NvSciIpcCloseEndpointSafe = ipc::endpoint::close_endpoint_safe;
+        (h: NvSciIpcEndpoint, clear: bool) -> NvSciError;
+    NvSciIpcResetEndpoint: PFN_NvSciIpcResetEndpoint = ipc::endpoint::reset_endpoint;
+        (h: NvSciIpcEndpoint);
+    NvSciIpcResetEndpointSafe: PFN_NvSciIpcResetEndpointSafe = ipc::endpoint::reset_endpoint_safe;
+        (h: NvSciIpcEndpoint) -> NvSciError;
+    NvSciIpcRead: PFN_NvSciIpcRead = ipc::endpoint::read;
+        (h: NvSciIpcEndpoint, buf: *mut c_void, size: usize, bytes: *mut i32) -> NvSciError;
+    NvSciIpcReadSafe: PFN_NvSciIpcReadSafe = ipc::endpoint::read_safe;
+        (h: NvSciIpcEndpoint, buf: *mut c_void, size: u32, bytes: *mut u32) -> NvSciError;
+    NvSciIpcWrite: PFN_NvSciIpcWrite = ipc::endpoint::write;
+        (h: NvSciIpcEndpoint, buf: *const c_void, size: usize, bytes: *mut i32) -> NvSciError;
+    NvSciIpcWriteSafe: PFN_NvSciIpcWriteSafe = ipc::endpoint::write_safe;
+        (h: NvSciIpcEndpoint, buf: *const c_void, size: u32, bytes: *mut u32) -> NvSciError;
+    NvSciIpcGetEndpointInfo: PFN_NvSciIpcGetEndpointInfo = ipc::endpoint::get_endpoint_info;
+        (h: NvSciIpcEndpoint, info: *mut NvSciIpcEndpointInfo) -> NvSciError;
+    NvSciIpcGetLinuxEventFd: PFN_NvSciIpcGetLinuxEventFd = ipc::endpoint::get_linux_event_fd;
+        (h: NvSciIpcEndpoint, fd: *mut i32) -> NvSciError;
+    NvSciIpcGetEvent: PFN_NvSciIpcGetEvent = ipc::endpoint::get_event;
+        (h: NvSciIpcEndpoint, events: *mut u32) -> NvSciError;
+    NvSciIpcGetEventSafe: PFN_NvSciIpcGetEventSafe = ipc::endpoint::get_event_safe;
+        (h: NvSciIpcEndpoint, events: *mut u32) -> NvSciError;
+    NvSciIpcCheckVersionCompatibility: PFN_NvSciIpcCheckVersionCompatibility = ipc::endpoint::check_version;
+        (major: u32, minor: u32, ok: *mut bool) -> NvSciError;
 }
 
 /// Total of the process-wide ledger of this copy of the mock (see [`crate::global_ledger`]):

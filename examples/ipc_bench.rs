@@ -1,0 +1,212 @@
+//! Frame hand-off between two processes through NvSciIpc (zero-copy) against the same ring in
+//! one process (two threads) and against copying each frame through a Unix socket.
+//!
+//! ```text
+//! cargo run --release --example ipc_bench -- [--width 3840] [--height 2160] [--frames 500]
+//! ```
+//!
+//! Each hand-off is timed as a round trip: the producer writes the frame's first byte, presents
+//! it (fence signalled, descriptor sent), the consumer waits on the fence, reads the byte and
+//! returns a release fence, and the producer has the slot back. With one buffer every frame
+//! waits for the previous round trip (latency); with four the two sides overlap (frames/s). The
+//! copy path writes the whole NV12 frame into a Unix socket, the consumer reads it into its own
+//! buffer and answers one byte. Runs on the mock unless NVIDIA's libraries are present.
+
+use nvsci::ipc::{Ipc, IpcEndpoint};
+use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
+use nvsci::pipeline::{Engine, FrameFormat};
+use nvsci::NvSci;
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const T: Option<Duration> = Some(Duration::from_secs(20));
+
+struct Args {
+    width: u32,
+    height: u32,
+    frames: usize,
+    child: Option<String>,
+    buffers: usize,
+}
+
+fn parse() -> Args {
+    let mut a = Args { width: 3840, height: 2160, frames: 500, child: None, buffers: 1 };
+    let v: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < v.len() {
+        let next = v.get(i + 1).cloned().unwrap_or_default();
+        match v[i].as_str() {
+            "--width" => a.width = next.parse().expect("--width"),
+            "--height" => a.height = next.parse().expect("--height"),
+            "--frames" => a.frames = next.parse().expect("--frames"),
+            "--child" => a.child = Some(next),
+            "--buffers" => a.buffers = next.parse().expect("--buffers"),
+            other => panic!("unknown argument {other}"),
+        }
+        i += 2;
+    }
+    a
+}
+
+fn format(a: &Args) -> FrameFormat {
+    FrameFormat::Nv12 { width: a.width, height: a.height }
+}
+
+/// The consumer loop of the zero-copy ring: wait, touch one byte, release.
+fn consume(lib: &NvSci, ep: IpcEndpoint, a: &Args) -> u64 {
+    let mut c = IpcConsumer::connect(lib, ep, format(a), Engine::Cpu, T).expect("consumer set-up");
+    let mut touched = 0u64;
+    while let Some(f) = c.next().expect("next frame") {
+        c.wait_cpu(&f).expect("present fence");
+        touched += u64::from(c.buffer(f.slot()).expect("slot").cpu_read().expect("read")[0]);
+        c.release(f).expect("release");
+    }
+    touched
+}
+
+struct Stats {
+    p50: f64,
+    p99: f64,
+    fps: f64,
+}
+
+fn stats(mut lat: Vec<Duration>, total: Duration) -> Stats {
+    let n = lat.len();
+    lat.sort();
+    let us = |d: Duration| d.as_secs_f64() * 1e6;
+    Stats {
+        p50: us(lat[n / 2]),
+        p99: us(lat[(n * 99 / 100).min(n - 1)]),
+        fps: n as f64 / total.as_secs_f64(),
+    }
+}
+
+/// Presents `a.frames` frames through `p`, timing each `present_with`.
+fn produce(mut p: IpcProducer, frames: usize) -> Stats {
+    let mut lat = Vec::with_capacity(frames);
+    let start = Instant::now();
+    for _ in 0..frames {
+        let t0 = Instant::now();
+        p.present_with(|buf, seq| buf[0] = seq as u8).expect("present");
+        lat.push(t0.elapsed());
+    }
+    let total = start.elapsed();
+    p.finish().expect("finish");
+    stats(lat, total)
+}
+
+fn config(dir: &Path, names: &[(&str, &str)]) {
+    let mut cfg = String::new();
+    for (x, y) in names {
+        cfg.push_str(&format!("INTER_PROCESS {x} {y} 16 4096\n"));
+    }
+    std::fs::write(dir.join("nvsciipc.cfg"), cfg).expect("config");
+}
+
+fn spawn(dir: &Path, a: &Args, child: &str, buffers: usize) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().expect("exe"))
+        .args(["--width", &a.width.to_string(), "--height", &a.height.to_string()])
+        .args(["--frames", &a.frames.to_string(), "--child", child, "--buffers", &buffers.to_string()])
+        .env(nvsci_mock::IPC_DIR_ENV, dir)
+        .spawn()
+        .expect("spawn")
+}
+
+fn frame_bytes(a: &Args) -> usize {
+    (a.width * a.height * 3 / 2) as usize
+}
+
+fn main() {
+    let a = parse();
+    let lib = NvSci::load().unwrap_or_else(|_| NvSci::mock());
+    let ipc = Ipc::for_library(&lib).expect("NvSciIpc");
+    if let Some(child) = &a.child {
+        match child.as_str() {
+            "ipc" => {
+                let ep = IpcEndpoint::open(&ipc, "bench_1").expect("endpoint");
+                consume(&lib, ep, &a);
+            }
+            "copy" => {
+                let dir = PathBuf::from(std::env::var_os(nvsci_mock::IPC_DIR_ENV).expect("dir"));
+                let mut s = UnixStream::connect(dir.join("copy.sock")).expect("connect");
+                let mut frame = vec![0u8; frame_bytes(&a)];
+                for _ in 0..a.frames {
+                    s.read_exact(&mut frame).expect("read frame");
+                    s.write_all(&frame[..1]).expect("answer");
+                }
+            }
+            other => panic!("unknown child {other}"),
+        }
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("nvsci-ipc-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    config(&dir, &[("bench_0", "bench_1"), ("local_0", "local_1")]);
+    nvsci_mock::set_ipc_dir(Some(&dir));
+    println!(
+        "{}x{} NV12 ({} bytes), {} frames per run, NvSci: {:?}",
+        a.width,
+        a.height,
+        frame_bytes(&a),
+        a.frames,
+        lib.implementation()
+    );
+
+    let mut rows = Vec::new();
+    for buffers in [1usize, 4] {
+        // One process, two threads.
+        let (lib2, ipc2) = (lib.clone(), ipc.clone());
+        let args2 = Args { child: None, ..a };
+        let a = &args2;
+        let cons = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                let ep = IpcEndpoint::open(&ipc2, "local_1").expect("endpoint");
+                consume(&lib2, ep, a)
+            });
+            let ep = IpcEndpoint::open(&ipc, "local_0").expect("endpoint");
+            let p = IpcProducer::connect(&lib, ep, format(a), buffers, T).expect("producer");
+            let st = produce(p, a.frames);
+            h.join().expect("consumer thread");
+            st
+        });
+        rows.push((format!("one process, {buffers} buffer(s)"), cons));
+        // Two processes.
+        let mut child = spawn(&dir, a, "ipc", buffers);
+        let ep = IpcEndpoint::open(&ipc, "bench_0").expect("endpoint");
+        let p = IpcProducer::connect(&lib, ep, format(a), buffers, T).expect("producer");
+        let st = produce(p, a.frames);
+        assert!(child.wait().expect("child").success());
+        rows.push((format!("two processes, {buffers} buffer(s)"), st));
+        let _ = &args2;
+    }
+    // Copy through a socket, two processes.
+    let sock = dir.join("copy.sock");
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let mut child = spawn(&dir, &a, "copy", 1);
+    let (mut s, _) = listener.accept().expect("accept");
+    let frame = vec![7u8; frame_bytes(&a)];
+    let mut ack = [0u8; 1];
+    let mut lat = Vec::with_capacity(a.frames);
+    let start = Instant::now();
+    for _ in 0..a.frames {
+        let t0 = Instant::now();
+        s.write_all(&frame).expect("write frame");
+        s.read_exact(&mut ack).expect("ack");
+        lat.push(t0.elapsed());
+    }
+    let copy = stats(lat, start.elapsed());
+    assert!(child.wait().expect("child").success());
+    rows.push(("two processes, copy through a Unix socket".into(), copy));
+
+    println!("{:<44} {:>10} {:>10} {:>10}", "hand-off (round trip)", "p50 us", "p99 us", "frames/s");
+    for (name, s) in &rows {
+        println!("{name:<44} {:>10.1} {:>10.1} {:>10.1}", s.p50, s.p99, s.fps);
+    }
+    let (one, two, copy) = (&rows[0].1, &rows[1].1, &rows[4].1);
+    println!("two processes / one process, p50 latency (1 buffer): {:.2}x", two.p50 / one.p50);
+    println!("two processes / one process, frames/s (4 buffers): {:.2}x", rows[3].1.fps / rows[2].1.fps);
+    println!("copy / zero-copy across processes, p50 latency (1 buffer): {:.1}x", copy.p50 / two.p50);
+    let _ = std::fs::remove_dir_all(&dir);
+}
