@@ -209,11 +209,106 @@ macro_rules! attr_list_type {
 
             /// Whether the list is the output of a reconciliation.
             pub fn is_reconciled(&self) -> $crate::Result<bool> {
-                let f = $crate::library::nvfn!(self.module.0.lib.$table(), $IsReconciled);
+                // SAFETY: the list is alive (we hold it) and belongs to our module's library.
+                Ok(unsafe { Self::state_of(&self.module, self.raw) }? == $crate::ListState::Reconciled)
+            }
+
+            /// The state of `raw`, asked of the library.
+            ///
+            /// # Safety
+            /// `raw` must be a live list of the implementation `module` uses.
+            unsafe fn state_of(module: &$Module, raw: nvsci_sys::$RawList) -> $crate::Result<$crate::ListState> {
+                let f = $crate::library::nvfn!(module.0.lib.$table(), $IsReconciled);
                 let mut out = false;
-                // SAFETY: the list is alive and `out` is a valid out-pointer.
-                $crate::error::check(stringify!($IsReconciled), unsafe { f(self.raw, &mut out) })?;
-                Ok(out)
+                // SAFETY: `raw` is live (caller contract) and `out` is a valid out-pointer.
+                $crate::error::check(stringify!($IsReconciled), unsafe { f(raw, &mut out) })?;
+                Ok(if out { $crate::ListState::Reconciled } else { $crate::ListState::Unreconciled })
+            }
+
+            #[doc = concat!(
+                "Adopts an attribute list that another library in this process made (a list a \
+                camera or accelerator library created and filled with its requirements, say): \
+                the returned list is the crate's own copy (`", stringify!($Clone), "`), and the \
+                caller keeps `raw` and frees it (`", stringify!($Free), "`) whenever it likes, \
+                before or after the copy is dropped.\n\n\
+                A list the crate created and lent to the other library to fill \
+                ([`as_raw`](Self::as_raw)) needs no adoption: read it after the library returns.\n\n\
+                `expected` is the state the caller relies on. It is checked against the \
+                library's answer (`", stringify!($IsReconciled), "`) before anything is \
+                created: a mismatch is [`Error::ListStateMismatch`](crate::Error::ListStateMismatch). \
+                A copy of a reconciled list is reconciled (read-only; objects are allocated from \
+                it); a copy of an unreconciled list is unreconciled and writable, as with \
+                [`try_clone`](Self::try_clone). A NULL `raw` is \
+                [`Error::NullHandle`](crate::Error::NullHandle). The library may refuse to copy \
+                a list (NvSciBuf copies only lists whose every slot has `Types`): its error names \
+                `", stringify!($Clone), "`.\n\n\
+                `module` is the module the copy is used with on the crate's side (it keeps the \
+                loaded library open): preferably the module `raw` was created under, because \
+                lists of different modules may not be reconciled together (the mock refuses it).\n\n\
+                # Safety\n\n\
+                * `raw` is NULL or a live ", $family, " attribute list made by the same loaded \
+                  implementation `module` uses (the same instance of NVIDIA's library, or the mock \
+                  when `module` is the mock's): NvSci aborts the process on a handle it did not \
+                  make.\n\
+                * Nothing frees or modifies `raw` while this call runs.\n\
+                * The module `raw` was created under stays open while the returned list lives, \
+                  unless it is `module` (which the list keeps open): NvSci does not document that \
+                  lists outlive their module.\n\n\
+                After the call the two lists are independent: each side frees its own."
+            )]
+            pub unsafe fn from_foreign(
+                module: &$Module,
+                raw: nvsci_sys::$RawList,
+                expected: $crate::ListState,
+            ) -> $crate::Result<Self> {
+                if raw.is_null() {
+                    return Err($crate::Error::NullHandle { what: stringify!($RawList) });
+                }
+                // SAFETY: `raw` is a live list of `module`'s implementation (caller contract).
+                let found = unsafe { Self::state_of(module, raw) }?;
+                if found != expected {
+                    return Err($crate::Error::ListStateMismatch { list: stringify!($RawList), expected, found });
+                }
+                let f = $crate::library::nvfn!(module.0.lib.$table(), $Clone);
+                let mut copy = core::ptr::null_mut();
+                // SAFETY: `raw` is live and not freed during the call (caller contract); `copy`
+                // receives a new list that we own.
+                $crate::error::check(stringify!($Clone), unsafe { f(raw, &mut copy) })?;
+                Ok(Self::wrap(copy, module))
+            }
+
+            #[doc = concat!(
+                "Takes ownership of an attribute list handle given away by its maker (one another \
+                library returned for the caller to free, say), without copying it: the returned \
+                list frees it (`", stringify!($Free), "`) when dropped.\n\n\
+                Ownership passes in every case: when the list is not in the `expected` state \
+                ([`Error::ListStateMismatch`](crate::Error::ListStateMismatch)) or the library \
+                cannot tell, the list is freed before the error is returned. A NULL `raw` is \
+                [`Error::NullHandle`](crate::Error::NullHandle) and frees nothing. Use \
+                [`from_foreign`](Self::from_foreign) for a list its maker keeps.\n\n\
+                # Safety\n\n\
+                * `raw` is NULL or a live ", $family, " attribute list made by the same loaded \
+                  implementation `module` uses, which nobody else frees, modifies or uses after \
+                  this call (it is freed exactly once, by the crate).\n\
+                * The module `raw` was created under stays open while the returned list lives, \
+                  unless it is `module`."
+            )]
+            pub unsafe fn from_raw_owned(
+                module: &$Module,
+                raw: nvsci_sys::$RawList,
+                expected: $crate::ListState,
+            ) -> $crate::Result<Self> {
+                if raw.is_null() {
+                    return Err($crate::Error::NullHandle { what: stringify!($RawList) });
+                }
+                // Owned from here: freed on every path below.
+                let list = Self::wrap(raw, module);
+                // SAFETY: `raw` is a live list of `module`'s implementation (caller contract).
+                let found = unsafe { Self::state_of(module, list.raw) }?;
+                if found != expected {
+                    return Err($crate::Error::ListStateMismatch { list: stringify!($RawList), expected, found });
+                }
+                Ok(list)
             }
 
             /// A deep copy of this list.
@@ -374,6 +469,26 @@ macro_rules! attr_list_type {
     };
 }
 pub(crate) use attr_list_type;
+
+/// Whether an attribute list is the output of a reconciliation: the state a caller relies on
+/// when it adopts a list made by another library (`BufAttrList::from_foreign`,
+/// `SyncAttrList::from_foreign` and their `from_raw_owned` twins).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ListState {
+    /// Not reconciled: one user's requirements (or several, appended), to be reconciled.
+    Unreconciled,
+    /// The output of a reconciliation: read-only, the list objects are allocated from.
+    Reconciled,
+}
+
+impl core::fmt::Display for ListState {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            ListState::Unreconciled => "unreconciled",
+            ListState::Reconciled => "reconciled",
+        })
+    }
+}
 
 /// Most attributes one `set` call accepts.
 pub const MAX_PAIRS: usize = 32;

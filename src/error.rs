@@ -255,6 +255,25 @@ pub enum Error {
         /// What is missing, what was found instead and what to do.
         reason: String,
     },
+    /// A handle given to one of the constructors that adopt handles of other libraries
+    /// (`from_foreign`, `from_raw_owned`) was NULL. Nothing was created or freed.
+    #[error("the foreign {what} is NULL")]
+    NullHandle {
+        /// The C type of the handle (`NvSciBufAttrList`, `NvSciBufObj`, `NvSciSyncAttrList`,
+        /// `NvSciSyncObj`, or `NvSciSyncFence` for a NULL fence pointer).
+        what: &'static str,
+    },
+    /// An attribute list adopted from another library is reconciled where an unreconciled one
+    /// was expected, or the other way round.
+    #[error("the foreign {list} is {found}, not {expected}")]
+    ListStateMismatch {
+        /// The C type of the list (`NvSciBufAttrList` or `NvSciSyncAttrList`).
+        list: &'static str,
+        /// The state the caller asked for.
+        expected: crate::ListState,
+        /// The state the library reports for the list.
+        found: crate::ListState,
+    },
     /// A fixed-capacity container was full.
     #[error("capacity of {what} exceeded (max {max})")]
     Capacity {

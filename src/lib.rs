@@ -5,6 +5,12 @@
 //! * [`buf`]: modules, typed attribute lists, reconciliation with explained conflicts, buffer
 //!   objects, reduced-permission duplicates and CPU access.
 //! * [`sync`]: sync attribute lists, sync objects, fences and CPU waits.
+//! * Handles that other libraries in the process made (an NvMedia-filled list, a camera's
+//!   buffer, sync object or fence) are adopted with the `unsafe` `from_foreign` constructors (a
+//!   copy or reference of the crate's own; the maker keeps and frees its handle) or taken over
+//!   with `from_raw_owned`: [`buf::BufAttrList::from_foreign`], [`buf::BufObj::from_foreign`],
+//!   [`sync::SyncAttrList::from_foreign`], [`sync::SyncObj::from_foreign`],
+//!   [`sync::Fence::from_foreign`].
 //! * `cuda` (feature `cuda`, on by default): import into CUDA through cudarc, typed read-only /
 //!   read-write mappings, NvSciSync and fd semaphores, the automatic NvSciBuf memory-sync policy.
 //! * `vulkan` (feature `vulkan`): the desktop fallback feeding the same CUDA path.
@@ -55,6 +61,7 @@ pub mod sync;
 pub mod vulkan;
 
 pub use attr::{AttrElem, Family, Key};
+pub use attr_list::ListState;
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;

@@ -4,8 +4,8 @@
 #![cfg(feature = "mock")]
 
 use nvsci::buf::{
-    key, BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, GpuCache, GpuId, ImageLayout, Perm,
-    ScanType,
+    key, BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, GpuCache, GpuId, HwEngine,
+    ImageLayout, PeerHwEngine, Perm, Platform, ScanType,
 };
 use nvsci::{Error, NvSci};
 
@@ -326,4 +326,43 @@ fn gpu_cache_coherency_follows_the_gpu_kind_and_enable_gpu_cache() {
     assert_eq!(reconcile(Some(false)), Some(false));
     nvsci_mock::set_gpu_integrated(igpu.0, false);
     assert_eq!(reconcile(None), Some(false));
+}
+
+#[test]
+fn peer_hw_engine_array_round_trips_and_reconciles_to_the_union() {
+    let m = module();
+    // Engine and platform numbers as NvSciBuf 2.11 defines them (VI 12, GPU 107, Display 4; Orin 1).
+    let engine = |e, p| PeerHwEngine { engine: e, platform: p };
+    let camera = [engine(HwEngine::VI, Platform::ORIN), engine(HwEngine::GPU, Platform::ORIN)];
+    // An engine and platform this crate does not name round-trip by number.
+    let future = engine(HwEngine(200), Platform(9));
+    let display = [engine(HwEngine::DISPLAY, Platform::ORIN), engine(HwEngine::GPU, Platform::ORIN), future];
+    assert_eq!((HwEngine::VI.0, HwEngine::GPU.0, HwEngine::DISPLAY.0, Platform::ORIN.0), (12, 107, 4, 1));
+    assert_eq!(format!("{future:?}"), "PeerHwEngine { engine: HwEngine(200), platform: Platform(9) }");
+
+    let mut a = raw_list(&m, 4096, 1, Perm::ReadWrite, true);
+    a.set(&[BufAttr::PeerHwEngineArray(&camera)]).unwrap();
+    assert_eq!(a.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &camera);
+    let mut b = raw_list(&m, 4096, 1, Perm::ReadOnly, false);
+    b.set(&[BufAttr::PeerHwEngineArray(&display)]).unwrap();
+    assert_eq!(b.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &display);
+
+    // The mock reconciles the key to the union of the engines, in order of first appearance.
+    let r = BufAttrList::reconcile(&[&a, &b]).unwrap();
+    let union = [camera[0], camera[1], display[0], future];
+    assert_eq!(r.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &union);
+    let obj = BufObj::alloc(&r).unwrap();
+    assert_eq!(obj.attr_list().unwrap().get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &union);
+
+    // At most NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER (128) engines, refused before the library.
+    let many = [camera[0]; 129];
+    match m.attr_list().unwrap().set(&[BufAttr::PeerHwEngineArray(&many)]) {
+        Err(Error::InvalidArgument { name, .. }) => {
+            assert_eq!(name, "NvSciBufGeneralAttrKey_PeerHwEngineArray")
+        }
+        other => panic!("{other:?}"),
+    }
+    let mut full = m.attr_list().unwrap();
+    full.set(&[BufAttr::PeerHwEngineArray(&many[..128])]).unwrap();
+    assert_eq!(full.get(key::PEER_HW_ENGINE_ARRAY).unwrap().len(), 128);
 }

@@ -164,3 +164,24 @@ fn refused_sync_attributes_are_named() {
     // All-or-nothing: NeedCpuAccess of the refused call was not set.
     assert_eq!(l.get_one(nvsci::sync::key::NEED_CPU_ACCESS).unwrap(), None);
 }
+
+#[test]
+fn peer_hw_engine_array_round_trips() {
+    use nvsci::buf::{HwEngine, PeerHwEngine, Platform};
+    let m = SyncModule::open(&NvSci::mock()).unwrap();
+    // A camera (VI, 12) signals, the GPU (107) and the display (4) wait, all on Orin (1).
+    let engines = [
+        PeerHwEngine { engine: HwEngine::VI, platform: Platform::ORIN },
+        PeerHwEngine { engine: HwEngine::GPU, platform: Platform::ORIN },
+        PeerHwEngine { engine: HwEngine::DISPLAY, platform: Platform::ORIN },
+    ];
+    let mut s = list(&m, SyncPerm::SignalOnly, true);
+    s.set(&[SyncAttr::PeerHwEngineArray(&engines[..1])]).unwrap();
+    let mut w = list(&m, SyncPerm::WaitOnly, true);
+    w.set(&[SyncAttr::PeerHwEngineArray(&engines[1..])]).unwrap();
+    assert_eq!(s.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &engines[..1]);
+    assert_eq!(w.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &engines[1..]);
+    // The mock reconciles the key to the union of the engines.
+    let r = SyncAttrList::reconcile(&[&s, &w]).unwrap();
+    assert_eq!(r.get(key::PEER_HW_ENGINE_ARRAY).unwrap().as_slice(), &engines);
+}

@@ -287,6 +287,42 @@ typedef struct __attribute__((packed)) {
     uint64_t reserved;
 } NvSciBufPeerLocationInfo;
 
+/* Engines and platforms of NvSciBufGeneralAttrKey_PeerHwEngineArray (NvSciBuf 2.11). */
+#define NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER 128
+
+typedef enum {
+    NvSciBufHwEngName_Invalid = 0,
+    NvSciBufHwEngName_Display = 4,
+    NvSciBufHwEngName_Isp = 11,
+    NvSciBufHwEngName_Vi = 12,
+    NvSciBufHwEngName_Csi = 30,
+    NvSciBufHwEngName_Vic = 106,
+    NvSciBufHwEngName_Gpu = 107,
+    NvSciBufHwEngName_MSENC = 109,
+    NvSciBufHwEngName_NVDEC = 117,
+    NvSciBufHwEngName_NVJPG = 118,
+    NvSciBufHwEngName_PVA = 121,
+    NvSciBufHwEngName_DLA = 122,
+    NvSciBufHwEngName_PCIe = 123,
+    NvSciBufHwEngName_OFA = 124,
+    NvSciBufHwEngName_NPM = 125,
+    NvSciBufHwEngName_Num = 126
+} NvSciBufHwEngName;
+
+typedef enum {
+    NvSciBufPlatformName_LowerBound = 0,
+    NvSciBufPlatformName_Orin = 1,
+    NvSciBufPlatformName_PG189 = 2,
+    NvSciBufPlatformName_PG199 = 3,
+    NvSciBufPlatformName_UpperBound = 4
+} NvSciBufPlatformName;
+
+/* One element of the PeerHwEngineArray value: 8 bytes, packed. */
+typedef struct __attribute__((packed)) {
+    NvSciBufHwEngName engName;
+    NvSciBufPlatformName platName;
+} NvSciBufPeerHwEngine;
+
 typedef struct {
     uint64_t x0;
     uint64_t y0;

@@ -23,6 +23,7 @@ pub const NV_SCI_BUF_TENSOR_MAX_DIMS: u32 = 8;
 pub const NV_SCI_BUF_IMAGE_MAX_PLANES: u32 = 3;
 pub const NV_SCI_BUF_PYRAMID_MAX_LEVELS: u32 = 10;
 pub const NVSCIBUF_EXPORT_DESC_SIZE: u32 = 32;
+pub const NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER: u32 = 128;
 pub const NVSCI_SYS_SYNC_MAJOR_VERSION: u32 = 2;
 pub const NVSCI_SYS_SYNC_MINOR_VERSION: u32 = 0;
 pub const NvSciSyncAccessPerm_WaitOnly: u64 = 1;
@@ -473,6 +474,59 @@ const _: () = {
         "Offset of field: NvSciBufPeerLocationInfo::reserved",
     ][::std::mem::offset_of!(NvSciBufPeerLocationInfo, reserved) - 8usize];
 };
+pub const NvSciBufHwEngName_Invalid: NvSciBufHwEngName = 0;
+pub const NvSciBufHwEngName_Display: NvSciBufHwEngName = 4;
+pub const NvSciBufHwEngName_Isp: NvSciBufHwEngName = 11;
+pub const NvSciBufHwEngName_Vi: NvSciBufHwEngName = 12;
+pub const NvSciBufHwEngName_Csi: NvSciBufHwEngName = 30;
+pub const NvSciBufHwEngName_Vic: NvSciBufHwEngName = 106;
+pub const NvSciBufHwEngName_Gpu: NvSciBufHwEngName = 107;
+pub const NvSciBufHwEngName_MSENC: NvSciBufHwEngName = 109;
+pub const NvSciBufHwEngName_NVDEC: NvSciBufHwEngName = 117;
+pub const NvSciBufHwEngName_NVJPG: NvSciBufHwEngName = 118;
+pub const NvSciBufHwEngName_PVA: NvSciBufHwEngName = 121;
+pub const NvSciBufHwEngName_DLA: NvSciBufHwEngName = 122;
+pub const NvSciBufHwEngName_PCIe: NvSciBufHwEngName = 123;
+pub const NvSciBufHwEngName_OFA: NvSciBufHwEngName = 124;
+pub const NvSciBufHwEngName_NPM: NvSciBufHwEngName = 125;
+pub const NvSciBufHwEngName_Num: NvSciBufHwEngName = 126;
+pub type NvSciBufHwEngName = ::std::os::raw::c_uint;
+pub const NvSciBufPlatformName_LowerBound: NvSciBufPlatformName = 0;
+pub const NvSciBufPlatformName_Orin: NvSciBufPlatformName = 1;
+pub const NvSciBufPlatformName_PG189: NvSciBufPlatformName = 2;
+pub const NvSciBufPlatformName_PG199: NvSciBufPlatformName = 3;
+pub const NvSciBufPlatformName_UpperBound: NvSciBufPlatformName = 4;
+pub type NvSciBufPlatformName = ::std::os::raw::c_uint;
+#[repr(C, packed)]
+#[derive(Debug, Copy, Clone)]
+pub struct NvSciBufPeerHwEngine {
+    pub engName: NvSciBufHwEngName,
+    pub platName: NvSciBufPlatformName,
+}
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    [
+        "Size of NvSciBufPeerHwEngine",
+    ][::std::mem::size_of::<NvSciBufPeerHwEngine>() - 8usize];
+    [
+        "Alignment of NvSciBufPeerHwEngine",
+    ][::std::mem::align_of::<NvSciBufPeerHwEngine>() - 1usize];
+    [
+        "Offset of field: NvSciBufPeerHwEngine::engName",
+    ][::std::mem::offset_of!(NvSciBufPeerHwEngine, engName) - 0usize];
+    [
+        "Offset of field: NvSciBufPeerHwEngine::platName",
+    ][::std::mem::offset_of!(NvSciBufPeerHwEngine, platName) - 4usize];
+};
+impl Default for NvSciBufPeerHwEngine {
+    fn default() -> Self {
+        let mut s = ::std::mem::MaybeUninit::<Self>::uninit();
+        unsafe {
+            ::std::ptr::write_bytes(s.as_mut_ptr(), 0, 1);
+            s.assume_init()
+        }
+    }
+}
 #[repr(C)]
 #[derive(Debug, Default, Copy, Clone)]
 pub struct NvSciBufRect {

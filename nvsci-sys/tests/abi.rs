@@ -149,6 +149,7 @@ fn buf_constants() -> &'static [&'static str] {
         NV_SCI_BUF_IMAGE_MAX_PLANES = 3,
         NV_SCI_BUF_PYRAMID_MAX_LEVELS = 10,
         NVSCIBUF_EXPORT_DESC_SIZE = 32,
+        NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER = 128,
     }
 }
 
@@ -306,6 +307,34 @@ fn buf_value_enums() -> &'static [&'static str] {
     }
 }
 
+/// The engine and platform names of `NvSciBufPeerHwEngine` (NvSciBuf 2.11, DRIVE OS 6.0.10).
+fn peer_hw_engine_enums() -> &'static [&'static str] {
+    expect_values! {
+        NvSciBufHwEngName_Invalid = 0,
+        NvSciBufHwEngName_Display = 4,
+        NvSciBufHwEngName_Isp = 11,
+        NvSciBufHwEngName_Vi = 12,
+        NvSciBufHwEngName_Csi = 30,
+        NvSciBufHwEngName_Vic = 106,
+        NvSciBufHwEngName_Gpu = 107,
+        NvSciBufHwEngName_MSENC = 109,
+        NvSciBufHwEngName_NVDEC = 117,
+        NvSciBufHwEngName_NVJPG = 118,
+        NvSciBufHwEngName_PVA = 121,
+        NvSciBufHwEngName_DLA = 122,
+        NvSciBufHwEngName_PCIe = 123,
+        NvSciBufHwEngName_OFA = 124,
+        NvSciBufHwEngName_NPM = 125,
+        NvSciBufHwEngName_Num = 126,
+
+        NvSciBufPlatformName_LowerBound = 0,
+        NvSciBufPlatformName_Orin = 1,
+        NvSciBufPlatformName_PG189 = 2,
+        NvSciBufPlatformName_PG199 = 3,
+        NvSciBufPlatformName_UpperBound = 4,
+    }
+}
+
 fn color_formats() -> &'static [&'static str] {
     expect_values! {
         NvSciColor_LowerBound = 0,
@@ -431,6 +460,7 @@ fn all_checked_constants() -> Vec<&'static str> {
         buf_types(),
         buf_keys(),
         buf_value_enums(),
+        peer_hw_engine_enums(),
         color_formats(),
         sync_constants(),
         sync_keys(),
@@ -459,6 +489,7 @@ fn buf_key_values() {
 #[test]
 fn buf_value_enum_values() {
     buf_value_enums();
+    peer_hw_engine_enums();
     color_formats();
 }
 
@@ -541,6 +572,8 @@ fn enum_types() -> &'static [&'static str] {
         NvSciBufSurfSampleType,
         NvSciBufSurfBPC,
         NvSciBufSurfComponentOrder,
+        NvSciBufHwEngName,
+        NvSciBufPlatformName,
         NvSciSyncAttrKey,
         NvSciSyncAttrValPrimitiveType,
         NvSciSyncWaitMode,
@@ -606,6 +639,7 @@ fn struct_layouts() -> Vec<&'static str> {
             vmID @ 4,
             reserved @ 8,
         }),
+        expect_layout!(NvSciBufPeerHwEngine: size 8, align 1 { engName @ 0, platName @ 4 }),
         expect_layout!(NvSciBufRect: size 32, align 8 { x0 @ 0, y0 @ 8, x1 @ 16, y1 @ 24 }),
         expect_layout!(NvSciSyncFence: size 48, align 8 { payload @ 0 }),
         expect_layout!(NvSciSyncFenceIpcExportDescriptor: size 56, align 8 { payload @ 0 }),
@@ -639,6 +673,7 @@ fn gpu_cache_array_has_no_padding() {
     // The other value structs keep their C strides too.
     assert_eq!(size_of::<[NvSciRmGpuId; 2]>(), 32);
     assert_eq!(size_of::<[NvSciBufPeerLocationInfo; 2]>(), 32);
+    assert_eq!(size_of::<[NvSciBufPeerHwEngine; 2]>(), 16);
     assert_eq!(size_of::<[NvSciBufAttrValGpuCompression; 2]>(), 40);
 }
 
@@ -655,6 +690,9 @@ fn field_types_have_c_sizes() {
     let desc = NvSciBufObjIpcExportDescriptor::default();
     let data = desc.data; // copy out of the packed struct before taking a reference
     assert_eq!(data.len(), 32);
+    let peer = NvSciBufPeerHwEngine::default();
+    let (eng, plat) = (peer.engName, peer.platName); // copies out of the packed struct
+    assert_eq!((size_of_val(&eng), size_of_val(&plat)), (4, 4));
     assert_eq!(NvSciSyncFence::default().payload.len(), 6);
     assert_eq!(NvSciSyncFenceIpcExportDescriptor::default().payload.len(), 7);
     assert_eq!(NvSciSyncObjIpcExportDescriptor::default().payload.len(), 128);

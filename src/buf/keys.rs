@@ -78,6 +78,9 @@ attr_keys! {
         EnableGpuCache, ENABLE_GPU_CACHE, NvSciBufGeneralAttrKey_EnableGpuCache: [GpuCache; 16];
         /// Per-GPU compression request.
         EnableGpuCompression, ENABLE_GPU_COMPRESSION, NvSciBufGeneralAttrKey_EnableGpuCompression: [GpuCompression; 16];
+        /// Hardware engines that access the buffer (e.g. VI, GPU and display of a camera
+        /// pipeline), each with its platform.
+        PeerHwEngineArray, PEER_HW_ENGINE_ARRAY, NvSciBufGeneralAttrKey_PeerHwEngineArray: [PeerHwEngine; sys::NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER as usize];
         /// Top padding per plane, in pixels.
         TopPadding, TOP_PADDING, NvSciBufImageAttrKey_TopPadding: [u64; 3];
         /// Bottom padding per plane, in pixels.

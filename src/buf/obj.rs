@@ -83,6 +83,77 @@ impl BufObj {
         Self::wrap(raw, &list.module, Arc::default())
     }
 
+    /// Adopts a buffer object that another library in this process allocated (a camera's
+    /// capture buffer, say) by taking a reference of its own (`NvSciBufObjDup`): the same memory,
+    /// with an independent lifetime. The caller keeps `raw` and frees it (`NvSciBufObjFree`)
+    /// whenever it likes, before or after the returned object is dropped.
+    ///
+    /// The returned reference has the permission of the duplicate (`ActualPerm`), and never more
+    /// than `raw`'s own `ActualPerm` (read from its attribute list, `NvSciBufObjGetAttrList`): a
+    /// read-only foreign reference gives a read-only object, whose CPU writes and read-write
+    /// imports are refused. A NULL `raw` is [`Error::NullHandle`]; nothing is created.
+    ///
+    /// `module` is the module the object is used with on the crate's side (it keeps the loaded
+    /// library open); preferably the module the object was allocated under.
+    ///
+    /// # Safety
+    ///
+    /// * `raw` is NULL or a live buffer object made by the same loaded implementation `module`
+    ///   uses (the same `libnvscibuf.so.1` instance, or the mock when `module` is the mock's):
+    ///   NvSci aborts the process on a handle it did not make.
+    /// * Nothing frees `raw` while this call runs.
+    /// * The module the object was allocated under stays open while the returned object lives,
+    ///   unless it is `module`: NvSci does not document that objects outlive their module.
+    /// * CPU accesses stay exclusive. The crate orders CPU reads and writes only among the
+    ///   returned object and its duplicates ([`dup`](Self::dup)); nobody else (the foreign owner
+    ///   through `raw`, another adoption of the same allocation, any other reference to it) may
+    ///   write the memory from the CPU while a [`CpuRead`] or [`CpuWrite`] of them exists, nor
+    ///   read it while a [`CpuWrite`] exists. Engine accesses are ordered by fences, as always.
+    ///
+    /// After the call the two references are independent: each side frees its own.
+    pub unsafe fn from_foreign(module: &BufModule, raw: sys::NvSciBufObj) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciBufObj" });
+        }
+        let buf = module.0.lib.buf();
+        let get_list = nvfn!(buf, NvSciBufObjGetAttrList);
+        let dup = nvfn!(buf, NvSciBufObjDup);
+        let mut list = core::ptr::null_mut();
+        // SAFETY: `raw` is a live object of this implementation (caller contract); the list it
+        // returns belongs to the object and is only read below, while `raw` is still live.
+        check("NvSciBufObjGetAttrList", unsafe { get_list(raw, &mut list) })?;
+        // SAFETY: as above; the borrowed list is never freed (`BufAttrListRef`).
+        let source_perm =
+            unsafe { BufAttrListRef::new(list, module) }.get_one(key::ACTUAL_PERM)?.unwrap_or(Perm::ReadOnly);
+        let mut copy = core::ptr::null_mut();
+        // SAFETY: `raw` is live and not freed during the call (caller contract); `copy`
+        // receives a new reference that we own.
+        check("NvSciBufObjDup", unsafe { dup(raw, &mut copy) })?;
+        let mut obj = Self::wrap(copy, module, Arc::default())?;
+        obj.perm = obj.perm.min(source_perm);
+        Ok(obj)
+    }
+
+    /// Takes ownership of a buffer object reference given away by its maker (one another
+    /// library returned for the caller to free, say), without taking a new one: the returned
+    /// object frees it (`NvSciBufObjFree`) when dropped. Its permission is the reference's
+    /// `ActualPerm`.
+    ///
+    /// Ownership passes in every case: if reading the object's attributes fails, the reference
+    /// is freed before the error is returned. A NULL `raw` is [`Error::NullHandle`] and frees
+    /// nothing. Use [`from_foreign`](Self::from_foreign) for a reference its maker keeps.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_foreign`](Self::from_foreign), and nobody else frees or uses `raw` after
+    /// this call (it is freed exactly once, by the crate).
+    pub unsafe fn from_raw_owned(module: &BufModule, raw: sys::NvSciBufObj) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciBufObj" });
+        }
+        Self::wrap(raw, module, Arc::default())
+    }
+
     /// Takes ownership of `raw` (freed on error too).
     pub(crate) fn wrap(raw: sys::NvSciBufObj, module: &BufModule, cpu: Arc<CpuBorrow>) -> Result<Self> {
         let mut obj = Self { raw, module: module.clone(), perm: Perm::ReadOnly, size: 0, cpu };

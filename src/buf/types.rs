@@ -232,6 +232,69 @@ pub struct GpuCompression {
 }
 pod_elem!(GpuCompression);
 
+open_enum! {
+    /// `NvSciBufHwEngName`: a hardware engine that accesses a buffer or sync object (an element
+    /// of [`PeerHwEngine`]). Open: engines of newer libraries round-trip as `HwEngine(n)`.
+    pub struct HwEngine(u32) {
+        /// Display controller.
+        DISPLAY = sys::NvSciBufHwEngName_Display,
+        /// Image signal processor.
+        ISP = sys::NvSciBufHwEngName_Isp,
+        /// Video input (camera capture).
+        VI = sys::NvSciBufHwEngName_Vi,
+        /// Camera serial interface.
+        CSI = sys::NvSciBufHwEngName_Csi,
+        /// Video image compositor.
+        VIC = sys::NvSciBufHwEngName_Vic,
+        /// GPU.
+        GPU = sys::NvSciBufHwEngName_Gpu,
+        /// Video encoder.
+        MSENC = sys::NvSciBufHwEngName_MSENC,
+        /// Video decoder.
+        NVDEC = sys::NvSciBufHwEngName_NVDEC,
+        /// JPEG engine.
+        NVJPG = sys::NvSciBufHwEngName_NVJPG,
+        /// Programmable vision accelerator.
+        PVA = sys::NvSciBufHwEngName_PVA,
+        /// Deep learning accelerator.
+        DLA = sys::NvSciBufHwEngName_DLA,
+        /// PCIe.
+        PCIE = sys::NvSciBufHwEngName_PCIe,
+        /// Optical flow accelerator.
+        OFA = sys::NvSciBufHwEngName_OFA,
+        /// `NvSciBufHwEngName_NPM`.
+        NPM = sys::NvSciBufHwEngName_NPM,
+    }
+}
+
+open_enum! {
+    /// `NvSciBufPlatformName`: the platform an engine of a [`PeerHwEngine`] belongs to. Open:
+    /// platforms of newer libraries (named by their headers only) round-trip as `Platform(n)`.
+    pub struct Platform(u32) {
+        /// Orin.
+        ORIN = sys::NvSciBufPlatformName_Orin,
+        /// PG189 (an x86 DRIVE host platform).
+        PG189 = sys::NvSciBufPlatformName_PG189,
+        /// PG199 (an x86 DRIVE host platform).
+        PG199 = sys::NvSciBufPlatformName_PG199,
+    }
+}
+
+/// One engine of the `PeerHwEngineArray` keys (`NvSciBufPeerHwEngine`: 8 bytes, the engine at
+/// offset 0, the platform at offset 4).
+///
+/// The C struct is packed (alignment 1); this one has alignment 4, which changes nothing for a
+/// value array: the size and the stride are 8 either way, and values are read unaligned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
+pub struct PeerHwEngine {
+    /// The engine.
+    pub engine: HwEngine,
+    /// The platform the engine belongs to.
+    pub platform: Platform,
+}
+pod_elem!(PeerHwEngine);
+
 trait FromRawByte: Sized {
     fn from_raw_byte(b: u8) -> Option<Self>;
 }
@@ -248,4 +311,13 @@ const _: () = {
     assert!(core::mem::size_of::<GpuCompression>() == 20);
     assert!(core::mem::align_of::<GpuCompression>() == 4);
     assert!(core::mem::size_of::<Perm>() == 4 && core::mem::size_of::<ImageLayout>() == 4);
+    assert!(core::mem::size_of::<PeerHwEngine>() == core::mem::size_of::<sys::NvSciBufPeerHwEngine>());
+    assert!(
+        core::mem::offset_of!(PeerHwEngine, engine)
+            == core::mem::offset_of!(sys::NvSciBufPeerHwEngine, engName)
+    );
+    assert!(
+        core::mem::offset_of!(PeerHwEngine, platform)
+            == core::mem::offset_of!(sys::NvSciBufPeerHwEngine, platName)
+    );
 };

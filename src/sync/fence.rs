@@ -50,6 +50,67 @@ impl Fence {
         Self { raw: sys::NVSCI_SYNC_FENCE_INITIALIZER, obj: None }
     }
 
+    /// Adopts a fence that another library in this process filled (the fence a camera attached
+    /// to a frame, say) by duplicating it (`NvSciSyncFenceDup`) into a fence of `obj`. The caller
+    /// keeps `*raw` and clears it (`NvSciSyncFenceClear`) whenever it likes, before or after the
+    /// returned fence is dropped. A cleared `*raw` gives a cleared fence.
+    ///
+    /// `obj` is the sync object the fence belongs to, usually adopted first with
+    /// [`SyncObj::from_foreign`]: waits and CUDA imports use it. A NULL `raw` is
+    /// [`Error::NullHandle`]; nothing is created.
+    ///
+    /// # Safety
+    ///
+    /// * `raw` is NULL or points to a readable `NvSciSyncFence` that is cleared (all zero) or was
+    ///   filled by the same loaded implementation `obj` uses (the same `libnvscisync.so.1`
+    ///   instance, or the mock when `obj` is the mock's): NvSci aborts the process on a fence it
+    ///   did not make.
+    /// * The fence belongs to the NvSci sync object `obj` refers to (a fence of `obj` itself, of
+    ///   a duplicate of it, or of the foreign handle `obj` was adopted from): the crate waits on
+    ///   it through `obj`, and a fence of another object would be waited on against the wrong
+    ///   primitive.
+    /// * Nothing writes or clears `*raw` while this call runs.
+    ///
+    /// After the call the two fences are independent: each side clears its own.
+    pub unsafe fn from_foreign(obj: &SyncObj, raw: *const sys::NvSciSyncFence) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciSyncFence" });
+        }
+        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceDup);
+        let mut out = Self::for_object(obj);
+        // SAFETY: `raw` points to a valid fence of this implementation that nothing writes during
+        // the call (caller contract); `out.raw` is zeroed storage for the duplicate, which holds
+        // its own object reference and is cleared when `out` drops.
+        check("NvSciSyncFenceDup", unsafe { f(raw, &mut out.raw) })?;
+        Ok(out)
+    }
+
+    /// Takes over a fence given away by its maker, without duplicating it: the fence is moved
+    /// out of `*raw`, which is left cleared (all zero, so clearing it again is harmless), and
+    /// the returned fence of `obj` clears it when dropped.
+    ///
+    /// A NULL `raw` is [`Error::NullHandle`]. Use [`from_foreign`](Self::from_foreign) for a
+    /// fence its maker keeps.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_foreign`](Self::from_foreign), and `raw` is writable; no other copy of the
+    /// fence's bytes is cleared or used after this call: only the returned fence releases the
+    /// fence's object reference.
+    pub unsafe fn from_raw_owned(obj: &SyncObj, raw: *mut sys::NvSciSyncFence) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciSyncFence" });
+        }
+        let mut out = Self::for_object(obj);
+        // SAFETY: `raw` points to a readable and writable fence (caller contract); reading the
+        // bytes and zeroing the source moves the fence, with its object reference, into `out`.
+        unsafe {
+            out.raw = raw.read();
+            raw.write(sys::NVSCI_SYNC_FENCE_INITIALIZER);
+        }
+        Ok(out)
+    }
+
     /// Empty fence storage bound to `obj`, to be filled by a signaler (CPU or another API).
     pub(crate) fn for_object(obj: &SyncObj) -> Self {
         Self { raw: sys::NVSCI_SYNC_FENCE_INITIALIZER, obj: Some(obj.clone()) }

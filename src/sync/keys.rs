@@ -1,7 +1,7 @@
 //! NvSciSync attribute keys and value types.
 
 use crate::attr::{attr_keys, closed_elem, open_enum};
-use crate::buf::GpuId;
+use crate::buf::{GpuId, PeerHwEngine};
 use nvsci_sys as sys;
 
 /// NvSciSync access permission (`NvSciSyncAccessPerm`, an 8-byte value).
@@ -59,6 +59,8 @@ attr_keys! {
         PrimitiveInfo, PRIMITIVE_INFO, NvSciSyncAttrKey_PrimitiveInfo: [PrimitiveType; 5];
         /// GPUs that use the object.
         GpuId, GPU_ID, NvSciSyncAttrKey_GpuId: [GpuId; 16];
+        /// Hardware engines that signal or wait on the object, each with its platform.
+        PeerHwEngineArray, PEER_HW_ENGINE_ARRAY, NvSciSyncAttrKey_PeerHwEngineArray: [PeerHwEngine; sys::NV_SCI_BUF_PEER_HW_ENGINE_MAX_NUMBER as usize];
     }
     out_one {
         /// Reconciled permission.

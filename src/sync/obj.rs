@@ -1,7 +1,7 @@
 //! NvSciSync objects.
 
 use super::{Fence, SyncAttrList, SyncAttrListRef, SyncModule};
-use crate::error::{check, invalid, Result};
+use crate::error::{check, invalid, Error, Result};
 use crate::library::{nvfn, Implementation};
 use nvsci_sys as sys;
 use std::sync::Arc;
@@ -56,6 +56,59 @@ impl SyncObj {
     /// Takes ownership of `raw`, an object created under `module`.
     pub(crate) fn from_raw(raw: sys::NvSciSyncObj, module: &SyncModule) -> Self {
         Self(Arc::new(ObjInner { raw, module: module.clone() }))
+    }
+
+    /// Adopts a sync object that another library in this process allocated (the object a camera
+    /// signals its frames with, say) by taking a reference of its own (`NvSciSyncObjDup`): the
+    /// same object, with an independent lifetime. The caller keeps `raw` and frees it
+    /// (`NvSciSyncObjFree`) whenever it likes, before or after the returned object is dropped.
+    /// Fences of the object are adopted with [`Fence::from_foreign`].
+    ///
+    /// A NULL `raw` is [`Error::NullHandle`](crate::Error::NullHandle); nothing is created.
+    ///
+    /// `module` is the module the object is used with on the crate's side (it keeps the loaded
+    /// library open); preferably the module the object was allocated under, because CPU waits on
+    /// the object's fences need a wait context of that module (the mock refuses a context of
+    /// another module with `NvSciError_BadParameter`).
+    ///
+    /// # Safety
+    ///
+    /// * `raw` is NULL or a live sync object made by the same loaded implementation `module`
+    ///   uses (the same `libnvscisync.so.1` instance, or the mock when `module` is the mock's):
+    ///   NvSci aborts the process on a handle it did not make.
+    /// * Nothing frees `raw` while this call runs.
+    /// * The module the object was allocated under stays open while the returned object lives,
+    ///   unless it is `module`: NvSci does not document that objects outlive their module.
+    ///
+    /// After the call the two references are independent: each side frees its own.
+    pub unsafe fn from_foreign(module: &SyncModule, raw: sys::NvSciSyncObj) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciSyncObj" });
+        }
+        let f = nvfn!(module.0.lib.sync(), NvSciSyncObjDup);
+        let mut copy = core::ptr::null_mut();
+        // SAFETY: `raw` is a live object of this implementation, not freed during the call
+        // (caller contract); `copy` receives a new reference that we own.
+        check("NvSciSyncObjDup", unsafe { f(raw, &mut copy) })?;
+        Ok(Self(Arc::new(ObjInner { raw: copy, module: module.clone() })))
+    }
+
+    /// Takes ownership of a sync object reference given away by its maker (one another library
+    /// returned for the caller to free, say), without taking a new one: the returned object
+    /// frees it (`NvSciSyncObjFree`) when its last clone is dropped.
+    ///
+    /// A NULL `raw` is [`Error::NullHandle`](crate::Error::NullHandle). Use
+    /// [`from_foreign`](Self::from_foreign) for a reference its maker keeps.
+    ///
+    /// # Safety
+    ///
+    /// As for [`from_foreign`](Self::from_foreign), and nobody else frees or uses `raw` after
+    /// this call (it is freed exactly once, by the crate).
+    pub unsafe fn from_raw_owned(module: &SyncModule, raw: sys::NvSciSyncObj) -> Result<Self> {
+        if raw.is_null() {
+            return Err(Error::NullHandle { what: "NvSciSyncObj" });
+        }
+        Ok(Self(Arc::new(ObjInner { raw, module: module.clone() })))
     }
 
     /// The object's reconciled attribute list (borrowed from the object).

@@ -22,7 +22,9 @@
 //!   conflict); the mock never compresses, so every GPU reconciles to `None`.
 //! * `CpuNeedSwCacheCoherency`: the module setting (see `set_cpu_need_sw_cache_coherency`).
 //! * `VidMem_GpuId`: must agree; video memory is not emulated → `NotSupported`.
-//! * `PeerLocationInfo`, `PeerHwEngineArray`: union of the elements.
+//! * `PeerLocationInfo`, `PeerHwEngineArray`: union of the elements (each element once, compared
+//!   byte for byte, in order of first appearance; absent when no slot sets the key). Element
+//!   values are not checked: engines and platforms the mock does not know are kept as given.
 //!
 //! RawBuffer: `Size` must be set by at least one slot and equal in every slot that sets it;
 //! `Align` = max (default 1).

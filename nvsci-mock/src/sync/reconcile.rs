@@ -15,7 +15,7 @@
 //!   slot's `RequiredPerm` (WaitSignal); `WaiterRequireTimestamps` = true when a waiter slot with
 //!   `NeedCpuAccess` asks for timestamps, and then `NumTimestampSlots` = [`TIMESTAMP_SLOTS`],
 //!   else 0; `NumTaskStatusSlots` = 0; `GpuId`, `PeerLocationInfo`, `PeerHwEngineArray` = union
-//!   (absent when no slot sets them).
+//!   (each element once, in order of first appearance; absent when no slot sets them).
 
 use super::keys::SYNC_KEYS;
 use crate::attrs::{Conflicts, Slot, Value};
