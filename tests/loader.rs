@@ -113,3 +113,35 @@ fn loading_from_no_directory_says_so() {
     assert!(msg.contains("no directory was given"), "{msg}");
     assert!(!msg.contains("tried: ."), "{msg}");
 }
+
+#[test]
+fn nvsciipc_loads_through_dlopen_under_its_real_name() {
+    let so = common::mock_shared_object().expect("libnvsci_mock.so not found next to the test binary");
+    let dir = std::env::temp_dir().join(format!("nvsci-ipc-loader-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("libnvsciipc.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(so.canonicalize().unwrap(), &link).unwrap();
+    // SAFETY: `dir` holds only a link to this workspace's mock shared object.
+    let ipc = unsafe { nvsci::ipc::Ipc::load_from_dirs(std::slice::from_ref(&dir)) }.unwrap();
+    assert!(!ipc.is_mock(), "loaded through the real loader, not the in-process mock");
+    // The shared object's copy of the mock has no configuration: the name is unknown.
+    match nvsci::ipc::IpcEndpoint::open(&ipc, "nvscisync_a_0") {
+        Err(Error::Ipc { endpoint, reason, .. }) => {
+            assert_eq!(endpoint, "nvscisync_a_0");
+            assert!(reason.contains("not configured"), "{reason}");
+        }
+        other => panic!("expected a not-configured error, got {other:?}"),
+    }
+    drop(ipc);
+    let _ = std::fs::remove_dir_all(dir);
+    // Nothing under either name: every path tried is listed.
+    // SAFETY: the directory does not exist; nothing is loaded.
+    let err = unsafe { nvsci::ipc::Ipc::load_from_dirs(&["/nonexistent/ipc".into()]) }.unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("/nonexistent/ipc/libnvsciipc.so")
+            && text.contains("/nonexistent/ipc/libnvsciipc.so.1"),
+        "{text}"
+    );
+}

@@ -6,8 +6,9 @@
 //! object, so that code written against the tables can be tested anywhere.
 //!
 //! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciBufObjGetPixels`, `NvSciBufObjPutPixels`,
-//!   `NvSciSyncFenceWaitWithMode` and `NvSciSyncFenceUpdateFence` are left `None`; IPC entry
-//!   points return `NvSciError_NotSupported`.
+//!   `NvSciSyncFenceWaitWithMode` and `NvSciSyncFenceUpdateFence` are left `None`.
+//! * [`ipc_fns`]: NvSciIpc over Unix domain sockets, and with it the IPC export/import entry
+//!   points of both libraries across processes (see [`ipc`] and [`ipc::config`]).
 //! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
 //!   [`sync_module_ledger`]) and per process ([`global_ledger`]).
 //! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.
@@ -18,7 +19,7 @@
 //! * With the `export` feature every implemented entry point is also exported under its C name
 //!   (module `export`), so that a shared object linking this crate (the workspace's
 //!   `nvsci-mock-so`, `libnvsci_mock.so`) can be loaded as `libnvscibuf.so.1` /
-//!   `libnvscisync.so.1`.
+//!   `libnvscisync.so.1` (and `libnvsciipc.so`).
 //!
 //! Where the documentation leaves a choice to the implementation, the module documentation of
 //! the relevant part says what the mock does (reconciliation rules in the crate's `buf` and

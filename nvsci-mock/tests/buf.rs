@@ -647,11 +647,11 @@ fn handle_validation() {
     call!(t.NvSciBufModuleClose(ptr::null_mut()));
     assert_eq!(unsafe { nvsci_mock::buf_module_ledger(ptr::null_mut()) }.map(|_| ()), None);
     assert_eq!(unsafe { nvsci_mock::buf_module_ledger(l.cast()) }.map(|_| ()), None);
-    // IPC is not emulated.
+    // IPC exports check their handles first (NULL object), then the endpoint (0 is none).
     let mut desc = NvSciBufObjIpcExportDescriptor::default();
     assert_eq!(
         call!(t.NvSciBufObjIpcExport(ptr::null_mut(), NvSciBufAccessPerm_Readonly, 0, &mut desc)),
-        NvSciError_NotSupported
+        NvSciError_BadParameter
     );
     b.free(l);
 }

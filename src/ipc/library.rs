@@ -41,6 +41,18 @@ impl Ipc {
         Self::init(*lib.fns(), false, Some(lib))
     }
 
+    /// Loads NvSciIpc from `dirs` only (no default search path).
+    ///
+    /// # Safety
+    /// As for [`crate::NvSci::load_from_dirs`]: every `libnvsciipc.so` / `libnvsciipc.so.1` in
+    /// `dirs` must be NVIDIA's NvSciIpc (or an implementation of the same C API) whose
+    /// initialisers are sound to run in this process.
+    pub unsafe fn load_from_dirs(dirs: &[std::path::PathBuf]) -> Result<Self> {
+        // SAFETY: forwarded contract.
+        let lib = unsafe { nvsci_sys::loader::load_ipc_from(dirs, false) }?;
+        Self::init(*lib.fns(), false, Some(lib))
+    }
+
     /// The mock's NvSciIpc (feature `mock`): endpoints configured in
     /// `$NVSCI_MOCK_IPC_DIR/nvsciipc.cfg` (see `nvsci_mock::ipc::config`), connected through Unix
     /// domain sockets in that directory.
