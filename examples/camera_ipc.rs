@@ -145,7 +145,7 @@ fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     let mut rgba = vec![0u8; (a.width * a.height * 4) as usize];
     let (mut frames, mut bad) = (0u64, 0u64);
     let fds = open_fds();
-    while let Some(f) = c.next().map_err(|e| e.to_string())? {
+    while let Some(f) = c.next_frame().map_err(|e| e.to_string())? {
         c.wait_cpu(&f).map_err(|e| e.to_string())?;
         let sum = {
             let bytes =
@@ -212,7 +212,7 @@ mod gpu {
         );
         let fds = open_fds();
         let mut seqs = Vec::new();
-        while let Some(f) = c.next().map_err(|e| e.to_string())? {
+        while let Some(f) = c.next_frame().map_err(|e| e.to_string())? {
             let t = seqs.len() as u64;
             if t >= a.frames {
                 return Err(format!("more than the {} frames announced", a.frames));

@@ -58,7 +58,7 @@ fn format(a: &Args) -> FrameFormat {
 fn consume(lib: &NvSci, ep: IpcEndpoint, a: &Args) -> u64 {
     let mut c = IpcConsumer::connect(lib, ep, format(a), Engine::Cpu, T).expect("consumer set-up");
     let mut touched = 0u64;
-    while let Some(f) = c.next().expect("next frame") {
+    while let Some(f) = c.next_frame().expect("next frame") {
         c.wait_cpu(&f).expect("present fence");
         touched += u64::from(c.buffer(f.slot()).expect("slot").cpu_read().expect("read")[0]);
         c.release(f).expect("release");

@@ -75,7 +75,7 @@ impl NvSci {
         Ok(Self::from_libraries(unsafe { nvsci_sys::loader::load_from(dirs, false) }?))
     }
 
-    /// Wraps libraries opened by [`nvsci_sys::loader`].
+    /// Wraps libraries opened by `nvsci_sys::loader`.
     pub fn from_libraries(libs: NvSciLibraries) -> Self {
         Self(Arc::new(Inner {
             buf: *libs.buf(),

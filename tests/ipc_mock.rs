@@ -120,7 +120,7 @@ fn child_process_entry() {
             let mut c =
                 IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
             let mut frames = 0u64;
-            while let Some(f) = c.next().unwrap() {
+            while let Some(f) = c.next_frame().unwrap() {
                 c.wait_cpu(&f).unwrap();
                 let bytes = c.buffer(f.slot()).unwrap().cpu_read().unwrap();
                 for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
@@ -140,7 +140,7 @@ fn child_process_entry() {
             let mut c =
                 IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
             for _ in 0..3 {
-                let f = c.next().unwrap().unwrap();
+                let f = c.next_frame().unwrap().unwrap();
                 c.wait_cpu(&f).unwrap();
                 c.release(f).unwrap();
             }
@@ -502,7 +502,7 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_frame_counts() {
         let mut c =
             IpcConsumer::connect(&lib2, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
         let mut n = 0;
-        while let Some(f) = c.next().unwrap() {
+        while let Some(f) = c.next_frame().unwrap() {
             c.wait_cpu(&f).unwrap();
             assert_eq!(c.buffer(f.slot()).unwrap().cpu_read().unwrap()[3], pattern(f.sequence(), 3));
             c.release(f).unwrap();

@@ -59,7 +59,7 @@ impl HandleCounts {
     }
 }
 
-/// Live-handle counters of one mock module (or of the whole process, see [`global_ledger`]).
+/// Live-handle counters of one mock module (or of the whole process, see `global_ledger`).
 ///
 /// Cloning is cheap: clones share the same counters.
 #[derive(Clone, Debug)]

@@ -401,7 +401,7 @@ impl IpcConsumer {
 
     /// The next frame, or `None` once the producer finished. Its present fence may not have
     /// expired yet: wait with [`wait_cpu`](Self::wait_cpu) or on a CUDA stream.
-    pub fn next(&mut self) -> Result<Option<IpcFrame>> {
+    pub fn next_frame(&mut self) -> Result<Option<IpcFrame>> {
         let msg = self.ep.recv_message(self.timeout)?;
         if msg.first() == Some(&END) {
             return Ok(None);

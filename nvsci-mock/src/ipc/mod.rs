@@ -1,5 +1,5 @@
 //! NvSciIpc emulation: endpoint pairs connected through Unix domain sockets (see [`config`] for
-//! the configuration file and [`endpoint`] for the transport), and the plumbing the NvSciBuf and
+//! the configuration file and the crate-private `endpoint` module for the transport), and the plumbing the NvSciBuf and
 //! NvSciSync export/import entry points use to hand memory and counters to the peer process.
 
 pub(crate) mod codec;
