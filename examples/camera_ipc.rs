@@ -187,7 +187,7 @@ mod gpu {
 
     pub fn consume(a: &Args, lib: &NvSci, ep: IpcEndpoint, format: FrameFormat) -> Result<(), String> {
         let dev = CudaDevice::open(0).map_err(|e| e.to_string())?;
-        let free_before = dev.context().mem_get_info().map(|m| m.0).unwrap_or(0);
+        let free = |dev: &CudaDevice| dev.context().mem_get_info().map(|m| m.0 >> 20).unwrap_or(0);
         let mut c = IpcConsumer::connect(lib, ep, format, Engine::Cuda(dev.clone()), TIMEOUT)
             .map_err(|e| e.to_string())?;
         let layout = c.layout().clone();
@@ -211,6 +211,7 @@ mod gpu {
             layout.planes[1].pitch,
         );
         let fds = open_fds();
+        let free_set_up = free(&dev);
         let mut seqs = Vec::new();
         while let Some(f) = c.next_frame().map_err(|e| e.to_string())? {
             let t = seqs.len() as u64;
@@ -252,13 +253,16 @@ mod gpu {
             .filter(|(i, seq)| got[*i] != test_pattern_statistic(a.width, a.height, **seq))
             .count() as u64;
         let frames = seqs.len() as u64;
+        let free_frames = free(&dev);
         drop((present, release, mapped, rgba, sums, c));
-        let free_after = dev.context().mem_get_info().map(|m| m.0).unwrap_or(0);
+        let free_teardown = free(&dev);
         println!(
-            "consumer (CUDA): device memory free {} MiB before, {} MiB after",
-            free_before >> 20,
-            free_after >> 20
+            "consumer (CUDA): device memory free {free_set_up} MiB after set-up, {free_frames} MiB after the \
+             frames, {free_teardown} MiB after teardown"
         );
+        if free_frames < free_set_up {
+            return Err(format!("device memory grew by {} MiB over the frames", free_set_up - free_frames));
+        }
         report(frames, bad, fds, "CUDA")
     }
 }
