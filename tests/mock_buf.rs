@@ -366,3 +366,26 @@ fn peer_hw_engine_array_round_trips_and_reconciles_to_the_union() {
     full.set(&[BufAttr::PeerHwEngineArray(&many[..128])]).unwrap();
     assert_eq!(full.get(key::PEER_HW_ENGINE_ARRAY).unwrap().len(), 128);
 }
+
+/// nvscibuf.h: an unset raw-buffer `Align` reconciles to "the default alignment with which the
+/// buffer is allocated", and `ImageCount` has one valid input value, 1.
+#[test]
+fn unset_alignment_is_the_allocation_alignment_and_image_count_is_one() {
+    let m = module();
+    let mut l = m.attr_list().unwrap();
+    l.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::RawSize(1000), BufAttr::NeedCpuAccess(true)])
+        .unwrap();
+    let r = BufAttrList::reconcile(&[&l]).unwrap();
+    let align = r.get_one(key::RAW_ALIGN).unwrap().expect("Align is an output of reconciliation");
+    assert!(align.is_power_of_two() && align >= 4096, "allocation alignment {align}");
+    let obj = BufObj::alloc(&r).unwrap();
+    let addr = obj.cpu_read().unwrap().as_ptr() as u64;
+    assert_eq!(addr % align, 0, "the buffer is allocated with the reported alignment");
+
+    let mut img = m.attr_list().unwrap();
+    match img.set(&[BufAttr::Types(&[BufType::IMAGE]), BufAttr::ImageCount(2)]) {
+        Err(Error::AttrRefused { key, .. }) => assert_eq!(key, "NvSciBufImageAttrKey_ImageCount"),
+        other => panic!("ImageCount 2 must be refused naming the key, got {other:?}"),
+    }
+    img.set(&[BufAttr::Types(&[BufType::IMAGE]), BufAttr::ImageCount(1)]).unwrap();
+}

@@ -96,7 +96,7 @@ pub(crate) static BUF_KEYS: &[KeySpec] = &[
     key!(NvSciBufImageAttrKey_PlanePitch, 4, UpTo(PLANES), Out, Any, Uint),
     key!(NvSciBufImageAttrKey_PlaneAlignedHeight, 4, UpTo(PLANES), Out, Any, Uint),
     key!(NvSciBufImageAttrKey_PlaneAlignedSize, 8, UpTo(PLANES), Out, Any, Uint),
-    key!(NvSciBufImageAttrKey_ImageCount, 8, One, InOut, NonZero, Uint),
+    key!(NvSciBufImageAttrKey_ImageCount, 8, One, InOut, Range(1, 1), Uint),
     key!(NvSciBufImageAttrKey_SurfType, 4, One, InOut, Any, Uint),
     key!(NvSciBufImageAttrKey_SurfMemLayout, 4, One, InOut, Any, Uint),
     key!(NvSciBufImageAttrKey_SurfSampleType, 4, One, InOut, Any, Uint),

@@ -27,11 +27,14 @@
 //!   values are not checked: engines and platforms the mock does not know are kept as given.
 //!
 //! RawBuffer: `Size` must be set by at least one slot and equal in every slot that sets it;
-//! `Align` = max (default 1).
+//! `Align` = max; unset, the alignment the mock allocates with, the page size (nvscibuf.h: "set
+//! to default alignment with which buffer is allocated if none of the unreconciled lists
+//! specify this attribute").
 //!
 //! Image (plane-based, pitch-linear, progressive only): `Layout`, `ScanType`, `PlaneCount`,
 //! `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight` are mandatory; they and `PlaneColorStd`,
-//! the paddings and `ImageCount` must be equal in every slot that sets them.
+//! the paddings and `ImageCount` must be equal in every slot that sets them (`ImageCount` accepts
+//! only 1, its one valid input value in nvscibuf.h).
 //! `PlaneBaseAddrAlign` is the per-plane max. See [`super::image`] for the layout. Paddings
 //! must be zero, `VprFlag` false and surface-based keys unset, else `NotSupported`.
 
@@ -292,7 +295,14 @@ fn raw_buffer(c: &Conflicts<'_>, out: &mut Slot) -> Res<()> {
         .first()
         .map(|(_, v)| v.u64())
         .ok_or(NvSciError_BadParameter)?;
-    let align = c.setters(NvSciBufRawBufferAttrKey_Align).iter().map(|(_, v)| v.u64()).max().unwrap_or(1);
+    // Unset: "the default alignment with which the buffer is allocated" (nvscibuf.h), the page
+    // for the mock's allocations.
+    let align = c
+        .setters(NvSciBufRawBufferAttrKey_Align)
+        .iter()
+        .map(|(_, v)| v.u64())
+        .max()
+        .unwrap_or(crate::pages::page_size() as u64);
     out.insert(NvSciBufRawBufferAttrKey_Size, Value::from_u64s(&[size]));
     out.insert(NvSciBufRawBufferAttrKey_Align, Value::from_u64s(&[align]));
     Ok(())
