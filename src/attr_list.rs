@@ -1,6 +1,12 @@
 //! The attribute-list type shared by NvSciBuf and NvSciSync, generated once per family.
 
 /// Defines an owned attribute-list type, its borrowed twin and their methods for one family.
+/// Why the mock answers `NotSupported` to a reconciliation: what it lays out.
+pub(crate) const MOCK_LAYOUTS: &str =
+    "the mock lays out raw buffers and pitch-linear, progressive images without \
+    padding only; block-linear, interlaced and padded images and tensors are laid out by NVIDIA's \
+    library alone (see docs/mock.md)";
+
 macro_rules! attr_list_type {
     (
         family: $family:literal,
@@ -357,6 +363,14 @@ macro_rules! attr_list_type {
                         lists.len()
                     );
                     return Err($crate::Error::ReconcileConflict { function: stringify!($Reconcile), keys, dump });
+                }
+                if code == nvsci_sys::NvSciError_NotSupported
+                    && module.0.lib.implementation() == $crate::Implementation::Mock
+                {
+                    return Err($crate::Error::Unsupported {
+                        what: stringify!($Reconcile),
+                        reason: $crate::attr_list::MOCK_LAYOUTS,
+                    });
                 }
                 $crate::error::check(stringify!($Reconcile), code)?;
                 let list = Self::wrap(out, &module);

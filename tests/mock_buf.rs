@@ -389,3 +389,31 @@ fn unset_alignment_is_the_allocation_alignment_and_image_count_is_one() {
     }
     img.set(&[BufAttr::Types(&[BufType::IMAGE]), BufAttr::ImageCount(1)]).unwrap();
 }
+
+/// Layouts the mock does not compute are refused with a reason, not a bare status code.
+#[test]
+fn layouts_the_mock_does_not_compute_say_so() {
+    let m = module();
+    let l = nv12(&m, 64, 64);
+    let mut block = m.attr_list().unwrap();
+    block
+        .set(&[
+            BufAttr::Types(&[BufType::IMAGE]),
+            BufAttr::Layout(ImageLayout::BlockLinear),
+            BufAttr::ScanType(ScanType::Progressive),
+            BufAttr::PlaneCount(1),
+            BufAttr::PlaneColorFormat(&[ColorFormat::Y8]),
+            BufAttr::PlaneWidth(&[64]),
+            BufAttr::PlaneHeight(&[64]),
+        ])
+        .unwrap();
+    match BufAttrList::reconcile(&[&block]) {
+        Err(Error::Unsupported { what, reason }) => {
+            assert_eq!(what, "NvSciBufAttrListReconcile");
+            assert!(reason.contains("block-linear") && reason.contains("mock"), "{reason}");
+        }
+        other => panic!("expected Unsupported with a reason, got {other:?}"),
+    }
+    // A pitch-linear progressive image still reconciles.
+    assert!(BufAttrList::reconcile(&[&l]).is_ok());
+}
