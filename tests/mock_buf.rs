@@ -1,6 +1,7 @@
 //! NvSciBuf through the mock, via the same function tables the native libraries fill.
-//! Expected layouts are computed by hand from the mock's documented alignment rules
-//! (pitch aligned to 256 bytes, planes and sizes to 4096 bytes).
+//! Image layouts are checked against what nvscibuf.h documents (rows fit their pitch, planes in
+//! order and aligned, the object holds them), not against the mock's own numbers, so the same
+//! assertions hold for NVIDIA's library; the mock's own rule is tested in its crate.
 #![cfg(feature = "mock")]
 
 use nvsci::buf::{
@@ -70,31 +71,78 @@ fn raw_buffer_reconcile_alloc_write_read_back() {
     assert_eq!(rd.as_ptr() as usize % 256, 0, "allocation honours the reconciled alignment");
 }
 
-#[test]
-fn nv12_1920x1080_plane_layout_matches_hand_computation() {
-    let m = module();
-    let r = BufAttrList::reconcile(&[&nv12(&m, 1920, 1080)]).unwrap();
-    let obj = BufObj::alloc(&r).unwrap();
+/// Checks what nvscibuf.h documents about a reconciled pitch-linear image, whatever numbers
+/// the implementation picks (they vary by library release and chip): every plane holds its rows
+/// (`pitch` >= width x bytes per pixel, `aligned_height` >= height, `aligned_size` >= pitch x
+/// height), planes come in order without overlapping, each starts on its `PlaneBaseAddrAlign`,
+/// the object holds them all, and its memory (as the CPU mapping shows it) starts on
+/// `ImageAlignment`.
+fn assert_layout_invariants(r: &BufAttrList, obj: &BufObj, expected: &[(ColorFormat, u32, u32, u32, u8)]) {
     let p = obj.planes().unwrap();
-    assert_eq!(p.len(), 2);
-    // Luma: 1920 bytes per row, pitch rounded up to 256 -> 2048; 2048 * 1080 = 2211840 = 540 * 4096.
-    assert_eq!((p[0].format, p[0].width, p[0].height), (ColorFormat::Y8, 1920, 1080));
-    assert_eq!((p[0].pitch, p[0].offset, p[0].aligned_height, p[0].aligned_size), (2048, 0, 1080, 2_211_840));
-    assert_eq!((p[0].bits_per_pixel, p[0].channel_count), (8, 1));
-    // Chroma: 960 UV pairs = 1920 bytes -> pitch 2048; 2048 * 540 = 1105920 = 270 * 4096.
-    assert_eq!((p[1].format, p[1].width, p[1].height), (ColorFormat::V8U8, 960, 540));
-    assert_eq!(
-        (p[1].pitch, p[1].offset, p[1].aligned_height, p[1].aligned_size),
-        (2048, 2_211_840, 540, 1_105_920)
-    );
-    assert_eq!((p[1].bits_per_pixel, p[1].channel_count), (16, 2));
-    assert_eq!(obj.size(), 3_317_760);
-    assert_eq!(r.get_one(key::IMAGE_ALIGNMENT).unwrap(), Some(4096));
-    assert_eq!(obj.cpu_read().unwrap().len(), 3_317_760);
+    assert_eq!(p.len(), expected.len(), "plane count");
+    let aligns = r.get(key::PLANE_BASE_ADDR_ALIGN).unwrap();
+    let mut end = 0u64;
+    for (i, (plane, &(format, width, height, bpp, channels))) in p.iter().zip(expected).enumerate() {
+        assert_eq!((plane.format, plane.width, plane.height), (format, width, height), "plane {i}");
+        assert_eq!((plane.bits_per_pixel, plane.channel_count), (bpp, channels), "plane {i} pixel size");
+        assert!(
+            u64::from(plane.pitch) * 8 >= u64::from(width) * u64::from(bpp),
+            "plane {i} pitch holds a row"
+        );
+        assert!(plane.aligned_height >= height, "plane {i} aligned height");
+        assert!(
+            plane.aligned_size >= u64::from(plane.pitch) * u64::from(height),
+            "plane {i} size holds its rows"
+        );
+        assert!(plane.offset >= end, "plane {i} starts after plane {}", i.wrapping_sub(1));
+        let align = u64::from(aligns[i]);
+        assert!(
+            align.is_power_of_two() && plane.offset % align == 0,
+            "plane {i} offset on its base alignment"
+        );
+        end = plane.offset + plane.aligned_size;
+    }
+    assert!(obj.size() >= end, "the object holds every plane");
+    assert_eq!(r.get_one(key::IMAGE_SIZE).unwrap(), Some(obj.size()));
+    let image_align = r.get_one(key::IMAGE_ALIGNMENT).unwrap().expect("ImageAlignment is an output");
+    assert!(image_align.is_power_of_two());
+    let mem = obj.cpu_read().unwrap();
+    assert_eq!(mem.len() as u64, obj.size());
+    assert_eq!(mem.as_ptr() as u64 % image_align, 0, "memory starts on ImageAlignment");
 }
 
 #[test]
-fn rgba_720p_layout() {
+fn nv12_1920x1080_plane_layout_keeps_the_documented_invariants() {
+    let m = module();
+    let r = BufAttrList::reconcile(&[&nv12(&m, 1920, 1080)]).unwrap();
+    let obj = BufObj::alloc(&r).unwrap();
+    // Y8: 8 bits, 1 channel, full resolution; V8U8: 16 bits, 2 channels, half in each direction.
+    assert_layout_invariants(
+        &r,
+        &obj,
+        &[(ColorFormat::Y8, 1920, 1080, 8, 1), (ColorFormat::V8U8, 960, 540, 16, 2)],
+    );
+    // Rows written through the layout read back where the layout says they are.
+    let (y, uv) = {
+        let p = obj.planes().unwrap();
+        (p[0], p[1])
+    };
+    {
+        let mut w = obj.cpu_write().unwrap();
+        for row in [0u64, 539, 1079] {
+            w[(y.offset + row * u64::from(y.pitch)) as usize] = row as u8;
+        }
+        w[(uv.offset + 539 * u64::from(uv.pitch)) as usize] = 0xee;
+    }
+    let rd = obj.cpu_read().unwrap();
+    for row in [0u64, 539, 1079] {
+        assert_eq!(rd[(y.offset + row * u64::from(y.pitch)) as usize], row as u8);
+    }
+    assert_eq!(rd[(uv.offset + 539 * u64::from(uv.pitch)) as usize], 0xee);
+}
+
+#[test]
+fn rgba_720p_layout_keeps_the_documented_invariants() {
     let m = module();
     let mut l = m.attr_list().unwrap();
     l.set(&[
@@ -105,16 +153,13 @@ fn rgba_720p_layout() {
         BufAttr::PlaneColorFormat(&[ColorFormat::A8B8G8R8]),
         BufAttr::PlaneWidth(&[1000]),
         BufAttr::PlaneHeight(&[720]),
+        BufAttr::NeedCpuAccess(true),
     ])
     .unwrap();
-    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
-    let p = obj.planes().unwrap();
-    // 1000 * 4 = 4000 bytes -> pitch 4096; 4096 * 720 = 2949120 = 720 * 4096.
-    assert_eq!(
-        (p[0].pitch, p[0].offset, p[0].aligned_size, p[0].bits_per_pixel, p[0].channel_count),
-        (4096, 0, 2_949_120, 32, 4)
-    );
-    assert_eq!(obj.size(), 2_949_120);
+    let r = BufAttrList::reconcile(&[&l]).unwrap();
+    let obj = BufObj::alloc(&r).unwrap();
+    // A8B8G8R8: 32 bits, 4 channels.
+    assert_layout_invariants(&r, &obj, &[(ColorFormat::A8B8G8R8, 1000, 720, 32, 4)]);
 }
 
 #[test]
