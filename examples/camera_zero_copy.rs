@@ -91,8 +91,9 @@ band with the frame number and a square moving to the right, both 100% white (Y 
 Clips are converted the same way, whatever their source used: for ffmpeg, -pix_fmt yuv420p
 (its y4m muxer refuses nv12), e.g.
   ffmpeg -i input.mp4 -vf scale=640:360 -pix_fmt yuv420p -frames:v 120 clip.y4m
-Every frame is verified against the CPU reference conversion; the exit status says whether all
-matched.";
+(for BT.709 material, most HD video, convert the matrix too: -vf colorspace=all=bt601-6-625:iall=bt709).
+The PNGs state the conversion in their text chunks. Every frame is verified against the CPU
+reference conversion; the exit status says whether all matched.";
 
 #[derive(Clone, Debug, Default)]
 struct Args {
@@ -663,15 +664,17 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
         backend.kind(),
         if engine.is_cpu() { "CPU" } else { "CUDA" }
     );
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))] // only the CUDA copy pipeline adds a row
     let mut stats = vec![Stats { label, frames: n, elapsed, latencies }];
-    #[cfg(feature = "cuda")]
     if plan.compare_copy {
-        if let Engine::Cuda(dev) = &engine {
-            let (s, bad) = gpu::run_copy(dev, plan, &layout)?;
-            mismatches += bad;
-            stats.push(s);
-        } else {
-            println!("note: --compare-copy needs a CUDA converter; skipped");
+        match &engine {
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(dev) => {
+                let (s, bad) = gpu::run_copy(dev, plan, &layout)?;
+                mismatches += bad;
+                stats.push(s);
+            }
+            _ => println!("note: --compare-copy needs a CUDA converter; skipped"),
         }
     }
     Ok(Outcome { stats, last: (last_seq, converted.last_rgba), captures: converted.captures, mismatches })

@@ -156,6 +156,7 @@ impl Geometry {
     }
 
     /// The rectangles that change from frame to frame; everything else is the same in every frame.
+    #[cfg(test)]
     pub fn dynamic(&self) -> [Rect; 2] {
         [self.number, self.track]
     }
