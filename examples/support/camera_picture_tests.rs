@@ -20,10 +20,25 @@ fn assert_ledger_clean(what: &str) {
     );
 }
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("camera-zero-copy-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+/// A folder of its own for one test's files, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("camera-zero-copy-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn args(backend: BackendKind, w: u32, h: u32, frames: u64) -> Args {
@@ -243,11 +258,12 @@ fn check_metadata(p: &Picture) {
 /// the text chunks, and a contact sheet of every third frame.
 fn pictures(backend: BackendKind, converter: Option<&str>, tag: &str) {
     let _serial = serial();
+    let scratch = Scratch::new(&format!("pictures-{tag}"));
     let (w, h) = (320, 180);
     let mut last = Vec::new();
     for frames in [6, 7] {
-        let out = temp(&format!("{tag}-frame-{frames}.png"));
-        let sheet = temp(&format!("{tag}-sheet-{frames}.png"));
+        let out = scratch.path(&format!("frame-{frames}.png"));
+        let sheet = scratch.path(&format!("sheet-{frames}.png"));
         let a = Args {
             out: Some(out.clone()),
             sheet: Some(sheet.clone()),
@@ -311,7 +327,8 @@ fn pattern_pictures_show_the_bars_number_and_square() {
 #[test]
 fn a_shrunk_contact_sheet_keeps_the_bar_colours() {
     let _serial = serial();
-    let sheet = temp("shrunk-sheet.png");
+    let scratch = Scratch::new("shrunk-sheet");
+    let sheet = scratch.path("sheet.png");
     let a = Args {
         sheet: Some(sheet.clone()),
         every: Some(2),
@@ -383,10 +400,11 @@ fn clip_rgba(w: u32, h: u32, k: u64, mono: bool) -> Vec<u8> {
 fn clip_round_trip(backend: BackendKind, converter: Option<&str>, tag: &str) {
     let _serial = serial();
     let (w, h) = (64, 48);
-    let clip = temp(&format!("{tag}-clip.y4m"));
+    let scratch = Scratch::new(&format!("clip-{tag}"));
+    let clip = scratch.path("clip.y4m");
     write_clip(&clip, w, h, 5, false);
-    let out = temp(&format!("{tag}-clip-last.png"));
-    let sheet = temp(&format!("{tag}-clip-sheet.png"));
+    let out = scratch.path("last.png");
+    let sheet = scratch.path("sheet.png");
     let base = Args {
         backend: Some(backend),
         buffers: Some(3),
@@ -430,6 +448,7 @@ fn a_generated_clip_plays_through_the_ring() {
 #[test]
 fn bad_clips_are_refused_naming_the_file_the_field_and_the_value() {
     let _serial = serial();
+    let scratch = Scratch::new("bad-clips");
     let header = |s: &str| format!("YUV4MPEG2 {s}\n").into_bytes();
     let frame = |n: usize| [b"FRAME\n".to_vec(), vec![128u8; n]].concat();
     let good = 64 * 48 * 3 / 2;
@@ -487,7 +506,7 @@ fn bad_clips_are_refused_naming_the_file_the_field_and_the_value() {
         ("no-frames", header("W64 H48"), vec!["frame 0", "no frame after the header"]),
     ];
     for (name, bytes, wants) in cases {
-        let path = temp(&format!("bad-{name}.y4m"));
+        let path = scratch.path(&format!("{name}.y4m"));
         std::fs::write(&path, bytes).unwrap();
         let err = Y4mClip::open(&path).unwrap_err();
         let kind_ok = match &err {
@@ -508,17 +527,17 @@ fn bad_clips_are_refused_naming_the_file_the_field_and_the_value() {
         }
     }
     // A file that is missing or cannot be read.
-    let missing = temp("no-such-clip.y4m");
+    let missing = scratch.path("no-such-clip.y4m");
     let err = Y4mClip::open(&missing).unwrap_err();
     assert!(matches!(&err, y4m::Y4mError::Io { action, .. } if action == "open"), "{err:?}");
     let msg = run(&Args { input: Some(missing.clone()), ..Default::default() }).unwrap_err();
     assert!(msg.starts_with(&format!("{}: cannot open: ", missing.display())), "{msg}");
-    let dir = temp("a-directory.y4m");
+    let dir = scratch.path("a-directory.y4m");
     std::fs::create_dir_all(&dir).unwrap();
     let msg = run(&Args { input: Some(dir.clone()), ..Default::default() }).unwrap_err();
     assert!(msg.starts_with(&format!("{}: cannot read: ", dir.display())), "{msg}");
     // A clip whose size is not the one asked for.
-    let clip = temp("bad-size.y4m");
+    let clip = scratch.path("bad-size.y4m");
     write_clip(&clip, 64, 48, 2, false);
     let msg = run(&Args { input: Some(clip.clone()), ..args(BackendKind::Mock, 320, 48, 2) }).unwrap_err();
     assert!(msg.contains("bad-size.y4m: header field W: 64 does not match --width 320"), "{msg}");
@@ -540,7 +559,7 @@ fn bad_sizes_and_options_are_reported_not_panicked() {
     bad(args(BackendKind::Mock, 0, 48, 2), "zero");
     bad(args(BackendKind::Mock, 10000, 48, 2), "--width 10000: more than the ring takes (8192 at most)");
     bad(args(BackendKind::Mock, 64, 48, 0), "--frames 0");
-    let sheet = Some(temp("never.png"));
+    let sheet = Some(std::env::temp_dir().join("camera-zero-copy-never-written.png"));
     bad(Args { sheet: sheet.clone(), every: Some(0), ..args(BackendKind::Mock, 64, 48, 4) }, "--every 0");
     bad(Args { sheet, every: Some(1), ..args(BackendKind::Mock, 64, 48, 65) }, "makes 65 tiles");
     assert!(matches!(parse(["--help".to_string()]), Ok(None)));
