@@ -2,8 +2,8 @@
 //! pictures to judge the result by.
 //!
 //! ```text
-//! cargo run --example camera_zero_copy -- --out frame.png               # best backend present, else the mock
-//! cargo run --example camera_zero_copy -- --contact-sheet sheet.png     # every Nth frame in a grid
+//! cargo run --example camera_zero_copy -- --out frame.png            # best backend present, else the mock
+//! cargo run --example camera_zero_copy -- --contact-sheet sheet.png  # every Nth frame in a grid
 //! cargo run --example camera_zero_copy -- --input clip.y4m [--loop --frames N]
 //! cargo run --release --features vulkan --example camera_zero_copy -- --backend vulkan
 //!     [--width 1920 --height 1080 --frames N --buffers 4 --recorder --compare-copy]

@@ -1,7 +1,7 @@
-//! Tests of the camera example. The pictures it writes are checked against values computed
-//! here from the BT.601 formulas, not by the crate's converter; clips are written here, sample by sample, and compared with the
-//! conversion of those samples. The `*_gpu` tests run the same checks on the CUDA converter
-//! (`NVSCI_REQUIRE_GPU=1`: fail instead of skipping without a GPU).
+//! Tests of the camera example. The pictures it writes are checked against values computed here
+//! from the BT.601 formulas, not by the crate's converter; clips are written here, sample by
+//! sample, and compared with the conversion of those samples. The `*_gpu` tests run the same
+//! checks on the CUDA converter (`NVSCI_REQUIRE_GPU=1`: fail instead of skipping without a GPU).
 use super::*;
 use test_pattern::{Geometry, Rect, BARS, REVERSE};
 
