@@ -1,9 +1,12 @@
-//! A synthetic camera feeding a zero-copy frame ring, with a consumer converting NV12 to RGBA.
+//! A camera feeding a zero-copy frame ring, with a consumer converting NV12 to RGBA, and the
+//! pictures to judge the result by.
 //!
 //! ```text
-//! cargo run --example camera_zero_copy                      # best backend present, else the mock
+//! cargo run --example camera_zero_copy -- --out frame.png            # best backend present, else the mock
+//! cargo run --example camera_zero_copy -- --contact-sheet sheet.png  # every Nth frame in a grid
+//! cargo run --example camera_zero_copy -- --input clip.y4m [--loop --frames N]
 //! cargo run --release --features vulkan --example camera_zero_copy -- --backend vulkan
-//!     [--width 1920 --height 1080 --frames N --buffers 4 --recorder --compare-copy --out frame.png]
+//!     [--width 1920 --height 1080 --frames N --buffers 4 --recorder --compare-copy]
 //! ```
 //!
 //! One loop serves every backend: the camera (a CPU thread) writes each frame into the ring and
@@ -18,71 +21,376 @@
 //! * vulkan (desktop NVIDIA GPU, feature `vulkan`): Vulkan-exported frames and timeline
 //!   semaphores; the same CUDA converter.
 //!
-//! Every frame's RGBA statistic is checked against the value computed from the test pattern
-//! itself; the program exits non-zero on any mismatch. `--recorder` adds a second consumer, a
-//! CPU recorder reading the frames in place, that checksums every frame (every backend).
-//! `--compare-copy` (CUDA converter) also runs the copy pipeline a user would otherwise write
-//! (the camera writes each frame into ordinary host memory, cuMemcpyHtoD, same kernel) and
-//! prints both. Set `RUST_LOG=debug` to see the memory-sync decision of every wait and signal.
+//! The camera shows a test pattern (75% colour bars, reverse bars, the frame number and a moving
+//! square, BT.601 limited range: `support/test_pattern.rs`) or plays a YUV4MPEG2 clip
+//! (`--input`, 8-bit 4:2:0 or mono, its planes interleaved into NV12 on the CPU:
+//! `support/y4m.rs`). `--out` writes the last converted frame as a PNG, `--contact-sheet` every
+//! Nth converted frame in a labelled grid (`support/contact_sheet.rs`); both state the colour
+//! conversion in the PNG's text chunks. docs/pipeline.md lists the bars' values.
+//!
+//! Every frame's RGBA statistic is checked against the CPU reference conversion of what the
+//! camera wrote, and the last frame pixel for pixel; the program exits non-zero on any mismatch.
+//! `--recorder` adds a second consumer, a CPU recorder reading the frames in place, that
+//! checksums every frame (every backend). `--compare-copy` (CUDA converter) also runs the copy
+//! pipeline a user would otherwise write (the camera writes each frame into ordinary host
+//! memory, cuMemcpyHtoD, same kernel) and prints both. Set `RUST_LOG=debug` to see the
+//! memory-sync decision of every wait and signal.
 
+#[path = "support/contact_sheet.rs"]
+mod contact_sheet;
+#[path = "support/digits.rs"]
+mod digits;
+#[path = "support/nv12.rs"]
+mod nv12;
 #[path = "support/rusage.rs"]
 mod rusage;
+#[path = "support/test_pattern.rs"]
+mod test_pattern;
+#[path = "support/y4m.rs"]
+mod y4m;
 
-use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba, test_pattern_statistic};
+use nv12::{tight_layout, Nv12Planes};
+use nvsci::pipeline::color::{nv12_to_rgba, yuv_to_rgb};
 use nvsci::pipeline::{Backend, BackendKind, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use test_pattern::ColourBars;
+use y4m::{Y4mClip, Y4mPlayer};
 
-/// Width or height not given on the command line (the default depends on the converter).
-const UNSET: u32 = u32::MAX;
+/// How the converters turn Y'CbCr into RGB (`nvsci::pipeline::color`, CPU and CUDA alike).
+const CONVERSION: &str = "Y'CbCr to RGB: BT.601 matrix, limited range (Y 16-235, Cb/Cr 16-240), \
+     8-bit integer arithmetic (nvsci::pipeline::color)";
 
-/// Distinct test-pattern frames generated up front (frame `t` shows pattern `t % PATTERNS`).
-const PATTERNS: u64 = 8;
+const HELP: &str = "\
+camera_zero_copy: a camera feeding a zero-copy frame ring, an NV12 -> RGBA converter, pictures
 
-#[derive(Clone)]
+usage: camera_zero_copy [options]
+
+  --backend auto|nvsci|vulkan|mock  where frames and fences come from (default auto: the best present)
+  --width W --height H        test pattern size, even (default 1920x1080 with a CUDA converter,
+                              640x360 on the CPU; a clip has its own size)
+  --frames N                  frames to run (default 600 with CUDA, 24 on the CPU; a clip: its length)
+  --buffers N                 frames in the ring, 2 to 16 (default 4)
+  --input clip.y4m            play a YUV4MPEG2 clip (8-bit 4:2:0 or mono) instead of the test pattern
+  --loop                      repeat the clip until --frames frames ran (without it the run stops at
+                              the clip's end)
+  --out frame.png             write the last converted frame
+  --contact-sheet sheet.png   write every Nth converted frame in a grid, each labelled with its number
+  --every N                   the N of --contact-sheet (default: 12 tiles at most, 64 allowed)
+  --recorder                  add a CPU consumer that checksums every frame in place
+  --compare-copy              also run the copy pipeline (CUDA converter) and compare frame rates
+  -h, --help                  this text
+
+The test pattern is NV12 with the BT.601 matrix and limited range (what the converters implement):
+75% colour bars, left to right white, yellow, cyan, green, magenta, red, blue (Y Cb Cr 180 128 128,
+162 44 142, 131 156 44, 112 72 58, 84 184 198, 65 100 212, 35 212 114; converted to about 191 or 0
+per channel), reverse bars below them (blue, black, magenta, black, cyan, black, white), and a black
+band with the frame number and a square moving to the right, both 100% white (Y 235, RGB 255).
+Clips are converted the same way, whatever their source used: for ffmpeg, -pix_fmt yuv420p
+(its y4m muxer refuses nv12), e.g.
+  ffmpeg -i input.mp4 -vf scale=640:360 -pix_fmt yuv420p -frames:v 120 clip.y4m
+(for BT.709 material, most HD video, convert the matrix too: -vf colorspace=all=bt601-6-625:iall=bt709).
+The PNGs state the conversion in their text chunks. Every frame is verified against the CPU
+reference conversion; the exit status says whether all matched.";
+
+#[derive(Clone, Debug, Default)]
 struct Args {
-    width: u32,
-    height: u32,
-    frames: u64,
-    buffers: usize,
+    width: Option<u32>,
+    height: Option<u32>,
+    frames: Option<u64>,
+    buffers: Option<usize>,
     backend: Option<BackendKind>,
+    input: Option<PathBuf>,
+    looping: bool,
     out: Option<PathBuf>,
+    sheet: Option<PathBuf>,
+    every: Option<u64>,
     recorder: bool,
     compare_copy: bool,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        width: UNSET,
-        height: UNSET,
-        frames: 0,
-        buffers: 4,
-        backend: None,
-        out: None,
-        recorder: false,
-        compare_copy: false,
-    };
-    let mut it = std::env::args().skip(1);
+/// The command line, or `None` for `--help`.
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String> {
+    let mut a = Args::default();
+    let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
+        macro_rules! number {
+            () => {{
+                let v = value()?;
+                Some(v.parse().map_err(|e| format!("{flag} {v}: {e}"))?)
+            }};
+        }
         match flag.as_str() {
-            "--width" => a.width = value()?.parse().map_err(|e| format!("--width: {e}"))?,
-            "--height" => a.height = value()?.parse().map_err(|e| format!("--height: {e}"))?,
-            "--frames" => a.frames = value()?.parse().map_err(|e| format!("--frames: {e}"))?,
-            "--buffers" => a.buffers = value()?.parse().map_err(|e| format!("--buffers: {e}"))?,
+            "--width" => a.width = number!(),
+            "--height" => a.height = number!(),
+            "--frames" => a.frames = number!(),
+            "--buffers" => a.buffers = number!(),
+            "--every" => a.every = number!(),
             "--backend" => {
                 let v = value()?;
                 a.backend = if v == "auto" { None } else { Some(v.parse().map_err(|e| format!("{e}"))?) };
             }
+            "--input" => a.input = Some(PathBuf::from(value()?)),
+            "--loop" => a.looping = true,
             "--out" => a.out = Some(PathBuf::from(value()?)),
+            "--contact-sheet" => a.sheet = Some(PathBuf::from(value()?)),
             "--recorder" => a.recorder = true,
             "--compare-copy" => a.compare_copy = true,
-            "-h" | "--help" => return Err(String::new()),
+            "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok(a)
+    Ok(Some(a))
+}
+
+/// Every Nth frame kept for the contact sheet, `tiles` of them.
+#[derive(Clone, Copy, Debug)]
+struct Capture {
+    every: u64,
+    tiles: u64,
+}
+
+impl Capture {
+    /// Whether frame `seq` goes on the sheet, given `taken` frames already there.
+    fn wants(&self, seq: u64, taken: usize) -> bool {
+        seq.is_multiple_of(self.every) && (taken as u64) < self.tiles
+    }
+}
+
+/// Where the camera's frames come from.
+#[derive(Clone, Debug)]
+enum Input {
+    Pattern,
+    Clip(Y4mClip),
+}
+
+/// What a run does, every default resolved.
+#[derive(Clone, Debug)]
+struct Plan {
+    width: u32,
+    height: u32,
+    frames: u64,
+    buffers: usize,
+    recorder: bool,
+    compare_copy: bool,
+    input: Input,
+    capture: Option<Capture>,
+}
+
+impl Plan {
+    /// Resolves `a` for a backend with (`gpu`) or without a CUDA converter.
+    fn new(a: &Args, clip: Option<Y4mClip>, gpu: bool) -> Result<Self, String> {
+        let default_frames = if gpu { 600 } else { 24 };
+        // The CPU converter is slow in a debug build: keep its default run small.
+        let (dw, dh) = if gpu { (1920, 1080) } else { (640, 360) };
+        let (width, height, frames) = match &clip {
+            None => {
+                if a.looping {
+                    println!("note: --loop repeats an --input clip; the test pattern runs --frames frames");
+                }
+                (a.width.unwrap_or(dw), a.height.unwrap_or(dh), a.frames.unwrap_or(default_frames))
+            }
+            Some(c) => {
+                c.check_size(a.width, a.height).map_err(|e| e.to_string())?;
+                let frames = match a.frames {
+                    _ if a.looping => a.frames.unwrap_or(default_frames),
+                    Some(n) if n > c.frames() => {
+                        println!(
+                            "note: {} has {} frames: the run stops at its end (--loop repeats it)",
+                            c.path().display(),
+                            c.frames()
+                        );
+                        c.frames()
+                    }
+                    n => n.unwrap_or(c.frames()),
+                };
+                (c.header().width, c.header().height, frames)
+            }
+        };
+        FrameFormat::Nv12 { width, height }.validate().map_err(|e| e.to_string())?;
+        for (flag, v) in [("--width", width), ("--height", height)] {
+            if v > y4m::MAX_DIMENSION {
+                return Err(format!("{flag} {v}: more than the ring takes ({} at most)", y4m::MAX_DIMENSION));
+            }
+        }
+        if frames == 0 {
+            return Err("--frames 0: nothing to run".into());
+        }
+        let capture = match (&a.sheet, a.every) {
+            (None, Some(_)) => {
+                println!("note: --every applies to --contact-sheet; no sheet asked for");
+                None
+            }
+            (None, None) => None,
+            (Some(_), Some(0)) => return Err("--every 0: give a frame interval of 1 or more".into()),
+            (Some(_), every) => {
+                let every = every.unwrap_or(frames.div_ceil(12));
+                let tiles = frames.div_ceil(every);
+                if tiles > contact_sheet::MAX_TILES {
+                    return Err(format!(
+                        "--every {every} over {frames} frames makes {tiles} tiles; a contact sheet takes at most \
+                         {} (raise --every)",
+                        contact_sheet::MAX_TILES
+                    ));
+                }
+                Some(Capture { every, tiles })
+            }
+        };
+        Ok(Self {
+            width,
+            height,
+            frames,
+            buffers: a.buffers.unwrap_or(4),
+            recorder: a.recorder,
+            compare_copy: a.compare_copy,
+            input: clip.map_or(Input::Pattern, Input::Clip),
+            capture,
+        })
+    }
+
+    /// What frame `seq` shows, in words.
+    fn describe_frame(&self, seq: u64) -> String {
+        match &self.input {
+            Input::Pattern => {
+                format!(
+                    "test pattern frame {seq}: {}; {}",
+                    test_pattern::DESCRIPTION,
+                    test_pattern::bar_values()
+                )
+            }
+            Input::Clip(c) => format!(
+                "{} frame {} of {} ({}), run frame {seq}",
+                c.path().display(),
+                seq % c.frames(),
+                c.frames(),
+                c.header().describe()
+            ),
+        }
+    }
+}
+
+/// A camera's frames: the test pattern, or a clip read frame by frame.
+enum Source {
+    Pattern(Box<ColourBars>),
+    Clip(Box<Y4mPlayer>),
+}
+
+impl Source {
+    fn open(plan: &Plan) -> Result<Self, String> {
+        Ok(match &plan.input {
+            Input::Pattern => Source::Pattern(Box::new(ColourBars::new(plan.width, plan.height))),
+            Input::Clip(c) => Source::Clip(Box::new(c.player().map_err(|e| e.to_string())?)),
+        })
+    }
+
+    /// Writes frame `seq` (a clip's frame `seq` modulo its length) into `dst`, laid out as
+    /// `layout`.
+    fn write_frame(&mut self, seq: u64, layout: &FrameLayout, dst: &mut [u8]) -> Result<(), String> {
+        match self {
+            Source::Pattern(p) => p.write_frame(seq, layout, dst),
+            Source::Clip(p) => {
+                let n = p.clip().frames();
+                p.read_nv12(seq % n, layout, dst).map_err(|e| e.to_string())
+            }
+        }
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv1a(h: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(h, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+}
+
+/// FNV-1a over the visible bytes of an NV12 frame (luma rows, then chroma rows; no padding).
+fn frame_checksum(p: &Nv12Planes, frame: &[u8]) -> u64 {
+    let h = (0..p.height).fold(FNV_OFFSET, |h, row| fnv1a(h, p.y_row_of(frame, row)));
+    (0..p.height / 2).fold(h, |h, row| fnv1a(h, p.uv_row_of(frame, row)))
+}
+
+/// What each frame must convert to: the camera's frames rendered again here and converted by the
+/// CPU reference conversion.
+struct Expected {
+    source: Source,
+    layout: FrameLayout,
+    planes: Nv12Planes,
+    frame: Vec<u8>,
+    /// Test pattern: the statistic of frame 0 without its white pixels, and what each white
+    /// pixel adds (white's R + G + B less black's, both from the CPU reference).
+    fixed: Option<(u64, u64)>,
+    /// Clip: (statistic, checksum) per clip frame.
+    clip_frames: HashMap<u64, (u64, u64)>,
+}
+
+impl Expected {
+    fn new(plan: &Plan) -> Result<Self, String> {
+        let layout = tight_layout(plan.width, plan.height)?;
+        let planes = Nv12Planes::of(&layout, plan.width, plan.height, layout.size as usize)?;
+        Ok(Self {
+            source: Source::open(plan)?,
+            frame: vec![0u8; layout.size as usize],
+            layout,
+            planes,
+            fixed: None,
+            clip_frames: HashMap::new(),
+        })
+    }
+
+    /// The CPU reference conversion of frame `seq`.
+    fn rgba(&mut self, seq: u64) -> Result<Vec<u8>, String> {
+        self.source.write_frame(seq, &self.layout, &mut self.frame)?;
+        let mut rgba = vec![0u8; self.planes.width * self.planes.height * 4];
+        nv12_to_rgba(&self.layout, &self.frame, &mut rgba).map_err(|e| e.to_string())?;
+        Ok(rgba)
+    }
+
+    /// The statistic of frame `seq`. Test-pattern frames differ only in which pixels of the
+    /// black band are white (neutral chroma both), so frame 0 is converted once and every other
+    /// frame's statistic follows from its count of white pixels.
+    fn statistic(&mut self, seq: u64) -> Result<u64, String> {
+        let (white0, white) = match &self.source {
+            Source::Clip(p) => {
+                let n = p.clip().frames();
+                return self.clip_frame(seq % n).map(|v| v.0);
+            }
+            Source::Pattern(p) => (p.white_pixels(0), p.white_pixels(seq)),
+        };
+        let (fixed, per_white) = match self.fixed {
+            Some(v) => v,
+            None => {
+                let sum = |[y, u, v]: [u8; 3]| yuv_to_rgb(y, u, v).iter().map(|&c| c as u64).sum::<u64>();
+                let per_white = sum(test_pattern::WHITE) - sum(test_pattern::BLACK);
+                let rgba = self.rgba(0)?;
+                let all: u64 = rgba.chunks_exact(4).map(|p| p[0] as u64 + p[1] as u64 + p[2] as u64).sum();
+                *self.fixed.insert((all - white0 * per_white, per_white))
+            }
+        };
+        Ok(fixed + white * per_white)
+    }
+
+    /// The checksum of the visible bytes of frame `seq`.
+    fn checksum(&mut self, seq: u64) -> Result<u64, String> {
+        if let Source::Clip(p) = &self.source {
+            let n = p.clip().frames();
+            return self.clip_frame(seq % n).map(|v| v.1);
+        }
+        self.source.write_frame(seq, &self.layout, &mut self.frame)?;
+        Ok(frame_checksum(&self.planes, &self.frame))
+    }
+
+    fn clip_frame(&mut self, index: u64) -> Result<(u64, u64), String> {
+        if let Some(&v) = self.clip_frames.get(&index) {
+            return Ok(v);
+        }
+        let rgba = self.rgba(index)?;
+        let sum = rgba.chunks_exact(4).map(|p| p[0] as u64 + p[1] as u64 + p[2] as u64).sum();
+        let v = (sum, frame_checksum(&self.planes, &self.frame));
+        self.clip_frames.insert(index, v);
+        Ok(v)
+    }
 }
 
 /// Frame rate and latency summary of one run.
@@ -114,38 +422,36 @@ impl Stats {
     }
 }
 
-/// The test-pattern frames in `layout` and their expected statistics.
-fn patterns(layout: &FrameLayout, w: u32, h: u32) -> nvsci::Result<(Vec<Vec<u8>>, Vec<u64>)> {
-    let mut frames = Vec::new();
-    let mut stats = Vec::new();
-    for t in 0..PATTERNS {
-        let mut f = vec![0u8; layout.size as usize];
-        fill_test_pattern(layout, t, &mut f)?;
-        frames.push(f);
-        stats.push(test_pattern_statistic(w, h, t));
-    }
-    Ok((frames, stats))
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
-}
-
-fn write_png(path: &PathBuf, w: u32, h: u32, rgba: &[u8]) -> Result<(), String> {
-    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// A PNG of `rgba` with tEXt chunks (`keyword`, text; characters outside Latin-1 become `?`).
+fn write_png(path: &Path, w: u32, h: u32, rgba: &[u8], text: &[(&str, String)]) -> Result<(), String> {
+    let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let file = std::fs::File::create(path).map_err(|e| at(&e))?;
     let mut enc = png::Encoder::new(std::io::BufWriter::new(file), w, h);
     enc.set_color(png::ColorType::Rgba);
     enc.set_depth(png::BitDepth::Eight);
-    let mut wr = enc.write_header().map_err(|e| e.to_string())?;
-    wr.write_image_data(rgba).map_err(|e| e.to_string())?;
-    wr.finish().map_err(|e| e.to_string())
+    for (keyword, value) in text {
+        let latin1: String = value.chars().map(|c| if (c as u32) < 0x100 { c } else { '?' }).collect();
+        enc.add_text_chunk(keyword.to_string(), latin1).map_err(|e| at(&e))?;
+    }
+    let mut wr = enc.write_header().map_err(|e| at(&e))?;
+    wr.write_image_data(rgba).map_err(|e| at(&e))?;
+    wr.finish().map_err(|e| at(&e))
 }
 
-/// What a run produced: its timing and the last converted frame.
+/// What a run produced: its timing, the last converted frame and the frames for the sheet.
 struct Outcome {
     stats: Vec<Stats>,
-    last_rgba: Vec<u8>,
+    last: (u64, Vec<u8>),
+    captures: Vec<(u64, Vec<u8>)>,
     mismatches: u64,
+}
+
+/// What the converter hands back at the end.
+struct Converted {
+    /// Per frame, the statistic recorded on the device (CUDA).
+    device_sums: Vec<Option<u64>>,
+    last_rgba: Vec<u8>,
+    captures: Vec<(u64, Vec<u8>)>,
 }
 
 /// The converting consumer: on the CPU, or a CUDA kernel queued on a stream.
@@ -153,6 +459,8 @@ enum Converter {
     Cpu {
         consumer: Consumer,
         rgba: Vec<u8>,
+        capture: Option<Capture>,
+        captures: Vec<(u64, Vec<u8>)>,
     },
     #[cfg(feature = "cuda")]
     Cuda(Box<gpu::CudaConverter>),
@@ -163,12 +471,15 @@ impl Converter {
     /// records it on the device (read back once at the end) and returns `None`.
     fn convert_next(&mut self, layout: &FrameLayout) -> Result<(u64, Option<u64>), String> {
         match self {
-            Converter::Cpu { consumer, rgba } => {
+            Converter::Cpu { consumer, rgba, capture, captures } => {
                 let f = consumer.acquire().map_err(|e| e.to_string())?;
                 let sum = nv12_to_rgba(layout, &consumer.cpu_read(&f).map_err(|e| e.to_string())?, rgba)
                     .map_err(|e| e.to_string())?;
                 let seq = f.sequence();
                 consumer.release(f).map_err(|e| e.to_string())?;
+                if capture.is_some_and(|c| c.wants(seq, captures.len())) {
+                    captures.push((seq, rgba.clone()));
+                }
                 Ok((seq, Some(sum)))
             }
             #[cfg(feature = "cuda")]
@@ -176,62 +487,80 @@ impl Converter {
         }
     }
 
-    /// The statistics recorded on the device (CUDA) and the last converted frame.
-    fn finish(self, frames: u64) -> Result<(Vec<Option<u64>>, Vec<u8>), String> {
+    /// The statistics recorded on the device (CUDA), the last converted frame and the frames
+    /// kept for the sheet.
+    fn finish(self, frames: u64) -> Result<Converted, String> {
         match self {
-            Converter::Cpu { rgba, .. } => Ok((vec![None; frames as usize], rgba)),
+            Converter::Cpu { rgba, captures, .. } => {
+                Ok(Converted { device_sums: vec![None; frames as usize], last_rgba: rgba, captures })
+            }
             #[cfg(feature = "cuda")]
             Converter::Cuda(c) => c.finish(),
         }
     }
 }
 
-/// The camera, a CPU thread: writes pattern `t % PATTERNS` into each frame and presents it.
+/// The camera, a CPU thread: writes each frame from `source` into the ring and presents it.
 fn spawn_camera(
     mut producer: nvsci::pipeline::Producer,
-    frames: Vec<Vec<u8>>,
+    mut source: Source,
     n: u64,
 ) -> std::thread::JoinHandle<Result<(), String>> {
     std::thread::spawn(move || {
-        for t in 0..n {
+        let layout = producer.layout().clone();
+        for _ in 0..n {
             let f = producer.acquire().map_err(|e| e.to_string())?;
-            producer
-                .cpu_write(&f)
-                .map_err(|e| e.to_string())?
-                .copy_from_slice(&frames[(t % PATTERNS) as usize]);
+            let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;
+            source.write_frame(f.sequence(), &layout, &mut frame)?;
+            drop(frame);
             producer.present(f).map_err(|e| e.to_string())?;
         }
         Ok(())
     })
 }
 
-/// The recorder, a CPU consumer reading every frame in place and checksumming it.
-fn spawn_recorder(mut rec: Consumer, sums: Vec<u64>, n: u64) -> std::thread::JoinHandle<Result<u64, String>> {
+/// The recorder, a CPU consumer reading every frame in place and checksumming it: (frame,
+/// checksum) per frame.
+fn spawn_recorder(
+    mut rec: Consumer,
+    planes: Nv12Planes,
+    n: u64,
+) -> std::thread::JoinHandle<Result<Vec<(u64, u64)>, String>> {
     std::thread::spawn(move || {
-        let mut bad = 0;
+        let size = rec.layout().size as usize;
+        let mut sums = Vec::with_capacity(n as usize);
         for _ in 0..n {
             let f = rec.acquire().map_err(|e| e.to_string())?;
-            let sum = fnv1a(&rec.cpu_read(&f).map_err(|e| e.to_string())?);
-            bad += (sum != sums[(f.sequence() % PATTERNS) as usize]) as u64;
+            let bytes = rec.cpu_read(&f).map_err(|e| e.to_string())?;
+            if bytes.len() < size {
+                return Err(format!(
+                    "recorder: frame {} has {} bytes, the layout {size}",
+                    f.sequence(),
+                    bytes.len()
+                ));
+            }
+            let sum = frame_checksum(&planes, &bytes);
+            drop(bytes);
+            sums.push((f.sequence(), sum));
             rec.release(f).map_err(|e| e.to_string())?;
         }
-        Ok(bad)
+        Ok(sums)
     })
 }
 
 /// The one loop: build the ring on the backend, camera and recorder threads, the converter
 /// here.
-fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
-    let format = FrameFormat::Nv12 { width: a.width, height: a.height };
+fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
+    let format = FrameFormat::Nv12 { width: plan.width, height: plan.height };
     let config = RingConfig {
-        frames: a.buffers,
-        consumers: 1 + a.recorder as usize,
+        frames: plan.buffers,
+        consumers: 1 + plan.recorder as usize,
         timeout: Duration::from_secs(10),
         ..Default::default()
     };
     let engine = backend.gpu_engine();
     let mut consumers_engines = vec![engine.clone()];
-    if a.recorder {
+    if plan.recorder {
         consumers_engines.push(Engine::Cpu);
     }
     let ring =
@@ -239,52 +568,90 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
     let layout = ring.layout().clone();
     println!(
         "ring: {} x NV12 {}x{}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",
-        a.buffers,
-        a.width,
-        a.height,
+        plan.buffers,
+        plan.width,
+        plan.height,
         layout.size,
         layout.planes[0].pitch,
         layout.planes[1].offset,
         layout.planes[1].pitch,
         if engine.is_cpu() { "the CPU" } else { "a CUDA stream (fence waits and signals on the stream)" }
     );
-    let (frames, expected) = patterns(&layout, a.width, a.height).map_err(|e| e.to_string())?;
-    let sums: Vec<u64> = frames.iter().map(|f| fnv1a(f)).collect();
+    let planes = Nv12Planes::of(&layout, plan.width, plan.height, layout.size as usize)?;
+    let source = Source::open(plan)?;
     let (producer, consumers) = ring.split().map_err(|e| e.to_string())?;
     let mut cons = consumers.into_iter();
     let first = cons.next().ok_or("no consumer")?;
     let mut converter = match &engine {
-        Engine::Cpu => Converter::Cpu { consumer: first, rgba: vec![0u8; (a.width * a.height * 4) as usize] },
+        Engine::Cpu => Converter::Cpu {
+            consumer: first,
+            rgba: vec![0u8; (plan.width * plan.height * 4) as usize],
+            capture: plan.capture,
+            captures: Vec::new(),
+        },
         #[cfg(feature = "cuda")]
-        Engine::Cuda(dev) => Converter::Cuda(Box::new(gpu::CudaConverter::new(first, dev, &layout, a)?)),
+        Engine::Cuda(dev) => Converter::Cuda(Box::new(gpu::CudaConverter::new(first, dev, &layout, plan)?)),
     };
-    let n = a.frames;
-    let recorder = cons.next().map(|rec| spawn_recorder(rec, sums, n));
+    let n = plan.frames;
+    let recorder = cons.next().map(|rec| spawn_recorder(rec, planes, n));
     let start = Instant::now();
     let cpu0 = rusage::cpu_time(rusage::PROCESS);
-    let camera = spawn_camera(producer, frames, n);
+    let camera = spawn_camera(producer, source, n);
     let mut latencies = Vec::with_capacity(n as usize);
-    let mut mismatches = 0;
     let mut immediate = Vec::with_capacity(n as usize);
+    let mut failed = None;
     for _ in 0..n {
         let t0 = Instant::now();
-        let (seq, sum) = converter.convert_next(&layout)?;
+        match converter.convert_next(&layout) {
+            Ok(v) => immediate.push(v),
+            Err(e) => {
+                failed = Some(e);
+                break;
+            }
+        }
         latencies.push(t0.elapsed());
-        immediate.push((seq, sum));
     }
-    let (device_sums, last_rgba) = converter.finish(n)?;
+    if let Some(e) = failed {
+        // Hand the converter's side back, then wait for the threads (each gives up after the
+        // ring's timeout); a camera that stopped first is the cause.
+        drop(converter);
+        let recorder = recorder.map(|r| r.join());
+        let camera = camera.join().map_err(|_| "the camera panicked".to_string())?;
+        drop(recorder);
+        return Err(match camera {
+            Err(c) => format!("camera: {c} (the converter then stopped: {e})"),
+            Ok(()) => e,
+        });
+    }
+    let converted = converter.finish(n)?;
     let elapsed = start.elapsed();
     let cpu = rusage::cpu_time(rusage::PROCESS).saturating_sub(cpu0);
-    camera.join().map_err(|_| "camera panicked")??;
+    camera.join().map_err(|_| "the camera panicked")??;
+    let mut expected = Expected::new(plan)?;
+    let mut mismatches = 0;
+    let mut last_seq = 0;
     for (i, (seq, sum)) in immediate.into_iter().enumerate() {
-        let sum = sum.or(device_sums[i]).ok_or("missing frame statistic")?;
-        if sum != expected[(seq % PATTERNS) as usize] {
+        let sum = sum.or(converted.device_sums[i]).ok_or("missing frame statistic")?;
+        let want = expected.statistic(seq)?;
+        if sum != want {
             mismatches += 1;
-            eprintln!("frame {seq}: statistic {sum} != expected {}", expected[(seq % PATTERNS) as usize]);
+            if mismatches <= 10 {
+                eprintln!("frame {seq}: statistic {sum} != expected {want}");
+            }
         }
+        last_seq = seq;
     }
     if let Some(r) = recorder {
-        let bad = r.join().map_err(|_| "recorder panicked")??;
+        let sums = r.join().map_err(|_| "the recorder panicked")??;
+        let mut bad = 0;
+        for (seq, sum) in sums {
+            if sum != expected.checksum(seq)? {
+                bad += 1;
+                if bad <= 10 {
+                    eprintln!("recorder: frame {seq}: checksum differs from the frame the camera wrote");
+                }
+            }
+        }
         println!("recorder (CPU, in place): {n} frames checksummed, {bad} mismatches");
         mismatches += bad;
     }
@@ -297,18 +664,20 @@ fn run_ring(backend: &Backend, a: &Args) -> Result<Outcome, String> {
         backend.kind(),
         if engine.is_cpu() { "CPU" } else { "CUDA" }
     );
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))] // only the CUDA copy pipeline adds a row
     let mut stats = vec![Stats { label, frames: n, elapsed, latencies }];
-    #[cfg(feature = "cuda")]
-    if a.compare_copy {
-        if let Engine::Cuda(dev) = &engine {
-            let (s, bad) = gpu::run_copy(dev, a, &layout)?;
-            mismatches += bad;
-            stats.push(s);
-        } else {
-            println!("note: --compare-copy needs a CUDA converter; skipped");
+    if plan.compare_copy {
+        match &engine {
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(dev) => {
+                let (s, bad) = gpu::run_copy(dev, plan, &layout)?;
+                mismatches += bad;
+                stats.push(s);
+            }
+            _ => println!("note: --compare-copy needs a CUDA converter; skipped"),
         }
     }
-    Ok(Outcome { stats, last_rgba, mismatches })
+    Ok(Outcome { stats, last: (last_seq, converted.last_rgba), captures: converted.captures, mismatches })
 }
 
 #[cfg(feature = "cuda")]
@@ -342,22 +711,23 @@ mod gpu {
             dev: &CudaDevice,
             stream: &Arc<CudaStream>,
             layout: &FrameLayout,
-            a: &Args,
+            plan: &Plan,
         ) -> Result<Self, String> {
             let m = dev
                 .context()
                 .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
                 .map_err(|e| format!("PTX: {e}"))?;
             let f = m.load_function("nv12_to_rgba").map_err(|e| e.to_string())?;
-            let rgba =
-                stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
-            let sums = stream.alloc_zeros::<u64>(a.frames as usize).map_err(|e| e.to_string())?;
+            let rgba = stream
+                .alloc_zeros::<u8>((plan.width * plan.height * 4) as usize)
+                .map_err(|e| e.to_string())?;
+            let sums = stream.alloc_zeros::<u64>(plan.frames as usize).map_err(|e| e.to_string())?;
             Ok(Self {
                 f,
                 rgba,
                 sums,
-                w: a.width,
-                h: a.height,
+                w: plan.width,
+                h: plan.height,
                 y_off: layout.planes[0].offset,
                 y_pitch: layout.planes[0].pitch,
                 uv_off: layout.planes[1].offset - layout.planes[0].offset,
@@ -395,12 +765,21 @@ mod gpu {
         }
     }
 
+    /// Converted frames kept on the device for the contact sheet: one copy of the RGBA image
+    /// per tile, queued on the stream after the frame's kernel.
+    struct Captures {
+        capture: Capture,
+        frames: CudaSlice<u8>,
+        taken: Vec<u64>,
+    }
+
     /// The ring consumer on a CUDA stream: per frame, a stream wait on the present fence, the
     /// kernel, a stream signal of the release fence; no CPU wait, no synchronisation.
     pub struct CudaConverter {
         kernel: Kernel,
         consumer: CudaConsumer,
         converted: u64,
+        captures: Option<Captures>,
     }
 
     impl CudaConverter {
@@ -408,23 +787,46 @@ mod gpu {
             consumer: Consumer,
             dev: &CudaDevice,
             layout: &FrameLayout,
-            a: &Args,
+            plan: &Plan,
         ) -> Result<Self, String> {
             let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
-            let kernel = Kernel::new(dev, &stream, layout, a)?;
+            let kernel = Kernel::new(dev, &stream, layout, plan)?;
+            let captures = match plan.capture {
+                Some(capture) => Some(Captures {
+                    capture,
+                    frames: stream
+                        .alloc_zeros::<u8>(kernel.rgba.len() * capture.tiles as usize)
+                        .map_err(|e| e.to_string())?,
+                    taken: Vec::with_capacity(capture.tiles as usize),
+                }),
+                None => None,
+            };
             let consumer =
                 CudaConsumer::new(consumer, dev, stream, MemSync::Auto).map_err(|e| e.to_string())?;
-            Ok(Self { kernel, consumer, converted: 0 })
+            Ok(Self { kernel, consumer, converted: 0, captures })
         }
 
         pub fn convert_next(&mut self) -> Result<u64, String> {
             let t = self.converted;
             let kernel = &mut self.kernel;
+            let captures = &mut self.captures;
             let mut launch = Ok(());
             let seq = self
                 .consumer
                 .process(|f| {
-                    launch = kernel.enqueue(f.stream(), f.device_address(), t);
+                    launch = kernel.enqueue(f.stream(), f.device_address(), t).and_then(|()| {
+                        let Some(c) =
+                            captures.as_mut().filter(|c| c.capture.wants(f.sequence(), c.taken.len()))
+                        else {
+                            return Ok(());
+                        };
+                        let n = kernel.rgba.len();
+                        let k = c.taken.len();
+                        let mut dst = c.frames.try_slice_mut(k * n..(k + 1) * n).ok_or("capture slot")?;
+                        f.stream().memcpy_dtod(&kernel.rgba, &mut dst).map_err(|e| e.to_string())?;
+                        c.taken.push(f.sequence());
+                        Ok(())
+                    });
                     Ok(f.sequence())
                 })
                 .map_err(|e| e.to_string())?;
@@ -433,27 +835,35 @@ mod gpu {
             Ok(seq)
         }
 
-        pub fn finish(self) -> Result<(Vec<Option<u64>>, Vec<u8>), String> {
-            let (sums, rgba) = self.kernel.read_back(self.consumer.stream())?;
-            Ok((sums.into_iter().map(Some).collect(), rgba))
+        pub fn finish(self) -> Result<Converted, String> {
+            let stream = self.consumer.stream();
+            let mut captures = Vec::new();
+            if let Some(c) = &self.captures {
+                let frames = stream.clone_dtoh(&c.frames).map_err(|e| e.to_string())?;
+                let n = self.kernel.rgba.len();
+                captures =
+                    c.taken.iter().zip(frames.chunks_exact(n)).map(|(&s, f)| (s, f.to_vec())).collect();
+            }
+            let (sums, rgba) = self.kernel.read_back(stream)?;
+            Ok(Converted { device_sums: sums.into_iter().map(Some).collect(), last_rgba: rgba, captures })
         }
     }
 
     /// The copy pipeline: the camera writes each frame into ordinary host memory, cuMemcpyHtoD
     /// into a device buffer, same kernel (one thread, as a user would write it).
-    pub fn run_copy(dev: &CudaDevice, a: &Args, layout: &FrameLayout) -> Result<(Stats, u64), String> {
-        let (frames, expected) = patterns(layout, a.width, a.height).map_err(|e| e.to_string())?;
+    pub fn run_copy(dev: &CudaDevice, plan: &Plan, layout: &FrameLayout) -> Result<(Stats, u64), String> {
+        let mut source = Source::open(plan)?;
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
-        let mut kernel = Kernel::new(dev, &stream, layout, a)?;
+        let mut kernel = Kernel::new(dev, &stream, layout, plan)?;
         let mut src = stream.alloc_zeros::<u8>(layout.size as usize).map_err(|e| e.to_string())?;
         let mut camera_frame = vec![0u8; layout.size as usize];
-        let mut latencies = Vec::with_capacity(a.frames as usize);
+        let mut latencies = Vec::with_capacity(plan.frames as usize);
         let start = Instant::now();
-        for t in 0..a.frames {
+        for t in 0..plan.frames {
             let t0 = Instant::now();
             // The camera writes the frame into host memory (as it writes into the ring on the
             // zero-copy path), then it is copied to the device.
-            camera_frame.copy_from_slice(&frames[(t % PATTERNS) as usize]);
+            source.write_frame(t, layout, &mut camera_frame)?;
             stream.memcpy_htod(&camera_frame[..], &mut src).map_err(|e| e.to_string())?;
             let (p, g) = src.device_ptr(&stream);
             kernel.enqueue(&stream, p, t)?;
@@ -462,12 +872,15 @@ mod gpu {
         }
         let (sums, _) = kernel.read_back(&stream)?;
         let elapsed = start.elapsed();
-        let bad =
-            (0..a.frames).filter(|&t| sums[t as usize] != expected[(t % PATTERNS) as usize]).count() as u64;
+        let mut expected = Expected::new(plan)?;
+        let mut bad = 0;
+        for t in 0..plan.frames {
+            bad += (sums[t as usize] != expected.statistic(t)?) as u64;
+        }
         Ok((
             Stats {
                 label: "copy path (camera writes a host frame, cuMemcpyHtoD, kernel; time per frame)".into(),
-                frames: a.frames,
+                frames: plan.frames,
                 elapsed,
                 latencies,
             },
@@ -476,30 +889,57 @@ mod gpu {
     }
 }
 
-fn run(a: &Args) -> Result<bool, String> {
+/// What a run did (the tests read all of it).
+#[derive(Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+struct Report {
+    /// Every frame matched its expectation and the last one the CPU reference pixel for pixel.
+    ok: bool,
+    /// "CPU" or "CUDA".
+    converter: &'static str,
+    width: u32,
+    height: u32,
+    frames: u64,
+    /// The frame written by `--out`.
+    last_frame: u64,
+    /// The frames on the contact sheet.
+    sheet_frames: Vec<u64>,
+}
+
+fn run(a: &Args) -> Result<Report, String> {
+    // A clip is checked before any backend or ring is made.
+    let clip = a.input.as_ref().map(Y4mClip::open).transpose().map_err(|e| e.to_string())?;
     let backend = match a.backend {
         None => Backend::auto(),
         Some(k) => Backend::new(k),
     }
     .map_err(|e| e.to_string())?;
     println!("{}", backend.explain());
-    let mut a = a.clone();
     let gpu = !backend.gpu_engine().is_cpu();
-    // The CPU converter is slow in a debug build: keep its default run small.
-    let (w, h) = if gpu { (1920, 1080) } else { (640, 360) };
-    if a.width == UNSET {
-        a.width = w;
-    }
-    if a.height == UNSET {
-        a.height = h;
-    }
-    if a.frames == 0 {
-        a.frames = if gpu { 600 } else { 24 };
+    let plan = Plan::new(a, clip, gpu)?;
+    match &plan.input {
+        Input::Pattern => println!("camera: {}", test_pattern::DESCRIPTION),
+        Input::Clip(c) => {
+            println!(
+                "camera: {} ({}, {} frames{})",
+                c.path().display(),
+                c.header().describe(),
+                c.frames(),
+                if a.looping { ", looped" } else { "" }
+            );
+            if c.header().full_range == Some(true) {
+                println!(
+                    "note: {} says XCOLORRANGE=FULL; the converters take limited range, so its darkest and \
+                     brightest steps clip (ffmpeg -vf scale=out_range=tv writes limited range)",
+                    c.path().display()
+                );
+            }
+        }
     }
     if cfg!(debug_assertions) {
         println!("(debug build: use `cargo run --release --example camera_zero_copy` for figures)");
     }
-    let outcome = run_ring(&backend, &a)?;
+    let outcome = run_ring(&backend, &plan)?;
     for s in &outcome.stats {
         s.print();
     }
@@ -507,47 +947,88 @@ fn run(a: &Args) -> Result<bool, String> {
         println!("zero-copy / copy frame rate: {:.2}x", outcome.stats[0].fps() / outcome.stats[1].fps());
     }
     // The last frame, converted by the consumer, against the CPU reference conversion.
-    let layout = FrameLayout::packed(FrameFormat::Nv12 { width: a.width, height: a.height }, 256, 4096)
-        .map_err(|e| e.to_string())?;
-    let mut reference = vec![0u8; outcome.last_rgba.len()];
-    let mut frame = vec![0u8; layout.size as usize];
-    fill_test_pattern(&layout, (a.frames - 1) % PATTERNS, &mut frame).map_err(|e| e.to_string())?;
-    nv12_to_rgba(&layout, &frame, &mut reference).map_err(|e| e.to_string())?;
-    let last_ok = reference == outcome.last_rgba;
+    let (last_seq, last_rgba) = &outcome.last;
+    let reference = Expected::new(&plan)?.rgba(*last_seq)?;
+    let last_ok = reference == *last_rgba;
     if !last_ok {
         eprintln!("the last frame's RGBA differs from the CPU reference conversion");
     }
+    let converter = if gpu { "CUDA" } else { "CPU" };
+    let metadata = |title: String, description: String| {
+        vec![
+            ("Title", title),
+            ("Description", description),
+            ("Comment", format!("{CONVERSION}; {} backend, {converter} converter", backend.kind())),
+            ("Software", "nvsci camera_zero_copy example".to_string()),
+        ]
+    };
     if let Some(path) = &a.out {
-        write_png(path, a.width, a.height, &outcome.last_rgba)?;
-        println!("wrote the last converted frame to {}", path.display());
+        let text = metadata(format!("camera_zero_copy frame {last_seq}"), plan.describe_frame(*last_seq));
+        write_png(path, plan.width, plan.height, last_rgba, &text)?;
+        println!("wrote the last converted frame ({last_seq}) to {}", path.display());
+    }
+    let sheet_frames: Vec<u64> = outcome.captures.iter().map(|c| c.0).collect();
+    if let (Some(path), Some(capture)) = (&a.sheet, plan.capture) {
+        let (grid, rgba) = contact_sheet::render(&outcome.captures, plan.width, plan.height);
+        let description = format!(
+            "every {} frame(s) of {}: {}",
+            capture.every,
+            plan.frames,
+            match &plan.input {
+                Input::Pattern => test_pattern::DESCRIPTION.to_string(),
+                Input::Clip(c) => format!("{} ({})", c.path().display(), c.header().describe()),
+            }
+        );
+        write_png(
+            path,
+            grid.width,
+            grid.height,
+            &rgba,
+            &metadata("camera_zero_copy contact sheet".into(), description),
+        )?;
+        println!(
+            "wrote a contact sheet of frames {:?} ({} x {} tiles of {}x{}) to {}",
+            sheet_frames,
+            grid.columns,
+            grid.rows,
+            grid.tile_w,
+            grid.tile_h,
+            path.display()
+        );
     }
     println!(
         "verified {} frames: {} mismatches{}",
-        a.frames,
+        plan.frames,
         outcome.mismatches,
         if last_ok { ", last frame identical to the CPU reference" } else { "" }
     );
-    Ok(outcome.mismatches == 0 && last_ok)
+    Ok(Report {
+        ok: outcome.mismatches == 0 && last_ok,
+        converter,
+        width: plan.width,
+        height: plan.height,
+        frames: plan.frames,
+        last_frame: *last_seq,
+        sheet_frames,
+    })
 }
 
 fn main() -> ExitCode {
     env_logger::init();
-    let a = match parse() {
-        Ok(a) => a,
+    let a = match parse(std::env::args().skip(1)) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("error: {e}");
-            }
-            eprintln!(
-                "usage: camera_zero_copy [--width W] [--height H] [--frames N] [--buffers N] \
-                 [--backend auto|nvsci|vulkan|mock] [--recorder] [--compare-copy] [--out frame.png]"
-            );
+            eprintln!("error: {e}\n(camera_zero_copy --help lists the options)");
             return ExitCode::from(2);
         }
     };
     match run(&a) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
+        Ok(r) if r.ok => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE
@@ -556,44 +1037,5 @@ fn main() -> ExitCode {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn args(w: u32, h: u32, frames: u64, out: Option<PathBuf>) -> Args {
-        Args {
-            width: w,
-            height: h,
-            frames,
-            buffers: 3,
-            backend: Some(BackendKind::Mock),
-            out,
-            recorder: true,
-            compare_copy: false,
-        }
-    }
-
-    #[test]
-    fn mock_run_verifies_every_frame_and_writes_a_decodable_png() {
-        let out = std::env::temp_dir().join(format!("camera-zero-copy-{}.png", std::process::id()));
-        assert!(run(&args(64, 48, 12, Some(out.clone()))).unwrap());
-        let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&out).unwrap()));
-        let mut reader = decoder.read_info().unwrap();
-        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
-        let info = reader.next_frame(&mut buf).unwrap();
-        assert_eq!((info.width, info.height, info.color_type), (64, 48, png::ColorType::Rgba));
-        // The decoded image is the CPU reference conversion of the last frame (pattern 11 % 8).
-        let layout = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 48 }, 256, 4096).unwrap();
-        let mut nv12 = vec![0u8; layout.size as usize];
-        fill_test_pattern(&layout, 11 % PATTERNS, &mut nv12).unwrap();
-        let mut reference = vec![0u8; 64 * 48 * 4];
-        nv12_to_rgba(&layout, &nv12, &mut reference).unwrap();
-        assert!(buf[..info.buffer_size()] == reference[..]);
-        let _ = std::fs::remove_file(out);
-    }
-
-    #[test]
-    fn bad_sizes_are_reported_not_panicked() {
-        assert!(run(&args(63, 48, 2, None)).unwrap_err().contains("even"));
-        assert!(run(&args(0, 48, 2, None)).unwrap_err().contains("zero"));
-    }
-}
+#[path = "support/camera_picture_tests.rs"]
+mod tests;

@@ -190,8 +190,10 @@ DONE:
 }
 "#;
 
-/// The synthetic camera's moving NV12 test pattern, pixel by pixel: `(y, u, v)` of pixel
-/// `(x, row)` in frame `t`. Chroma depends only on the 2x2 block, as in real 4:2:0 data.
+/// A moving NV12 stress pattern for the converters and the ring tests, pixel by pixel: `(y, u, v)`
+/// of pixel `(x, row)` in frame `t`. Luma covers the studio range and chroma every byte value, so
+/// clamping and both chroma bytes are exercised; chroma depends only on the 2x2 block, as in real
+/// 4:2:0 data. (The camera example shows colour bars instead, whose converted colours are known.)
 pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
     let t = t as u32;
     let yv = ((x.wrapping_add(t.wrapping_mul(3))) ^ (row.wrapping_add(t))) as u8;
