@@ -52,6 +52,7 @@ pub mod buf;
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 mod error;
+mod gpu_id;
 pub mod ipc;
 mod library;
 pub mod pipeline;
@@ -63,6 +64,7 @@ pub mod vulkan;
 pub use attr::{AttrElem, Family, Key};
 pub use attr_list::ListState;
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
+pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;
 

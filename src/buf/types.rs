@@ -193,11 +193,7 @@ closed_elem!(ScanType, u32, {
     sys::NvSciBufScan_InterlaceType => ScanType::Interlace,
 });
 
-/// A GPU identity: the 16 bytes of the device UUID (`NvSciRmGpuId`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-#[repr(transparent)]
-pub struct GpuId(pub [u8; 16]);
-pod_elem!(GpuId);
+pub use crate::gpu_id::GpuId;
 
 /// Per-GPU cacheability (`NvSciBufAttrValGpuCache`: 17 bytes, alignment 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -306,7 +302,6 @@ impl FromRawByte for bool {
 
 // Layouts must match the C structs exactly (checked against the documented values).
 const _: () = {
-    assert!(core::mem::size_of::<GpuId>() == core::mem::size_of::<sys::NvSciRmGpuId>());
     assert!(core::mem::size_of::<GpuCache>() == 17 && core::mem::align_of::<GpuCache>() == 1);
     assert!(core::mem::size_of::<GpuCompression>() == 20);
     assert!(core::mem::align_of::<GpuCompression>() == 4);

@@ -1,6 +1,6 @@
 //! The engines the parties of a ring work on.
 
-use crate::buf::GpuId;
+use crate::GpuId;
 
 /// Where a producer or consumer does its work, which decides how its fences are waited and
 /// signalled: the CPU waits and signals at once; a CUDA device does both on a stream.

@@ -1,7 +1,8 @@
 //! NvSciSync attribute keys and value types.
 
 use crate::attr::{attr_keys, closed_elem, open_enum};
-use crate::buf::{GpuId, PeerHwEngine};
+use crate::buf::PeerHwEngine;
+use crate::GpuId;
 use nvsci_sys as sys;
 
 /// NvSciSync access permission (`NvSciSyncAccessPerm`, an 8-byte value).
