@@ -153,12 +153,12 @@ fn memsync_decision_table() {
 #[test]
 fn no_gpu_paths_return_typed_errors() {
     // A device ordinal that cannot exist is an error on every machine, never a panic.
-    match cuda::CudaDevice::open(4096) {
+    match cuda::CudaGpu::open(4096) {
         Err(Error::CudaUnavailable { reason }) => assert!(reason.contains("mock"), "{reason}"),
         other => panic!("expected CudaUnavailable, got {other:?}"),
     }
     if !cuda::driver_present() {
-        match cuda::CudaDevice::open(0) {
+        match cuda::CudaGpu::open(0) {
             Err(Error::CudaUnavailable { reason }) => {
                 assert!(reason.contains("libcuda"), "{reason}");
             }

@@ -7,10 +7,10 @@ mod common;
 use common::{expected_pattern, gpu, open_fds, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{self, CudaDevice, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
+use nvsci::cuda::{self, CudaGpu, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
 use nvsci::Error;
 
-fn fill(dev: &CudaDevice, ptr: u64, n: usize, seed: u32) {
+fn fill(dev: &CudaGpu, ptr: u64, n: usize, seed: u32) {
     let module = dev.context().load_module(Ptx::from_src(FILL_PATTERN_PTX)).expect("load PTX");
     let f = module.load_function("fill_pattern").expect("function");
     let stream = dev.default_stream();

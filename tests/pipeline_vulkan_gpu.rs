@@ -11,7 +11,7 @@ mod common;
 use common::{expected_pattern, gpu, gpu_required, open_fds, serial, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{CudaDevice, MemSync};
+use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::color::{fill_test_pattern, test_pattern_statistic, NV12_TO_RGBA_PTX};
 use nvsci::pipeline::{
     Backend, BackendKind, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, Producer, RingConfig,
@@ -28,7 +28,7 @@ fn config(consumers: usize) -> RingConfig {
 
 /// The Vulkan backend and its CUDA device: `None` (skip) without a GPU, or without a Vulkan
 /// driver for it, unless `NVSCI_REQUIRE_GPU=1`.
-fn backend() -> Option<(Backend, CudaDevice)> {
+fn backend() -> Option<(Backend, CudaGpu)> {
     gpu()?;
     match Backend::new(BackendKind::Vulkan) {
         Ok(b) => {
@@ -100,7 +100,7 @@ fn spawn_cpu_camera(mut p: Producer) -> std::thread::JoinHandle<()> {
 }
 
 /// A CPU producer, a CUDA consumer and (with `recorder`) a CPU consumer checking every frame.
-fn run_cpu_camera(backend: &Backend, dev: &CudaDevice, recorder: bool) {
+fn run_cpu_camera(backend: &Backend, dev: &CudaGpu, recorder: bool) {
     let mut engines = vec![backend.gpu_engine()];
     if recorder {
         engines.push(Engine::Cpu);
@@ -163,7 +163,7 @@ fn cpu_camera_feeds_a_cuda_consumer_and_a_cpu_recorder_1000_frames() {
 }
 
 /// A CUDA producer on one stream (a kernel writes pattern `t`), a CUDA consumer on another.
-fn run_cuda_to_cuda(backend: &Backend, dev: &CudaDevice) {
+fn run_cuda_to_cuda(backend: &Backend, dev: &CudaGpu) {
     let gpu_engine = backend.gpu_engine();
     let ring = backend
         .build_ring(

@@ -12,7 +12,7 @@ use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
 use kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::CudaDevice;
+use nvsci::cuda::CudaGpu;
 use nvsci::pipeline::{FrameProducer, ProducerConfig};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
@@ -28,7 +28,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// The CUDA device and the Vulkan device that is the same GPU.
-fn setup() -> Option<(CudaDevice, Arc<VulkanContext>)> {
+fn setup() -> Option<(CudaGpu, Arc<VulkanContext>)> {
     let dev = gpu()?;
     match VulkanContext::for_cuda(&dev) {
         Ok(vk) => Some((dev, vk)),
@@ -40,7 +40,7 @@ fn setup() -> Option<(CudaDevice, Arc<VulkanContext>)> {
     }
 }
 
-fn function(dev: &CudaDevice, ptx: &str, name: &str) -> CudaFunction {
+fn function(dev: &CudaGpu, ptx: &str, name: &str) -> CudaFunction {
     let module = dev.context().load_module(Ptx::from_src(ptx)).expect("load PTX");
     module.load_function(name).expect("kernel")
 }
@@ -191,7 +191,7 @@ fn ping_pong_200_frames_binary_pair_fallback() {
 
 /// Reads every texel of `array` through a surface object into host memory.
 fn read_through_surface(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     array: sys::CUarray,
     width: usize,
     height: usize,

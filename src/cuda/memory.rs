@@ -5,7 +5,7 @@
 //! driver objects are always destroyed before the memory they describe.
 
 use super::desc;
-use super::device::CudaDevice;
+use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
 use super::result::check;
@@ -61,7 +61,7 @@ enum Source {
 struct Inner {
     raw: sys::CUexternalMemory,
     size: u64,
-    dev: CudaDevice,
+    dev: CudaGpu,
     source: Source,
 }
 
@@ -112,7 +112,7 @@ impl<A: Access> std::fmt::Debug for ExternalMemory<A> {
 }
 
 fn import(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     d: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
     what: &'static str,
 ) -> Result<sys::CUexternalMemory> {
@@ -153,7 +153,7 @@ impl<A: Access> ExternalMemory<A> {
     /// reconciled list says so, caches must be maintained too: `CpuNeedSwCacheCoherency` ->
     /// `BufObj::flush_cpu_cache` around CPU accesses; `GpuSwNeedCacheCoherency` -> waits and
     /// signals that do not skip NvSciBuf memory synchronisation ([`MemSync`](super::MemSync)).
-    pub fn from_buf_obj(dev: &CudaDevice, obj: &BufObj) -> Result<Self> {
+    pub fn from_buf_obj(dev: &CudaGpu, obj: &BufObj) -> Result<Self> {
         if A::WRITABLE && obj.perm() != Perm::ReadWrite {
             return Err(Error::PermissionDenied(
                 "a read-only NvSciBuf reference can only be imported as ReadOnly",
@@ -200,7 +200,7 @@ impl<A: Access> ExternalMemory<A> {
     /// `size` must be the exported allocation's: the driver does not check it (an import of a
     /// CUDA VMM export with 64 times its size is accepted on an H100, driver 580), and a mapping
     /// past the real allocation makes the GPU fault when it is accessed.
-    pub fn from_opaque_fd(dev: &CudaDevice, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
+    pub fn from_opaque_fd(dev: &CudaGpu, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
         if size == 0 {
             return Err(invalid("size", "an import of 0 bytes is not allowed"));
         }
@@ -215,7 +215,7 @@ impl<A: Access> ExternalMemory<A> {
         Ok(Self::wrap(raw?, size, dev, Source::Fd))
     }
 
-    fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaDevice, source: Source) -> Self {
+    fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
         Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source }), _access: PhantomData }
     }
 
@@ -596,7 +596,7 @@ unsafe impl<A: Access> Sync for MappedArray<A> {}
 /// Whether this CUDA driver accepts NvSciBuf imports from `lib`: allocates a 4 KiB raw buffer
 /// for this GPU and imports it. A driver without NvSciBuf support (every desktop driver) gives
 /// [`Error::Unsupported`]; the mock is refused the same way.
-pub fn probe_nvscibuf_import(dev: &CudaDevice, lib: &crate::NvSci) -> Result<()> {
+pub fn probe_nvscibuf_import(dev: &CudaGpu, lib: &crate::NvSci) -> Result<()> {
     use crate::buf::{BufAttr, BufAttrList, BufModule, BufType};
     let m = BufModule::open(lib)?;
     let mut l = m.attr_list()?;

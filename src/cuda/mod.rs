@@ -1,6 +1,10 @@
 //! CUDA interop through cudarc (feature `cuda`).
 //!
-//! * [`CudaDevice::open`] never panics: no driver, no device and bad ordinals are typed errors.
+//! * [`CudaGpu::open`] never panics: no driver, no device and bad ordinals are typed errors.
+//!   An application that already has a cudarc context keeps it: [`CudaGpu::from_context`]
+//!   adopts its `Arc<CudaContext>`, and every call that enqueues work takes the application's
+//!   own `&CudaStream` (a stream of another context is refused, naming `stream`). `CudaGpu` was
+//!   called `CudaDevice` before; that name is kept as a deprecated alias.
 //! * [`ExternalMemory`] imports NvSciBuf objects (Jetson/DRIVE only; desktop drivers answer
 //!   `CUDA_ERROR_NOT_SUPPORTED`, reported as [`Error::Unsupported`](crate::Error::Unsupported))
 //!   or opaque fds (Vulkan, [`ExportableAllocation`]); mappings are cudarc `DevicePtr`s, and
@@ -64,7 +68,9 @@ pub use desc::{
 };
 pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as nvscisync_semaphore_desc};
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
-pub use device::{driver_present, CudaDevice, DESTROY_TIMEOUT};
+#[allow(deprecated)]
+pub use device::CudaDevice;
+pub use device::{driver_present, CudaGpu, DESTROY_TIMEOUT};
 pub use memory::{
     array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer,
     ReadOnly, ReadWrite,

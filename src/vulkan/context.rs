@@ -27,7 +27,7 @@ pub enum DeviceSelection {
     Any,
     /// The device whose `VkPhysicalDeviceIDProperties::deviceUUID` equals this UUID; CUDA's
     /// `cuDeviceGetUuid` reports the same bytes for the same GPU
-    /// ([`CudaDevice::gpu_id`](crate::cuda::CudaDevice::gpu_id)).
+    /// ([`CudaGpu::gpu_id`](crate::cuda::CudaGpu::gpu_id)).
     Uuid(GpuId),
 }
 
@@ -187,7 +187,7 @@ impl VulkanContext {
 
     /// Opens the Vulkan device that is the same GPU as `cuda` (matched by UUID).
     #[cfg(feature = "cuda")]
-    pub fn for_cuda(cuda: &crate::cuda::CudaDevice) -> Result<Arc<Self>> {
+    pub fn for_cuda(cuda: &crate::cuda::CudaGpu) -> Result<Arc<Self>> {
         Self::new(DeviceSelection::Uuid(cuda.gpu_id()))
     }
 

@@ -29,12 +29,12 @@
 //!
 //! ```no_run
 //! # fn main() -> nvsci::Result<()> {
-//! use nvsci::cuda::CudaDevice;
+//! use nvsci::cuda::CudaGpu;
 //! use nvsci::pipeline::{FrameProducer, ProducerConfig};
 //! use nvsci::vulkan::*;
 //! use std::time::Duration;
 //!
-//! let cuda = CudaDevice::open(0)?;
+//! let cuda = CudaGpu::open(0)?;
 //! let vk = VulkanContext::for_cuda(&cuda)?;
 //! let buffer = ExportableBuffer::new(&vk, 1 << 20, Default::default())?;
 //! let imported = buffer.import_into_cuda(&cuda)?;
