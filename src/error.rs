@@ -284,6 +284,17 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// The conflicting keys of a failed reconciliation ([`Error::ReconcileConflict`]), `None`
+    /// for any other error.
+    pub fn conflict_keys(&self) -> Option<&[&'static str]> {
+        match self {
+            Error::ReconcileConflict { keys, .. } => Some(keys),
+            _ => None,
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 

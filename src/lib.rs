@@ -66,6 +66,11 @@ pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;
 
+/// The heapless crate (same version) whose fixed-capacity vectors this API returns (attribute
+/// values from `get`, [`buf::BufObj::planes`], [`sync::FenceList`]), so that they can be named
+/// and built without a dependency of one's own.
+pub use heapless;
+
 /// Live-handle accounting of the mock implementation.
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]
