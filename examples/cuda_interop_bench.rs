@@ -285,6 +285,7 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
 }
 
 fn main() -> Res<()> {
+    env_logger::init();
     let iters = arg("--iters", 10_000)?;
     let map_iters = arg("--map-iters", 1_000)?;
     let dev = CudaGpu::open(0)?;

@@ -114,6 +114,7 @@ fn run() -> Res<()> {
 }
 
 fn main() -> ExitCode {
+    env_logger::init();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

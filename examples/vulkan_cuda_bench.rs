@@ -19,7 +19,7 @@
 //! wait, with no Vulkan queue work; the kernel alone (launch + synchronise); and an empty
 //! host -> CUDA -> host timeline round trip.
 
-#[path = "../tests/common/kernels.rs"]
+#[path = "support/kernels.rs"]
 mod kernels;
 
 use kernels::{frame_key, xor_expected, XOR_WORDS_PTX};
@@ -306,6 +306,7 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Res<()> {
+    env_logger::init();
     let frames = arg("--frames", 1000)?.max(1);
     let warmup = arg("--warmup", 20)?;
     let dev = CudaGpu::open(0)?;

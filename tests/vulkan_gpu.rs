@@ -5,7 +5,7 @@
 #![cfg(feature = "vulkan")]
 
 mod common;
-#[path = "common/kernels.rs"]
+#[path = "../examples/support/kernels.rs"]
 mod kernels;
 
 use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
