@@ -361,3 +361,31 @@ fn vulkan_ring_refuses_bad_input() {
     let r = backend.build_ring(raw, config(2), &Engine::Cpu, std::slice::from_ref(&gpu));
     assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
 }
+
+/// The backend built on the application's own cudarc context (`Backend::new_on`,
+/// `Backend::auto_on`): the ring's CUDA parties import into that context and run on a stream of
+/// it, 1000 frames verified.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ring_on_the_applications_cuda_context() {
+    let _serial = serial();
+    if gpu().is_none() {
+        return;
+    }
+    let ctx = nvsci::cuda::cudarc::driver::CudaContext::new(0).unwrap();
+    let app = CudaGpu::from_context(ctx.clone()).unwrap();
+    let backend = match Backend::new_on(BackendKind::Vulkan, &app) {
+        Ok(b) => b,
+        Err(e) if gpu_required() => panic!("NVSCI_REQUIRE_GPU=1 but no Vulkan backend: {e}"),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let used = backend.cuda().expect("the Vulkan backend has a CUDA device");
+    assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "the backend opened a context of its own");
+    run_cpu_camera(&backend, &app, false);
+    let auto = Backend::auto_on(&app).unwrap();
+    let used = auto.cuda().expect("a GPU host gives the chosen backend a CUDA engine");
+    assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "{}", auto.explain());
+}

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod counting;
+#[cfg(feature = "vulkan")]
+pub mod own_vulkan;
 
 /// Whether GPU tests must fail instead of skipping when no GPU is found (set on GPU hosts).
 pub fn gpu_required() -> bool {
