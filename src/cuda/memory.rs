@@ -721,6 +721,22 @@ impl<A: Access> MappedArray<A> {
     ///
     /// The array stays valid while the copy runs whatever is dropped: dropping the mapping waits
     /// for the context's queued work first.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use nvsci::cuda::{ArrayRegion, CudaGpu, MappedArray};
+    /// fn read_corner(gpu: &CudaGpu, array: &MappedArray) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    ///     let stream = gpu.context().new_stream()?; // or the application's own stream
+    ///     let region = ArrayRegion::new(0, 0, 16, 8); // 16 x 8 texels of level 1
+    ///     let len = 16 * 8 * array.desc().bytes_per_texel as usize;
+    ///     // SAFETY: only read after the copy filled it (as_slice waits for the copy).
+    ///     let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len, 0)? };
+    ///     array.copy_to_host_async(&stream, 1, region, &mut pinned)?; // returns at once
+    ///     // ... more work on `stream` ...
+    ///     Ok(pinned.as_slice()?.to_vec()) // waits for the copy
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub fn copy_to_host_async<H: HostSlice<u8> + ?Sized>(
         &self,
         stream: &CudaStream,

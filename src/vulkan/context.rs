@@ -347,6 +347,52 @@ impl VulkanContext {
     ///   uses), and does not call `vkDeviceWaitIdle` while the context may be using the queue.
     /// * Work the application submits itself that uses the context's objects (on any queue)
     ///   has completed before those objects are dropped.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use nvsci::cuda::CudaGpu;
+    /// use nvsci::vulkan::ash::{self, vk};
+    /// use nvsci::vulkan::{ExistingDevice, ExportableBuffer, VulkanContext};
+    ///
+    /// // The renderer's objects (here made in a few lines; a real renderer has its own).
+    /// let entry = unsafe { ash::Entry::load()? };
+    /// let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+    /// let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)? };
+    /// let physical = unsafe { instance.enumerate_physical_devices()? }[0];
+    /// let exts = [ash::khr::external_memory_fd::NAME.as_ptr(), ash::khr::external_semaphore_fd::NAME.as_ptr()];
+    /// let mut f12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    /// let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&[1.0])];
+    /// let create = vk::DeviceCreateInfo::default()
+    ///     .queue_create_infos(&queues)
+    ///     .enabled_extension_names(&exts)
+    ///     .push_next(&mut f12);
+    /// let device = unsafe { instance.create_device(physical, &create, None)? };
+    /// let queue = unsafe { device.get_device_queue(0, 0) };
+    ///
+    /// // SAFETY: created as `adopt` requires; destroyed below, after the context and its
+    /// // objects; the renderer submits to `queue` only under `ctx.lock_queue()`.
+    /// let ctx = unsafe {
+    ///     VulkanContext::adopt(ExistingDevice {
+    ///         entry: entry.clone(),
+    ///         instance: instance.clone(),
+    ///         physical_device: physical,
+    ///         device: device.clone(),
+    ///         queue_family: 0,
+    ///         queue,
+    ///         semaphore_fd: true,
+    ///     })?
+    /// };
+    /// let cuda = CudaGpu::open(0)?;
+    /// let frame = ExportableBuffer::new(&ctx, 1 << 20, vk::BufferUsageFlags::STORAGE_BUFFER)?;
+    /// let in_cuda = frame.import_into_cuda(&cuda)?; // same memory, seen by CUDA
+    /// # let _ = in_cuda.device_address();
+    /// drop((in_cuda, frame, ctx)); // the context leaves the device and instance alone
+    /// unsafe {
+    ///     device.destroy_device(None);
+    ///     instance.destroy_instance(None);
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub unsafe fn adopt(existing: ExistingDevice) -> Result<Arc<Self>> {
         let ExistingDevice { entry, instance, physical_device, device, queue_family, queue, semaphore_fd } =
             existing;
