@@ -182,12 +182,12 @@ mod gpu {
     use super::*;
     use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
     use nvsci::cuda::cudarc::nvrtc::Ptx;
-    use nvsci::cuda::{CudaDevice, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
+    use nvsci::cuda::{CudaGpu, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
     use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 
     pub fn consume(a: &Args, lib: &NvSci, ep: IpcEndpoint, format: FrameFormat) -> Result<(), String> {
-        let dev = CudaDevice::open(0).map_err(|e| e.to_string())?;
-        let free = |dev: &CudaDevice| dev.context().mem_get_info().map(|m| m.0 >> 20).unwrap_or(0);
+        let dev = CudaGpu::open(0).map_err(|e| e.to_string())?;
+        let free = |dev: &CudaGpu| dev.context().mem_get_info().map(|m| m.0 >> 20).unwrap_or(0);
         let mut c = IpcConsumer::connect(lib, ep, format, Engine::Cuda(dev.clone()), TIMEOUT)
             .map_err(|e| e.to_string())?;
         let layout = c.layout().clone();

@@ -688,7 +688,7 @@ mod gpu {
         CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
     };
     use nvsci::cuda::cudarc::nvrtc::Ptx;
-    use nvsci::cuda::{CudaDevice, MemSync};
+    use nvsci::cuda::{CudaGpu, MemSync};
     use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
     use nvsci::pipeline::CudaConsumer;
     use std::sync::Arc;
@@ -708,7 +708,7 @@ mod gpu {
 
     impl Kernel {
         pub fn new(
-            dev: &CudaDevice,
+            dev: &CudaGpu,
             stream: &Arc<CudaStream>,
             layout: &FrameLayout,
             plan: &Plan,
@@ -785,7 +785,7 @@ mod gpu {
     impl CudaConverter {
         pub fn new(
             consumer: Consumer,
-            dev: &CudaDevice,
+            dev: &CudaGpu,
             layout: &FrameLayout,
             plan: &Plan,
         ) -> Result<Self, String> {
@@ -851,7 +851,7 @@ mod gpu {
 
     /// The copy pipeline: the camera writes each frame into ordinary host memory, cuMemcpyHtoD
     /// into a device buffer, same kernel (one thread, as a user would write it).
-    pub fn run_copy(dev: &CudaDevice, plan: &Plan, layout: &FrameLayout) -> Result<(Stats, u64), String> {
+    pub fn run_copy(dev: &CudaGpu, plan: &Plan, layout: &FrameLayout) -> Result<(Stats, u64), String> {
         let mut source = Source::open(plan)?;
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
         let mut kernel = Kernel::new(dev, &stream, layout, plan)?;

@@ -15,9 +15,7 @@
 //! ```
 
 use nvsci::cuda::cudarc::driver::sys;
-use nvsci::cuda::{
-    CudaDevice, CudaSemaphore, ExportableAllocation, ExternalMemory, ReadWrite, SemaphoreKind,
-};
+use nvsci::cuda::{CudaGpu, CudaSemaphore, ExportableAllocation, ExternalMemory, ReadWrite, SemaphoreKind};
 use nvsci::vulkan::{TimelineSemaphore, VulkanContext};
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::time::{Duration, Instant};
@@ -86,7 +84,7 @@ struct Row {
 
 /// (a): ns per signal+wait iteration, crate vs raw.
 fn semaphore_round_trip(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     vk: &std::sync::Arc<VulkanContext>,
     iters: usize,
     failures: &mut Vec<String>,
@@ -173,7 +171,7 @@ fn semaphore_round_trip(
 
 /// (b): ns per import+map+unmap+destroy, crate vs raw (and raw plus the context synchronise the
 /// crate's unmap performs).
-fn import_map_unmap(dev: &CudaDevice, iters: usize, failures: &mut Vec<String>) -> Res<(Row, Row)> {
+fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> Res<(Row, Row)> {
     let alloc = ExportableAllocation::new(dev, 2 << 20)?;
     let size = alloc.size() as u64;
     dev.context().bind_to_thread()?;
@@ -287,9 +285,10 @@ fn import_map_unmap(dev: &CudaDevice, iters: usize, failures: &mut Vec<String>) 
 }
 
 fn main() -> Res<()> {
+    env_logger::init();
     let iters = arg("--iters", 10_000)?;
     let map_iters = arg("--map-iters", 1_000)?;
-    let dev = CudaDevice::open(0)?;
+    let dev = CudaGpu::open(0)?;
     let vk = VulkanContext::for_cuda(&dev)?;
     println!(
         "GPU: {} ({}), Vulkan: {} API {}",

@@ -26,7 +26,7 @@ use nvsci::cuda::cudarc::driver::{
     sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
 };
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{CudaDevice, MemSync};
+use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 use nvsci::pipeline::{
     Backend, BackendKind, Consumer, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameLayout, RingConfig,
@@ -52,7 +52,7 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn new(dev: &CudaDevice, stream: &Arc<CudaStream>, layout: &FrameLayout) -> Res<Self> {
+    fn new(dev: &CudaGpu, stream: &Arc<CudaStream>, layout: &FrameLayout) -> Res<Self> {
         let (w, h) = layout.format.dimensions().ok_or("an image format is needed")?;
         let m = dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(e)?;
         Ok(Self {
@@ -97,7 +97,7 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
 }
 
 /// Measurement 1: consumer-thread CPU time per frame.
-fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
+fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::Nv12 { width: 1920, height: 1080 };
     let config =
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
@@ -150,10 +150,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaDevice, frames: u64) -> Res<(f64, f64)> {
 
 /// Each slot of a consumer's ring mapped read-only into `dev` (the CPU-synchronised variant
 /// imports by hand what `CudaConsumer` imports itself).
-fn import_views(
-    dev: &CudaDevice,
-    c: &Consumer,
-) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
+fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
     let mut v = Vec::new();
     for i in 0..c.config().frames {
         let view = c.slot_view(i).ok_or("this measurement needs an NvSci backend (mock or Tegra)")?;
@@ -164,7 +161,7 @@ fn import_views(
 }
 
 /// Measurement 2: GPU producer in place vs own buffer + copy. Frames per second of each.
-fn gpu_producer(b: &Backend, dev: &CudaDevice, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
+fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::Nv12 { width, height };
     let config =
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
@@ -298,6 +295,7 @@ fn run() -> Res<()> {
 }
 
 fn main() -> ExitCode {
+    env_logger::init();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

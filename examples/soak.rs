@@ -12,7 +12,7 @@
 
 use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::cuda::cudarc::driver::sys;
-use nvsci::cuda::{fill_sync_attrs, CudaDevice, CudaSyncObj, ExternalMemory, MemSync, ReadWrite};
+use nvsci::cuda::{fill_sync_attrs, CudaGpu, CudaSyncObj, ExternalMemory, MemSync, ReadWrite};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
 use std::process::ExitCode;
@@ -33,7 +33,7 @@ fn sample() -> Res<(usize, usize, usize)> {
     Ok((total - free, fds, pages * 4096))
 }
 
-fn sync_obj(m: &SyncModule, dev: &CudaDevice, cpu_signals: bool) -> Res<SyncObj> {
+fn sync_obj(m: &SyncModule, dev: &CudaGpu, cpu_signals: bool) -> Res<SyncObj> {
     let mut cpu = m.attr_list().map_err(e)?;
     let perm = if cpu_signals { SyncPerm::SignalOnly } else { SyncPerm::WaitOnly };
     cpu.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(perm)]).map_err(e)?;
@@ -51,7 +51,7 @@ fn run() -> Res<()> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    let dev = CudaDevice::open(0).map_err(e)?;
+    let dev = CudaGpu::open(0).map_err(e)?;
     let lib = NvSci::mock();
     let bm = BufModule::open(&lib).map_err(e)?;
     let mut l = bm.attr_list().map_err(e)?;
@@ -114,6 +114,7 @@ fn run() -> Res<()> {
 }
 
 fn main() -> ExitCode {
+    env_logger::init();
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {

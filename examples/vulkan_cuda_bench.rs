@@ -19,13 +19,13 @@
 //! wait, with no Vulkan queue work; the kernel alone (launch + synchronise); and an empty
 //! host -> CUDA -> host timeline round trip.
 
-#[path = "../tests/common/kernels.rs"]
+#[path = "support/kernels.rs"]
 mod kernels;
 
 use kernels::{frame_key, xor_expected, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::CudaDevice;
+use nvsci::cuda::CudaGpu;
 use nvsci::pipeline::{FrameProducer, FrameSource, ProducerConfig, Readback};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
@@ -112,7 +112,7 @@ struct ZeroCopy {
 }
 
 impl ZeroCopy {
-    fn new(dev: &CudaDevice, vk: &Arc<VulkanContext>, source: &[u8]) -> Res<Self> {
+    fn new(dev: &CudaGpu, vk: &Arc<VulkanContext>, source: &[u8]) -> Res<Self> {
         let size = source.len() as u64;
         let buffer = ExportableBuffer::new(vk, size, vk::BufferUsageFlags::empty())?;
         let imported = buffer.import_into_cuda(dev)?;
@@ -232,7 +232,7 @@ fn p50(n: u64, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
 }
 
 /// Where the zero-copy hand-off's time goes at `w`x`h`: each stage timed on its own.
-fn breakdown(dev: &CudaDevice, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames: u64) -> Res<()> {
+fn breakdown(dev: &CudaGpu, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames: u64) -> Res<()> {
     let (w, h) = (1920usize, 1080usize);
     let source = source_frame(w * h * 4);
     let bytes = source.len() as u64;
@@ -306,9 +306,10 @@ fn ms(d: Duration) -> f64 {
 }
 
 fn main() -> Res<()> {
+    env_logger::init();
     let frames = arg("--frames", 1000)?.max(1);
     let warmup = arg("--warmup", 20)?;
-    let dev = CudaDevice::open(0)?;
+    let dev = CudaGpu::open(0)?;
     let vk = VulkanContext::for_cuda(&dev)?;
     let mode = HandoffSemaphores::new(&vk)?.mode();
     println!(

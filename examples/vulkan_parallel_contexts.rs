@@ -44,6 +44,7 @@ fn raw_round(shared: Option<&ash::Entry>) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
+    env_logger::init();
     let mut threads = 8usize;
     let mut rounds = 20usize;
     let mut timeout = 60u64;

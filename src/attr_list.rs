@@ -350,29 +350,7 @@ macro_rules! attr_list_type {
                 let mut conflict = core::ptr::null_mut();
                 // SAFETY: every input handle is alive; both out-pointers are valid.
                 let code = unsafe { f(raws.as_ptr(), raws.len(), &mut out, &mut conflict) };
-                // Owned from here, so it is freed on every path.
-                let conflict = (!conflict.is_null()).then(|| Self::wrap(conflict, &module));
-                if code == nvsci_sys::NvSciError_ReconciliationFailed {
-                    let (keys, dump) = match &conflict {
-                        Some(c) => (c.set_keys(), c.debug_dump().unwrap_or_default()),
-                        None => (Vec::new(), String::new()),
-                    };
-                    log::debug!(
-                        "{} reconcile of {} lists failed, conflicting keys {keys:?}",
-                        $family,
-                        lists.len()
-                    );
-                    return Err($crate::Error::ReconcileConflict { function: stringify!($Reconcile), keys, dump });
-                }
-                if code == nvsci_sys::NvSciError_NotSupported
-                    && module.0.lib.implementation() == $crate::Implementation::Mock
-                {
-                    return Err($crate::Error::Unsupported {
-                        what: stringify!($Reconcile),
-                        reason: $crate::attr_list::MOCK_LAYOUTS,
-                    });
-                }
-                $crate::error::check(stringify!($Reconcile), code)?;
+                Self::reconcile_status(stringify!($Reconcile), code, conflict, &module, lists.len())?;
                 let list = Self::wrap(out, &module);
                 if log::log_enabled!(log::Level::Debug) {
                     log::debug!(
@@ -383,6 +361,36 @@ macro_rules! attr_list_type {
                     );
                 }
                 Ok(list)
+            }
+
+            /// The outcome of a reconciling call (`function`: the list reconcile, or the
+            /// reconcile-and-allocate of the object type) from its status `code` and the
+            /// conflict list it returned, which is taken over and freed here on every path. A
+            /// failed reconciliation is [`Error::ReconcileConflict`](crate::Error::ReconcileConflict)
+            /// naming the keys set in the conflict list, with the library's dump of it.
+            pub(crate) fn reconcile_status(
+                function: &'static str,
+                code: nvsci_sys::NvSciError,
+                conflict: nvsci_sys::$RawList,
+                module: &$Module,
+                lists: usize,
+            ) -> $crate::Result<()> {
+                // Owned from here, so it is freed on every path.
+                let conflict = (!conflict.is_null()).then(|| Self::wrap(conflict, module));
+                if code == nvsci_sys::NvSciError_ReconciliationFailed {
+                    let (keys, dump) = match &conflict {
+                        Some(c) => (c.set_keys(), c.debug_dump().unwrap_or_default()),
+                        None => (Vec::new(), String::new()),
+                    };
+                    log::debug!("{function} of {lists} {} lists failed, conflicting keys {keys:?}", $family);
+                    return Err($crate::Error::ReconcileConflict { function, keys, dump });
+                }
+                if code == nvsci_sys::NvSciError_NotSupported
+                    && module.0.lib.implementation() == $crate::Implementation::Mock
+                {
+                    return Err($crate::Error::Unsupported { what: function, reason: $crate::attr_list::MOCK_LAYOUTS });
+                }
+                $crate::error::check(function, code)
             }
 
             /// Names of the bound keys that are set in any slot of this list (at most
@@ -437,7 +445,9 @@ macro_rules! attr_list_type {
                 self.raw
             }
 
-            fn gather(
+            /// The module of `lists` and their raw handles, checked: at least one list, all of
+            /// one implementation, at most `MAX_LISTS`.
+            pub(crate) fn gather(
                 lists: &[&$List],
             ) -> $crate::Result<($Module, heapless::Vec<nvsci_sys::$RawList, { $crate::attr_list::MAX_LISTS }>)> {
                 let first = lists

@@ -221,6 +221,22 @@ pub enum Error {
         /// What was found.
         detail: String,
     },
+    /// A CUDA array mapping would reach past the memory it maps: in the driver's own layout
+    /// ([`cuda::CudaGpu::array_footprint`](crate::cuda::CudaGpu::array_footprint)) the array
+    /// covers `footprint` bytes from `offset`, and the import holds `size`. The driver itself
+    /// does not check this: such a mapping would overlap whatever follows the import.
+    #[error(
+        "a CUDA array covering {footprint} bytes (the driver's layout) at offset {offset} does not fit in \
+         the {size} imported bytes"
+    )]
+    ArrayFootprint {
+        /// Offset of the array in the import.
+        offset: u64,
+        /// Bytes the array covers in the driver's layout, all levels included.
+        footprint: u64,
+        /// Bytes imported.
+        size: u64,
+    },
     /// The operation needs a permission the object does not have.
     #[error("permission denied: {0}")]
     PermissionDenied(&'static str),
@@ -282,6 +298,17 @@ pub enum Error {
         /// Its capacity.
         max: usize,
     },
+}
+
+impl Error {
+    /// The conflicting keys of a failed reconciliation ([`Error::ReconcileConflict`]), `None`
+    /// for any other error.
+    pub fn conflict_keys(&self) -> Option<&[&'static str]> {
+        match self {
+            Error::ReconcileConflict { keys, .. } => Some(keys),
+            _ => None,
+        }
+    }
 }
 
 /// The crate's result type.

@@ -13,7 +13,10 @@
 //!   [`sync::Fence::from_foreign`].
 //! * `cuda` (feature `cuda`, on by default): import into CUDA through cudarc, typed read-only /
 //!   read-write mappings, NvSciSync and fd semaphores, the automatic NvSciBuf memory-sync policy.
-//! * `vulkan` (feature `vulkan`): the desktop fallback feeding the same CUDA path.
+//!   The application's own `Arc<CudaContext>` is adopted (`cuda::CudaGpu::from_context`) and
+//!   its own streams take the work.
+//! * `vulkan` (feature `vulkan`): the desktop fallback feeding the same CUDA path, on a device
+//!   of its own or on the renderer's (`vulkan::VulkanContext::adopt`).
 //! * [`pipeline`]: the frame ring (NvSci or mock; Vulkan with the `vulkan` feature), backend
 //!   selection and NV12 -> RGBA conversion (CPU reference and CUDA kernel).
 //!
@@ -67,6 +70,11 @@ pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;
+
+/// The heapless crate (same version) whose fixed-capacity vectors this API returns (attribute
+/// values from `get`, [`buf::BufObj::planes`], [`sync::FenceList`]), so that they can be named
+/// and built without a dependency of one's own.
+pub use heapless;
 
 /// Live-handle accounting of the mock implementation.
 #[cfg(feature = "mock")]

@@ -153,17 +153,32 @@ fn memsync_decision_table() {
 #[test]
 fn no_gpu_paths_return_typed_errors() {
     // A device ordinal that cannot exist is an error on every machine, never a panic.
-    match cuda::CudaDevice::open(4096) {
+    match cuda::CudaGpu::open(4096) {
         Err(Error::CudaUnavailable { reason }) => assert!(reason.contains("mock"), "{reason}"),
         other => panic!("expected CudaUnavailable, got {other:?}"),
     }
     if !cuda::driver_present() {
-        match cuda::CudaDevice::open(0) {
+        match cuda::CudaGpu::open(0) {
             Err(Error::CudaUnavailable { reason }) => {
                 assert!(reason.contains("libcuda"), "{reason}");
             }
             other => panic!("expected CudaUnavailable without a driver, got {other:?}"),
         }
         assert!(!cuda::nvsci_sync_attrs_available());
+    }
+}
+
+/// Code written against the former name still builds: `CudaDevice` is a (deprecated) alias of
+/// `CudaGpu`, with the same constructors.
+#[test]
+#[allow(deprecated)]
+fn the_former_name_still_builds() {
+    fn takes_new(g: &cuda::CudaGpu) -> nvsci::buf::GpuId {
+        g.gpu_id()
+    }
+    let opened: nvsci::Result<cuda::CudaDevice> = cuda::CudaDevice::open(4096);
+    assert!(matches!(opened, Err(Error::CudaUnavailable { .. })));
+    if let Ok(d) = opened {
+        takes_new(&d);
     }
 }

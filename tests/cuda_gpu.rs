@@ -7,10 +7,10 @@ mod common;
 use common::{expected_pattern, gpu, open_fds, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{self, CudaDevice, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
+use nvsci::cuda::{self, CudaGpu, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
 use nvsci::Error;
 
-fn fill(dev: &CudaDevice, ptr: u64, n: usize, seed: u32) {
+fn fill(dev: &CudaGpu, ptr: u64, n: usize, seed: u32) {
     let module = dev.context().load_module(Ptx::from_src(FILL_PATTERN_PTX)).expect("load PTX");
     let f = module.load_function("fill_pattern").expect("function");
     let stream = dev.default_stream();
@@ -252,4 +252,171 @@ fn mock_objects_reach_cuda_through_page_locked_host_memory() {
     cuda::fill_sync_attrs(&dev, &mut sl, true, false).unwrap();
     assert!(cuda::fill_sync_attrs(&dev, &mut sl, true, false).is_err(), "filled twice");
     cuda::probe_nvscibuf_import(&dev, &lib).unwrap();
+}
+
+/// An RGBA8-style or single-channel array description at `offset`.
+fn array_desc(offset: u64, width: usize, height: usize, channels: u32, levels: u32) -> cuda::ArrayDesc {
+    cuda::ArrayDesc {
+        offset,
+        width,
+        height,
+        format: nvsci::cuda::cudarc::driver::sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+        channels,
+        bytes_per_texel: channels,
+        flags: 0,
+        levels,
+    }
+}
+
+/// `map_array` checks the array's footprint in the driver's layout, not only its packed
+/// texels: an array whose packed texels fit at the end of the import but whose tiled layout
+/// reaches past it is refused with `Error::ArrayFootprint`; placed where its footprint fits,
+/// the same array maps, round-trips and leaves the bytes before it alone. Mip chains count all
+/// their levels.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn map_array_checks_the_real_footprint() {
+    let _serial = common::serial();
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
+    fill(&dev, alloc.device_address(), alloc.size(), 9);
+    let size = alloc.size() as u64;
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size, false).unwrap();
+
+    // 1000 x 3 one-byte texels: 3000 bytes packed, far more in the driver's tiled layout.
+    let (w, h) = (1000usize, 3usize);
+    let packed = (w * h) as u64;
+    let fp = dev
+        .array_footprint(&array_desc(0, w, h, 1, 1))
+        .unwrap()
+        .expect("the driver reports array footprints on this GPU (deferred-mapping arrays)");
+    eprintln!("{w}x{h} u8 array: {fp:?}");
+    assert!(fp.size > packed, "{fp:?}: the driver's layout should cover more than the {packed} packed bytes");
+    let tail = size - packed;
+    match mem.map_array(array_desc(tail, w, h, 1, 1)) {
+        Err(Error::ArrayFootprint { offset, footprint, size: imported }) => {
+            assert_eq!((offset, footprint, imported), (tail, fp.size, size))
+        }
+        other => panic!("expected the footprint refusal, got {:?}", other.map(|_| ())),
+    }
+    let align = fp.alignment.max(1);
+    let fits = (size - fp.size) / align * align;
+    let arr = mem.map_array(array_desc(fits, w, h, 1, 1)).unwrap();
+    let ramp: Vec<u8> = (0..packed as usize).map(|i| (i % 251) as u8).collect();
+    arr.copy_from_host(&ramp).unwrap();
+    let mut back = vec![0u8; ramp.len()];
+    arr.copy_to_host(&mut back).unwrap();
+    assert!(back == ramp, "array round trip differs");
+    drop(arr);
+    let whole = dev.default_stream().clone_dtoh(&mem.map_all().unwrap()).unwrap();
+    let expected = expected_pattern(alloc.size(), 9);
+    assert!(whole[..fits as usize] == expected[..fits as usize], "bytes before the array changed");
+    if fits + align + packed <= size {
+        assert!(
+            matches!(mem.map_array(array_desc(fits + align, w, h, 1, 1)), Err(Error::ArrayFootprint { .. })),
+            "one alignment further the footprint reaches past the import"
+        );
+    }
+
+    // A mip chain: level 0 alone fits where the whole chain does not.
+    let one = dev.array_footprint(&array_desc(0, 256, 256, 4, 1)).unwrap().unwrap();
+    let chain = dev.array_footprint(&array_desc(0, 256, 256, 4, 9)).unwrap().unwrap();
+    eprintln!("256x256 RGBA8: 1 level {one:?}, 9 levels {chain:?}");
+    assert!(chain.size > one.size, "the levels after 0 take memory too");
+    let at = (size - one.size) / one.alignment.max(1) * one.alignment.max(1);
+    if at + chain.size > size {
+        assert!(matches!(mem.map_array(array_desc(at, 256, 256, 4, 9)), Err(Error::ArrayFootprint { .. })));
+    }
+    mem.map_array(array_desc(at, 256, 256, 4, 1)).unwrap();
+    mem.map_array(array_desc(0, 256, 256, 4, 9)).unwrap();
+    // Surface load/store arrays are measured with their flags.
+    let mut surf = array_desc(0, 640, 480, 4, 1);
+    surf.flags = nvsci::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST;
+    let fs = dev.array_footprint(&surf).unwrap().unwrap();
+    assert!(fs.size >= 640 * 480 * 4, "{fs:?}");
+    mem.map_array(surf).unwrap();
+}
+
+/// `MappedArray` copies on the application's stream: every level and sub-rectangles, through
+/// pinned memory (returns at once; the slice's event waits) and plain vectors (returns when
+/// done), with bounds errors naming the field and another context's stream refused.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn mapped_array_copies_levels_and_rectangles_on_a_stream() {
+    use nvsci::cuda::ArrayRegion;
+    let _serial = common::serial();
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
+    let size = alloc.size() as u64;
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size, false).unwrap();
+    let arr = mem.map_array(array_desc(0, 64, 32, 4, 3)).unwrap();
+    let ctx = dev.context();
+    let stream = ctx.new_stream().unwrap();
+
+    for level in 0..3 {
+        let region = arr.level_region(level).unwrap();
+        assert_eq!((region.width, region.height), (64 >> level, 32 >> level));
+        let n = region.width * region.height * 4;
+        let want = expected_pattern(n, level + 1);
+        // SAFETY: written in full before any use.
+        let mut src = unsafe { ctx.alloc_pinned_with_flags::<u8>(n, 0) }.unwrap();
+        src.as_mut_slice().unwrap().copy_from_slice(&want);
+        arr.copy_from_host_async(&stream, level, region, &src).unwrap();
+        // SAFETY: only read after the copy into it (as_slice waits for it).
+        let mut dst = unsafe { ctx.alloc_pinned_with_flags::<u8>(n, 0) }.unwrap();
+        arr.copy_to_host_async(&stream, level, region, &mut dst).unwrap();
+        assert!(dst.as_slice().unwrap() == &want[..], "level {level} round trip differs");
+    }
+
+    // A 10x5 rectangle at (7, 3) of level 0, from and to plain vectors: only it changes.
+    let mut before = vec![0u8; 64 * 32 * 4];
+    arr.copy_to_host_async(&stream, 0, arr.level_region(0).unwrap(), &mut before).unwrap();
+    let rect = ArrayRegion::new(7, 3, 10, 5);
+    let patch = vec![0xeeu8; 10 * 5 * 4];
+    arr.copy_from_host_async(&stream, 0, rect, &patch).unwrap();
+    let mut read_rect = vec![0u8; patch.len()];
+    arr.copy_to_host_async(&stream, 0, rect, &mut read_rect).unwrap();
+    assert_eq!(read_rect, patch);
+    let mut after = vec![0u8; before.len()];
+    arr.copy_to_host(&mut after).unwrap();
+    for y in 0..32 {
+        for x in 0..64 {
+            let i = (y * 64 + x) * 4;
+            let inside = (7..17).contains(&x) && (3..8).contains(&y);
+            let want = if inside { &[0xee; 4][..] } else { &before[i..i + 4] };
+            assert_eq!(&after[i..i + 4], want, "texel ({x}, {y})");
+        }
+    }
+
+    let name = |r: nvsci::Result<()>| match r {
+        Err(Error::InvalidArgument { name, .. }) => name,
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    };
+    let mut buf = vec![0u8; 4];
+    assert_eq!(name(arr.copy_to_host_async(&stream, 3, ArrayRegion::new(0, 0, 1, 1), &mut buf)), "level");
+    assert_eq!(name(arr.copy_to_host_async(&stream, 1, ArrayRegion::new(32, 0, 1, 1), &mut buf)), "region.x");
+    assert_eq!(name(arr.copy_to_host_async(&stream, 0, ArrayRegion::new(0, 32, 1, 1), &mut buf)), "region.y");
+    assert_eq!(
+        name(arr.copy_to_host_async(&stream, 0, ArrayRegion::new(63, 0, 2, 1), &mut buf)),
+        "region.width"
+    );
+    assert_eq!(
+        name(arr.copy_to_host_async(&stream, 2, ArrayRegion::new(0, 7, 1, 2), &mut buf)),
+        "region.height"
+    );
+    assert_eq!(name(arr.copy_to_host_async(&stream, 0, ArrayRegion::new(0, 0, 2, 1), &mut buf)), "dst");
+    assert_eq!(name(arr.copy_from_host_async(&stream, 0, ArrayRegion::new(0, 0, 2, 1), &buf)), "src");
+    #[cfg(not(any(feature = "cuda-13020", feature = "cuda-13030", feature = "cuda-13040")))]
+    {
+        let other = nvsci::cuda::cudarc::driver::CudaContext::new_non_primary(0, 0).unwrap();
+        let foreign = other.new_stream().unwrap();
+        assert_eq!(
+            name(arr.copy_to_host_async(&foreign, 0, ArrayRegion::new(0, 0, 1, 1), &mut buf)),
+            "stream"
+        );
+        assert_eq!(name(arr.copy_from_host_async(&foreign, 0, ArrayRegion::new(0, 0, 1, 1), &buf)), "stream");
+    }
+    stream.synchronize().unwrap();
 }

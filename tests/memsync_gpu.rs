@@ -7,7 +7,7 @@
 
 mod common;
 
-use nvsci::cuda::{memsync, CudaDevice, MemSync};
+use nvsci::cuda::{memsync, CudaGpu, MemSync};
 use nvsci::pipeline::{CudaConsumer, Engine, FrameFormat, FrameRing, RingConfig};
 use nvsci::NvSci;
 use std::sync::Mutex;
@@ -40,7 +40,7 @@ fn take_wait_decisions() -> (usize, usize) {
     (performed, skipped)
 }
 
-fn consume(dev: &CudaDevice, gpu_cache: bool, frames: usize) -> (usize, usize, Option<bool>) {
+fn consume(dev: &CudaGpu, gpu_cache: bool, frames: usize) -> (usize, usize, Option<bool>) {
     let lib = NvSci::mock();
     let config = RingConfig { frames: 3, consumers: 1, timeout: Duration::from_secs(10), gpu_cache };
     let ring = FrameRing::with_engines(

@@ -197,6 +197,64 @@ fn conflicting_lists_name_the_keys() {
 }
 
 #[test]
+fn reconcile_and_alloc_in_one_call() {
+    let m = module();
+    let ledger = m.mock_ledger().expect("mock module has a ledger");
+    {
+        let a = raw_list(&m, 8192, 64, Perm::ReadOnly, false);
+        let b = raw_list(&m, 8192, 512, Perm::ReadWrite, true);
+        let obj = BufObj::reconcile_and_alloc(&[&a, &b]).unwrap();
+        assert_eq!(obj.size(), 8192);
+        assert_eq!(obj.perm(), Perm::ReadWrite, "max permission, as reconcile gives");
+        let r = obj.attr_list().unwrap();
+        assert!(r.is_reconciled().unwrap());
+        assert_eq!(r.get_one(key::RAW_ALIGN).unwrap(), Some(512));
+        obj.cpu_write().unwrap()[..4].copy_from_slice(b"abcd");
+        assert_eq!(&obj.cpu_read().unwrap()[..4], b"abcd");
+        assert_eq!(obj.cpu_read().unwrap().as_ptr() as usize % 512, 0);
+
+        // A conflict names the keys exactly as `reconcile` does, and the conflict list is freed.
+        let before = ledger.counts();
+        let c = nv12(&m, 1280, 720);
+        let d = nv12(&m, 1920, 1080);
+        let via_reconcile = BufAttrList::reconcile(&[&c, &d]).unwrap_err();
+        match BufObj::reconcile_and_alloc(&[&c, &d]) {
+            Err(e @ Error::ReconcileConflict { .. }) => {
+                let keys = e.conflict_keys().unwrap();
+                assert!(keys.contains(&"NvSciBufImageAttrKey_PlaneWidth"), "{keys:?}");
+                assert!(keys.contains(&"NvSciBufImageAttrKey_PlaneHeight"), "{keys:?}");
+                assert_eq!(keys, via_reconcile.conflict_keys().unwrap());
+                let Error::ReconcileConflict { function, dump, .. } = &e else { unreachable!() };
+                assert_eq!(*function, "NvSciBufAttrListReconcileAndObjAlloc");
+                assert!(dump.contains("PlaneWidth"), "{dump}");
+            }
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        drop((c, d));
+        assert_eq!(ledger.counts(), before, "nothing is left behind by the failed calls");
+
+        // The inputs are checked as `reconcile` checks them.
+        assert!(matches!(
+            BufObj::reconcile_and_alloc(&[]),
+            Err(Error::InvalidArgument { name: "lists", .. })
+        ));
+        let reconciled = BufAttrList::reconcile(&[&a]).unwrap();
+        assert!(BufObj::reconcile_and_alloc(&[&reconciled]).is_err(), "a reconciled input is refused");
+    }
+    assert_eq!(ledger.counts().total(), 1, "only the module itself is left: {:?}", ledger.counts());
+}
+
+#[test]
+fn heapless_is_reexported_for_the_returned_types() {
+    let m = module();
+    let obj = BufObj::reconcile_and_alloc(&[&nv12(&m, 64, 32)]).unwrap();
+    let planes: nvsci::heapless::Vec<nvsci::buf::PlaneLayout, 3> = obj.planes().unwrap();
+    assert_eq!(planes.len(), 2);
+    let types: nvsci::heapless::Vec<BufType, 5> = obj.buf_types().unwrap();
+    assert_eq!(types.as_slice(), &[BufType::IMAGE]);
+}
+
+#[test]
 fn bad_input_is_rejected_with_the_key_named() {
     let m = module();
     let mut l = m.attr_list().unwrap();

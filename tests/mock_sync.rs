@@ -42,6 +42,42 @@ fn reconcile_needs_one_signaler_and_a_waiter() {
 }
 
 #[test]
+fn reconcile_and_alloc_in_one_call() {
+    let m = SyncModule::open(&NvSci::mock()).unwrap();
+    let ledger = m.mock_ledger().unwrap();
+    {
+        let s = list(&m, SyncPerm::SignalOnly, true);
+        let w = list(&m, SyncPerm::WaitOnly, true);
+        let obj = SyncObj::reconcile_and_alloc(&[&s, &w]).unwrap();
+        let r = obj.attr_list().unwrap();
+        assert!(r.is_reconciled().unwrap());
+        assert_eq!(r.get_one(key::ACTUAL_PERM).unwrap(), Some(SyncPerm::WaitSignal));
+        drop(r);
+        let mut ctx = m.cpu_wait_context().unwrap();
+        let f = obj.generate_fence().unwrap();
+        obj.signal().unwrap();
+        f.wait(&mut ctx, Some(Duration::from_secs(1))).unwrap();
+
+        // No signaler: the conflict names RequiredPerm, as `reconcile` does; nothing is leaked.
+        let before = ledger.counts();
+        match SyncObj::reconcile_and_alloc(&[&w]) {
+            Err(e @ Error::ReconcileConflict { .. }) => {
+                assert!(e.conflict_keys().unwrap().contains(&"NvSciSyncAttrKey_RequiredPerm"), "{e}");
+                let Error::ReconcileConflict { function, .. } = &e else { unreachable!() };
+                assert_eq!(*function, "NvSciSyncAttrListReconcileAndObjAlloc");
+            }
+            other => panic!("expected a RequiredPerm conflict, got {other:?}"),
+        }
+        assert_eq!(ledger.counts(), before, "the conflict list is freed");
+        assert!(matches!(
+            SyncObj::reconcile_and_alloc(&[]),
+            Err(Error::InvalidArgument { name: "lists", .. })
+        ));
+    }
+    assert_eq!(ledger.counts().total(), 1, "{:?}", ledger.counts());
+}
+
+#[test]
 fn signal_then_wait_and_timeout() {
     let m = SyncModule::open(&NvSci::mock()).unwrap();
     let obj = cpu_pair(&m);

@@ -9,7 +9,7 @@ mod common;
 use common::{expected_pattern, gpu, open_fds, serial, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{CudaDevice, CudaSyncObj, MemSync};
+use nvsci::cuda::{CudaGpu, CudaSyncObj, MemSync};
 use nvsci::pipeline::{CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, RingConfig};
 use nvsci::{Error, NvSci};
 use std::sync::Arc;
@@ -77,7 +77,7 @@ fn spawn_late_camera(mut p: nvsci::pipeline::Producer) -> std::thread::JoinHandl
     })
 }
 
-fn run_cpu_camera(dev: &CudaDevice, recorder: bool) {
+fn run_cpu_camera(dev: &CudaGpu, recorder: bool) {
     let lib = NvSci::mock();
     assert_eq!(lib.gpu_interop(), nvsci::GpuInterop::HostMemory);
     let mut engines = vec![Engine::Cuda(dev.clone())];
@@ -311,7 +311,7 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_finishes_the_work_first() {
 }
 
 /// The ring with a CUDA consumer on the mock in its GPU mode, for the fault sweep.
-fn cuda_ring_flow(dev: &CudaDevice) -> nvsci::Result<()> {
+fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
     let lib = NvSci::mock();
     let ring = FrameRing::with_engines(
         &lib,

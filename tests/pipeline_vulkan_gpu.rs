@@ -11,7 +11,7 @@ mod common;
 use common::{expected_pattern, gpu, gpu_required, open_fds, serial, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{CudaDevice, MemSync};
+use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::color::{fill_test_pattern, test_pattern_statistic, NV12_TO_RGBA_PTX};
 use nvsci::pipeline::{
     Backend, BackendKind, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, Producer, RingConfig,
@@ -28,7 +28,7 @@ fn config(consumers: usize) -> RingConfig {
 
 /// The Vulkan backend and its CUDA device: `None` (skip) without a GPU, or without a Vulkan
 /// driver for it, unless `NVSCI_REQUIRE_GPU=1`.
-fn backend() -> Option<(Backend, CudaDevice)> {
+fn backend() -> Option<(Backend, CudaGpu)> {
     gpu()?;
     match Backend::new(BackendKind::Vulkan) {
         Ok(b) => {
@@ -100,7 +100,7 @@ fn spawn_cpu_camera(mut p: Producer) -> std::thread::JoinHandle<()> {
 }
 
 /// A CPU producer, a CUDA consumer and (with `recorder`) a CPU consumer checking every frame.
-fn run_cpu_camera(backend: &Backend, dev: &CudaDevice, recorder: bool) {
+fn run_cpu_camera(backend: &Backend, dev: &CudaGpu, recorder: bool) {
     let mut engines = vec![backend.gpu_engine()];
     if recorder {
         engines.push(Engine::Cpu);
@@ -163,7 +163,7 @@ fn cpu_camera_feeds_a_cuda_consumer_and_a_cpu_recorder_1000_frames() {
 }
 
 /// A CUDA producer on one stream (a kernel writes pattern `t`), a CUDA consumer on another.
-fn run_cuda_to_cuda(backend: &Backend, dev: &CudaDevice) {
+fn run_cuda_to_cuda(backend: &Backend, dev: &CudaGpu) {
     let gpu_engine = backend.gpu_engine();
     let ring = backend
         .build_ring(
@@ -360,4 +360,32 @@ fn vulkan_ring_refuses_bad_input() {
     }
     let r = backend.build_ring(raw, config(2), &Engine::Cpu, std::slice::from_ref(&gpu));
     assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
+}
+
+/// The backend built on the application's own cudarc context (`Backend::new_on`,
+/// `Backend::auto_on`): the ring's CUDA parties import into that context and run on a stream of
+/// it, 1000 frames verified.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn ring_on_the_applications_cuda_context() {
+    let _serial = serial();
+    if gpu().is_none() {
+        return;
+    }
+    let ctx = nvsci::cuda::cudarc::driver::CudaContext::new(0).unwrap();
+    let app = CudaGpu::from_context(ctx.clone()).unwrap();
+    let backend = match Backend::new_on(BackendKind::Vulkan, &app) {
+        Ok(b) => b,
+        Err(e) if gpu_required() => panic!("NVSCI_REQUIRE_GPU=1 but no Vulkan backend: {e}"),
+        Err(e) => {
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let used = backend.cuda().expect("the Vulkan backend has a CUDA device");
+    assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "the backend opened a context of its own");
+    run_cpu_camera(&backend, &app, false);
+    let auto = Backend::auto_on(&app).unwrap();
+    let used = auto.cuda().expect("a GPU host gives the chosen backend a CUDA engine");
+    assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "{}", auto.explain());
 }

@@ -5,14 +5,14 @@
 #![cfg(feature = "vulkan")]
 
 mod common;
-#[path = "common/kernels.rs"]
+#[path = "../examples/support/kernels.rs"]
 mod kernels;
 
 use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
 use kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::CudaDevice;
+use nvsci::cuda::CudaGpu;
 use nvsci::pipeline::{FrameProducer, ProducerConfig};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
@@ -28,7 +28,7 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 /// The CUDA device and the Vulkan device that is the same GPU.
-fn setup() -> Option<(CudaDevice, Arc<VulkanContext>)> {
+fn setup() -> Option<(CudaGpu, Arc<VulkanContext>)> {
     let dev = gpu()?;
     match VulkanContext::for_cuda(&dev) {
         Ok(vk) => Some((dev, vk)),
@@ -40,7 +40,7 @@ fn setup() -> Option<(CudaDevice, Arc<VulkanContext>)> {
     }
 }
 
-fn function(dev: &CudaDevice, ptx: &str, name: &str) -> CudaFunction {
+fn function(dev: &CudaGpu, ptx: &str, name: &str) -> CudaFunction {
     let module = dev.context().load_module(Ptx::from_src(ptx)).expect("load PTX");
     module.load_function(name).expect("kernel")
 }
@@ -191,7 +191,7 @@ fn ping_pong_200_frames_binary_pair_fallback() {
 
 /// Reads every texel of `array` through a surface object into host memory.
 fn read_through_surface(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     array: sys::CUarray,
     width: usize,
     height: usize,
@@ -364,4 +364,81 @@ fn import_cycles_leak_no_fds_or_memory() {
         "device memory shrank by {} bytes over 200 cycles",
         free - free_now
     );
+}
+
+/// The application's own cudarc context (a non-primary one, so nothing can fall back to the
+/// primary context unnoticed) and stream, and its own Vulkan instance and device made with ash,
+/// are adopted: a host-visible buffer of the adopted Vulkan device is imported into the adopted
+/// CUDA context, read and written on the application's stream, and everything the application
+/// made is still its own to destroy afterwards. A stream of another context is refused.
+#[cfg(not(any(feature = "cuda-13020", feature = "cuda-13030", feature = "cuda-13040")))]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn adopted_cudarc_context_and_vulkan_device_share_memory() {
+    use nvsci::cuda::cudarc::driver::CudaContext;
+    let _serial = serial();
+    let Some(primary) = gpu() else { return };
+    let ctx = CudaContext::new_non_primary(0, 0).unwrap();
+    let stream = ctx.new_stream().unwrap();
+    let cuda = CudaGpu::from_context(ctx.clone()).unwrap();
+    assert!(Arc::ptr_eq(cuda.context(), &ctx));
+    assert_eq!(cuda.gpu_id(), primary.gpu_id());
+    assert!(cuda.owns_stream(&stream));
+    assert!(!cuda.owns_stream(&primary.default_stream()));
+    let cuda2 = CudaGpu::try_from(ctx.clone()).unwrap();
+    assert_eq!(cuda2.gpu_id(), cuda.gpu_id());
+
+    let Some(own) = common::own_vulkan::OwnVulkan::new(true, Some(cuda.gpu_id())) else { return };
+    // SAFETY: the instance was created at API 1.2 from `entry`, the device on the physical
+    // device with VK_KHR_external_memory_fd (and the semaphore extension where `semaphore_fd`
+    // says so) and timeline semaphores, the queue is of `family`; they are destroyed only after
+    // the context and its objects (below), and the test uses the queue only through the context.
+    let vk = unsafe { VulkanContext::adopt(own.existing()) }.unwrap();
+    assert_eq!(vk.uuid(), cuda.gpu_id());
+    let size = (1 << 20) + 4096;
+    let buffer = ExportableBuffer::new_host_visible(&vk, size, vk::BufferUsageFlags::empty()).unwrap();
+    let written = pattern(size as usize, 3);
+    buffer.host_slice_mut().unwrap().copy_from_slice(&written);
+    let imported = buffer.import_into_cuda(&cuda).unwrap();
+    let seen = stream.clone_dtoh(imported.mapped()).unwrap();
+    assert!(seen == written, "the adopted CUDA context did not see the adopted Vulkan device's bytes");
+    let fill = function(&cuda, FILL_PATTERN_PTX, "fill_pattern");
+    let (ptr, n, seed) = (imported.device_address(), size, 21u32);
+    let mut b = stream.launch_builder(&fill);
+    b.arg(&ptr).arg(&n).arg(&seed);
+    // SAFETY: fill_pattern writes `n` bytes at `ptr`, the mapping of the `n`-byte buffer.
+    unsafe { b.launch(LaunchConfig::for_num_elems(n as u32)) }.unwrap();
+    stream.synchronize().unwrap();
+    assert!(
+        buffer.host_slice().unwrap()[..] == expected_pattern(size as usize, 21)[..],
+        "the adopted Vulkan device did not see what the kernel wrote on the application's stream"
+    );
+
+    // Semaphores of the adopted device signal and wait on the application's stream; another
+    // context's stream is refused.
+    if vk.has_semaphore_fd() {
+        let sem = TimelineSemaphore::new_exportable(&vk, 0).unwrap();
+        let imported_sem = nvsci::cuda::CudaSemaphore::import(
+            &cuda,
+            sem.export_fd().unwrap(),
+            nvsci::cuda::SemaphoreKind::Timeline,
+        )
+        .unwrap();
+        imported_sem.signal(&stream, 5).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(sem.value().unwrap(), 5);
+        match imported_sem.signal(&primary.default_stream(), 6) {
+            Err(nvsci::Error::InvalidArgument { name: "stream", .. }) => {}
+            r => panic!("expected a refusal of the primary context's stream, got {r:?}"),
+        }
+    }
+    drop((imported, buffer));
+    assert_eq!(Arc::strong_count(&vk), 1);
+    drop(vk);
+    own.destroy();
+    drop(cuda);
+    drop(cuda2);
+    // The application's context is still its own and usable.
+    let back = stream.clone_dtoh(&stream.clone_htod(&[1u8, 2, 3]).unwrap()).unwrap();
+    assert_eq!(back, [1, 2, 3]);
 }

@@ -12,6 +12,7 @@
 mod common;
 
 use common::open_fds;
+use common::own_vulkan::OwnVulkan;
 use nvsci::cuda::cudarc::driver::sys::{self, CUarray_format};
 use nvsci::pipeline::{FrameProducer, FrameSource, ProducerConfig, Readback};
 use nvsci::vulkan::ash::vk;
@@ -643,4 +644,88 @@ fn handles_can_move_between_threads() {
     send_sync::<CudaImportedImage>();
     send::<FrameProducer>();
     send::<CudaHandoff>();
+}
+
+/// An application's own instance and device are adopted, used for exportable buffers, images
+/// and queue work, and survive the context: the owner keeps using and then destroys them (the
+/// validation run in CI reports any object left on the device or any use after destruction).
+#[test]
+fn adopted_device_is_used_and_left_to_its_owner() {
+    let _serial = common::serial();
+    let Some(own) = OwnVulkan::new(true, None) else { return };
+    // SAFETY: the instance was created at API 1.2 from `entry`, the device on `physical` with
+    // VK_KHR_external_memory_fd (and the semaphore extension where `semaphore_fd` says so) and
+    // timeline semaphores, the queue is of `family`; they are destroyed only after the context
+    // (below), and this test uses the queue only under `lock_queue`.
+    let ctx = unsafe { VulkanContext::adopt(own.existing()) }.unwrap();
+    assert!(ctx.is_adopted());
+    assert_eq!(ctx.ash_device().handle(), own.device.handle());
+    assert_eq!(ctx.ash_instance().handle(), own.instance.handle());
+    assert_eq!(ctx.physical_device(), own.physical);
+    assert_eq!(ctx.queue_family(), own.family);
+    assert_eq!(ctx.has_semaphore_fd(), own.semaphore_fd);
+    assert_eq!(*ctx.lock_queue(), own.queue);
+    assert!(!ctx.info().name.is_empty());
+    assert!(format!("{ctx:?}").contains("adopted: true"));
+
+    // Exportable memory on the adopted device, written in place, copied by a submission on the
+    // shared queue, and exported.
+    let size = 64 << 10;
+    let a = ExportableBuffer::new_host_visible(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    let b = ExportableBuffer::new_host_visible(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
+    let content = pattern(size as usize, 5);
+    a.host_slice_mut().unwrap().copy_from_slice(&content);
+    copy_buffer(&ctx, &a, &b);
+    assert!(b.host_slice().unwrap()[..] == content[..]);
+    drop(a.export_fd().unwrap());
+    let image = ExportableImage::new(&ctx, ImageDesc::new(33, 17, vk::Format::R8G8B8A8_UNORM)).unwrap();
+    let texels = pattern(image.desc().packed_size().unwrap(), 8);
+    image.upload(&texels).unwrap();
+    assert_eq!(image.download().unwrap(), texels);
+
+    // The owner shares the queue under the context's lock.
+    {
+        let queue = ctx.lock_queue();
+        // SAFETY: host access to the queue is synchronised by the held lock.
+        unsafe { own.device.queue_wait_idle(*queue) }.unwrap();
+    }
+    drop((a, b, image));
+    assert_eq!(Arc::strong_count(&ctx), 1, "no object holds the context any more");
+    drop(ctx);
+
+    // The device and instance are still the owner's, alive and usable.
+    // SAFETY: a plain fence of the owner's live device, destroyed right away.
+    unsafe {
+        let fence = own.device.create_fence(&vk::FenceCreateInfo::default(), None).unwrap();
+        own.device.destroy_fence(fence, None);
+    }
+    own.destroy();
+}
+
+/// What the crate cannot use is refused with a message naming it, and nothing is destroyed:
+/// a queue family the device lacks, and a device created without VK_KHR_external_memory_fd.
+#[test]
+fn adopt_refuses_what_it_cannot_use() {
+    let _serial = common::serial();
+    let Some(own) = OwnVulkan::new(true, None) else { return };
+    let mut bad = own.existing();
+    bad.queue_family = 99;
+    // SAFETY: as in `adopted_device_is_used_and_left_to_its_owner`; the refused adoption keeps
+    // nothing.
+    match unsafe { VulkanContext::adopt(bad) } {
+        Err(Error::VulkanUnavailable { reason }) => assert!(reason.contains("queue family 99"), "{reason}"),
+        other => panic!("expected a refusal naming the queue family, got {other:?}"),
+    }
+    own.destroy();
+
+    let Some(own) = OwnVulkan::new(false, None) else { return };
+    let mut existing = own.existing();
+    existing.semaphore_fd = false;
+    // SAFETY: as above, except that the device lacks VK_KHR_external_memory_fd: what the check
+    // must find (the entry point does not resolve on a device that did not enable it).
+    match unsafe { VulkanContext::adopt(existing) } {
+        Err(Error::VulkanUnavailable { reason }) => assert!(reason.contains("vkGetMemoryFdKHR"), "{reason}"),
+        other => panic!("expected a refusal naming VK_KHR_external_memory_fd, got {other:?}"),
+    }
+    own.destroy();
 }

@@ -83,6 +83,49 @@ impl BufObj {
         Self::wrap(raw, &list.module, Arc::default())
     }
 
+    /// Reconciles `lists` and allocates a buffer from the result in one call
+    /// (`NvSciBufAttrListReconcileAndObjAlloc`), for when the reconciled list itself is not
+    /// needed (it stays readable through [`attr_list`](Self::attr_list)).
+    ///
+    /// The lists must be unreconciled and of one implementation (at most
+    /// [`MAX_LISTS`](crate::buf::MAX_LISTS)). A conflict is reported exactly as
+    /// [`BufAttrList::reconcile`] reports it: [`Error::ReconcileConflict`] naming the
+    /// conflicting keys, with the library's dump of the conflict list (which is freed).
+    ///
+    /// ```
+    /// # fn main() -> nvsci::Result<()> {
+    /// # #[cfg(feature = "mock")] {
+    /// use nvsci::buf::{BufAttr, BufModule, BufObj, BufType, Perm};
+    /// let module = BufModule::open(&nvsci::NvSci::mock())?;
+    /// let mut camera = module.attr_list()?;
+    /// camera.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::RawSize(4096)])?;
+    /// let mut cpu = module.attr_list()?;
+    /// cpu.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::RequiredPerm(Perm::ReadWrite)])?;
+    /// let buf = BufObj::reconcile_and_alloc(&[&camera, &cpu])?;
+    /// assert_eq!(buf.size(), 4096);
+    /// # }
+    /// # Ok(()) }
+    /// ```
+    pub fn reconcile_and_alloc(lists: &[&BufAttrList]) -> Result<Self> {
+        const FUNCTION: &str = "NvSciBufAttrListReconcileAndObjAlloc";
+        let (module, raws) = BufAttrList::gather(lists)?;
+        let f = nvfn!(module.0.lib.buf(), NvSciBufAttrListReconcileAndObjAlloc);
+        let mut raw = core::ptr::null_mut();
+        let mut conflict = core::ptr::null_mut();
+        // SAFETY: every input handle is alive (borrowed from `lists`); both out-pointers are
+        // valid. On success `raw` is a new object reference that we own; the conflict list, if
+        // any, is ours to free (`reconcile_status` does).
+        let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
+        BufAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())?;
+        if raw.is_null() {
+            return Err(Error::UnexpectedValue {
+                key: "NvSciBufObj",
+                detail: format!("{FUNCTION} reported success without an object"),
+            });
+        }
+        Self::wrap(raw, &module, Arc::default())
+    }
+
     /// Adopts a buffer object that another library in this process allocated (a camera's
     /// capture buffer, say) by taking a reference of its own (`NvSciBufObjDup`): the same memory,
     /// with an independent lifetime. The caller keeps `raw` and frees it (`NvSciBufObjFree`)

@@ -12,15 +12,44 @@ use std::time::Duration;
 /// (a stream may wait on a fence that never expires).
 pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A CUDA device with its primary context.
+/// A CUDA GPU as this crate uses it: a cudarc [`CudaContext`] (the device's primary context
+/// when opened here, or the caller's own, adopted with [`from_context`](Self::from_context)),
+/// the device's UUID as an NvSci [`GpuId`], and the bookkeeping that lets imports be destroyed
+/// without hanging.
+///
+/// This is not cudarc's `CudaDevice` (cudarc before 0.12): cudarc now splits that into
+/// [`CudaContext`] and [`CudaStream`], and both are used as they are. Work is enqueued on the
+/// caller's `Arc<CudaStream>` (any stream of the context), and the context is reached with
+/// [`context`](Self::context). Cloning is cheap (reference counted).
+///
+/// ```no_run
+/// # fn main() -> nvsci::Result<()> {
+/// use nvsci::cuda::cudarc::driver::CudaContext;
+/// use nvsci::cuda::CudaGpu;
+///
+/// let ctx = CudaContext::new(0).expect("CUDA context"); // the application's own context
+/// let stream = ctx.new_stream().expect("stream");       // and its own stream
+/// let gpu = CudaGpu::from_context(ctx.clone())?;        // adopted, not replaced
+/// assert!(std::sync::Arc::ptr_eq(gpu.context(), &ctx));
+/// // Imports made with `gpu` take `&stream` wherever they enqueue work.
+/// # let _ = stream;
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug)]
-pub struct CudaDevice {
+pub struct CudaGpu {
     ctx: Arc<CudaContext>,
     gpu_id: GpuId,
     /// Set while a context synchronisation started by a destroy has not returned within
     /// [`DESTROY_TIMEOUT`]; later destroys leak at once instead of waiting again.
     stuck: Arc<AtomicBool>,
 }
+
+/// The former name of [`CudaGpu`], kept so that code written against it still builds.
+#[deprecated(
+    since = "0.1.0",
+    note = "renamed to `CudaGpu`, so that it does not read as cudarc's old `CudaDevice`"
+)]
+pub type CudaDevice = CudaGpu;
 
 /// Whether the CUDA driver library can be opened, checked without touching cudarc's loader
 /// (which panics when the library is missing).
@@ -30,8 +59,9 @@ pub fn driver_present() -> bool {
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
-impl CudaDevice {
-    /// Opens device `ordinal`. No driver, no device or an invalid ordinal give
+impl CudaGpu {
+    /// Opens device `ordinal` with its primary context (cudarc's `CudaContext::new`, which is
+    /// also the context the CUDA runtime uses). No driver, no device or an invalid ordinal give
     /// [`Error::CudaUnavailable`] (never a panic).
     pub fn open(ordinal: usize) -> Result<Self> {
         if !driver_present() {
@@ -50,11 +80,25 @@ impl CudaDevice {
             });
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| from_driver("cuDevicePrimaryCtxRetain", e))?;
+        Self::from_context(ctx)
+    }
+
+    /// Adopts a context the application already holds (its own `CudaContext::new`, or the one a
+    /// framework built on cudarc uses): imports, semaphores and frame-ring parties made with the
+    /// returned value live in that context, and streams of that context (the application's own
+    /// `Arc<CudaStream>`s) are accepted wherever work is enqueued. Streams of any other context
+    /// are refused with [`Error::InvalidArgument`] naming `stream`.
+    ///
+    /// Nothing is created: the context is shared (the `Arc` is kept, so it lives at least as
+    /// long as the returned value and everything made with it). Fails only when the device's
+    /// UUID cannot be read (`cuDeviceGetUuid`), as [`Error::Cuda`].
+    pub fn from_context(ctx: Arc<CudaContext>) -> Result<Self> {
         let uuid = ctx.uuid().map_err(|e| from_driver("cuDeviceGetUuid", e))?;
         let mut id = [0u8; 16];
         for (d, s) in id.iter_mut().zip(uuid.bytes.iter()) {
             *d = *s as u8;
         }
+        log::debug!("CUDA device {} adopted for interop (context {:?})", ctx.ordinal(), ctx.cu_ctx());
         Ok(Self { ctx, gpu_id: GpuId(id), stuck: Arc::new(AtomicBool::new(false)) })
     }
 
@@ -63,12 +107,13 @@ impl CudaDevice {
         self.gpu_id
     }
 
-    /// The cudarc context.
+    /// The cudarc context (the adopted one, or the device's primary context).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
-    /// The context's default stream.
+    /// The context's default stream. Any other stream of the context (the application's own,
+    /// or one from `context().new_stream()`) may be used instead wherever a stream is taken.
     pub fn default_stream(&self) -> Arc<CudaStream> {
         self.ctx.default_stream()
     }
@@ -143,10 +188,16 @@ impl CudaDevice {
         }
     }
 
+    /// Whether `stream` belongs to this GPU's context (and so may be passed to the calls that
+    /// enqueue work on a stream).
+    pub fn owns_stream(&self, stream: &CudaStream) -> bool {
+        stream.context().cu_ctx() == self.ctx.cu_ctx()
+    }
+
     /// Fails with `InvalidArgument` naming `stream` unless the stream belongs to this device's
     /// context (a stream of another GPU's context would make the driver fail or misbehave).
     pub(crate) fn check_stream(&self, stream: &CudaStream) -> Result<()> {
-        if stream.context().cu_ctx() != self.ctx.cu_ctx() {
+        if !self.owns_stream(stream) {
             return Err(crate::error::invalid(
                 "stream",
                 format!(
@@ -162,5 +213,14 @@ impl CudaDevice {
     /// Makes the context current on this thread.
     pub(crate) fn bind(&self) -> Result<()> {
         self.ctx.bind_to_thread().map_err(|e| from_driver("cuCtxSetCurrent", e))
+    }
+}
+
+impl TryFrom<Arc<CudaContext>> for CudaGpu {
+    type Error = Error;
+
+    /// [`CudaGpu::from_context`].
+    fn try_from(ctx: Arc<CudaContext>) -> Result<Self> {
+        Self::from_context(ctx)
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! [`GpuInterop::HostMemory`]: crate::GpuInterop::HostMemory
 
-use super::device::CudaDevice;
+use super::device::CudaGpu;
 use super::result::check;
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
@@ -27,7 +27,7 @@ fn table() -> std::sync::MutexGuard<'static, Vec<(usize, usize, usize)>> {
 pub(crate) struct HostRegistration {
     base: usize,
     device_ptr: sys::CUdeviceptr,
-    dev: CudaDevice,
+    dev: CudaGpu,
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -45,7 +45,7 @@ impl HostRegistration {
     /// `base..base + len` must be host memory owned by `owner` (or by objects sharing it), so
     /// that it stays allocated while `owner` lives.
     pub(crate) unsafe fn new(
-        dev: &CudaDevice,
+        dev: &CudaGpu,
         base: *mut core::ffi::c_void,
         len: usize,
         owner: Box<dyn std::any::Any + Send + Sync>,

@@ -4,8 +4,9 @@
 //! [`ExternalMemory`], which holds the NvSciBuf object reference it was imported from, so the
 //! driver objects are always destroyed before the memory they describe.
 
+use super::array::{level_extent, region_copy, ArrayRegion};
 use super::desc;
-use super::device::CudaDevice;
+use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
 use super::result::check;
@@ -13,7 +14,7 @@ use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
 use core::marker::PhantomData;
-use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, HostSlice, SyncOnDrop};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
@@ -61,7 +62,7 @@ enum Source {
 struct Inner {
     raw: sys::CUexternalMemory,
     size: u64,
-    dev: CudaDevice,
+    dev: CudaGpu,
     source: Source,
 }
 
@@ -112,7 +113,7 @@ impl<A: Access> std::fmt::Debug for ExternalMemory<A> {
 }
 
 fn import(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     d: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
     what: &'static str,
 ) -> Result<sys::CUexternalMemory> {
@@ -153,7 +154,7 @@ impl<A: Access> ExternalMemory<A> {
     /// reconciled list says so, caches must be maintained too: `CpuNeedSwCacheCoherency` ->
     /// `BufObj::flush_cpu_cache` around CPU accesses; `GpuSwNeedCacheCoherency` -> waits and
     /// signals that do not skip NvSciBuf memory synchronisation ([`MemSync`](super::MemSync)).
-    pub fn from_buf_obj(dev: &CudaDevice, obj: &BufObj) -> Result<Self> {
+    pub fn from_buf_obj(dev: &CudaGpu, obj: &BufObj) -> Result<Self> {
         if A::WRITABLE && obj.perm() != Perm::ReadWrite {
             return Err(Error::PermissionDenied(
                 "a read-only NvSciBuf reference can only be imported as ReadOnly",
@@ -200,7 +201,7 @@ impl<A: Access> ExternalMemory<A> {
     /// `size` must be the exported allocation's: the driver does not check it (an import of a
     /// CUDA VMM export with 64 times its size is accepted on an H100, driver 580), and a mapping
     /// past the real allocation makes the GPU fault when it is accessed.
-    pub fn from_opaque_fd(dev: &CudaDevice, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
+    pub fn from_opaque_fd(dev: &CudaGpu, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
         if size == 0 {
             return Err(invalid("size", "an import of 0 bytes is not allowed"));
         }
@@ -215,7 +216,7 @@ impl<A: Access> ExternalMemory<A> {
         Ok(Self::wrap(raw?, size, dev, Source::Fd))
     }
 
-    fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaDevice, source: Source) -> Self {
+    fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
         Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source }), _access: PhantomData }
     }
 
@@ -303,12 +304,20 @@ impl<A: Access> ExternalMemory<A> {
     /// Maps a 2D array with an explicit description (e.g. a Vulkan image), with
     /// [`a.levels`](ArrayDesc::levels) mip levels.
     ///
-    /// Checked first: level 0 (`width * height * bytes_per_texel` bytes at `offset`) lies inside
-    /// the import, and `levels` is between 1 and the full chain for the extent
-    /// (`floor(log2(max(width, height))) + 1`). Memory imported from NvSciBuf takes exactly one
-    /// level (a CUDA rule for NvSciBuf imports). Where the levels after 0 lie is up to the
-    /// driver that laid the memory out (e.g. the Vulkan image's), so they are not bounds-checked
-    /// here.
+    /// Checked first, before any CUDA call: level 0 packed (`width * height * bytes_per_texel`
+    /// bytes at `offset`) lies inside the import, and `levels` is between 1 and the full chain
+    /// for the extent (`floor(log2(max(width, height))) + 1`). Memory imported from NvSciBuf
+    /// takes exactly one level (a CUDA rule for NvSciBuf imports).
+    ///
+    /// Then the array's real footprint: CUDA lays arrays out in its own tiled format, which
+    /// covers more than the packed texels, and `cuExternalMemoryGetMappedMipmappedArray` does
+    /// not check it against the import (on an H100 an array reaching past the import is mapped
+    /// and overlaps whatever follows). Where the driver reports the footprint of an array of
+    /// this description, all levels included ([`CudaGpu::array_footprint`]), a mapping whose
+    /// `offset + footprint` exceeds the import is refused with [`Error::ArrayFootprint`]. Where
+    /// it cannot (CUDA before 11.6, devices without deferred-mapping arrays) only the packed
+    /// check above applies, and the levels after 0 are as the driver that laid the memory out
+    /// placed them.
     pub fn map_array(&self, a: ArrayDesc) -> Result<MappedArray<A>> {
         let texel = element_bytes(a.format)
             .filter(|_| matches!(a.channels, 1 | 2 | 4))
@@ -358,11 +367,28 @@ impl<A: Access> ExternalMemory<A> {
                 ),
             ));
         }
+        if let Some(f) = self.inner.dev.array_footprint(&a)? {
+            if a.offset.checked_add(f.size).is_none_or(|end| end > self.inner.size) {
+                return Err(Error::ArrayFootprint {
+                    offset: a.offset,
+                    footprint: f.size,
+                    size: self.inner.size,
+                });
+            }
+            if f.alignment > 0 && !a.offset.is_multiple_of(f.alignment) {
+                log::debug!(
+                    "CUDA array at offset {} is not at the driver's alignment {}",
+                    a.offset,
+                    f.alignment
+                );
+            }
+        }
         self.inner.dev.bind()?;
         let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags, a.levels);
         let mut raw = core::ptr::null_mut();
-        // SAFETY: the memory is alive, the descriptor is complete, level 0 lies inside the
-        // import and numLevels is within the extent's chain (1 for NvSciBuf imports).
+        // SAFETY: the memory is alive, the descriptor is complete, the array lies inside the
+        // import (its footprint where the driver reports it, else level 0 packed) and numLevels
+        // is within the extent's chain (1 for NvSciBuf imports).
         check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
             sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d)
         })?;
@@ -596,7 +622,7 @@ unsafe impl<A: Access> Sync for MappedArray<A> {}
 /// Whether this CUDA driver accepts NvSciBuf imports from `lib`: allocates a 4 KiB raw buffer
 /// for this GPU and imports it. A driver without NvSciBuf support (every desktop driver) gives
 /// [`Error::Unsupported`]; the mock is refused the same way.
-pub fn probe_nvscibuf_import(dev: &CudaDevice, lib: &crate::NvSci) -> Result<()> {
+pub fn probe_nvscibuf_import(dev: &CudaGpu, lib: &crate::NvSci) -> Result<()> {
     use crate::buf::{BufAttr, BufAttrList, BufModule, BufType};
     let m = BufModule::open(lib)?;
     let mut l = m.attr_list()?;
@@ -610,52 +636,178 @@ pub fn probe_nvscibuf_import(dev: &CudaDevice, lib: &crate::NvSci) -> Result<()>
     ExternalMemory::<ReadWrite>::from_buf_obj(dev, &obj).map(drop)
 }
 
+/// A `cuMemcpy2D` descriptor between `host` (rows packed, `row` bytes each) and the texels
+/// `x_bytes..x_bytes + row` of rows `y..y + height` of `array`.
+fn memcpy2d(
+    array: sys::CUarray,
+    host: *mut core::ffi::c_void,
+    to_host: bool,
+    (x_bytes, y, row, height): (usize, usize, usize, usize),
+) -> sys::CUDA_MEMCPY2D {
+    let (host_t, array_t) = (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
+    let (array_x, array_y, host_x, host_y) = (x_bytes, y, 0, 0);
+    sys::CUDA_MEMCPY2D {
+        srcXInBytes: if to_host { array_x } else { host_x },
+        srcY: if to_host { array_y } else { host_y },
+        srcMemoryType: if to_host { array_t } else { host_t },
+        srcHost: host,
+        srcDevice: 0,
+        srcArray: array,
+        srcPitch: row,
+        dstXInBytes: if to_host { host_x } else { array_x },
+        dstY: if to_host { host_y } else { array_y },
+        dstMemoryType: if to_host { host_t } else { array_t },
+        dstHost: host,
+        dstDevice: 0,
+        dstArray: array,
+        dstPitch: row,
+        WidthInBytes: row,
+        Height: height,
+    }
+}
+
 impl<A: Access> MappedArray<A> {
     fn copy2d(&self, host: *mut core::ffi::c_void, len: usize, to_host: bool) -> Result<()> {
-        let row = self.desc.width * self.desc.bytes_per_texel as usize;
-        if len != row * self.desc.height {
-            return Err(invalid(
-                "host",
-                format!("{len} bytes given, the array holds {}", row * self.desc.height),
-            ));
-        }
-        let (host_t, array_t) =
-            (sys::CUmemorytype::CU_MEMORYTYPE_HOST, sys::CUmemorytype::CU_MEMORYTYPE_ARRAY);
-        let c = sys::CUDA_MEMCPY2D {
-            srcXInBytes: 0,
-            srcY: 0,
-            srcMemoryType: if to_host { array_t } else { host_t },
-            srcHost: host,
-            srcDevice: 0,
-            srcArray: self.level0,
-            srcPitch: row,
-            dstXInBytes: 0,
-            dstY: 0,
-            dstMemoryType: if to_host { host_t } else { array_t },
-            dstHost: host,
-            dstDevice: 0,
-            dstArray: self.level0,
-            dstPitch: row,
-            WidthInBytes: row,
-            Height: self.desc.height,
-        };
+        let whole = ArrayRegion::new(0, 0, self.desc.width, self.desc.height);
+        let region = region_copy(&self.desc, 0, &whole, len, "host")?;
+        let c = memcpy2d(self.level0, host, to_host, region);
         self.mem.inner.dev.bind()?;
-        // SAFETY: the array is alive; `host` points to exactly `row * height` bytes (checked);
-        // the copy is synchronous.
+        // SAFETY: the array is alive; `host` points to exactly the region's packed size
+        // (checked); the copy is synchronous.
         check("cuMemcpy2D", unsafe { sys::cuMemcpy2D_v2(&c) })
     }
 
     /// Copies the whole of level 0 to `dst` (rows packed, `width * bytes_per_texel` bytes each).
-    /// Other levels are reached through [`level`](Self::level).
+    /// Synchronous; [`copy_to_host_async`](Self::copy_to_host_async) copies any level or
+    /// rectangle on a stream.
     pub fn copy_to_host(&self, dst: &mut [u8]) -> Result<()> {
         self.copy2d(dst.as_mut_ptr().cast(), dst.len(), true)
     }
+
+    /// Width and height of level `level` (`max(1, width >> level)` x `max(1, height >> level)`);
+    /// [`Error::InvalidArgument`] naming `level` past [`levels`](Self::levels).
+    pub fn level_extent(&self, level: u32) -> Result<(usize, usize)> {
+        if level >= self.desc.levels {
+            return Err(invalid(
+                "level",
+                format!("level {level} requested, the array has {} levels", self.desc.levels),
+            ));
+        }
+        Ok(level_extent(self.desc.width, self.desc.height, level))
+    }
+
+    /// The whole of level `level` as a region.
+    pub fn level_region(&self, level: u32) -> Result<ArrayRegion> {
+        let (w, h) = self.level_extent(level)?;
+        Ok(ArrayRegion::new(0, 0, w, h))
+    }
+
+    /// Enqueues on `stream` a copy of `region` of level `level` into `dst`, rows packed
+    /// (`region.width * bytes_per_texel` bytes each; `dst` holds exactly `region.height` rows).
+    ///
+    /// `stream` must belong to the import's context (else [`Error::InvalidArgument`] naming
+    /// `stream`); the other arguments are checked before anything is enqueued, each failure an
+    /// [`Error::InvalidArgument`] naming `level`, `region.x`, `region.y`, `region.width`,
+    /// `region.height` or `dst`.
+    ///
+    /// When the call returns, what `dst` may be used for is never left to the caller:
+    /// * `dst` a cudarc [`PinnedHostSlice`](cudarc::driver::PinnedHostSlice) of a context whose
+    ///   streams cudarc synchronises (event tracking on, as by default, and a stream made with
+    ///   `new_stream`): the copy is enqueued and the call returns at once. The slice's event
+    ///   records the copy, so reading the slice (`as_slice`) or dropping it waits for it, and
+    ///   work queued later on `stream` is ordered after it.
+    /// * any other host memory (a slice, a `Vec`), whose later use cudarc cannot track: the call
+    ///   returns once the copy is done (it waits for `stream`).
+    ///
+    /// The array stays valid while the copy runs whatever is dropped: dropping the mapping waits
+    /// for the context's queued work first.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use nvsci::cuda::{ArrayRegion, CudaGpu, MappedArray};
+    /// fn read_corner(gpu: &CudaGpu, array: &MappedArray) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    ///     let stream = gpu.context().new_stream()?; // or the application's own stream
+    ///     let region = ArrayRegion::new(0, 0, 16, 8); // 16 x 8 texels of level 1
+    ///     let len = 16 * 8 * array.desc().bytes_per_texel as usize;
+    ///     // SAFETY: only read after the copy filled it (as_slice waits for the copy).
+    ///     let mut pinned = unsafe { gpu.context().alloc_pinned_with_flags::<u8>(len, 0)? };
+    ///     array.copy_to_host_async(&stream, 1, region, &mut pinned)?; // returns at once
+    ///     // ... more work on `stream` ...
+    ///     Ok(pinned.as_slice()?.to_vec()) // waits for the copy
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn copy_to_host_async<H: HostSlice<u8> + ?Sized>(
+        &self,
+        stream: &CudaStream,
+        level: u32,
+        region: ArrayRegion,
+        dst: &mut H,
+    ) -> Result<()> {
+        let dev = &self.mem.inner.dev;
+        dev.check_stream(stream)?;
+        let r = region_copy(&self.desc, level, &region, dst.len(), "dst")?;
+        let array = self.level(level)?;
+        dev.bind()?;
+        // SAFETY: the slice is used by a copy on `stream` only (HostSlice's contract); the
+        // guard records its completion (pinned memory) or the stream is synchronised below.
+        let (slice, guard) = unsafe { dst.stream_synced_mut_slice(stream) };
+        let c = memcpy2d(array, slice.as_mut_ptr().cast(), true, r);
+        // SAFETY: the level array is alive (owned by the mapping, which outlives queued work:
+        // its drop synchronises the context); `slice` is exactly the region's packed size
+        // (checked) and stays borrowed until the copy completed (`finish_host_copy`).
+        let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        finish_host_copy(stream, guard, enqueued)
+    }
+}
+
+/// Ends a copy between host memory and an array enqueued on `stream`: with a cudarc-tracked
+/// host buffer (pinned memory, tracked context) the guard records the copy in the buffer's
+/// event; otherwise the stream is synchronised, so the host memory is no longer in use when the
+/// caller gets it back.
+fn finish_host_copy(stream: &CudaStream, guard: SyncOnDrop<'_>, enqueued: Result<()>) -> Result<()> {
+    let tracked =
+        matches!(guard, SyncOnDrop::Record(Some(_))) && stream.context().is_managing_stream_synchronization();
+    drop(guard);
+    enqueued?;
+    if !tracked {
+        stream.synchronize().map_err(|e| super::result::from_driver("cuStreamSynchronize", e))?;
+    }
+    Ok(())
 }
 
 impl MappedArray<ReadWrite> {
-    /// Copies `src` (rows packed) into the whole of level 0. Other levels are reached through
-    /// [`level`](Self::level).
+    /// Copies `src` (rows packed) into the whole of level 0. Synchronous;
+    /// [`copy_from_host_async`](Self::copy_from_host_async) copies into any level or rectangle
+    /// on a stream.
     pub fn copy_from_host(&self, src: &[u8]) -> Result<()> {
         self.copy2d(src.as_ptr() as *mut _, src.len(), false)
+    }
+
+    /// Enqueues on `stream` a copy of `src` (rows packed, `region.width * bytes_per_texel`
+    /// bytes each, exactly `region.height` rows) into `region` of level `level`. Checks and
+    /// the life of `src` as for [`copy_to_host_async`](MappedArray::copy_to_host_async) (the
+    /// host argument is named `src`): a tracked
+    /// [`PinnedHostSlice`](cudarc::driver::PinnedHostSlice) returns at once, its event guarding
+    /// later writes to it; other host memory returns once the copy is done.
+    pub fn copy_from_host_async<H: HostSlice<u8> + ?Sized>(
+        &self,
+        stream: &CudaStream,
+        level: u32,
+        region: ArrayRegion,
+        src: &H,
+    ) -> Result<()> {
+        let dev = &self.mem.inner.dev;
+        dev.check_stream(stream)?;
+        let r = region_copy(&self.desc, level, &region, src.len(), "src")?;
+        let array = self.level(level)?;
+        dev.bind()?;
+        // SAFETY: the slice is used by a copy on `stream` only (HostSlice's contract); the
+        // guard records its completion (pinned memory) or the stream is synchronised below.
+        let (slice, guard) = unsafe { src.stream_synced_slice(stream) };
+        let c = memcpy2d(array, slice.as_ptr() as *mut _, false, r);
+        // SAFETY: as in `copy_to_host_async`; the driver only reads `slice`.
+        let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        finish_host_copy(stream, guard, enqueued)
     }
 }

@@ -1,6 +1,10 @@
 //! CUDA interop through cudarc (feature `cuda`).
 //!
-//! * [`CudaDevice::open`] never panics: no driver, no device and bad ordinals are typed errors.
+//! * [`CudaGpu::open`] never panics: no driver, no device and bad ordinals are typed errors.
+//!   An application that already has a cudarc context keeps it: [`CudaGpu::from_context`]
+//!   adopts its `Arc<CudaContext>`, and every call that enqueues work takes the application's
+//!   own `&CudaStream` (a stream of another context is refused, naming `stream`). `CudaGpu` was
+//!   called `CudaDevice` before; that name is kept as a deprecated alias.
 //! * [`ExternalMemory`] imports NvSciBuf objects (Jetson/DRIVE only; desktop drivers answer
 //!   `CUDA_ERROR_NOT_SUPPORTED`, reported as [`Error::Unsupported`](crate::Error::Unsupported))
 //!   or opaque fds (Vulkan, [`ExportableAllocation`]); mappings are cudarc `DevicePtr`s, and
@@ -36,6 +40,7 @@
 //! | `cuGetProcAddress_v2` (resolves `cuDeviceGetNvSciSyncAttributes`) | before 12.0 | `cuGetProcAddress` (11.x form, no symbol status) |
 //! | `cuStreamWaitValue64_v2`, `cuStreamWriteValue64_v2` (fences of host-memory implementations, the mock on a GPU) | before 11.7 | `cuStreamWaitValue64`, `cuStreamWriteValue64`; drivers before 11.7 may keep these disabled (`CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS`), and the call then fails with an error |
 //! | `CUmemLocation::id` as a plain field ([`ExportableAllocation`]) | from 13.2 on it is a union member | the same value through the union |
+//! | `cuMipmappedArrayGetMemoryRequirements` (the real footprint of a CUDA array, [`CudaGpu::array_footprint`]) | before 11.6 (builds for 11.4 and 11.5, and older drivers) | footprint unknown: [`ExternalMemory::map_array`] checks the packed size of level 0 only |
 //!
 //! When a build for a newer version runs on an older driver, the crate checks the driver version
 //! (`cuDriverGetVersion`) before these calls and returns [`Error::Unsupported`](crate::Error::Unsupported)
@@ -45,6 +50,7 @@
 //! 11.7 and newer. Calls made through cudarc's own API (contexts, streams, modules, copies) are
 //! cudarc's; which of those a version needs is documented by cudarc.
 
+mod array;
 mod desc;
 mod device;
 mod fd;
@@ -54,17 +60,20 @@ pub mod memsync;
 mod result;
 mod semaphore;
 mod sync_attrs;
-// Driver checks before entry points newer than CUDA 11.4; builds for CUDA 11.4 to 11.6 call none.
-#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
+// Driver checks before entry points newer than CUDA 11.4; builds for CUDA 11.4 and 11.5 call none.
+#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050")))]
 mod version;
 mod vmm;
 
+pub use array::{ArrayFootprint, ArrayRegion};
 pub use desc::{
     buffer as buffer_desc, fd_semaphore as fd_semaphore_desc, mipmapped_array as mipmapped_array_desc,
 };
 pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as nvscisync_semaphore_desc};
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
-pub use device::{driver_present, CudaDevice, DESTROY_TIMEOUT};
+#[allow(deprecated)]
+pub use device::CudaDevice;
+pub use device::{driver_present, CudaGpu, DESTROY_TIMEOUT};
 pub use memory::{
     array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer,
     ReadOnly, ReadWrite,

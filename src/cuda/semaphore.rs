@@ -1,7 +1,7 @@
 //! External semaphores: NvSciSync objects and opaque-fd (binary or timeline) semaphores.
 
 use super::desc;
-use super::device::CudaDevice;
+use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::check;
@@ -35,7 +35,7 @@ fn require_stream_mem_ops() -> Result<()> {
 
 struct Raw {
     raw: sys::CUexternalSemaphore,
-    dev: CudaDevice,
+    dev: CudaGpu,
     // The NvSciSync object an import refers to; leaked if the import cannot be destroyed.
     keep: Option<SyncObj>,
 }
@@ -61,7 +61,7 @@ impl Drop for Raw {
     }
 }
 
-fn import(dev: &CudaDevice, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bool) -> Result<Raw> {
+fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bool) -> Result<Raw> {
     dev.bind()?;
     let mut raw = core::ptr::null_mut();
     // SAFETY: the descriptor is complete and its handle valid for the call; `raw` is a valid
@@ -99,7 +99,7 @@ enum SyncHandle {
 /// barrier); the memory-sync decision is still made and logged, and has nothing to act on.
 pub struct CudaSyncObj {
     handle: SyncHandle,
-    dev: CudaDevice,
+    dev: CudaGpu,
     obj: SyncObj,
     /// For objects whose waiters require timestamps: a CPU wait context and the last fence
     /// signalled from CUDA (the driver allows one outstanding timestamp fence per object).
@@ -115,7 +115,7 @@ impl std::fmt::Debug for CudaSyncObj {
 impl CudaSyncObj {
     /// Imports a sync object whose list was filled with CUDA's attributes
     /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
-    pub fn import(dev: &CudaDevice, obj: &SyncObj) -> Result<Self> {
+    pub fn import(dev: &CudaGpu, obj: &SyncObj) -> Result<Self> {
         let handle = if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             require_stream_mem_ops()?;
             let counter = obj.host_counter()?.ok_or(Error::Unsupported {
@@ -297,7 +297,7 @@ impl std::fmt::Debug for CudaSemaphore {
 impl CudaSemaphore {
     /// Imports an fd. The driver gets a duplicate (its own from then on); `fd` is closed here
     /// exactly once, whatever the outcome.
-    pub fn import(dev: &CudaDevice, fd: OwnedFd, kind: SemaphoreKind) -> Result<Self> {
+    pub fn import(dev: &CudaGpu, fd: OwnedFd, kind: SemaphoreKind) -> Result<Self> {
         dev.bind()?; // before duplicating: a duplicate is only made when the driver will see it
         let dup = super::fd::for_driver(&fd)
             .map_err(|e| crate::error::invalid("fd", format!("cannot duplicate: {e}")))?;

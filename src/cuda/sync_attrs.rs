@@ -1,7 +1,7 @@
 //! CUDA's NvSciSync attributes (`cuDeviceGetNvSciSyncAttributes`), resolved at run time through
 //! `cuGetProcAddress` because cudarc does not bind it.
 
-use super::device::{driver_present, CudaDevice};
+use super::device::{driver_present, CudaGpu};
 use super::result::name;
 use crate::error::{Error, Result};
 use crate::sync::SyncAttrList;
@@ -109,7 +109,7 @@ pub fn nvsci_sync_attrs_available() -> bool {
 
 /// Fills an unreconciled NvSciSync list with what CUDA needs to signal and/or wait
 /// (RequiredPerm, primitive info, GPU id). The list must not have RequiredPerm set yet.
-pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, wait: bool) -> Result<()> {
+pub fn fill_sync_attrs(dev: &CudaGpu, list: &mut SyncAttrList, signal: bool, wait: bool) -> Result<()> {
     if !signal && !wait {
         return Err(crate::error::invalid("signal/wait", "at least one must be true"));
     }
@@ -145,7 +145,7 @@ pub fn fill_sync_attrs(dev: &CudaDevice, list: &mut SyncAttrList, signal: bool, 
 
 /// Calls `cuDeviceGetNvSciSyncAttributes` with a NULL list: a present, working entry point
 /// answers `CUDA_ERROR_INVALID_HANDLE` (400). Used to prove the symbol resolves and is callable.
-pub fn probe_sync_attrs_entry(dev: &CudaDevice) -> Result<u32> {
+pub fn probe_sync_attrs_entry(dev: &CudaGpu) -> Result<u32> {
     let r =
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;

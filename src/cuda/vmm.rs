@@ -2,7 +2,7 @@
 //! can be the producer for another API or process (and so the fd import path can be exercised
 //! on any CUDA GPU).
 
-use super::device::CudaDevice;
+use super::device::CudaGpu;
 use super::result::check;
 use crate::error::{invalid, Result};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// Device memory that can be exported as an fd. Mapped read-write on its own device.
 pub struct ExportableAllocation {
-    dev: CudaDevice,
+    dev: CudaGpu,
     stream: Arc<CudaStream>,
     handle: Option<sys::CUmemGenericAllocationHandle>,
     ptr: sys::CUdeviceptr,
@@ -43,7 +43,7 @@ fn device_location(id: sys::CUdevice) -> sys::CUmemLocation {
     }
 }
 
-fn prop(dev: &CudaDevice) -> sys::CUmemAllocationProp {
+fn prop(dev: &CudaGpu) -> sys::CUmemAllocationProp {
     sys::CUmemAllocationProp {
         type_: sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED,
         requestedHandleTypes: sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
@@ -61,7 +61,7 @@ fn prop(dev: &CudaDevice) -> sys::CUmemAllocationProp {
 impl ExportableAllocation {
     /// Allocates at least `size` bytes (rounded up to the allocation granularity), maps them and
     /// grants the device read-write access.
-    pub fn new(dev: &CudaDevice, size: usize) -> Result<Self> {
+    pub fn new(dev: &CudaGpu, size: usize) -> Result<Self> {
         if size == 0 {
             return Err(invalid("size", "0 bytes"));
         }

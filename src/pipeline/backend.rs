@@ -53,7 +53,7 @@ pub struct Backend {
     kind: BackendKind,
     provider: Provider,
     #[cfg(feature = "cuda")]
-    cuda: Option<crate::cuda::CudaDevice>,
+    cuda: Option<crate::cuda::CudaGpu>,
     skipped: Vec<(BackendKind, String)>,
 }
 
@@ -63,40 +63,98 @@ impl std::fmt::Debug for Backend {
     }
 }
 
+/// The CUDA device a backend is built on: the caller's, or device 0 opened on demand.
+#[cfg(feature = "cuda")]
+type GivenGpu<'a> = Option<&'a crate::cuda::CudaGpu>;
+#[cfg(not(feature = "cuda"))]
+type GivenGpu<'a> = Option<&'a core::convert::Infallible>;
+
+#[cfg(feature = "cuda")]
+fn gpu_or_open(given: GivenGpu<'_>) -> Result<crate::cuda::CudaGpu> {
+    match given {
+        Some(g) => Ok(g.clone()),
+        None => crate::cuda::CudaGpu::open(0),
+    }
+}
+
 impl Backend {
     /// The best backend present: NvSci if the libraries load and CUDA accepts their buffers;
     /// else Vulkan if a CUDA GPU has a matching Vulkan device that can export semaphores
     /// (feature `vulkan`); else the mock, with a CUDA GPU as its GPU engine when one is present
-    /// (the mock's objects reach it through host memory).
+    /// (the mock's objects reach it through host memory). CUDA device 0 is opened with its
+    /// primary context; [`auto_on`](Self::auto_on) uses the caller's context instead.
+    ///
+    /// The choice and the reason each better backend was skipped are logged at info level
+    /// (the text of [`explain`](Self::explain)).
     pub fn auto() -> Result<Self> {
+        Self::auto_with(None)
+    }
+
+    /// As [`auto`](Self::auto), on the caller's CUDA device and context (one adopted with
+    /// [`CudaGpu::from_context`](crate::cuda::CudaGpu::from_context), say): the NvSci and
+    /// Vulkan backends import into it, and the mock uses it as its GPU engine where its objects
+    /// can reach a GPU.
+    #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+    pub fn auto_on(gpu: &crate::cuda::CudaGpu) -> Result<Self> {
+        Self::auto_with(Some(gpu))
+    }
+
+    fn auto_with(gpu: GivenGpu<'_>) -> Result<Self> {
         let mut skipped = Vec::new();
         for kind in [BackendKind::NvSci, BackendKind::Vulkan, BackendKind::Mock] {
-            match Self::try_kind(kind) {
+            match Self::try_kind(kind, gpu) {
                 Ok(mut b) => {
                     b.skipped = skipped;
+                    log::info!("frame-ring {}", b.explain());
                     return Ok(b);
                 }
-                Err(e) => skipped.push((kind, e.to_string())),
+                Err(e) => {
+                    log::debug!("backend {kind} not usable: {e}");
+                    skipped.push((kind, e.to_string()))
+                }
             }
         }
+        let why: Vec<String> = skipped.iter().map(|(k, e)| format!("{k}: {e}")).collect();
+        log::info!("no frame-ring backend is usable: {}", why.join("; "));
         Err(Error::Unsupported {
             what: "every frame-ring backend",
             reason: "no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled",
         })
     }
 
-    /// Exactly the backend asked for, or the error that rules it out.
+    /// Exactly the backend asked for, or the error that rules it out. CUDA device 0 is opened
+    /// with its primary context where the backend needs one; [`new_on`](Self::new_on) uses the
+    /// caller's. The outcome is logged at info level.
     pub fn new(kind: BackendKind) -> Result<Self> {
-        Self::try_kind(kind)
+        Self::new_with(kind, None)
     }
 
-    fn try_kind(kind: BackendKind) -> Result<Self> {
+    /// As [`new`](Self::new), on the caller's CUDA device and context.
+    #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
+    pub fn new_on(kind: BackendKind, gpu: &crate::cuda::CudaGpu) -> Result<Self> {
+        Self::new_with(kind, Some(gpu))
+    }
+
+    fn new_with(kind: BackendKind, gpu: GivenGpu<'_>) -> Result<Self> {
+        let b = Self::try_kind(kind, gpu);
+        match &b {
+            Ok(b) => log::info!("frame-ring {} (asked for by name)", b.explain()),
+            Err(e) => log::info!("frame-ring backend {kind} asked for by name is not usable: {e}"),
+        }
+        b
+    }
+
+    fn try_kind(kind: BackendKind, gpu: GivenGpu<'_>) -> Result<Self> {
+        #[cfg(not(feature = "cuda"))]
+        let _ = gpu;
         match kind {
             BackendKind::NvSci => {
                 let lib = NvSci::load()?;
                 #[cfg(feature = "cuda")]
                 {
-                    let dev = crate::cuda::CudaDevice::open(0)?;
+                    let dev = gpu_or_open(gpu)?;
                     crate::cuda::probe_nvscibuf_import(&dev, &lib)?;
                     Ok(Self { kind, provider: Provider::NvSci(lib), cuda: Some(dev), skipped: Vec::new() })
                 }
@@ -112,7 +170,7 @@ impl Backend {
             BackendKind::Vulkan => {
                 #[cfg(feature = "vulkan")]
                 {
-                    let dev = crate::cuda::CudaDevice::open(0)?;
+                    let dev = gpu_or_open(gpu)?;
                     let ctx = crate::vulkan::VulkanContext::for_cuda(&dev)?;
                     if !crate::vulkan::semaphore_export_support(&ctx).timeline {
                         return Err(Error::Unsupported {
@@ -135,9 +193,10 @@ impl Backend {
                 {
                     let lib = NvSci::mock();
                     #[cfg(feature = "cuda")]
-                    let cuda = match crate::cuda::CudaDevice::open(0) {
-                        Ok(d) if lib.gpu_interop() == crate::GpuInterop::HostMemory => Some(d),
-                        _ => None,
+                    let cuda = if lib.gpu_interop() == crate::GpuInterop::HostMemory {
+                        gpu_or_open(gpu).ok()
+                    } else {
+                        None
                     };
                     Ok(Self {
                         kind,
@@ -190,7 +249,7 @@ impl Backend {
     /// The CUDA device frames can be imported into (`None`: CPU engines only).
     #[cfg(feature = "cuda")]
     #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-    pub fn cuda(&self) -> Option<&crate::cuda::CudaDevice> {
+    pub fn cuda(&self) -> Option<&crate::cuda::CudaGpu> {
         self.cuda.as_ref()
     }
 

@@ -14,9 +14,7 @@ use super::memory::SlotMemory;
 use super::ring::{Consumer, Producer};
 use super::FrameLayout;
 use crate::cuda::cudarc::driver::CudaStream;
-use crate::cuda::{
-    Access, CudaDevice, CudaSyncObj, ExternalMemory, MappedBuffer, MemSync, ReadOnly, ReadWrite,
-};
+use crate::cuda::{Access, CudaGpu, CudaSyncObj, ExternalMemory, MappedBuffer, MemSync, ReadOnly, ReadWrite};
 use crate::error::{invalid, Result};
 use std::sync::Arc;
 
@@ -31,7 +29,7 @@ enum CudaSync {
 }
 
 impl CudaSync {
-    fn import(dev: &CudaDevice, point: &SyncPoint) -> Result<Self> {
+    fn import(dev: &CudaGpu, point: &SyncPoint) -> Result<Self> {
         match point {
             SyncPoint::NvSci(obj) => Ok(Self::NvSci(CudaSyncObj::import(dev, obj)?)),
             #[cfg(feature = "vulkan")]
@@ -77,7 +75,7 @@ impl CudaSync {
 }
 
 /// Fails unless `stream` belongs to `dev`'s context.
-fn same_context(dev: &CudaDevice, stream: &CudaStream) -> Result<()> {
+fn same_context(dev: &CudaGpu, stream: &CudaStream) -> Result<()> {
     if stream.context().cu_ctx() != dev.context().cu_ctx() {
         return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
     }
@@ -97,7 +95,7 @@ fn map_slots<A: Access>(
 }
 
 fn import_slot<A: Access>(
-    dev: &CudaDevice,
+    dev: &CudaGpu,
     memory: &SlotMemory,
     consumer: Option<usize>,
 ) -> Result<ExternalMemory<A>> {
@@ -189,12 +187,7 @@ impl CudaConsumer {
     /// Imports every slot (read-only) and the ring's sync objects into `dev` once. The consumer
     /// must have been created for a CUDA engine on `dev` (its lists name the GPU), and `stream`
     /// must belong to `dev`'s context.
-    pub fn new(
-        consumer: Consumer,
-        dev: &CudaDevice,
-        stream: Arc<CudaStream>,
-        policy: MemSync,
-    ) -> Result<Self> {
+    pub fn new(consumer: Consumer, dev: &CudaGpu, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
         same_context(dev, &stream)?;
         let id = consumer.id();
         let slots = consumer.slots().iter().map(|s| import_slot::<ReadOnly>(dev, &s.memory, Some(id)));
@@ -314,12 +307,7 @@ impl CudaProducer {
     /// Imports every slot (read-write) and the ring's sync objects into `dev` once. The
     /// producer must have been created for a CUDA engine on `dev`, and `stream` must belong to
     /// `dev`'s context.
-    pub fn new(
-        producer: Producer,
-        dev: &CudaDevice,
-        stream: Arc<CudaStream>,
-        policy: MemSync,
-    ) -> Result<Self> {
+    pub fn new(producer: Producer, dev: &CudaGpu, stream: Arc<CudaStream>, policy: MemSync) -> Result<Self> {
         same_context(dev, &stream)?;
         let slots = producer.slots().iter().map(|s| import_slot::<ReadWrite>(dev, &s.memory, None));
         let frames = map_slots(slots, producer.layout())?;

@@ -12,7 +12,7 @@ pub enum Engine {
     /// A CUDA device (fences waited and signalled on a stream).
     #[cfg(feature = "cuda")]
     #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-    Cuda(crate::cuda::CudaDevice),
+    Cuda(crate::cuda::CudaGpu),
 }
 
 impl Engine {

@@ -53,6 +53,34 @@ impl SyncObj {
         Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone() })))
     }
 
+    /// Reconciles `lists` and allocates a sync object from the result in one call
+    /// (`NvSciSyncAttrListReconcileAndObjAlloc`), for when the reconciled list itself is not
+    /// needed (it stays readable through [`attr_list`](Self::attr_list)).
+    ///
+    /// The lists must be unreconciled and of one implementation (at most
+    /// [`MAX_LISTS`](crate::buf::MAX_LISTS)). A conflict is reported exactly as
+    /// [`SyncAttrList::reconcile`] reports it: [`Error::ReconcileConflict`] naming the
+    /// conflicting keys, with the library's dump of the conflict list (which is freed).
+    pub fn reconcile_and_alloc(lists: &[&SyncAttrList]) -> Result<Self> {
+        const FUNCTION: &str = "NvSciSyncAttrListReconcileAndObjAlloc";
+        let (module, raws) = SyncAttrList::gather(lists)?;
+        let f = nvfn!(module.0.lib.sync(), NvSciSyncAttrListReconcileAndObjAlloc);
+        let mut raw = core::ptr::null_mut();
+        let mut conflict = core::ptr::null_mut();
+        // SAFETY: every input handle is alive (borrowed from `lists`); both out-pointers are
+        // valid. On success `raw` is a new object that we own; the conflict list, if any, is
+        // ours to free (`reconcile_status` does).
+        let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
+        SyncAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())?;
+        if raw.is_null() {
+            return Err(Error::UnexpectedValue {
+                key: "NvSciSyncObj",
+                detail: format!("{FUNCTION} reported success without an object"),
+            });
+        }
+        Ok(Self::from_raw(raw, &module))
+    }
+
     /// Takes ownership of `raw`, an object created under `module`.
     pub(crate) fn from_raw(raw: sys::NvSciSyncObj, module: &SyncModule) -> Self {
         Self(Arc::new(ObjInner { raw, module: module.clone() }))

@@ -2,7 +2,7 @@
 //! CUDA imports, plus the crate-internal host-visible and device-local helper buffers.
 
 use super::context::{vk_err, VulkanContext};
-use crate::cuda::{CudaDevice, ExternalMemory, MappedBuffer, ReadWrite};
+use crate::cuda::{CudaGpu, ExternalMemory, MappedBuffer, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -343,7 +343,7 @@ impl ExportableBuffer {
     ///
     /// `cuda` must be the same GPU as the Vulkan device (same UUID); the result keeps this
     /// buffer alive and unmaps and releases the import before it.
-    pub fn import_into_cuda(self: &Arc<Self>, cuda: &CudaDevice) -> Result<CudaImportedBuffer> {
+    pub fn import_into_cuda(self: &Arc<Self>, cuda: &CudaGpu) -> Result<CudaImportedBuffer> {
         check_same_gpu(&self.ctx, cuda)?;
         let memory =
             ExternalMemory::<ReadWrite>::from_opaque_fd(cuda, self.export_fd()?, self.allocation_size, true)?;
@@ -423,7 +423,7 @@ impl core::ops::DerefMut for HostWrite<'_> {
     }
 }
 
-pub(crate) fn check_same_gpu(ctx: &VulkanContext, cuda: &CudaDevice) -> Result<()> {
+pub(crate) fn check_same_gpu(ctx: &VulkanContext, cuda: &CudaGpu) -> Result<()> {
     if cuda.gpu_id() != ctx.uuid() {
         return Err(invalid(
             "cuda",

@@ -27,7 +27,7 @@ pub enum DeviceSelection {
     Any,
     /// The device whose `VkPhysicalDeviceIDProperties::deviceUUID` equals this UUID; CUDA's
     /// `cuDeviceGetUuid` reports the same bytes for the same GPU
-    /// ([`CudaDevice::gpu_id`](crate::cuda::CudaDevice::gpu_id)).
+    /// ([`CudaGpu::gpu_id`](crate::cuda::CudaGpu::gpu_id)).
     Uuid(GpuId),
 }
 
@@ -132,8 +132,44 @@ pub struct VulkanContext {
     memory: vk::PhysicalDeviceMemoryProperties,
     info: DeviceInfo,
     instance: ash::Instance,
+    /// Whether the instance and device are the caller's ([`VulkanContext::adopt`]): then they
+    /// are never destroyed here, and waits for idle wait on the context's queue only.
+    adopted: bool,
     // Declared last: the library must stay loaded until the instance is destroyed.
     _entry: ash::Entry,
+}
+
+/// Vulkan objects an application already made (its renderer's instance, device and queue),
+/// for [`VulkanContext::adopt`]. What each must satisfy is listed there.
+pub struct ExistingDevice {
+    /// The loader the instance was created with.
+    pub entry: ash::Entry,
+    /// The instance (created with `apiVersion` 1.2 or newer).
+    pub instance: ash::Instance,
+    /// The physical device `device` was created on.
+    pub physical_device: vk::PhysicalDevice,
+    /// The logical device.
+    pub device: ash::Device,
+    /// The queue family of `queue`.
+    pub queue_family: u32,
+    /// The queue the context submits its own work to (uploads, downloads, hand-offs).
+    pub queue: vk::Queue,
+    /// Whether `VK_KHR_external_semaphore_fd` was enabled when `device` was created (needed to
+    /// export semaphores to CUDA; [`VulkanContext::has_semaphore_fd`] reports it).
+    pub semaphore_fd: bool,
+}
+
+impl std::fmt::Debug for ExistingDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExistingDevice")
+            .field("instance", &self.instance.handle())
+            .field("physical_device", &self.physical_device)
+            .field("device", &self.device.handle())
+            .field("queue_family", &self.queue_family)
+            .field("queue", &self.queue)
+            .field("semaphore_fd", &self.semaphore_fd)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for VulkanContext {
@@ -143,6 +179,7 @@ impl std::fmt::Debug for VulkanContext {
             .field("uuid", &self.info.uuid_string())
             .field("queue_family", &self.queue_family)
             .field("semaphore_fd", &self.ext_semaphore_fd.is_some())
+            .field("adopted", &self.adopted)
             .finish()
     }
 }
@@ -187,7 +224,7 @@ impl VulkanContext {
 
     /// Opens the Vulkan device that is the same GPU as `cuda` (matched by UUID).
     #[cfg(feature = "cuda")]
-    pub fn for_cuda(cuda: &crate::cuda::CudaDevice) -> Result<Arc<Self>> {
+    pub fn for_cuda(cuda: &crate::cuda::CudaGpu) -> Result<Arc<Self>> {
         Self::new(DeviceSelection::Uuid(cuda.gpu_id()))
     }
 
@@ -272,8 +309,166 @@ impl VulkanContext {
             memory,
             info,
             instance,
+            adopted: false,
             _entry: entry,
         }))
+    }
+
+    /// Adopts the instance, device and queue of the application's renderer instead of creating
+    /// its own: buffers, images, semaphores and frame producers made with the returned context
+    /// live on that device, so the renderer uses them directly. The context never destroys what
+    /// it adopted; dropping it only waits for its queue to go idle.
+    ///
+    /// Checked here, each failure an [`Error::VulkanUnavailable`] naming what is missing:
+    /// the physical device supports Vulkan 1.2, `VK_KHR_external_memory_fd` (and
+    /// `VK_KHR_external_semaphore_fd` when `semaphore_fd` is set) and the `timelineSemaphore`
+    /// feature, is not part of a device group of several GPUs, and has `queue_family` with
+    /// transfer support; the device resolves the entry points of the extensions (a device
+    /// created without them answers NULL on conformant loaders). Whether it is the same GPU as
+    /// a CUDA device is checked on import (compare [`uuid`](Self::uuid) with
+    /// [`CudaGpu::gpu_id`](crate::cuda::CudaGpu::gpu_id) to know beforehand).
+    ///
+    /// # Safety
+    ///
+    /// * `instance` was created from `entry` with `VkApplicationInfo::apiVersion` 1.2 or newer,
+    ///   `physical_device` was enumerated from `instance`, and `device` was created on
+    ///   `physical_device` with
+    ///   * the device extension `VK_KHR_external_memory_fd` enabled, and
+    ///     `VK_KHR_external_semaphore_fd` too when `semaphore_fd` is true;
+    ///   * the `timelineSemaphore` feature enabled (`VkPhysicalDeviceVulkan12Features` or
+    ///     `VkPhysicalDeviceTimelineSemaphoreFeatures` in the `pNext` chain);
+    ///   * a queue of `queue_family`, and `queue` is one of its queues (`vkGetDeviceQueue`).
+    /// * The instance and device outlive the returned context and everything made with it
+    ///   (buffers, images, semaphores, producers, frame rings and their CUDA imports): destroy
+    ///   them only after the last of those is dropped. The context never destroys them.
+    /// * Host access to `queue` is externally synchronised with the context, as Vulkan
+    ///   requires: the application submits to it, waits on it or presents with it only while
+    ///   holding [`lock_queue`](Self::lock_queue) (or gives the context a queue nobody else
+    ///   uses), and does not call `vkDeviceWaitIdle` while the context may be using the queue.
+    /// * Work the application submits itself that uses the context's objects (on any queue)
+    ///   has completed before those objects are dropped.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use nvsci::cuda::CudaGpu;
+    /// use nvsci::vulkan::ash::{self, vk};
+    /// use nvsci::vulkan::{ExistingDevice, ExportableBuffer, VulkanContext};
+    ///
+    /// // The renderer's objects (here made in a few lines; a real renderer has its own).
+    /// let entry = unsafe { ash::Entry::load()? };
+    /// let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_2);
+    /// let instance = unsafe { entry.create_instance(&vk::InstanceCreateInfo::default().application_info(&app), None)? };
+    /// let physical = unsafe { instance.enumerate_physical_devices()? }[0];
+    /// let exts = [ash::khr::external_memory_fd::NAME.as_ptr(), ash::khr::external_semaphore_fd::NAME.as_ptr()];
+    /// let mut f12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+    /// let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&[1.0])];
+    /// let create = vk::DeviceCreateInfo::default()
+    ///     .queue_create_infos(&queues)
+    ///     .enabled_extension_names(&exts)
+    ///     .push_next(&mut f12);
+    /// let device = unsafe { instance.create_device(physical, &create, None)? };
+    /// let queue = unsafe { device.get_device_queue(0, 0) };
+    ///
+    /// // SAFETY: created as `adopt` requires; destroyed below, after the context and its
+    /// // objects; the renderer submits to `queue` only under `ctx.lock_queue()`.
+    /// let ctx = unsafe {
+    ///     VulkanContext::adopt(ExistingDevice {
+    ///         entry: entry.clone(),
+    ///         instance: instance.clone(),
+    ///         physical_device: physical,
+    ///         device: device.clone(),
+    ///         queue_family: 0,
+    ///         queue,
+    ///         semaphore_fd: true,
+    ///     })?
+    /// };
+    /// let cuda = CudaGpu::open(0)?;
+    /// let frame = ExportableBuffer::new(&ctx, 1 << 20, vk::BufferUsageFlags::STORAGE_BUFFER)?;
+    /// let in_cuda = frame.import_into_cuda(&cuda)?; // same memory, seen by CUDA
+    /// # let _ = in_cuda.device_address();
+    /// drop((in_cuda, frame, ctx)); // the context leaves the device and instance alone
+    /// unsafe {
+    ///     device.destroy_device(None);
+    ///     instance.destroy_instance(None);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub unsafe fn adopt(existing: ExistingDevice) -> Result<Arc<Self>> {
+        let ExistingDevice { entry, instance, physical_device, device, queue_family, queue, semaphore_fd } =
+            existing;
+        let groups = device_groups(&instance)?;
+        let group_slices: Vec<&[vk::PhysicalDevice]> = groups.iter().map(|g| g.as_slice()).collect();
+        let c = candidate(&instance, physical_device, &group_slices)?;
+        let mut problems = c.problems;
+        if semaphore_fd && !c.has_semaphore_fd {
+            problems.push("lacks VK_KHR_external_semaphore_fd, which `semaphore_fd` says is enabled".into());
+        }
+        // SAFETY: `physical_device` belongs to `instance` (caller contract).
+        let families = unsafe { instance.get_physical_device_queue_family_properties(physical_device) };
+        let transfer = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER;
+        match families.get(queue_family as usize) {
+            None => problems
+                .push(format!("has no queue family {queue_family} (it has {} families)", families.len())),
+            Some(f) if !f.queue_flags.intersects(transfer) => {
+                problems.push(format!("queue family {queue_family} does not support transfers"))
+            }
+            Some(_) => {}
+        }
+        let resolves = |name: &CStr| {
+            // SAFETY: `device` is a live device of `instance` (caller contract) and `name` is a
+            // NUL-terminated command name; the call only looks the command up.
+            unsafe { (instance.fp_v1_0().get_device_proc_addr)(device.handle(), name.as_ptr()) }.is_some()
+        };
+        if !resolves(c"vkGetMemoryFdKHR") {
+            problems.push(
+                "the device does not resolve vkGetMemoryFdKHR: VK_KHR_external_memory_fd is not enabled"
+                    .into(),
+            );
+        }
+        if semaphore_fd && !resolves(c"vkGetSemaphoreFdKHR") {
+            problems.push(
+                "the device does not resolve vkGetSemaphoreFdKHR: VK_KHR_external_semaphore_fd is not enabled".into(),
+            );
+        }
+        if !problems.is_empty() {
+            return Err(Error::VulkanUnavailable {
+                reason: format!(
+                    "the adopted Vulkan device {} cannot be used: {}",
+                    c.info.name,
+                    problems.join("; ")
+                ),
+            });
+        }
+        let ext_memory_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
+        let ext_semaphore_fd =
+            semaphore_fd.then(|| ash::khr::external_semaphore_fd::Device::new(&instance, &device));
+        // SAFETY: `physical_device` belongs to `instance` (caller contract).
+        let memory = unsafe { instance.get_physical_device_memory_properties(physical_device) };
+        log::debug!(
+            "adopted Vulkan device {} ({}), API {}, queue family {queue_family}, semaphore fd export: {semaphore_fd}",
+            c.info.name,
+            c.info.uuid_string(),
+            c.info.api_version_string(),
+        );
+        Ok(Arc::new(Self {
+            ext_semaphore_fd,
+            ext_memory_fd,
+            device,
+            queue: Mutex::new(queue),
+            queue_family,
+            physical: physical_device,
+            memory,
+            info: c.info,
+            instance,
+            adopted: true,
+            _entry: entry,
+        }))
+    }
+
+    /// Whether the instance and device are the application's ([`adopt`](Self::adopt)) rather
+    /// than the context's own.
+    pub fn is_adopted(&self) -> bool {
+        self.adopted
     }
 
     /// What the device reports about itself (name, UUID, API version, group size).
@@ -321,10 +516,13 @@ impl VulkanContext {
         self.ext_semaphore_fd.as_ref()
     }
 
-    /// Locks the queue (vkQueueSubmit, vkQueueWaitIdle and vkDeviceWaitIdle need external
-    /// synchronisation of the queue). A poisoned lock is still usable: the queue handle has no
-    /// state a panic could corrupt.
-    pub(crate) fn lock_queue(&self) -> MutexGuard<'_, vk::Queue> {
+    /// Locks the context's queue and returns it. `vkQueueSubmit`, `vkQueueWaitIdle`,
+    /// `vkQueuePresentKHR` and `vkDeviceWaitIdle` need host access to the queue to be externally
+    /// synchronised; the context holds this lock whenever it uses the queue, so an application
+    /// that shares the queue with the context ([`adopt`](Self::adopt)) holds it around its own
+    /// use. Hold it briefly: the context's submissions wait for it. A poisoned lock is still
+    /// usable: the queue handle has no state a panic could corrupt.
+    pub fn lock_queue(&self) -> MutexGuard<'_, vk::Queue> {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -338,9 +536,20 @@ impl VulkanContext {
         unsafe { self.device.queue_submit(*queue, submits, fence) }.map_err(vk_err("vkQueueSubmit"))
     }
 
-    /// Waits until the device is idle; errors are logged (used before destroying objects).
+    /// Waits until the device is idle (an adopted device: until the context's queue is idle);
+    /// errors are logged (used before destroying objects).
     pub(crate) fn wait_idle(&self) {
-        let _queue = self.lock_queue();
+        let queue = self.lock_queue();
+        if self.adopted {
+            // SAFETY: the queue is externally synchronised by the held lock
+            // (VUID-vkQueueWaitIdle-queue-parameter; the application shares it under this lock,
+            // by `adopt`'s contract). Other queues of an adopted device are the application's,
+            // so vkDeviceWaitIdle, which needs all of them, is not called.
+            if let Err(e) = unsafe { self.device.queue_wait_idle(*queue) } {
+                log::warn!("vkQueueWaitIdle failed: {e}");
+            }
+            return;
+        }
         // SAFETY: host access to every queue of the device is externally synchronised: the only
         // queue is locked above (vkDeviceWaitIdle's external synchronisation requirement).
         if let Err(e) = unsafe { self.device.device_wait_idle() } {
@@ -488,72 +697,77 @@ fn enumerate(instance: &ash::Instance) -> Result<Vec<Candidate>> {
     }
     let groups = device_groups(instance)?;
     let group_slices: Vec<&[vk::PhysicalDevice]> = groups.iter().map(|g| g.as_slice()).collect();
-    let mut out = Vec::with_capacity(physicals.len());
-    for pd in physicals {
-        // SAFETY: `pd` was enumerated from this instance.
-        let props = unsafe { instance.get_physical_device_properties(pd) };
-        let mut problems = Vec::new();
-        let mut id = vk::PhysicalDeviceIDProperties::default();
-        if props.api_version >= vk::API_VERSION_1_1 {
-            let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
-            // SAFETY: Vulkan 1.1 core on a 1.1+ device and instance; the pNext chain holds one
-            // VkPhysicalDeviceIDProperties (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
-            unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
-        }
-        let info = DeviceInfo {
-            name: c_name(&props.device_name),
-            uuid: GpuId(id.device_uuid),
-            driver_uuid: id.driver_uuid,
-            vendor_id: props.vendor_id,
-            device_id: props.device_id,
-            device_type: props.device_type,
-            api_version: props.api_version,
-            driver_version: props.driver_version,
-            device_group_size: group_size_of(&group_slices, &pd),
-        };
-        if props.api_version < vk::API_VERSION_1_2 {
-            problems.push(format!("supports Vulkan {} only (1.2 needed)", info.api_version_string()));
-        }
-        if info.device_group_size > 1 {
-            problems.push(format!(
-                "belongs to a device group of {} physical devices (exported memory of a group is \
-                 not a single-GPU allocation CUDA can import)",
-                info.device_group_size
-            ));
-        }
-        // SAFETY: `pd` was enumerated from this instance.
-        let exts = unsafe { instance.enumerate_device_extension_properties(pd) }
-            .map_err(vk_err("vkEnumerateDeviceExtensionProperties"))?;
-        let has = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
-        if !has(ash::khr::external_memory_fd::NAME) {
-            problems.push("lacks VK_KHR_external_memory_fd".into());
-        }
-        let has_semaphore_fd = has(ash::khr::external_semaphore_fd::NAME);
-        if props.api_version >= vk::API_VERSION_1_2 {
-            let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
-            let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f12);
-            // SAFETY: Vulkan 1.2 device: VkPhysicalDeviceVulkan12Features is a valid pNext of
-            // VkPhysicalDeviceFeatures2 (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
-            unsafe { instance.get_physical_device_features2(pd, &mut f2) };
-            if f12.timeline_semaphore == vk::FALSE {
-                problems.push("lacks the timelineSemaphore feature".into());
-            }
-        }
-        // SAFETY: `pd` was enumerated from this instance.
-        let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
-        let pick = |want: vk::QueueFlags| {
-            families.iter().position(|f| f.queue_count > 0 && f.queue_flags.contains(want)).map(|i| i as u32)
-        };
-        let queue_family = pick(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
-            .or_else(|| pick(vk::QueueFlags::COMPUTE))
-            .or_else(|| pick(vk::QueueFlags::GRAPHICS))
-            .or_else(|| pick(vk::QueueFlags::TRANSFER));
-        if queue_family.is_none() {
-            problems.push("has no queue family with transfer support".into());
-        }
-        out.push(Candidate { physical: pd, info, queue_family, has_semaphore_fd, problems });
+    physicals.into_iter().map(|pd| candidate(instance, pd, &group_slices)).collect()
+}
+
+/// What `pd` offers and why it would not do (`group_slices`: the members of every device group).
+fn candidate(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+    group_slices: &[&[vk::PhysicalDevice]],
+) -> Result<Candidate> {
+    // SAFETY: `pd` was enumerated from this instance.
+    let props = unsafe { instance.get_physical_device_properties(pd) };
+    let mut problems = Vec::new();
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    if props.api_version >= vk::API_VERSION_1_1 {
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        // SAFETY: Vulkan 1.1 core on a 1.1+ device and instance; the pNext chain holds one
+        // VkPhysicalDeviceIDProperties (VUID-VkPhysicalDeviceProperties2-pNext-pNext).
+        unsafe { instance.get_physical_device_properties2(pd, &mut p2) };
     }
-    Ok(out)
+    let info = DeviceInfo {
+        name: c_name(&props.device_name),
+        uuid: GpuId(id.device_uuid),
+        driver_uuid: id.driver_uuid,
+        vendor_id: props.vendor_id,
+        device_id: props.device_id,
+        device_type: props.device_type,
+        api_version: props.api_version,
+        driver_version: props.driver_version,
+        device_group_size: group_size_of(group_slices, &pd),
+    };
+    if props.api_version < vk::API_VERSION_1_2 {
+        problems.push(format!("supports Vulkan {} only (1.2 needed)", info.api_version_string()));
+    }
+    if info.device_group_size > 1 {
+        problems.push(format!(
+            "belongs to a device group of {} physical devices (exported memory of a group is \
+             not a single-GPU allocation CUDA can import)",
+            info.device_group_size
+        ));
+    }
+    // SAFETY: `pd` was enumerated from this instance.
+    let exts = unsafe { instance.enumerate_device_extension_properties(pd) }
+        .map_err(vk_err("vkEnumerateDeviceExtensionProperties"))?;
+    let has = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str().is_ok_and(|n| n == name));
+    if !has(ash::khr::external_memory_fd::NAME) {
+        problems.push("lacks VK_KHR_external_memory_fd".into());
+    }
+    let has_semaphore_fd = has(ash::khr::external_semaphore_fd::NAME);
+    if props.api_version >= vk::API_VERSION_1_2 {
+        let mut f12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut f2 = vk::PhysicalDeviceFeatures2::default().push_next(&mut f12);
+        // SAFETY: Vulkan 1.2 device: VkPhysicalDeviceVulkan12Features is a valid pNext of
+        // VkPhysicalDeviceFeatures2 (VUID-VkPhysicalDeviceFeatures2-pNext-pNext).
+        unsafe { instance.get_physical_device_features2(pd, &mut f2) };
+        if f12.timeline_semaphore == vk::FALSE {
+            problems.push("lacks the timelineSemaphore feature".into());
+        }
+    }
+    // SAFETY: `pd` was enumerated from this instance.
+    let families = unsafe { instance.get_physical_device_queue_family_properties(pd) };
+    let pick = |want: vk::QueueFlags| {
+        families.iter().position(|f| f.queue_count > 0 && f.queue_flags.contains(want)).map(|i| i as u32)
+    };
+    let queue_family = pick(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE)
+        .or_else(|| pick(vk::QueueFlags::COMPUTE))
+        .or_else(|| pick(vk::QueueFlags::GRAPHICS))
+        .or_else(|| pick(vk::QueueFlags::TRANSFER));
+    if queue_family.is_none() {
+        problems.push("has no queue family with transfer support".into());
+    }
+    Ok(Candidate { physical: pd, info, queue_family, has_semaphore_fd, problems })
 }
 
 /// Members of every device group (raw call: ash's wrapper asserts on a count change).
@@ -699,6 +913,9 @@ fn lifecycle_lock() -> std::sync::MutexGuard<'static, ()> {
 impl Drop for VulkanContext {
     fn drop(&mut self) {
         self.wait_idle();
+        if self.adopted {
+            return; // the application's instance and device: it destroys them
+        }
         let _lifecycle = lifecycle_lock();
         // SAFETY: VUID-vkDestroyDevice-device-00378: every child object holds an Arc of this
         // context, so none is left; the device is idle (above). VUID-vkDestroyInstance-instance-00629:

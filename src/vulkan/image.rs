@@ -3,7 +3,7 @@
 use super::buffer::{alloc_exportable, check_same_gpu, export_memory_fd, Dedicated, RawBuffer, OPAQUE_FD};
 use super::context::{vk_err, VulkanContext};
 use super::format::{cuda_array_flags, cuda_array_format, format_name, CudaFormat};
-use crate::cuda::{ArrayDesc, CudaDevice, ExternalMemory, MappedArray, ReadWrite};
+use crate::cuda::{ArrayDesc, CudaGpu, ExternalMemory, MappedArray, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use ash::vk;
 use std::os::fd::OwnedFd;
@@ -264,7 +264,7 @@ impl ExportableImage {
     ///
     /// Upload contents first ([`upload`](Self::upload) releases the image to
     /// `VK_QUEUE_FAMILY_EXTERNAL` in `GENERAL` layout).
-    pub fn import_into_cuda(self: &Arc<Self>, cuda: &CudaDevice) -> Result<CudaImportedImage> {
+    pub fn import_into_cuda(self: &Arc<Self>, cuda: &CudaGpu) -> Result<CudaImportedImage> {
         check_same_gpu(&self.ctx, cuda)?;
         let memory =
             ExternalMemory::<ReadWrite>::from_opaque_fd(cuda, self.export_fd()?, self.allocation_size, true)?;

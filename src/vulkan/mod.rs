@@ -7,7 +7,9 @@
 //! * [`VulkanContext`]: the loader is opened at run time (nothing is linked); the device is
 //!   matched to a CUDA device by UUID ([`VulkanContext::for_cuda`]), and a physical device in a
 //!   device group of more than one is refused. No loader, no driver or no match is
-//!   [`Error::VulkanUnavailable`](crate::Error::VulkanUnavailable), never a panic.
+//!   [`Error::VulkanUnavailable`](crate::Error::VulkanUnavailable), never a panic. A renderer
+//!   that already has an instance, device and queue hands them over with the `unsafe`
+//!   [`VulkanContext::adopt`] ([`ExistingDevice`]); the context then never destroys them.
 //! * [`ExportableBuffer`] / [`ExportableImage`]: dedicated `OPAQUE_FD` allocations, imported
 //!   into CUDA as a linear mapping ([`CudaImportedBuffer`]) or a mipmapped array
 //!   ([`CudaImportedImage`], format mapping in [`cuda_array_format`]). Buffers are device-local,
@@ -29,12 +31,12 @@
 //!
 //! ```no_run
 //! # fn main() -> nvsci::Result<()> {
-//! use nvsci::cuda::CudaDevice;
+//! use nvsci::cuda::CudaGpu;
 //! use nvsci::pipeline::{FrameProducer, ProducerConfig};
 //! use nvsci::vulkan::*;
 //! use std::time::Duration;
 //!
-//! let cuda = CudaDevice::open(0)?;
+//! let cuda = CudaGpu::open(0)?;
 //! let vk = VulkanContext::for_cuda(&cuda)?;
 //! let buffer = ExportableBuffer::new(&vk, 1 << 20, Default::default())?;
 //! let imported = buffer.import_into_cuda(&cuda)?;
@@ -61,7 +63,9 @@ mod image;
 mod semaphore;
 
 pub use buffer::{CudaImportedBuffer, ExportableBuffer, HostRead, HostWrite, MemoryPlacement};
-pub use context::{uuid_string, ContextOptions, DeviceInfo, DeviceSelection, VulkanContext, LOADER_NAME};
+pub use context::{
+    uuid_string, ContextOptions, DeviceInfo, DeviceSelection, ExistingDevice, VulkanContext, LOADER_NAME,
+};
 pub use format::{cuda_array_flags, cuda_array_format, format_name, CudaFormat, SUPPORTED_FORMATS};
 pub use image::{CudaImportedImage, ExportableImage, ImageDesc};
 pub use semaphore::{

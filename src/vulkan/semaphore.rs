@@ -6,7 +6,7 @@
 //! so through [`HandoffSemaphores::mode`].
 
 use super::context::{vk_err, VulkanContext, ONE_SHOT_TIMEOUT_NS};
-use crate::cuda::{CudaDevice, CudaSemaphore, SemaphoreKind};
+use crate::cuda::{CudaGpu, CudaSemaphore, SemaphoreKind};
 use crate::error::{invalid, Error, Result};
 use ash::vk;
 use cudarc::driver::CudaStream;
@@ -415,7 +415,7 @@ impl HandoffSemaphores {
 
     /// Exports the semaphores and imports them into CUDA (timeline-semaphore fd, or two
     /// opaque-fd binary semaphores).
-    pub fn import_into_cuda(&self, cuda: &CudaDevice) -> Result<CudaHandoff> {
+    pub fn import_into_cuda(&self, cuda: &CudaGpu) -> Result<CudaHandoff> {
         let (wait, signal) = match &self.inner {
             HandoffInner::Timeline(t) => {
                 (CudaSemaphore::import(cuda, t.export_fd()?, SemaphoreKind::Timeline)?, None)

@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod counting;
+#[cfg(feature = "vulkan")]
+pub mod own_vulkan;
 
 /// Whether GPU tests must fail instead of skipping when no GPU is found (set on GPU hosts).
 pub fn gpu_required() -> bool {
@@ -22,8 +24,8 @@ pub fn open_fds() -> usize {
 /// The CUDA device for GPU tests: `None` (test returns early) without a GPU, unless
 /// `NVSCI_REQUIRE_GPU=1`, in which case the test fails.
 #[cfg(feature = "cuda")]
-pub fn gpu() -> Option<nvsci::cuda::CudaDevice> {
-    match nvsci::cuda::CudaDevice::open(0) {
+pub fn gpu() -> Option<nvsci::cuda::CudaGpu> {
+    match nvsci::cuda::CudaGpu::open(0) {
         Ok(d) => Some(d),
         Err(e) if gpu_required() => panic!("NVSCI_REQUIRE_GPU=1 but no GPU: {e}"),
         Err(e) => {

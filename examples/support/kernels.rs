@@ -1,6 +1,6 @@
-//! PTX kernels (and their host-side expectations) shared by the Vulkan GPU tests and the
-//! Vulkan/CUDA benchmark examples. Hand-written PTX: the driver JIT-compiles it for the GPU at
-//! load time, so no CUDA toolkit is needed to build.
+//! PTX kernels (and their host-side expectations) of the Vulkan/CUDA benchmark example, also
+//! used by the Vulkan GPU tests (`tests/vulkan_gpu.rs` includes this file). Hand-written PTX:
+//! the driver JIT-compiles it for the GPU at load time, so no CUDA toolkit is needed to build.
 #![allow(dead_code)]
 
 /// `xor_words(u32* p, u64 n_words, u32 key)`: `p[i] ^= key` for `i < n_words`
