@@ -119,6 +119,7 @@ fn frame_bytes(a: &Args) -> usize {
 }
 
 fn main() {
+    env_logger::init();
     let a = parse();
     let lib = NvSci::load().unwrap_or_else(|_| NvSci::mock());
     let ipc = Ipc::for_library(&lib).expect("NvSciIpc");
