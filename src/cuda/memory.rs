@@ -49,7 +49,11 @@ enum Source {
         _coherency: Option<CoherencyGuard>,
         layout: Option<ImageLayout>,
     },
-    Fd,
+    /// An opaque fd; `dedicated`: the memory belongs to one image or buffer of the exporting API
+    /// (a Vulkan dedicated allocation), laid out by the driver for it.
+    Fd {
+        dedicated: bool,
+    },
     /// Host memory of an emulated NvSciBuf object, page-locked and used in place (no
     /// `CUexternalMemory`: `raw` is NULL).
     HostMemory {
@@ -86,7 +90,7 @@ impl Drop for Inner {
         if !destroyed && matches!(self.source, Source::NvSciBuf { .. }) {
             // CUDA still refers to the object: freeing it now would be undefined behaviour (the
             // coherency count stays raised with it, which only makes `MemSync::Auto` safer).
-            std::mem::forget(std::mem::replace(&mut self.source, Source::Fd));
+            std::mem::forget(std::mem::replace(&mut self.source, Source::Fd { dedicated: false }));
         }
     }
 }
@@ -213,7 +217,7 @@ impl<A: Access> ExternalMemory<A> {
             super::fd::reclaim_if_unconsumed(dup, &fd);
         }
         drop(fd); // ours, closed once; the driver owns the duplicate (or it was reclaimed above)
-        Ok(Self::wrap(raw?, size, dev, Source::Fd))
+        Ok(Self::wrap(raw?, size, dev, Source::Fd { dedicated }))
     }
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
@@ -314,7 +318,11 @@ impl<A: Access> ExternalMemory<A> {
     /// not check it against the import (on an H100 an array reaching past the import is mapped
     /// and overlaps whatever follows). Where the driver reports the footprint of an array of
     /// this description, all levels included ([`CudaGpu::array_footprint`]), a mapping whose
-    /// `offset + footprint` exceeds the import is refused with [`Error::ArrayFootprint`]. Where
+    /// `offset + footprint` exceeds the import is refused with [`Error::ArrayFootprint`]: for
+    /// arrays carved out of linear memory (a non-dedicated opaque-fd import). Memory that belongs
+    /// to one image (a dedicated Vulkan allocation, an NvSciBuf image) was sized for its layout by
+    /// the driver, and CUDA's footprint, rounded to its allocation granularity, would refuse it
+    /// (a 64 KiB footprint for a 12.5 KiB Vulkan image on an H100). Where
     /// it cannot (CUDA before 11.6, devices without deferred-mapping arrays) only the packed
     /// check above applies, and the levels after 0 are as the driver that laid the memory out
     /// placed them.
@@ -367,7 +375,14 @@ impl<A: Access> ExternalMemory<A> {
                 ),
             ));
         }
-        if let Some(f) = self.inner.dev.array_footprint(&a)? {
+        // The footprint is that of a fresh CUDA array, rounded up to the driver's allocation
+        // granularity (a 64 KiB footprint for a Vulkan image whose dedicated allocation is 12.5 KiB
+        // and reads back correctly, H100). It bounds arrays carved out of linear memory; memory
+        // that belongs to one image (a dedicated allocation, an NvSciBuf image laid out for this
+        // GPU) already has the size its layout needs.
+        let carved = matches!(self.inner.source, Source::Fd { dedicated: false });
+        let footprint = if carved { self.inner.dev.array_footprint(&a)? } else { None };
+        if let Some(f) = footprint {
             if a.offset.checked_add(f.size).is_none_or(|end| end > self.inner.size) {
                 return Err(Error::ArrayFootprint {
                     offset: a.offset,
