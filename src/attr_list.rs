@@ -350,7 +350,8 @@ macro_rules! attr_list_type {
                 let mut conflict = core::ptr::null_mut();
                 // SAFETY: every input handle is alive; both out-pointers are valid.
                 let code = unsafe { f(raws.as_ptr(), raws.len(), &mut out, &mut conflict) };
-                Self::reconcile_status(stringify!($Reconcile), code, conflict, &module, lists.len())?;
+                Self::reconcile_status(stringify!($Reconcile), code, conflict, &module, lists.len())
+                    .map_err(|e| Self::name_missing_key(e, lists))?;
                 let list = Self::wrap(out, &module);
                 if log::log_enabled!(log::Level::Debug) {
                     log::debug!(
@@ -368,6 +369,29 @@ macro_rules! attr_list_type {
             /// conflict list it returned, which is taken over and freed here on every path. A
             /// failed reconciliation is [`Error::ReconcileConflict`](crate::Error::ReconcileConflict)
             /// naming the keys set in the conflict list, with the library's dump of it.
+            /// A `BadParameter` refusal of a reconciliation, turned into
+            /// [`Error::AttrRefused`](crate::Error::AttrRefused) naming the mandatory key none of
+            /// `lists` sets (other errors unchanged).
+            pub(crate) fn name_missing_key(e: $crate::Error, lists: &[&$List]) -> $crate::Error {
+                match e {
+                    $crate::Error::NvSci { function, code } if code.0 == nvsci_sys::NvSciError_BadParameter => {
+                        match Self::missing_mandatory(lists) {
+                            Some(key) => $crate::Error::AttrRefused {
+                                function,
+                                key,
+                                value: format!(
+                                    "mandatory for reconciliation and set in none of the {} lists",
+                                    lists.len()
+                                ),
+                                code,
+                            },
+                            None => $crate::Error::NvSci { function, code },
+                        }
+                    }
+                    other => other,
+                }
+            }
+
             pub(crate) fn reconcile_status(
                 function: &'static str,
                 code: nvsci_sys::NvSciError,

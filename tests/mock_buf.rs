@@ -520,3 +520,41 @@ fn layouts_the_mock_does_not_compute_say_so() {
     // A pitch-linear progressive image still reconciles.
     assert!(BufAttrList::reconcile(&[&l]).is_ok());
 }
+
+/// A reconciliation refused because a documented mandatory key is set in no list names the key
+/// (and keeps the library's code).
+#[test]
+fn missing_mandatory_keys_are_named() {
+    let m = module();
+    let mut raw = m.attr_list().unwrap();
+    raw.set(&[BufAttr::Types(&[BufType::RAW_BUFFER]), BufAttr::NeedCpuAccess(true)]).unwrap();
+    let mut other = m.attr_list().unwrap();
+    other.set(&[BufAttr::Types(&[BufType::RAW_BUFFER])]).unwrap();
+    for result in [
+        BufAttrList::reconcile(&[&raw, &other]).map(drop),
+        BufObj::reconcile_and_alloc(&[&raw, &other]).map(drop),
+    ] {
+        match result {
+            Err(Error::AttrRefused { key, value, code, .. }) => {
+                assert_eq!(key, "NvSciBufRawBufferAttrKey_Size");
+                assert!(value.contains("none of the 2 lists"), "{value}");
+                assert_eq!(code, nvsci::NvSciError::BAD_PARAMETER);
+            }
+            other => panic!("expected the missing Size named, got {other:?}"),
+        }
+    }
+    let mut img = m.attr_list().unwrap();
+    img.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::Layout(ImageLayout::PitchLinear),
+        BufAttr::ScanType(ScanType::Progressive),
+        BufAttr::PlaneCount(1),
+        BufAttr::PlaneColorFormat(&[ColorFormat::Y8]),
+        BufAttr::PlaneWidth(&[64]),
+    ])
+    .unwrap();
+    match BufAttrList::reconcile(&[&img]) {
+        Err(Error::AttrRefused { key, .. }) => assert_eq!(key, "NvSciBufImageAttrKey_PlaneHeight"),
+        other => panic!("expected the missing PlaneHeight named, got {other:?}"),
+    }
+}

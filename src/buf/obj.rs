@@ -116,7 +116,8 @@ impl BufObj {
         // valid. On success `raw` is a new object reference that we own; the conflict list, if
         // any, is ours to free (`reconcile_status` does).
         let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
-        BufAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())?;
+        BufAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())
+            .map_err(|e| BufAttrList::name_missing_key(e, lists))?;
         if raw.is_null() {
             return Err(Error::UnexpectedValue {
                 key: "NvSciBufObj",

@@ -28,3 +28,11 @@ attr_list_type! {
         free_desc: NvSciSyncAttrListFreeDesc,
     },
 }
+
+impl SyncAttrList {
+    /// NvSciSync documents no key as mandatory in every list (a missing signaler or waiter is a
+    /// conflict the library reports itself): always `None`.
+    pub(crate) fn missing_mandatory(_lists: &[&SyncAttrList]) -> Option<&'static str> {
+        None
+    }
+}
