@@ -323,30 +323,33 @@ pub(crate) fn check(function: &'static str, code: nvsci_sys::NvSciError) -> Resu
     }
 }
 
-/// Name of a `VkResult` (the common ones; others are reported by number only).
-fn vk_result_name(code: i32) -> &'static str {
-    match code {
-        0 => "VK_SUCCESS",
-        1 => "VK_NOT_READY",
-        2 => "VK_TIMEOUT",
-        5 => "VK_INCOMPLETE",
-        -1 => "VK_ERROR_OUT_OF_HOST_MEMORY",
-        -2 => "VK_ERROR_OUT_OF_DEVICE_MEMORY",
-        -3 => "VK_ERROR_INITIALIZATION_FAILED",
-        -4 => "VK_ERROR_DEVICE_LOST",
-        -5 => "VK_ERROR_MEMORY_MAP_FAILED",
-        -6 => "VK_ERROR_LAYER_NOT_PRESENT",
-        -7 => "VK_ERROR_EXTENSION_NOT_PRESENT",
-        -8 => "VK_ERROR_FEATURE_NOT_PRESENT",
-        -9 => "VK_ERROR_INCOMPATIBLE_DRIVER",
-        -10 => "VK_ERROR_TOO_MANY_OBJECTS",
-        -11 => "VK_ERROR_FORMAT_NOT_SUPPORTED",
-        -13 => "VK_ERROR_UNKNOWN",
-        -1000072003 => "VK_ERROR_INVALID_EXTERNAL_HANDLE",
-        _ => "unnamed VkResult",
-    }
+/// Name of a `VkResult`, from ash's own table (`VK_` and ash's name, e.g.
+/// `VK_ERROR_OUT_OF_HOST_MEMORY`); a value ash does not name prints as its number.
+#[cfg(feature = "vulkan")]
+fn vk_result_name(code: i32) -> String {
+    format!("VK_{:?}", ash::vk::Result::from_raw(code))
+}
+
+/// Without the `vulkan` feature no Vulkan call is made, so no `VkResult` is ever named.
+#[cfg(not(feature = "vulkan"))]
+fn vk_result_name(_code: i32) -> &'static str {
+    "VkResult"
 }
 
 pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidArgument { name, reason: reason.into() }
+}
+
+#[cfg(all(test, feature = "vulkan"))]
+mod tests {
+    use super::Error;
+
+    /// Values from the Vulkan specification's `VkResult` table.
+    #[test]
+    fn vulkan_results_are_named_by_ash() {
+        let e = Error::Vulkan { function: "vkAllocateMemory", code: -2 };
+        assert_eq!(e.to_string(), "vkAllocateMemory failed: VkResult -2 (VK_ERROR_OUT_OF_DEVICE_MEMORY)");
+        let e = Error::Vulkan { function: "vkGetMemoryFdKHR", code: -1000072003 };
+        assert!(e.to_string().ends_with("(VK_ERROR_INVALID_EXTERNAL_HANDLE)"), "{e}");
+    }
 }

@@ -417,8 +417,8 @@ impl<A: Access> ExternalMemory<A> {
 }
 
 /// Levels of a full mip chain for a `width` x `height` extent:
-/// `floor(log2(max(width, height))) + 1` (0 for an empty extent).
-fn full_mip_chain(width: usize, height: usize) -> u32 {
+/// `floor(log2(max(width, height))) + 1` (0 for an empty extent). The Vulkan images use it too.
+pub(crate) fn full_mip_chain(width: usize, height: usize) -> u32 {
     usize::BITS - width.max(height).leading_zeros()
 }
 

@@ -65,6 +65,9 @@ mod sync_attrs;
 mod version;
 mod vmm;
 
+#[cfg(feature = "vulkan")]
+pub(crate) use memory::full_mip_chain;
+
 pub use array::{ArrayFootprint, ArrayRegion};
 pub use desc::{
     buffer as buffer_desc, fd_semaphore as fd_semaphore_desc, mipmapped_array as mipmapped_array_desc,

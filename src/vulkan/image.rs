@@ -101,12 +101,6 @@ fn all_levels(levels: u32) -> vk::ImageSubresourceRange {
     }
 }
 
-/// Levels of a full mip chain for a `width` x `height` extent:
-/// `floor(log2(max(width, height))) + 1`.
-fn full_mip_chain(width: u32, height: u32) -> u32 {
-    u32::BITS - width.max(height).leading_zeros()
-}
-
 impl ExportableImage {
     /// Creates the image, checking first that the device can export it.
     pub fn new(ctx: &Arc<VulkanContext>, desc: ImageDesc) -> Result<Arc<Self>> {
@@ -116,7 +110,7 @@ impl ExportableImage {
         if desc.width == 0 || desc.height == 0 {
             return Err(invalid("desc", format!("{}x{} image", desc.width, desc.height)));
         }
-        let full_chain = full_mip_chain(desc.width, desc.height);
+        let full_chain = crate::cuda::full_mip_chain(desc.width as usize, desc.height as usize);
         if desc.mip_levels == 0 || desc.mip_levels > full_chain {
             return Err(invalid(
                 "desc.mip_levels",
