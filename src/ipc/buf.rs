@@ -3,6 +3,7 @@
 use super::desc::{AttrListDescriptor, BufObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
+use crate::attr_list::MAX_LISTS;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::library::nvfn;
@@ -58,25 +59,35 @@ fn perm_name(p: Perm) -> &'static str {
     }
 }
 
+/// The raw handles of the importer's own lists (none is allowed: nothing is checked then).
+fn input_lists(inputs: &[&BufAttrList]) -> Result<heapless::Vec<sys::NvSciBufAttrList, { MAX_LISTS }>> {
+    if inputs.is_empty() {
+        return Ok(heapless::Vec::new());
+    }
+    Ok(BufAttrList::gather(inputs)?.1)
+}
+
 impl BufAttrList {
     /// Exports unreconciled lists (`NvSciBufAttrListIpcExportUnreconciled`) for the peer of
     /// `ep`, which reconciles them with its own.
     pub fn export_unreconciled(lists: &[&BufAttrList], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let first = lists.first().ok_or_else(|| invalid("lists", "at least one list is needed"))?;
-        let lib = first.module.0.lib.clone();
+        let (module, raw) = BufAttrList::gather(lists)?;
+        let lib = module.0.lib.clone();
         let f = nvfn!(lib.buf(), NvSciBufAttrListIpcExportUnreconciled);
-        let raw: heapless::Vec<sys::NvSciBufAttrList, 16> = lists.iter().map(|l| l.raw).collect();
-        if raw.len() != lists.len() {
-            return Err(Error::Capacity { what: "lists exported at once", max: 16 });
-        }
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciBufAttrListIpcExportUnreconciled", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciBufAttrListIpcExportUnreconciled",
+                code,
+                p,
+                n,
+                lib.buf().NvSciBufAttrListFreeDesc,
+            )
         }
-        // SAFETY: `p` is the buffer just exported, freed once with its own function.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListFreeDesc) })
     }
 
     /// Exports this reconciled list (`NvSciBufAttrListIpcExportReconciled`).
@@ -86,11 +97,17 @@ impl BufAttrList {
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciBufAttrListIpcExportReconciled", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciBufAttrListIpcExportReconciled",
+                code,
+                p,
+                n,
+                lib.buf().NvSciBufAttrListFreeDesc,
+            )
         }
-        // SAFETY: as above.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListFreeDesc) })
     }
 }
 
@@ -125,10 +142,7 @@ impl BufModule {
         inputs: &[&BufAttrList],
     ) -> Result<BufAttrList> {
         let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportReconciled);
-        let raw_in: heapless::Vec<sys::NvSciBufAttrList, 16> = inputs.iter().map(|l| l.raw).collect();
-        if raw_in.len() != inputs.len() {
-            return Err(Error::Capacity { what: "input lists", max: 16 });
-        }
+        let raw_in = input_lists(inputs)?;
         let mut raw = core::ptr::null_mut();
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         // SAFETY: the module and every input list are alive; `raw` receives a list.
@@ -160,10 +174,7 @@ impl BufModule {
         timeout: Option<Duration>,
     ) -> Result<BufObj> {
         let f = nvfn!(self.0.lib.buf(), NvSciBufIpcImportAttrListAndObj);
-        let raw_in: heapless::Vec<sys::NvSciBufAttrList, 16> = inputs.iter().map(|l| l.raw).collect();
-        if raw_in.len() != inputs.len() {
-            return Err(Error::Capacity { what: "input lists", max: 16 });
-        }
+        let raw_in = input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: as for `import_reconciled`; `raw` receives a new object reference.
@@ -250,11 +261,17 @@ impl BufObj {
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: the object is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciBufIpcExportAttrListAndObj", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciBufIpcExportAttrListAndObj",
+                code,
+                p,
+                n,
+                lib.buf().NvSciBufAttrListAndObjFreeDesc,
+            )
         }
-        // SAFETY: `p` is the buffer just exported, freed once with its own function.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.buf().NvSciBufAttrListAndObjFreeDesc) })
     }
 
     fn import_raw(

@@ -98,12 +98,33 @@ impl AttrListDescriptor {
         Ok(Self(bytes.to_vec()))
     }
 
+    /// The outcome of an export call that hands out a library-owned buffer: on success the
+    /// buffer copied (and freed with `free`), else the error naming `function`.
+    ///
+    /// # Safety
+    /// On success `ptr` must be a buffer of `len` bytes returned by the export function that
+    /// `free` belongs to, not yet freed.
+    pub(crate) unsafe fn exported(
+        ep: &super::IpcEndpoint,
+        function: &'static str,
+        code: nvsci_sys::NvSciError,
+        ptr: *mut core::ffi::c_void,
+        len: usize,
+        free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,
+    ) -> Result<Self> {
+        if code != nvsci_sys::NvSciError_Success {
+            return Err(super::buf::export_error(ep, function, code));
+        }
+        // SAFETY: forwarded contract.
+        Ok(unsafe { Self::take(ptr, len, free) })
+    }
+
     /// Copies a library-owned descriptor buffer and frees it with `free`.
     ///
     /// # Safety
     /// `ptr` must be a buffer of `len` bytes returned by the export function that `free`
     /// belongs to, not yet freed.
-    pub(crate) unsafe fn take(
+    unsafe fn take(
         ptr: *mut core::ffi::c_void,
         len: usize,
         free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,

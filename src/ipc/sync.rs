@@ -4,6 +4,7 @@ use super::buf::{export_error, import_error};
 use super::desc::{AttrListDescriptor, FenceDescriptor, SyncObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
+use crate::attr_list::MAX_LISTS;
 use crate::error::{check, invalid, Error, Result};
 use crate::library::nvfn;
 use crate::sync::{Fence, SyncAttrList, SyncModule, SyncObj, SyncPerm};
@@ -18,30 +19,35 @@ fn perm_name(p: SyncPerm) -> &'static str {
     }
 }
 
-fn raw_lists(lists: &[&SyncAttrList]) -> Result<heapless::Vec<sys::NvSciSyncAttrList, 16>> {
-    let raw: heapless::Vec<sys::NvSciSyncAttrList, 16> = lists.iter().map(|l| l.raw).collect();
-    if raw.len() != lists.len() {
-        return Err(Error::Capacity { what: "attribute lists in one call", max: 16 });
+/// The raw handles of the importer's own lists (none is allowed: nothing is checked then).
+fn input_lists(inputs: &[&SyncAttrList]) -> Result<heapless::Vec<sys::NvSciSyncAttrList, { MAX_LISTS }>> {
+    if inputs.is_empty() {
+        return Ok(heapless::Vec::new());
     }
-    Ok(raw)
+    Ok(SyncAttrList::gather(inputs)?.1)
 }
 
 impl SyncAttrList {
     /// Exports unreconciled lists (`NvSciSyncAttrListIpcExportUnreconciled`) for the peer of
     /// `ep` (typically a waiter's list sent to the signaler, which reconciles and allocates).
     pub fn export_unreconciled(lists: &[&SyncAttrList], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let first = lists.first().ok_or_else(|| invalid("lists", "at least one list is needed"))?;
-        let lib = first.module.0.lib.clone();
+        let (module, raw) = SyncAttrList::gather(lists)?;
+        let lib = module.0.lib.clone();
         let f = nvfn!(lib.sync(), NvSciSyncAttrListIpcExportUnreconciled);
-        let raw = raw_lists(lists)?;
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciSyncAttrListIpcExportUnreconciled", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciSyncAttrListIpcExportUnreconciled",
+                code,
+                p,
+                n,
+                lib.sync().NvSciSyncAttrListFreeDesc,
+            )
         }
-        // SAFETY: `p` is the buffer just exported, freed once with its own function.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.sync().NvSciSyncAttrListFreeDesc) })
     }
 
     /// Exports this reconciled list (`NvSciSyncAttrListIpcExportReconciled`).
@@ -51,11 +57,17 @@ impl SyncAttrList {
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciSyncAttrListIpcExportReconciled", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciSyncAttrListIpcExportReconciled",
+                code,
+                p,
+                n,
+                lib.sync().NvSciSyncAttrListFreeDesc,
+            )
         }
-        // SAFETY: as above.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.sync().NvSciSyncAttrListFreeDesc) })
     }
 }
 
@@ -89,7 +101,7 @@ impl SyncModule {
         inputs: &[&SyncAttrList],
     ) -> Result<SyncAttrList> {
         let f = nvfn!(self.0.lib.sync(), NvSciSyncAttrListIpcImportReconciled);
-        let raw_in = raw_lists(inputs)?;
+        let raw_in = input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: the module and every input list are alive; `raw` receives a list.
@@ -120,7 +132,7 @@ impl SyncModule {
         timeout: Option<Duration>,
     ) -> Result<SyncObj> {
         let f = nvfn!(self.0.lib.sync(), NvSciSyncIpcImportAttrListAndObj);
-        let raw_in = raw_lists(inputs)?;
+        let raw_in = input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: as for `import_reconciled`; `raw` receives a new object.
@@ -172,11 +184,17 @@ impl SyncObj {
         let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
         // SAFETY: the object is alive; `p`/`n` receive a library-owned buffer.
         let code = unsafe { f(self.as_raw(), perm as u64, ep.as_raw(), &mut p, &mut n) };
-        if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciSyncIpcExportAttrListAndObj", code));
+        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
+        unsafe {
+            AttrListDescriptor::exported(
+                ep,
+                "NvSciSyncIpcExportAttrListAndObj",
+                code,
+                p,
+                n,
+                lib.sync().NvSciSyncAttrListAndObjFreeDesc,
+            )
         }
-        // SAFETY: `p` is the buffer just exported, freed once with its own function.
-        Ok(unsafe { AttrListDescriptor::take(p, n, lib.sync().NvSciSyncAttrListAndObjFreeDesc) })
     }
 
     /// Imports an object the peer of `ep` exported, described by the reconciled list imported

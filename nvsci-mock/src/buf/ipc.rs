@@ -25,7 +25,7 @@ use super::module;
 use super::obj;
 use crate::attrs::{self, Access, Count, Flags, Slot};
 use crate::desc;
-use crate::ffi::{bad, guard, guard_void, non_null, slice_in, write_out, Res};
+use crate::ffi::{bad, guard, guard_void, non_null, write_out, Res};
 use crate::ipc::codec::{self, Reader, Writer};
 use crate::ipc::endpoint;
 use crate::ipc::lists::{self, Lib};
@@ -64,18 +64,6 @@ fn satisfies(input: &Slot, rec: &Slot) -> bool {
             },
         }
     })
-}
-
-/// Copies a caller's descriptor bytes.
-///
-/// # Safety
-/// `desc` must be NULL or readable for `len` bytes.
-unsafe fn desc_bytes<'a>(desc: *const c_void, len: usize) -> Res<&'a [u8]> {
-    if len == 0 {
-        return bad();
-    }
-    // SAFETY: forwarded contract.
-    unsafe { slice_in(desc.cast::<u8>(), len) }
 }
 
 fn export_list(
@@ -151,7 +139,7 @@ pub(crate) unsafe extern "C" fn attr_list_import_unreconciled(
         let m = unsafe { module::get(m) }?;
         non_null(out)?;
         // SAFETY: `desc` is NULL or readable for `len` bytes.
-        let slots = import_list(ep, unsafe { desc_bytes(desc, len) }?, false)?;
+        let slots = import_list(ep, unsafe { codec::caller_bytes(desc, len) }?, false)?;
         let rec = BufAttrListRec::new(m.shared.clone(), Flags::APPENDED, slots, None);
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, rec.into_handle()) }
@@ -195,7 +183,7 @@ pub(crate) unsafe extern "C" fn attr_list_import_reconciled(
         let m = unsafe { module::get(m) }?;
         non_null(out)?;
         // SAFETY: `desc` is readable for `len` bytes; `inputs` holds `count` handles.
-        let rec = unsafe { import_reconciled(m, ep, desc_bytes(desc, len)?, inputs, count) }?;
+        let rec = unsafe { import_reconciled(m, ep, codec::caller_bytes(desc, len)?, inputs, count) }?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, rec.into_handle()) }
     })
@@ -280,26 +268,11 @@ pub(crate) unsafe extern "C" fn obj_export(
         let o = unsafe { obj::get(o) }?;
         non_null(desc)?;
         let sealed = export_obj(o, perm, ep)?;
-        let mut bytes = [0u8; 256];
-        codec::to_fixed(&sealed, &mut bytes).ok_or(NvSciError_ResourceError)?;
-        let mut words = [0u64; 32];
-        for (w, c) in words.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_ne_bytes(c.try_into().unwrap_or_default());
-        }
-        let d = NvSciBufObjIpcExportDescriptor { data: words };
+        let d = NvSciBufObjIpcExportDescriptor { data: codec::to_words(&sealed)? };
         // SAFETY: `desc` is non-NULL caller storage (align 1: written unaligned).
         unsafe { desc.write_unaligned(d) };
         Ok(())
     })
-}
-
-fn fixed_bytes(d: &NvSciBufObjIpcExportDescriptor) -> [u8; 256] {
-    let words = d.data;
-    let mut b = [0u8; 256];
-    for (c, w) in b.chunks_exact_mut(8).zip(words) {
-        c.copy_from_slice(&w.to_ne_bytes());
-    }
-    b
 }
 
 pub(crate) unsafe extern "C" fn obj_import(
@@ -316,8 +289,9 @@ pub(crate) unsafe extern "C" fn obj_import(
         // SAFETY: `l` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(l) }?;
         // SAFETY: `desc` is non-NULL and points to a descriptor (align 1: read unaligned).
-        let bytes = fixed_bytes(&unsafe { desc.read_unaligned() });
-        let sealed = codec::from_fixed(&bytes).ok_or(NvSciError_BadParameter)?;
+        let words = unsafe { desc.read_unaligned() }.data;
+        let bytes: [u8; 256] = codec::words_to_bytes(&words);
+        let sealed = codec::sealed_in(&bytes)?;
         let h = import_obj(ep, sealed, l, min, timeout_us)?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, h) }
@@ -339,9 +313,7 @@ pub(crate) unsafe extern "C" fn export_attr_list_and_obj(
         let link = endpoint::link(ep)?;
         let list = lists::encode(Lib::Buf, link, true, &[], std::slice::from_ref(o.attrs()));
         let object = export_obj(o, perm, ep)?;
-        let mut w = Writer::default();
-        w.u32(list.len() as u32).bytes(&list).bytes(&object);
-        let (p, n) = desc::alloc_bytes(&o.view_module().ledger, &w.0)?;
+        let (p, n) = desc::alloc_bytes(&o.view_module().ledger, &codec::join_pair(&list, &object))?;
         // SAFETY: both out-pointers are non-NULL caller storage.
         unsafe {
             out.write(p);
@@ -368,17 +340,11 @@ pub(crate) unsafe extern "C" fn import_attr_list_and_obj(
         let m = unsafe { module::get(m) }?;
         non_null(out)?;
         // SAFETY: `desc` is NULL or readable for `len` bytes.
-        let bytes = unsafe { desc_bytes(desc, len) }?;
-        let n = bytes
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-            .ok_or(NvSciError_BadParameter)?;
-        let split =
-            4usize.checked_add(n as usize).filter(|s| *s <= bytes.len()).ok_or(NvSciError_BadParameter)?;
+        let bytes = unsafe { codec::caller_bytes(desc, len) }?;
+        let (list_desc, obj_desc) = codec::split_pair(bytes)?;
         // SAFETY: `lists_in` holds `count` handles of this mock (or is NULL with count 0).
-        let list = unsafe { import_reconciled(m, ep, &bytes[4..split], lists_in, count) }?;
-        let h = import_obj(ep, &bytes[split..], &list, min, timeout_us)?;
+        let list = unsafe { import_reconciled(m, ep, list_desc, lists_in, count) }?;
+        let h = import_obj(ep, obj_desc, &list, min, timeout_us)?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, h) }
     })

@@ -53,6 +53,8 @@ struct State {
     notified: bool,
     frames: VecDeque<Vec<u8>>,
     fds: HashMap<u64, OwnedFd>,
+    /// The receive buffer, kept between calls.
+    scratch: Vec<u8>,
     next_transfer: u64,
 }
 
@@ -174,13 +176,15 @@ fn send(sock: &OwnedFd, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<(), 
 }
 
 enum Received {
-    Message(Vec<u8>, Option<OwnedFd>),
+    /// A message of this many bytes, now at the start of the receive buffer.
+    Message(usize, Option<OwnedFd>),
     Empty,
     Closed,
 }
 
-fn recv(sock: &OwnedFd, max: usize) -> Received {
-    let mut buf = vec![0u8; max];
+/// Receives one message into `buf` (sized for the largest message; reused for every call, so
+/// polling an empty socket allocates nothing).
+fn recv(sock: &OwnedFd, buf: &mut [u8]) -> Received {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     let mut cbuf = [0u64; 8];
     // SAFETY: as in `send`.
@@ -222,8 +226,7 @@ fn recv(sock: &OwnedFd, max: usize) -> Received {
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    buf.truncate(n as usize);
-    Received::Message(buf, fd)
+    Received::Message(n as usize, fd)
 }
 
 impl Endpoint {
@@ -274,8 +277,10 @@ impl Endpoint {
             // SAFETY: reading 8 bytes from a non-blocking timerfd into a u64.
             unsafe { libc::read(t.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
         }
+        let mut scratch = std::mem::take(&mut st.scratch);
+        scratch.resize(self.cfg.frame_size as usize + 16, 0);
         while let Some(sock) = &st.sock {
-            match recv(sock, self.cfg.frame_size as usize + 16) {
+            match recv(sock, &mut scratch) {
                 Received::Empty => break,
                 Received::Closed => {
                     epoll_del(&self.epoll, sock.as_raw_fd());
@@ -283,14 +288,14 @@ impl Endpoint {
                     st.closed = true;
                     st.reset_edge = true;
                 }
-                Received::Message(m, fd) => match (m.first().copied(), fd) {
-                    (Some(TAG_HELLO), _) if m.len() == 9 => {
-                        st.link = m[1..9].try_into().ok().map(u64::from_le_bytes);
+                Received::Message(n, fd) => match (scratch[..n].first().copied(), fd) {
+                    (Some(TAG_HELLO), _) if n == 9 => {
+                        st.link = scratch[1..9].try_into().ok().map(u64::from_le_bytes);
                         st.est_edge = true;
                     }
-                    (Some(TAG_FRAME), _) => st.frames.push_back(m[1..].to_vec()),
-                    (Some(TAG_FD), Some(fd)) if m.len() == 9 => {
-                        if let Ok(id) = <[u8; 8]>::try_from(&m[1..9]) {
+                    (Some(TAG_FRAME), _) => st.frames.push_back(scratch[1..n].to_vec()),
+                    (Some(TAG_FD), Some(fd)) if n == 9 => {
+                        if let Ok(id) = <[u8; 8]>::try_from(&scratch[1..9]) {
                             st.fds.insert(u64::from_le_bytes(id), fd);
                         }
                     }
@@ -298,6 +303,7 @@ impl Endpoint {
                 },
             }
         }
+        st.scratch = scratch;
         let level = !st.frames.is_empty() || st.est_edge || st.reset_edge;
         if level != st.notified {
             let mut v = 1u64;

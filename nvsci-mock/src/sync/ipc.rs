@@ -26,7 +26,7 @@ use super::obj;
 use super::reconcile::SyncMeta;
 use crate::attrs::{Flags, Slot, Value};
 use crate::desc;
-use crate::ffi::{bad, guard, guard_void, non_null, slice_in, write_out, Res};
+use crate::ffi::{bad, guard, guard_void, non_null, write_out, Res};
 use crate::ipc::codec::{self, Reader, Writer};
 use crate::ipc::endpoint;
 use crate::ipc::lists::{self, Lib};
@@ -72,16 +72,6 @@ fn satisfies(input: &Slot, meta: &SyncMeta) -> bool {
     let perm = input.get(NvSciSyncAttrKey_RequiredPerm).map_or(0, Value::u64);
     !cpu || ((perm & NvSciSyncAccessPerm_WaitOnly == 0 || meta.cpu_waiter)
         && (perm & NvSciSyncAccessPerm_SignalOnly == 0 || meta.cpu_signaler))
-}
-
-/// # Safety
-/// `desc` must be NULL or readable for `len` bytes.
-unsafe fn desc_bytes<'a>(desc: *const c_void, len: usize) -> Res<&'a [u8]> {
-    if len == 0 {
-        return bad();
-    }
-    // SAFETY: forwarded contract.
-    unsafe { slice_in(desc.cast::<u8>(), len) }
 }
 
 fn hand_out(l: &SyncAttrListRec, bytes: &[u8], out: *mut *mut c_void, len: *mut usize) -> Res {
@@ -144,7 +134,7 @@ pub(crate) unsafe extern "C" fn attr_list_import_unreconciled(
         non_null(out)?;
         let link = endpoint::link(ep)?;
         // SAFETY: `desc` is NULL or readable for `len` bytes.
-        let d = lists::decode(unsafe { desc_bytes(desc, len) }?, Lib::Sync, link, SYNC_KEYS)
+        let d = lists::decode(unsafe { codec::caller_bytes(desc, len) }?, Lib::Sync, link, SYNC_KEYS)
             .ok_or(NvSciError_BadParameter)?;
         if d.reconciled {
             return bad();
@@ -192,7 +182,7 @@ pub(crate) unsafe extern "C" fn attr_list_import_reconciled(
         let m = unsafe { module::get(m) }?;
         non_null(out)?;
         // SAFETY: `desc` is readable for `len` bytes; `inputs` holds `count` handles.
-        let rec = unsafe { import_reconciled(m, ep, desc_bytes(desc, len)?, inputs, count) }?;
+        let rec = unsafe { import_reconciled(m, ep, codec::caller_bytes(desc, len)?, inputs, count) }?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, rec.into_handle()) }
     })
@@ -271,24 +261,11 @@ pub(crate) unsafe extern "C" fn obj_export(
         let o = unsafe { obj::get(o) }?;
         non_null(desc)?;
         let sealed = export_obj(o, perm, ep)?;
-        let mut bytes = [0u8; 1024];
-        codec::to_fixed(&sealed, &mut bytes).ok_or(NvSciError_ResourceError)?;
-        let mut d = NvSciSyncObjIpcExportDescriptor::default();
-        for (w, c) in d.payload.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_ne_bytes(c.try_into().unwrap_or_default());
-        }
+        let d = NvSciSyncObjIpcExportDescriptor { payload: codec::to_words(&sealed)? };
         // SAFETY: `desc` is non-NULL caller storage.
         unsafe { desc.write(d) };
         Ok(())
     })
-}
-
-fn words_to_bytes<const N: usize>(words: &[u64]) -> [u8; N] {
-    let mut b = [0u8; N];
-    for (c, w) in b.chunks_exact_mut(8).zip(words) {
-        c.copy_from_slice(&w.to_ne_bytes());
-    }
-    b
 }
 
 pub(crate) unsafe extern "C" fn obj_import(
@@ -305,8 +282,8 @@ pub(crate) unsafe extern "C" fn obj_import(
         // SAFETY: `l` is NULL or a live list handle of this mock.
         let l = unsafe { list::get(l) }?;
         // SAFETY: `desc` is non-NULL and points to a descriptor.
-        let bytes: [u8; 1024] = words_to_bytes(&unsafe { &*desc }.payload);
-        let sealed = codec::from_fixed(&bytes).ok_or(NvSciError_BadParameter)?;
+        let bytes: [u8; 1024] = codec::words_to_bytes(&unsafe { &*desc }.payload);
+        let sealed = codec::sealed_in(&bytes)?;
         let h = import_obj(ep, sealed, l, perm, timeout_us)?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, h) }
@@ -331,12 +308,7 @@ pub(crate) unsafe extern "C" fn export_fence(
         let mut w = Writer::default();
         w.u64(FENCE_MAGIC).u64(link).u64(uuid).u64(value);
         let sealed = w.seal();
-        let mut bytes = [0u8; 56];
-        codec::to_fixed(&sealed, &mut bytes).ok_or(NvSciError_ResourceError)?;
-        let mut d = NvSciSyncFenceIpcExportDescriptor::default();
-        for (w, c) in d.payload.iter_mut().zip(bytes.chunks_exact(8)) {
-            *w = u64::from_ne_bytes(c.try_into().unwrap_or_default());
-        }
+        let d = NvSciSyncFenceIpcExportDescriptor { payload: codec::to_words(&sealed)? };
         // SAFETY: `desc` is non-NULL caller storage.
         unsafe { desc.write(d) };
         Ok(())
@@ -354,7 +326,7 @@ pub(crate) unsafe extern "C" fn import_fence(
         non_null(desc)?;
         non_null(out)?;
         // SAFETY: `desc` is non-NULL and points to a descriptor.
-        let bytes: [u8; 56] = words_to_bytes(&unsafe { &*desc }.payload);
+        let bytes: [u8; 56] = codec::words_to_bytes(&unsafe { &*desc }.payload);
         if bytes.iter().all(|b| *b == 0) {
             // An all-zero descriptor stands for a cleared fence.
             // SAFETY: `out` is non-NULL and points to a caller fence (cleared or valid).
@@ -365,7 +337,7 @@ pub(crate) unsafe extern "C" fn import_fence(
             fence::release(old);
             return Ok(());
         }
-        let sealed = codec::from_fixed(&bytes).ok_or(NvSciError_BadParameter)?;
+        let sealed = codec::sealed_in(&bytes)?;
         let mut r = Reader::open(sealed).ok_or(NvSciError_BadParameter)?;
         let words = (0..4).map(|_| r.u64()).collect::<Option<Vec<u64>>>().ok_or(NvSciError_BadParameter)?;
         let [magic, _link, uuid, value] = words[..] else { return bad() };
@@ -402,9 +374,7 @@ pub(crate) unsafe extern "C" fn export_attr_list_and_obj(
         let link = endpoint::link(ep)?;
         let list = lists::encode(Lib::Sync, link, true, &meta_words(&o.core.meta), &[o.view_slot()]);
         let object = export_obj(o, perm, ep)?;
-        let mut w = Writer::default();
-        w.u32(list.len() as u32).bytes(&list).bytes(&object);
-        hand_out(o.view(), &w.0, out, len)
+        hand_out(o.view(), &codec::join_pair(&list, &object), out, len)
     })
 }
 
@@ -425,17 +395,11 @@ pub(crate) unsafe extern "C" fn import_attr_list_and_obj(
         let m = unsafe { module::get(m) }?;
         non_null(out)?;
         // SAFETY: `desc` is NULL or readable for `len` bytes.
-        let bytes = unsafe { desc_bytes(desc, len) }?;
-        let n = bytes
-            .get(..4)
-            .and_then(|b| b.try_into().ok())
-            .map(u32::from_le_bytes)
-            .ok_or(NvSciError_BadParameter)?;
-        let split =
-            4usize.checked_add(n as usize).filter(|s| *s <= bytes.len()).ok_or(NvSciError_BadParameter)?;
+        let bytes = unsafe { codec::caller_bytes(desc, len) }?;
+        let (list_desc, obj_desc) = codec::split_pair(bytes)?;
         // SAFETY: `lists_in` holds `count` handles of this mock (or is NULL with count 0).
-        let list = unsafe { import_reconciled(m, ep, &bytes[4..split], lists_in, count) }?;
-        let h = import_obj(ep, &bytes[split..], &list, perm, timeout_us)?;
+        let list = unsafe { import_reconciled(m, ep, list_desc, lists_in, count) }?;
+        let h = import_obj(ep, obj_desc, &list, perm, timeout_us)?;
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, h) }
     })
