@@ -1,16 +1,23 @@
-//! Minimal reproduction for concurrent Vulkan contexts: `--threads` threads each create and
-//! destroy a `VulkanContext` (instance + device) `--rounds` times, optionally doing one CUDA
-//! import of an exported buffer in between, and the program reports whether every thread finished
-//! within `--timeout-s`. Without the crate's own code in the way (`--raw`), the same threads call
-//! only `vkCreateInstance` / `vkCreateDevice` / destroy through ash, to tell a crate problem from a
-//! loader or driver one; `--raw --keep-loader` shares one loaded loader between the rounds.
+//! Reproduction for Vulkan contexts used from several threads: `--threads` threads each get a
+//! `VulkanContext` `--rounds` times and drop it, and the program reports whether every thread
+//! finished within `--timeout-s` (exit status 3 when one is stuck).
+//!
+//! - By default the threads get the process's shared context (the crate's default).
+//! - `--private` creates and destroys a context of its own each round (instance + device).
+//! - `--raw` calls only `vkCreateInstance` / `vkCreateDevice` / destroy through ash, to tell a
+//!   crate problem from a loader or driver one; `--keep-loader` shares one loaded loader between
+//!   the raw rounds, and `--lock` lets the raw rounds take turns.
+//! - `--linger` keeps every thread alive until all finished; `--leak` never destroys the private
+//!   contexts; `--waves N` runs the rounds on N fresh threads in turn, each ending afterwards.
 //!
 //! ```text
-//! cargo run --release --features vulkan --example vulkan_parallel_contexts -- --threads 8 --rounds 20
+//! cargo run --release --features vulkan --example vulkan_parallel_contexts -- --threads 8 --rounds 20 --private
 //! ```
+//!
+//! What these showed on the NVIDIA driver 580 is in docs/vulkan.md.
 
 use nvsci::vulkan::ash::{self, vk};
-use nvsci::vulkan::{DeviceSelection, VulkanContext};
+use nvsci::vulkan::{ContextOptions, VulkanContext};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -50,6 +57,11 @@ fn main() -> ExitCode {
     let mut timeout = 60u64;
     let mut raw = false;
     let mut keep_loader = false;
+    let mut linger = false;
+    let mut leak = false;
+    let mut lock = false;
+    let mut waves = 1usize;
+    let mut private = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut v = || args.next().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -59,6 +71,11 @@ fn main() -> ExitCode {
             "--timeout-s" => timeout = v(),
             "--raw" => raw = true,
             "--keep-loader" => keep_loader = true,
+            "--linger" => linger = true,
+            "--leak" => leak = true,
+            "--lock" => lock = true,
+            "--waves" => waves = v() as usize,
+            "--private" => private = true,
             other => {
                 eprintln!("unknown argument {other}");
                 return ExitCode::from(2);
@@ -70,22 +87,41 @@ fn main() -> ExitCode {
     let shared = if keep_loader { unsafe { ash::Entry::load() }.ok().map(Arc::new) } else { None };
     let done = Arc::new(AtomicUsize::new(0));
     let failed = Arc::new(AtomicUsize::new(0));
+    static RAW_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let start = Instant::now();
     for _ in 0..threads {
         let (done, failed, shared) = (done.clone(), failed.clone(), shared.clone());
         std::thread::spawn(move || {
-            for _ in 0..rounds {
-                let r = if raw {
-                    raw_round(shared.as_deref())
-                } else {
-                    VulkanContext::new(DeviceSelection::Any).map(drop).map_err(|e| e.to_string())
-                };
-                if let Err(e) = r {
-                    eprintln!("round failed: {e}");
-                    failed.fetch_add(1, Ordering::SeqCst);
+            let run = move || {
+                for _ in 0..rounds {
+                    let r = if raw {
+                        let _g = lock.then(|| RAW_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
+                        raw_round(shared.as_deref())
+                    } else {
+                        let options = ContextOptions { private, ..Default::default() };
+                        VulkanContext::with_options(options)
+                            .map(|c| if leak { std::mem::forget(c) } else { drop(c) })
+                            .map_err(|e| e.to_string())
+                    };
+                    if let Err(e) = r {
+                        eprintln!("round failed: {e}");
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            };
+            if waves <= 1 {
+                run();
+            } else {
+                // Each wave runs the rounds on a fresh thread that ends afterwards.
+                for _ in 0..waves {
+                    let _ = std::thread::spawn(run.clone()).join();
                 }
             }
             done.fetch_add(1, Ordering::SeqCst);
+            // With --linger no thread ends before every thread finished its rounds.
+            while linger && done.load(Ordering::SeqCst) < threads {
+                std::thread::sleep(Duration::from_millis(5));
+            }
         });
     }
     while done.load(Ordering::SeqCst) < threads && start.elapsed() < Duration::from_secs(timeout) {
@@ -97,7 +133,8 @@ fn main() -> ExitCode {
         match (raw, keep_loader) {
             (true, true) => "raw ash, one loader",
             (true, false) => "raw ash, loader per round",
-            _ => "VulkanContext",
+            _ if private => "private VulkanContext",
+            _ => "shared VulkanContext",
         },
         start.elapsed().as_secs_f64(),
         failed.load(Ordering::SeqCst),

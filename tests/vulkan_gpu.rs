@@ -388,6 +388,8 @@ fn adopted_cudarc_context_and_vulkan_device_share_memory() {
     let cuda2 = CudaGpu::try_from(ctx.clone()).unwrap();
     assert_eq!(cuda2.gpu_id(), cuda.gpu_id());
 
+    // Destroys a device of its own (`own.destroy()`).
+    let _vk = common::vulkan_exclusive();
     let Some(own) = common::own_vulkan::OwnVulkan::new(true, Some(cuda.gpu_id())) else { return };
     // SAFETY: the instance was created at API 1.2 from `entry`, the device on the physical
     // device with VK_KHR_external_memory_fd (and the semaphore extension where `semaphore_fd`

@@ -68,10 +68,10 @@ fn count_allocations(f: impl FnOnce()) -> u64 {
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The Vulkan context for these tests: `None` (skip) without a device unless
-/// `NVSCI_REQUIRE_VULKAN=1`. Tests take `common::serial()` first: several of them count the
-/// process's open descriptors, and on the NVIDIA driver many contexts created and used from
-/// parallel test threads were seen to hang (not diagnosed; one at a time they pass).
+/// The process's shared Vulkan context for these tests: `None` (skip) without a device unless
+/// `NVSCI_REQUIRE_VULKAN=1`. Tests run in parallel under `common::vulkan_shared()`; those that
+/// count the process's descriptors or destroy a device of their own take
+/// `common::vulkan_exclusive()`.
 fn vk_ctx() -> Option<Arc<VulkanContext>> {
     match VulkanContext::new(DeviceSelection::Any) {
         Ok(c) => Some(c),
@@ -104,7 +104,7 @@ fn missing_loader_is_a_typed_error() {
 
 #[test]
 fn context_reports_its_device() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let info = ctx.info();
     eprintln!("{info:?}");
@@ -123,7 +123,7 @@ fn context_reports_its_device() {
 
 #[test]
 fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let again = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
     assert_eq!(again.info(), ctx.info());
@@ -137,9 +137,27 @@ fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
     }
 }
 
+/// Contexts are shared per loader and selection unless asked for privately; a private context
+/// is a device of its own, destroyed with its last reference.
+#[test]
+fn contexts_are_shared_unless_private() {
+    let _vk = common::vulkan_exclusive();
+    let Some(ctx) = vk_ctx() else { return };
+    let again = std::thread::spawn(|| VulkanContext::new(DeviceSelection::Any).unwrap()).join().unwrap();
+    assert!(Arc::ptr_eq(&ctx, &again), "the same shared context from another thread");
+    let private =
+        VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
+    assert!(!Arc::ptr_eq(&ctx, &private));
+    assert_ne!(private.ash_device().handle(), ctx.ash_device().handle());
+    assert_eq!(private.uuid(), ctx.uuid(), "the same physical device");
+    let buffer = ExportableBuffer::new(&private, 4096, vk::BufferUsageFlags::empty()).unwrap();
+    drop(buffer.export_fd().unwrap());
+    drop((buffer, private));
+}
+
 #[test]
 fn objects_keep_the_context_alive() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
@@ -152,7 +170,7 @@ fn objects_keep_the_context_alive() {
 
 #[test]
 fn exportable_buffer_exports_fresh_fds_and_leaks_none() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_exclusive();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, (1 << 20) + 3, vk::BufferUsageFlags::STORAGE_BUFFER).unwrap();
     assert_eq!(buffer.size(), (1 << 20) + 3);
@@ -190,7 +208,7 @@ fn exportable_buffer_exports_fresh_fds_and_leaks_none() {
 /// mapping, with host borrows checked like a `RwLock`.
 #[test]
 fn host_visible_buffer_round_trips_in_place() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_exclusive();
     let Some(ctx) = vk_ctx() else { return };
     let size = (256 << 10) + 5;
     let buffer = ExportableBuffer::new_host_visible(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -302,7 +320,7 @@ fn copy_buffer(ctx: &Arc<VulkanContext>, src: &ExportableBuffer, dst: &Exportabl
 /// of `pipeline::vulkan`, which CI runs on lavapipe with `--lib`.)
 #[test]
 fn vulkan_backend_without_cuda_is_a_typed_error() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     match nvsci::pipeline::Backend::new(nvsci::pipeline::BackendKind::Vulkan) {
         Ok(b) => {
             // A GPU host: the backend is usable; its device exports timeline semaphores.
@@ -359,7 +377,7 @@ fn format_mapping_table() {
 
 #[test]
 fn exportable_images_upload_download_and_describe_their_cuda_array() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let formats = [
         (vk::Format::R8_UINT, false),
@@ -403,7 +421,7 @@ fn exportable_images_upload_download_and_describe_their_cuda_array() {
 
 #[test]
 fn mipmapped_image_moves_level_0_and_describes_every_level() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let desc = ImageDesc { mip_levels: 4, ..ImageDesc::new(64, 32, vk::Format::R8G8B8A8_UNORM) };
     let image = ExportableImage::new(&ctx, desc).unwrap();
@@ -441,7 +459,7 @@ fn mipmapped_image_moves_level_0_and_describes_every_level() {
 
 #[test]
 fn timeline_semaphore_signal_and_wait_on_the_host() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let sem = TimelineSemaphore::new(&ctx, 2).unwrap();
     assert_eq!(sem.value().unwrap(), 2);
@@ -468,7 +486,7 @@ fn timeline_semaphore_signal_and_wait_on_the_host() {
 
 #[test]
 fn semaphore_export_probe_is_consistent() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let support = semaphore_export_support(&ctx);
     eprintln!("{}: {support:?}", ctx.info().name);
@@ -496,7 +514,7 @@ fn semaphore_export_probe_is_consistent() {
 
 #[test]
 fn host_only_producer_round_trips_every_frame() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 64 << 10, vk::BufferUsageFlags::empty()).unwrap();
     let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
@@ -516,7 +534,7 @@ fn host_only_producer_round_trips_every_frame() {
 /// semaphore: lavapipe cannot export semaphores).
 #[test]
 fn timeline_producer_hands_frames_over_and_back() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let size = 48 << 10;
     let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -541,7 +559,7 @@ fn timeline_producer_hands_frames_over_and_back() {
 
 #[test]
 fn device_source_and_readback_windows() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let size = 100_000u64;
     let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
@@ -580,7 +598,7 @@ fn device_source_and_readback_windows() {
 
 #[test]
 fn producer_steps_out_of_order_are_rejected() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
@@ -592,7 +610,9 @@ fn producer_steps_out_of_order_are_rejected() {
     assert!(p.readback().is_empty());
     // Dropped with a frame in flight: the producer waits for it before destroying anything.
     drop(p);
-    let other_ctx = VulkanContext::new(DeviceSelection::Any).unwrap();
+    // The shared context for this device selected by UUID is another context than `ctx`.
+    let other_ctx = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
+    assert!(!Arc::ptr_eq(&other_ctx, &ctx));
     assert!(matches!(
         FrameProducer::host_only(&other_ctx, &buffer, ProducerConfig::default()),
         Err(Error::InvalidArgument { .. })
@@ -601,7 +621,7 @@ fn producer_steps_out_of_order_are_rejected() {
 
 #[test]
 fn steady_state_frames_do_not_allocate() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_shared();
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 16 << 10, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
@@ -651,7 +671,7 @@ fn handles_can_move_between_threads() {
 /// validation run in CI reports any object left on the device or any use after destruction).
 #[test]
 fn adopted_device_is_used_and_left_to_its_owner() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_exclusive();
     let Some(own) = OwnVulkan::new(true, None) else { return };
     // SAFETY: the instance was created at API 1.2 from `entry`, the device on `physical` with
     // VK_KHR_external_memory_fd (and the semaphore extension where `semaphore_fd` says so) and
@@ -706,7 +726,7 @@ fn adopted_device_is_used_and_left_to_its_owner() {
 /// a queue family the device lacks, and a device created without VK_KHR_external_memory_fd.
 #[test]
 fn adopt_refuses_what_it_cannot_use() {
-    let _serial = common::serial();
+    let _vk = common::vulkan_exclusive();
     let Some(own) = OwnVulkan::new(true, None) else { return };
     let mut bad = own.existing();
     bad.queue_family = 99;

@@ -39,6 +39,10 @@ pub struct ContextOptions {
     /// The loader library to open instead of [`LOADER_NAME`] (a file name searched by the
     /// dynamic linker, or a path).
     pub loader: Option<PathBuf>,
+    /// Create a context of its own, destroyed when its last reference goes, instead of the
+    /// process's shared context for this loader and selection (see
+    /// [`VulkanContext::with_options`] for why contexts are shared by default).
+    pub private: bool,
 }
 
 /// What the selected physical device reports about itself.
@@ -217,9 +221,10 @@ fn c_name(raw: &[core::ffi::c_char]) -> String {
 }
 
 impl VulkanContext {
-    /// Opens the default loader and the selected device.
+    /// The process's shared context for the default loader and the selected device, created on
+    /// first use (see [`with_options`](Self::with_options)).
     pub fn new(device: DeviceSelection) -> Result<Arc<Self>> {
-        Self::with_options(ContextOptions { device, loader: None })
+        Self::with_options(ContextOptions { device, ..ContextOptions::default() })
     }
 
     /// Opens the Vulkan device that is the same GPU as `cuda` (matched by UUID).
@@ -229,7 +234,36 @@ impl VulkanContext {
     }
 
     /// Opens a loader (default or given) and the selected device.
+    ///
+    /// Unless `options.private` is set, contexts are shared: the first call for a loader and a
+    /// selection creates the instance and device, later calls (from any thread) get the same
+    /// context, and it stays for the life of the process. With the NVIDIA driver 580, a
+    /// `vkDestroyDevice` that overlaps the exit of another thread which made Vulkan calls can
+    /// deadlock inside the driver (both end up in the driver's thread-exit cleanup; see
+    /// `docs/vulkan.md`, "Creating contexts from several threads"), and a program cannot
+    /// control when its threads exit. A shared context is never destroyed, so threads may
+    /// come and go freely. A private context is destroyed with its last reference: create and
+    /// drop private contexts only while no other thread that used Vulkan ends.
     pub fn with_options(options: ContextOptions) -> Result<Arc<Self>> {
+        if options.private {
+            return Self::create(&options);
+        }
+        type Shared = Vec<(Option<PathBuf>, DeviceSelection, Arc<VulkanContext>)>;
+        static SHARED: Mutex<Shared> = Mutex::new(Vec::new());
+        // Held while creating, so that two threads asking at once share one context.
+        let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, ctx)) =
+            shared.iter().find(|(l, d, _)| *l == options.loader && *d == options.device)
+        {
+            return Ok(ctx.clone());
+        }
+        let ctx = Self::create(&options)?;
+        shared.push((options.loader.clone(), options.device, ctx.clone()));
+        Ok(ctx)
+    }
+
+    /// Creates a new instance and device for `options`.
+    fn create(options: &ContextOptions) -> Result<Arc<Self>> {
         // Held until the context is complete (or every partial object is destroyed again).
         let _lifecycle = lifecycle_lock();
         let loader = options.loader.clone().unwrap_or_else(|| PathBuf::from(LOADER_NAME));

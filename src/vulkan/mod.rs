@@ -85,16 +85,13 @@ pub(crate) use semaphore::HandoffInner;
 #[cfg(test)]
 pub(crate) mod test_support {
     use super::{DeviceSelection, VulkanContext};
-    use std::sync::{Arc, Mutex, MutexGuard};
+    use std::sync::Arc;
 
-    /// Any Vulkan device, with a lock that keeps unit tests' contexts one at a time (on the
-    /// NVIDIA driver, many contexts used from parallel test threads were seen to hang): `None`
-    /// (skip) without a device, unless `NVSCI_REQUIRE_VULKAN=1`.
-    pub(crate) fn context() -> Option<(MutexGuard<'static, ()>, Arc<VulkanContext>)> {
-        static SERIAL: Mutex<()> = Mutex::new(());
-        let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    /// The process's shared context for any Vulkan device: `None` (skip) without a device,
+    /// unless `NVSCI_REQUIRE_VULKAN=1`. Tests use it from parallel threads.
+    pub(crate) fn context() -> Option<Arc<VulkanContext>> {
         match VulkanContext::new(DeviceSelection::Any) {
-            Ok(c) => Some((guard, c)),
+            Ok(c) => Some(c),
             Err(e) if std::env::var("NVSCI_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
                 panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}")
             }

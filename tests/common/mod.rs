@@ -16,6 +16,29 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Lets Vulkan tests run in parallel (read side), or alone where they destroy a device or count
+/// the process's descriptors (write side). With the NVIDIA driver 580, `vkDestroyDevice` can
+/// deadlock when it overlaps the exit of another thread that made Vulkan calls (docs/vulkan.md),
+/// and every test ends its thread; the write side therefore also waits a moment for the threads
+/// of tests that just finished to end.
+#[cfg(feature = "vulkan")]
+static VULKAN_TESTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Shared access for a Vulkan test that neither destroys a device nor counts descriptors.
+#[cfg(feature = "vulkan")]
+pub fn vulkan_shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    VULKAN_TESTS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Sole access for a Vulkan test that destroys a device or counts descriptors.
+#[cfg(feature = "vulkan")]
+pub fn vulkan_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+    let guard = VULKAN_TESTS.write().unwrap_or_else(|e| e.into_inner());
+    // The threads of the tests that released the lock last are ending now.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    guard
+}
+
 /// Open file descriptors of this process.
 pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
