@@ -19,8 +19,12 @@
 //! directory with an `nvsciipc.cfg` is made for the run. With `--cuda` the mock's frames and
 //! fences reach the GPU through host memory (its GPU mode).
 
+#[path = "support/nv12_pattern.rs"]
+mod nv12_pattern;
+
+use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba, test_pattern_statistic};
+use nvsci::pipeline::color::nv12_to_rgba;
 use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
 use nvsci::pipeline::{Engine, FrameFormat, FrameLayout};
 use nvsci::{Implementation, NvSci};
@@ -112,7 +116,7 @@ fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     for _ in 0..a.frames {
         let mut fill = Ok(());
         p.present_with(|buf, seq| fill = fill_test_pattern(&layout, seq, buf)).map_err(|e| e.to_string())?;
-        fill.map_err(|e| e.to_string())?;
+        fill?;
     }
     p.finish().map_err(|e| e.to_string())?;
     let s = start.elapsed().as_secs_f64();

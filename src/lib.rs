@@ -76,6 +76,27 @@ pub use nvsci_sys as sys;
 /// and built without a dependency of one's own.
 pub use heapless;
 
+// The guides in docs/ as doctests, so that their snippets compile (and those that run on the
+// mock, run). A page whose snippets need a feature is only attached with it.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/bad-inputs.md")]
+struct BadInputsGuide;
+#[cfg(all(doctest, feature = "cuda"))]
+#[doc = include_str!("../docs/foreign-handles.md")]
+struct ForeignHandlesGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/ipc.md")]
+struct IpcGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/mock.md")]
+struct MockGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/pipeline.md")]
+struct PipelineGuide;
+#[cfg(all(doctest, feature = "vulkan"))]
+#[doc = include_str!("../docs/vulkan.md")]
+struct VulkanGuide;
+
 /// Live-handle accounting of the mock implementation.
 #[cfg(feature = "mock")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mock")))]

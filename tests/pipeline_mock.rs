@@ -1,6 +1,9 @@
 //! The frame ring on the mock: ordering, several consumers, timeouts, bad input, teardown.
 #![cfg(feature = "mock")]
 
+#[path = "../examples/support/nv12_pattern.rs"]
+mod nv12_pattern;
+
 use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
 use nvsci::{Error, NvSci};
 use std::time::Duration;
@@ -153,9 +156,8 @@ fn yuv_to_rgb_matches_known_values() {
 
 #[test]
 fn nv12_conversion_through_the_ring_matches_the_pattern() {
-    use nvsci::pipeline::color::{
-        fill_test_pattern, nv12_to_rgba, test_pattern, test_pattern_statistic, yuv_to_rgb,
-    };
+    use nv12_pattern::{fill_test_pattern, test_pattern, test_pattern_statistic};
+    use nvsci::pipeline::color::{nv12_to_rgba, yuv_to_rgb};
     let (w, h) = (96u32, 64u32);
     let (mut p, mut cs) = ring(FrameFormat::Nv12 { width: w, height: h }, 2, 1, 1000).split().unwrap();
     let layout = p.layout().clone();
@@ -232,7 +234,8 @@ fn unbounded_timeouts_do_not_overflow() {
 
 #[test]
 fn conversion_refuses_inconsistent_layouts() {
-    use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba};
+    use nv12_pattern::fill_test_pattern;
+    use nvsci::pipeline::color::nv12_to_rgba;
     use nvsci::pipeline::FrameLayout;
     let good = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 32 }, 256, 4096).unwrap();
     let src = vec![0u8; good.size as usize];

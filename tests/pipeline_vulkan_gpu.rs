@@ -7,12 +7,15 @@
 #![cfg(feature = "vulkan")]
 
 mod common;
+#[path = "../examples/support/nv12_pattern.rs"]
+mod nv12_pattern;
 
 use common::{expected_pattern, gpu, gpu_required, open_fds, serial, FILL_PATTERN_PTX};
+use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
 use nvsci::cuda::cudarc::driver::{CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
-use nvsci::pipeline::color::{fill_test_pattern, test_pattern_statistic, NV12_TO_RGBA_PTX};
+use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 use nvsci::pipeline::{
     Backend, BackendKind, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, Producer, RingConfig,
 };

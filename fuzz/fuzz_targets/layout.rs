@@ -1,12 +1,12 @@
 //! Frame-format and plane-layout arithmetic: packed layouts from arbitrary formats and
-//! alignments, and the NV12 conversion and test pattern over arbitrary layouts and buffer sizes.
+//! alignments, and the NV12 conversion over arbitrary layouts, buffer sizes and bytes.
 #![no_main]
 
 mod common;
 
 use common::Input;
 use libfuzzer_sys::fuzz_target;
-use nvsci::pipeline::color::{fill_test_pattern, nv12_to_rgba};
+use nvsci::pipeline::color::nv12_to_rgba;
 use nvsci::pipeline::{FrameFormat, FrameLayout};
 
 fuzz_target!(|data: &[u8]| {
@@ -33,8 +33,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let src_len = (layout.size as usize).saturating_sub((i.u8() % 3) as usize);
+    // The frame's bytes: the rest of the input, repeated (zeros when none is left).
     let mut src = vec![0u8; src_len];
-    let _ = fill_test_pattern(&layout, i.u64(), &mut src);
+    for (d, s) in src.iter_mut().zip(i.bytes(src_len).iter().cycle()) {
+        *d = *s;
+    }
     if let Some((fw, fh)) = format.dimensions() {
         let px = (fw as usize).saturating_mul(fh as usize);
         if px <= 4 << 20 {

@@ -277,6 +277,39 @@ impl<A: Access> ExternalMemory<A> {
     /// pitch-linear NvSciBuf plane (the samples map only block-linear planes and waive the
     /// rest), so one is refused with [`Error::Unsupported`]; map the plane's bytes with
     /// [`map_buffer`](Self::map_buffer)`(plane.offset, plane.pitch * plane.height)` instead.
+    ///
+    /// The luma plane of a block-linear NV12 frame as an array for surface loads and stores
+    /// (NvSciBuf imports need a Tegra driver):
+    ///
+    /// ```no_run
+    /// # fn main() -> nvsci::Result<()> {
+    /// use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout};
+    /// use nvsci::buf::{Perm, ScanType};
+    /// use nvsci::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST;
+    /// use nvsci::cuda::{CudaGpu, ExternalMemory, ReadWrite};
+    ///
+    /// let gpu = CudaGpu::open(0)?;
+    /// let module = BufModule::open(&nvsci::NvSci::load()?)?;
+    /// let mut list = module.attr_list()?;
+    /// list.set(&[
+    ///     BufAttr::Types(&[BufType::IMAGE]),
+    ///     BufAttr::Layout(ImageLayout::BlockLinear),
+    ///     BufAttr::ScanType(ScanType::Progressive),
+    ///     BufAttr::PlaneCount(2),
+    ///     BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+    ///     BufAttr::PlaneWidth(&[1920, 960]),
+    ///     BufAttr::PlaneHeight(&[1080, 540]),
+    ///     BufAttr::RequiredPerm(Perm::ReadWrite),
+    ///     BufAttr::GpuId(&[gpu.gpu_id()]),
+    /// ])?;
+    /// let frame = BufObj::alloc(&BufAttrList::reconcile(&[&list])?)?;
+    /// let planes = frame.planes()?;
+    /// let mem = ExternalMemory::<ReadWrite>::from_buf_obj(&gpu, &frame)?;
+    /// let luma = mem.map_plane(&planes[0], CUDA_ARRAY3D_SURFACE_LDST)?;
+    /// assert_eq!((luma.desc().width, luma.desc().height, luma.desc().channels), (1920, 1080, 1));
+    /// // luma.level0(): the CUarray to build a surface object on.
+    /// # Ok(()) }
+    /// ```
     pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
         if let Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. } = &self.inner.source {
             if *layout != Some(ImageLayout::BlockLinear) {
@@ -326,6 +359,36 @@ impl<A: Access> ExternalMemory<A> {
     /// it cannot (CUDA before 11.6, devices without deferred-mapping arrays) only the packed
     /// check above applies, and the levels after 0 are as the driver that laid the memory out
     /// placed them.
+    ///
+    /// A 256 x 256 RGBA8 array carved out of linear memory (here a CUDA VMM export, which any
+    /// CUDA GPU makes), filled and read back through the array:
+    ///
+    /// ```no_run
+    /// # fn main() -> nvsci::Result<()> {
+    /// use nvsci::cuda::cudarc::driver::sys::CUarray_format;
+    /// use nvsci::cuda::{ArrayDesc, CudaGpu, ExportableAllocation, ExternalMemory, ReadWrite};
+    ///
+    /// let gpu = CudaGpu::open(0)?;
+    /// let alloc = ExportableAllocation::new(&gpu, 2 << 20)?;
+    /// let size = alloc.size() as u64;
+    /// let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(&gpu, alloc.export_fd()?, size, false)?;
+    /// let array = mem.map_array(ArrayDesc {
+    ///     offset: 0,
+    ///     width: 256,
+    ///     height: 256,
+    ///     format: CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+    ///     channels: 4,
+    ///     bytes_per_texel: 4,
+    ///     flags: 0,
+    ///     levels: 1,
+    /// })?;
+    /// let texels: Vec<u8> = (0..256 * 256 * 4).map(|i| (i % 251) as u8).collect();
+    /// array.copy_from_host(&texels)?;
+    /// let mut back = vec![0u8; texels.len()];
+    /// array.copy_to_host(&mut back)?;
+    /// assert_eq!(back, texels);
+    /// # Ok(()) }
+    /// ```
     pub fn map_array(&self, a: ArrayDesc) -> Result<MappedArray<A>> {
         let texel = element_bytes(a.format)
             .filter(|_| matches!(a.channels, 1 | 2 | 4))

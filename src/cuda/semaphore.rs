@@ -97,6 +97,45 @@ enum SyncHandle {
 /// and a wait is `cuStreamWaitValue64` (greater or equal), a signal `cuStreamWriteValue64` of
 /// the fence's value after the work queued before it (with the driver's default memory
 /// barrier); the memory-sync decision is still made and logged, and has nothing to act on.
+///
+/// Both directions between a CUDA stream and the CPU (NvSciSync imports need a Tegra driver):
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use nvsci::cuda::{fill_sync_attrs, CudaGpu, CudaSyncObj, MemSync};
+/// use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+/// use std::time::Duration;
+///
+/// let gpu = CudaGpu::open(0)?;
+/// let stream = gpu.context().new_stream()?; // or the application's own stream
+/// let module = SyncModule::open(&nvsci::NvSci::load()?)?;
+/// let cpu = |perm| -> nvsci::Result<SyncAttrList> {
+///     let mut list = module.attr_list()?;
+///     list.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(perm)])?;
+///     Ok(list)
+/// };
+///
+/// // CUDA signals, the CPU waits.
+/// let mut cuda_signals = module.attr_list()?;
+/// fill_sync_attrs(&gpu, &mut cuda_signals, true, false)?;
+/// let done = SyncObj::alloc(&SyncAttrList::reconcile(&[&cuda_signals, &cpu(SyncPerm::WaitOnly)?])?)?;
+/// let done_in_cuda = CudaSyncObj::import(&gpu, &done)?;
+/// // ... kernels on `stream` ...
+/// let fence = done_in_cuda.signal(&stream, MemSync::Auto)?; // expires after that work
+/// let mut ctx = module.cpu_wait_context()?;
+/// fence.wait(&mut ctx, Some(Duration::from_secs(1)))?;
+///
+/// // The CPU signals, CUDA waits.
+/// let mut cuda_waits = module.attr_list()?;
+/// fill_sync_attrs(&gpu, &mut cuda_waits, false, true)?;
+/// let ready = SyncObj::alloc(&SyncAttrList::reconcile(&[&cpu(SyncPerm::SignalOnly)?, &cuda_waits])?)?;
+/// let ready_in_cuda = CudaSyncObj::import(&gpu, &ready)?;
+/// let fence = ready.generate_fence()?;
+/// ready_in_cuda.wait(&stream, &fence, MemSync::Auto)?; // work queued after this waits for...
+/// ready.signal()?; // ...this CPU signal
+/// stream.synchronize()?;
+/// # Ok(()) }
+/// ```
 pub struct CudaSyncObj {
     handle: SyncHandle,
     dev: CudaGpu,

@@ -14,6 +14,38 @@ pub type FenceList<const N: usize> = heapless::Vec<Fence, N>;
 /// A fence that is not cleared holds a reference on its object inside the library; dropping the
 /// fence clears it (NvSciSyncFenceClear). A fence also keeps its [`SyncObj`] (and so the loaded
 /// library) alive. Duplicate with [`try_clone`](Self::try_clone), which can fail.
+///
+/// With the CPU as signaler, [`SyncObj::generate_fence`] returns the fence of the object's next
+/// [`SyncObj::signal`], and [`wait`](Self::wait) blocks until that signal (or the timeout):
+///
+/// ```
+/// # fn main() -> nvsci::Result<()> {
+/// # #[cfg(feature = "mock")] {
+/// use nvsci::sync::{Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+/// use nvsci::{Error, NvSci};
+/// use std::time::Duration;
+///
+/// let module = SyncModule::open(&NvSci::mock())?;
+/// // The CPU signals and the CPU waits: one list for each side, reconciled into one object.
+/// let mut signaler = module.attr_list()?;
+/// signaler.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)])?;
+/// let mut waiter = module.attr_list()?;
+/// waiter.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)])?;
+/// let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &waiter])?)?;
+///
+/// let mut ctx = module.cpu_wait_context()?; // one per waiting thread
+/// let fence = obj.generate_fence()?; // expires with the next `obj.signal()`
+/// let copy = fence.try_clone()?; // the same point on the timeline
+/// let early = fence.wait(&mut ctx, Some(Duration::from_millis(10)));
+/// assert!(matches!(early, Err(Error::Timeout { .. })), "not signalled yet: {early:?}");
+///
+/// obj.signal()?;
+/// fence.wait(&mut ctx, Some(Duration::from_secs(1)))?;
+/// copy.wait(&mut ctx, Some(Duration::ZERO))?; // already expired: returns at once
+/// assert!(Fence::cleared().wait(&mut ctx, Some(Duration::ZERO)).is_ok());
+/// # }
+/// # Ok(()) }
+/// ```
 pub struct Fence {
     raw: sys::NvSciSyncFence,
     obj: Option<SyncObj>,

@@ -149,7 +149,8 @@ impl SyncObj {
         Ok(unsafe { SyncAttrListRef::new(raw, &self.0.module) })
     }
 
-    /// Generates the fence of the next CPU signal (the CPU must be the signaler).
+    /// Generates the fence of the next CPU signal (the CPU must be the signaler); [`Fence`] has
+    /// an example of a CPU signal and wait.
     pub fn generate_fence(&self) -> Result<Fence> {
         let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGenerateFence);
         let mut fence = Fence::for_object(self);

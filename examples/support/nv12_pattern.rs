@@ -1,0 +1,73 @@
+//! A moving NV12 stress pattern for the converters and the ring tests (examples and tests include
+//! this file with `#[path]`; it is not part of the library).
+//!
+//! Luma covers the studio range and chroma every byte value, so clamping and both chroma bytes are
+//! exercised; chroma depends only on the 2x2 block, as in real 4:2:0 data. (The camera example
+//! shows colour bars instead, whose converted colours are known: `test_pattern.rs`.)
+
+use nvsci::pipeline::color::yuv_to_rgb;
+use nvsci::pipeline::{FrameFormat, FrameLayout};
+
+/// `(y, u, v)` of pixel `(x, row)` in frame `t`.
+pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
+    let t = t as u32;
+    let yv = ((x.wrapping_add(t.wrapping_mul(3))) ^ (row.wrapping_add(t))) as u8;
+    let (bx, by) = (x / 2, row / 2);
+    let u = (bx.wrapping_mul(2).wrapping_add(t)) as u8;
+    let v = (by.wrapping_mul(3).wrapping_add(t.wrapping_mul(2))) as u8;
+    (16u8.wrapping_add(yv % 220), u, v)
+}
+
+/// Writes frame `t` of the pattern into an NV12 buffer laid out as `layout`. A layout that is not
+/// NV12 of even dimensions, or whose planes do not lie inside `dst` with pitches covering a row,
+/// is refused before anything is written.
+pub fn fill_test_pattern(layout: &FrameLayout, t: u64, dst: &mut [u8]) -> Result<(), String> {
+    let FrameFormat::Nv12 { width, height } = layout.format else {
+        return Err(format!("{:?} is not NV12", layout.format));
+    };
+    layout.format.validate().map_err(|e| e.to_string())?;
+    if layout.planes.len() != 2 {
+        return Err(format!("{} planes, NV12 has 2", layout.planes.len()));
+    }
+    let (w, h) = (width as usize, height as usize);
+    let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
+    for (p, rows) in [(yp, h), (uvp, h / 2)] {
+        let end = (p.pitch as usize)
+            .checked_mul(rows - 1)
+            .and_then(|v| v.checked_add(w))
+            .and_then(|v| v.checked_add(usize::try_from(p.offset).ok()?));
+        if (p.pitch as usize) < w || end.is_none_or(|e| e > dst.len()) {
+            return Err(format!("{} bytes do not hold the plane {p:?}", dst.len()));
+        }
+    }
+    for row in 0..height {
+        let y_row = &mut dst[yp.offset as usize + row as usize * yp.pitch as usize..][..w];
+        for (x, b) in y_row.iter_mut().enumerate() {
+            *b = test_pattern(x as u32, row, t).0;
+        }
+    }
+    for brow in 0..height / 2 {
+        let uv_row = &mut dst[uvp.offset as usize + brow as usize * uvp.pitch as usize..][..w];
+        for bx in 0..width / 2 {
+            let (_, u, v) = test_pattern(bx * 2, brow * 2, t);
+            uv_row[2 * bx as usize] = u;
+            uv_row[2 * bx as usize + 1] = v;
+        }
+    }
+    Ok(())
+}
+
+/// The RGBA statistic (sum of R + G + B over all pixels, as `nv12_to_rgba` and its CUDA kernel
+/// return it) of frame `t`, computed from the pattern itself, independently of any buffer or
+/// layout.
+pub fn test_pattern_statistic(width: u32, height: u32, t: u64) -> u64 {
+    let mut sum = 0u64;
+    for row in 0..height {
+        for x in 0..width {
+            let (y, u, v) = test_pattern(x, row, t);
+            let [r, g, b] = yuv_to_rgb(y, u, v);
+            sum += r as u64 + g as u64 + b as u64;
+        }
+    }
+    sum
+}
