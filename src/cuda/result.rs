@@ -1,30 +1,46 @@
-//! CUDA status codes to [`Error`](crate::Error).
+//! CUDA status codes to [`Error`](crate::Error), named by the driver itself.
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, DriverError};
+use std::ffi::{c_char, CStr};
+use std::sync::OnceLock;
 
 /// `CUDA_ERROR_NOT_SUPPORTED`: what desktop drivers answer for NvSciBuf/NvSciSync imports.
 pub const CUDA_ERROR_NOT_SUPPORTED: u32 = 801;
 
-/// Name of a `CUresult` this crate cares about.
+/// What [`name`] says for a code the driver does not name (or without a driver).
+pub(crate) const UNNAMED: &str = "unnamed CUresult";
+
+/// `CUresult cuGetErrorName(CUresult error, const char **pStr)`, with the code read as `u32` so
+/// that a code outside cudarc's enum stays representable.
+type GetErrorName = unsafe extern "C" fn(u32, *mut *const c_char) -> u32;
+
+/// `cuGetErrorName` from the driver library cudarc loaded (never another file), when there is one.
+fn get_error_name() -> Option<GetErrorName> {
+    static CELL: OnceLock<Option<GetErrorName>> = OnceLock::new();
+    *CELL.get_or_init(|| {
+        if !super::device::driver_present() {
+            return None;
+        }
+        // SAFETY: the driver library is present, so cudarc's loader does not panic; the symbol,
+        // exported by every CUDA driver since 6.0, has the signature above (CUresult is a 32-bit
+        // enum), and cudarc keeps the library loaded for the life of the process.
+        unsafe { sys::culib().get::<GetErrorName>(b"cuGetErrorName\0") }.ok().map(|s| *s)
+    })
+}
+
+/// The driver's name of a `CUresult` (`cuGetErrorName`), or [`UNNAMED`].
 pub(crate) fn name(code: u32) -> &'static str {
-    match code {
-        0 => "CUDA_SUCCESS",
-        1 => "CUDA_ERROR_INVALID_VALUE",
-        2 => "CUDA_ERROR_OUT_OF_MEMORY",
-        3 => "CUDA_ERROR_NOT_INITIALIZED",
-        4 => "CUDA_ERROR_DEINITIALIZED",
-        100 => "CUDA_ERROR_NO_DEVICE",
-        101 => "CUDA_ERROR_INVALID_DEVICE",
-        201 => "CUDA_ERROR_INVALID_CONTEXT",
-        304 => "CUDA_ERROR_OPERATING_SYSTEM",
-        400 => "CUDA_ERROR_INVALID_HANDLE",
-        500 => "CUDA_ERROR_NOT_FOUND",
-        700 => "CUDA_ERROR_ILLEGAL_ADDRESS",
-        801 => "CUDA_ERROR_NOT_SUPPORTED",
-        909 => "CUDA_ERROR_TIMEOUT",
-        _ => "unnamed CUresult",
+    let Some(f) = get_error_name() else { return UNNAMED };
+    let mut p: *const c_char = core::ptr::null();
+    // SAFETY: a valid out-pointer; the driver answers CUDA_ERROR_INVALID_VALUE (and leaves or
+    // sets NULL) for a code it does not know.
+    if unsafe { f(code, &mut p) } != 0 || p.is_null() {
+        return UNNAMED;
     }
+    // SAFETY: the driver returns a NUL-terminated string in its own static storage, which stays
+    // valid while the library is loaded: for the life of the process (above).
+    unsafe { CStr::from_ptr(p) }.to_str().unwrap_or(UNNAMED)
 }
 
 /// Converts a raw `CUresult`.
@@ -41,4 +57,43 @@ pub(crate) fn check(function: &'static str, r: sys::CUresult) -> Result<()> {
 pub(crate) fn from_driver(function: &'static str, e: DriverError) -> Error {
     let code = e.0 as u32;
     Error::Cuda { function, code, name: name(code) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The names are the driver's: CUDA's documented codes under their `cuda.h` names, and an
+    /// unknown code is not named.
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn codes_are_named_by_the_driver() {
+        if get_error_name().is_none() {
+            assert!(
+                std::env::var("NVSCI_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "NVSCI_REQUIRE_GPU=1 but no CUDA driver"
+            );
+            return;
+        }
+        assert_eq!(name(0), "CUDA_SUCCESS");
+        assert_eq!(name(1), "CUDA_ERROR_INVALID_VALUE");
+        assert_eq!(name(400), "CUDA_ERROR_INVALID_HANDLE");
+        assert_eq!(name(CUDA_ERROR_NOT_SUPPORTED), "CUDA_ERROR_NOT_SUPPORTED");
+        assert_eq!(name(909), "CUDA_ERROR_TIMEOUT");
+        assert_eq!(name(123_456), UNNAMED);
+    }
+
+    /// Without a driver nothing is named, and nothing panics.
+    #[test]
+    fn without_a_driver_codes_are_unnamed() {
+        if super::super::device::driver_present() {
+            return;
+        }
+        assert_eq!(name(1), UNNAMED);
+        assert_eq!(check("cuTest", sys::CUresult::CUDA_SUCCESS).ok(), Some(()));
+        match check("cuTest", sys::CUresult::CUDA_ERROR_INVALID_VALUE) {
+            Err(Error::Cuda { function: "cuTest", code: 1, name }) => assert_eq!(name, UNNAMED),
+            other => panic!("{other:?}"),
+        }
+    }
 }
