@@ -102,7 +102,7 @@ pub struct Entry<P> {
 
 impl<P: Copy> Entry<P> {
     /// The function, or [`Error::Unsupported`] naming it.
-    fn get(self) -> Result<P> {
+    pub(crate) fn get(self) -> Result<P> {
         self.f.ok_or_else(|| missing(self.name))
     }
 
@@ -139,6 +139,23 @@ pub struct ListFns<F: Family> {
     pub(crate) debug_dump:
         Entry<unsafe extern "C" fn(F::RawList, *mut *mut c_void, *mut usize) -> sys::NvSciError>,
     pub(crate) free_desc: Entry<unsafe extern "C" fn(*mut c_void)>,
+    pub(crate) ipc_export_unreconciled: Entry<
+        unsafe extern "C" fn(
+            *const F::RawList,
+            usize,
+            sys::NvSciIpcEndpoint,
+            *mut *mut c_void,
+            *mut usize,
+        ) -> sys::NvSciError,
+    >,
+    pub(crate) ipc_export_reconciled: Entry<
+        unsafe extern "C" fn(
+            F::RawList,
+            sys::NvSciIpcEndpoint,
+            *mut *mut c_void,
+            *mut usize,
+        ) -> sys::NvSciError,
+    >,
 }
 
 /// An owned attribute list (unreconciled, reconciled or appended) of family `F`:

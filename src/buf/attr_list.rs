@@ -57,6 +57,8 @@ impl Family for BufFamily {
             reconcile: entry!(t.NvSciBufAttrListReconcile),
             debug_dump: entry!(t.NvSciBufAttrListDebugDump),
             free_desc: entry!(t.NvSciBufAttrListFreeDesc),
+            ipc_export_unreconciled: entry!(t.NvSciBufAttrListIpcExportUnreconciled),
+            ipc_export_reconciled: entry!(t.NvSciBufAttrListIpcExportReconciled),
         }
     }
 

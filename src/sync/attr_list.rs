@@ -59,6 +59,8 @@ impl Family for SyncFamily {
             reconcile: entry!(t.NvSciSyncAttrListReconcile),
             debug_dump: entry!(t.NvSciSyncAttrListDebugDump),
             free_desc: entry!(t.NvSciSyncAttrListFreeDesc),
+            ipc_export_unreconciled: entry!(t.NvSciSyncAttrListIpcExportUnreconciled),
+            ipc_export_reconciled: entry!(t.NvSciSyncAttrListIpcExportReconciled),
         }
     }
 
