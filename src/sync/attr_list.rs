@@ -23,8 +23,9 @@ pub type SyncAttrListRef<'a> = AttrListRef<'a, SyncFamily>;
 
 impl Sealed for SyncFamily {}
 
-/// NvSciSync documents no key as mandatory in every list (a missing signaler or waiter is a
-/// conflict the library reports itself): `missing_mandatory` is always `None`.
+/// NvSciSync documents no key as mandatory for a reconciliation (a missing signaler or waiter is
+/// a conflict the library reports itself), so a refused reconciliation of NvSciSync lists names
+/// no missing key.
 impl Family for SyncFamily {
     const NAME: &'static str = "NvSciSync";
     type Module = SyncModule;
