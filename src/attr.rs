@@ -124,39 +124,59 @@ macro_rules! pod_elem {
 }
 pub(crate) use pod_elem;
 
-/// Which library an attribute key belongs to (key numbers overlap between the two).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// NvSciBuf keys.
-    Buf,
-    /// NvSciSync keys.
-    Sync,
-}
-
-/// A typed attribute key: `T` is the element type, `N` the largest element count.
-pub struct Key<T, const N: usize> {
+/// A typed attribute key: `F` is its family ([`BufFamily`](crate::buf::BufFamily) or
+/// [`SyncFamily`](crate::sync::SyncFamily)), `T` the element type, `N` the largest element count.
+///
+/// Key numbers overlap between NvSciBuf and NvSciSync, so the family is part of the key's type
+/// and a list reads only keys of its own family:
+///
+/// ```
+/// use nvsci::buf::BufAttrList;
+/// use nvsci::sync::SyncAttrList;
+/// fn read(buf: &BufAttrList, sync: &SyncAttrList) -> nvsci::Result<(Option<bool>, Option<bool>)> {
+///     Ok((buf.get_one(nvsci::buf::key::NEED_CPU_ACCESS)?, sync.get_one(nvsci::sync::key::NEED_CPU_ACCESS)?))
+/// }
+/// ```
+///
+/// An NvSciSync key given to an NvSciBuf list does not compile:
+///
+/// ```compile_fail,E0308
+/// use nvsci::buf::BufAttrList;
+/// fn read(buf: &BufAttrList) -> nvsci::Result<Option<bool>> {
+///     buf.get_one(nvsci::sync::key::NEED_CPU_ACCESS)
+/// }
+/// ```
+///
+/// Nor does an NvSciBuf key given to an NvSciSync list:
+///
+/// ```compile_fail,E0308
+/// use nvsci::sync::SyncAttrList;
+/// fn read(sync: &SyncAttrList) -> nvsci::Result<Option<bool>> {
+///     sync.get_one(nvsci::buf::key::NEED_CPU_ACCESS)
+/// }
+/// ```
+pub struct Key<F, T, const N: usize> {
     raw: u32,
     name: &'static str,
-    family: Family,
-    _elem: PhantomData<fn() -> T>,
+    _ty: PhantomData<fn() -> (F, T)>,
 }
 
-impl<T, const N: usize> Clone for Key<T, N> {
+impl<F, T, const N: usize> Clone for Key<F, T, N> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<T, const N: usize> Copy for Key<T, N> {}
+impl<F, T, const N: usize> Copy for Key<F, T, N> {}
 
-impl<T, const N: usize> core::fmt::Debug for Key<T, N> {
+impl<F, T, const N: usize> core::fmt::Debug for Key<F, T, N> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(f, "{} (0x{:x})", self.name, self.raw)
     }
 }
 
-impl<T: AttrElem, const N: usize> Key<T, N> {
-    pub(crate) const fn new(raw: u32, name: &'static str, family: Family) -> Self {
-        Self { raw, name, family, _elem: PhantomData }
+impl<F, T: AttrElem, const N: usize> Key<F, T, N> {
+    pub(crate) const fn new(raw: u32, name: &'static str) -> Self {
+        Self { raw, name, _ty: PhantomData }
     }
 
     /// The C key value.
@@ -169,10 +189,20 @@ impl<T: AttrElem, const N: usize> Key<T, N> {
         self.name
     }
 
-    /// The library family the key belongs to.
-    pub const fn family(self) -> Family {
-        self.family
+    /// The C key value and name together.
+    pub(crate) const fn id(self) -> (u32, &'static str) {
+        (self.raw, self.name)
     }
+}
+
+/// What the generic list code needs of a family's attribute-value enum (`BufAttr`, `SyncAttr`):
+/// implemented by `attr_keys!`.
+pub trait AttrValue: Copy + core::fmt::Debug {
+    /// The C name of this attribute's key.
+    fn key_name(&self) -> &'static str;
+    /// The key value, element pointer and byte length to hand to the library. The pointer
+    /// borrows from `self`.
+    fn as_pair(&self) -> Result<(u32, *const c_void, usize)>;
 }
 
 /// Builds the (pointer, byte length) of one scalar value.
@@ -195,8 +225,8 @@ pub(crate) fn array<T: AttrElem>(name: &'static str, v: &[T], max: usize) -> Res
 ///
 /// # Safety
 /// `value` must be NULL or point to `len` readable bytes (the library's getter contract).
-pub(crate) unsafe fn decode<T: AttrElem, const N: usize>(
-    key: Key<T, N>,
+pub(crate) unsafe fn decode<F, T: AttrElem, const N: usize>(
+    key: Key<F, T, N>,
     value: *const c_void,
     len: usize,
 ) -> Result<heapless::Vec<T, N>> {
@@ -225,14 +255,15 @@ pub(crate) unsafe fn decode<T: AttrElem, const N: usize>(
     Ok(out)
 }
 
-/// Declares typed keys (a `key` module of [`Key`] constants), the settable-attribute enum and the
-/// table of key names of one attribute family.
+/// Declares the keys of one attribute family: a `key` module of typed [`Key`] constants, the
+/// enum of settable attributes, the table of every key with its C name and `key_name`, which
+/// looks a raw key up in it. Each row names a key once: the enum variant (settable keys only),
+/// the constant and the C key, whose name is taken from its identifier.
 macro_rules! attr_keys {
     (
         $(#[$em:meta])* enum $enum_name:ident;
         $(#[$km:meta])* mod $key_mod:ident;
-        key_type $kt:ident;
-        family $fam:ident;
+        family $fam:ty;
         in_one { $( $(#[$m1:meta])* $v1:ident, $c1:ident, $k1:ident : $t1:ty; )* }
         in_many { $( $(#[$m2:meta])* $v2:ident, $c2:ident, $k2:ident : [$t2:ty; $n2:expr]; )* }
         out_one { $( $(#[$m3:meta])* $c3:ident, $k3:ident : $t3:ty; )* }
@@ -243,10 +274,10 @@ macro_rules! attr_keys {
             use super::*;
             #[allow(unused_imports)]
             use $crate::attr::Key;
-            $( $(#[$m1])* pub const $c1: Key<$t1, 1> = Key::new(sys::$k1, stringify!($k1), $crate::attr::Family::$fam); )*
-            $( $(#[$m2])* pub const $c2: Key<$t2, { $n2 }> = Key::new(sys::$k2, stringify!($k2), $crate::attr::Family::$fam); )*
-            $( $(#[$m3])* #[doc = "(output only)"] pub const $c3: Key<$t3, 1> = Key::new(sys::$k3, stringify!($k3), $crate::attr::Family::$fam); )*
-            $( $(#[$m4])* #[doc = "(output only)"] pub const $c4: Key<$t4, { $n4 }> = Key::new(sys::$k4, stringify!($k4), $crate::attr::Family::$fam); )*
+            $( $(#[$m1])* pub const $c1: Key<$fam, $t1, 1> = Key::new(sys::$k1, stringify!($k1)); )*
+            $( $(#[$m2])* pub const $c2: Key<$fam, $t2, { $n2 }> = Key::new(sys::$k2, stringify!($k2)); )*
+            $( $(#[$m3])* #[doc = "(output only)"] pub const $c3: Key<$fam, $t3, 1> = Key::new(sys::$k3, stringify!($k3)); )*
+            $( $(#[$m4])* #[doc = "(output only)"] pub const $c4: Key<$fam, $t4, { $n4 }> = Key::new(sys::$k4, stringify!($k4)); )*
         }
 
         $(#[$em])*
@@ -259,29 +290,41 @@ macro_rules! attr_keys {
         impl $enum_name<'_> {
             /// The C name of this attribute's key.
             pub fn key_name(&self) -> &'static str {
+                $crate::attr::AttrValue::key_name(self)
+            }
+        }
+
+        impl $crate::attr::AttrValue for $enum_name<'_> {
+            fn key_name(&self) -> &'static str {
                 match self {
-                    $( Self::$v1(_) => stringify!($k1), )*
-                    $( Self::$v2(_) => stringify!($k2), )*
+                    $( Self::$v1(_) => $key_mod::$c1.name(), )*
+                    $( Self::$v2(_) => $key_mod::$c2.name(), )*
                 }
             }
 
-            /// The key value, element pointer and byte length to hand to the library. The pointer
-            /// borrows from `self`.
-            pub(crate) fn as_pair(&self) -> $crate::error::Result<(sys::$kt, *const core::ffi::c_void, usize)> {
+            fn as_pair(&self) -> $crate::error::Result<(u32, *const core::ffi::c_void, usize)> {
                 Ok(match self {
-                    $( Self::$v1(v) => { let (p, l) = $crate::attr::scalar(v); (sys::$k1, p, l) } )*
-                    $( Self::$v2(v) => { let (p, l) = $crate::attr::array(stringify!($k2), v, $n2)?; (sys::$k2, p, l) } )*
+                    $( Self::$v1(v) => { let (p, l) = $crate::attr::scalar(v); ($key_mod::$c1.raw(), p, l) } )*
+                    $( Self::$v2(v) => {
+                        let (p, l) = $crate::attr::array($key_mod::$c2.name(), v, $n2)?;
+                        ($key_mod::$c2.raw(), p, l)
+                    } )*
                 })
             }
         }
 
         /// Every key this crate binds, with its C name (used to name conflicting keys).
-        pub(crate) const ALL_KEYS: &[(sys::$kt, &str)] = &[
-            $( (sys::$k1, stringify!($k1)), )*
-            $( (sys::$k2, stringify!($k2)), )*
-            $( (sys::$k3, stringify!($k3)), )*
-            $( (sys::$k4, stringify!($k4)), )*
+        pub(crate) const ALL_KEYS: &[(u32, &str)] = &[
+            $( $key_mod::$c1.id(), )*
+            $( $key_mod::$c2.id(), )*
+            $( $key_mod::$c3.id(), )*
+            $( $key_mod::$c4.id(), )*
         ];
+
+        /// The C name of a raw key, when this crate binds it.
+        pub fn key_name(raw: u32) -> Option<&'static str> {
+            ALL_KEYS.iter().find(|(k, _)| *k == raw).map(|(_, n)| *n)
+        }
     };
 }
 pub(crate) use attr_keys;

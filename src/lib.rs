@@ -64,8 +64,8 @@ pub mod sync;
 #[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
 pub mod vulkan;
 
-pub use attr::{AttrElem, Family, Key};
-pub use attr_list::ListState;
+pub use attr::{AttrElem, Key};
+pub use attr_list::{AttrList, AttrListRef, Family, ListState};
 pub use error::{Error, NvSciError, Result, MAX_CONFLICT_KEYS};
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};

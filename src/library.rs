@@ -148,7 +148,6 @@ macro_rules! nvfn {
 pub(crate) use nvfn;
 
 /// Unsupported-function error for use outside `nvfn!`.
-#[allow(dead_code)]
 pub(crate) fn missing(what: &'static str) -> Error {
     Error::Unsupported { what, reason: "the loaded NvSci library does not export this function" }
 }

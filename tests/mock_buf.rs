@@ -308,11 +308,8 @@ fn bad_input_is_rejected_with_the_key_named() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(BufAttrList::reconcile(&[]), Err(Error::InvalidArgument { name: "lists", .. })));
-    // Key numbers overlap between the libraries: an NvSciSync key is refused on a buffer list.
-    assert!(matches!(
-        l.get(nvsci::sync::key::NUM_TIMESTAMP_SLOTS),
-        Err(Error::InvalidArgument { name: "key", .. })
-    ));
+    // Key numbers overlap between the libraries, and an NvSciSync key given to a buffer list
+    // does not compile: the `compile_fail` examples of `nvsci::Key`.
 }
 
 #[test]

@@ -1,42 +1,83 @@
-//! NvSciBuf attribute lists.
+//! NvSciBuf attribute lists: the NvSciBuf [`Family`] and its list types.
 
-use super::keys::{BufAttr, ALL_KEYS};
-use super::BufModule;
-use crate::attr_list::attr_list_type;
+use super::keys::{key, BufAttr, ALL_KEYS};
+use super::{BufModule, BufType};
+use crate::attr::sealed_access::Sealed;
+use crate::attr_list::{entry, AttrList, AttrListRef, Family, ListFns};
+use crate::library::NvSci;
+use core::ffi::c_void;
+use nvsci_sys as sys;
 
-attr_list_type! {
-    family: "NvSciBuf",
-    family_tag: Buf,
-    list: BufAttrList,
-    list_ref: BufAttrListRef,
-    module: BufModule,
-    attr: BufAttr,
-    table: buf,
-    raw_list: NvSciBufAttrList,
-    pair: NvSciBufAttrKeyValuePair { key },
-    fns: {
-        create: NvSciBufAttrListCreate,
-        free: NvSciBufAttrListFree,
-        set_attrs: NvSciBufAttrListSetAttrs,
-        slot_get_attrs: NvSciBufAttrListSlotGetAttrs,
-        slot_count: NvSciBufAttrListGetSlotCount,
-        is_reconciled: NvSciBufAttrListIsReconciled,
-        clone: NvSciBufAttrListClone,
-        append: NvSciBufAttrListAppendUnreconciled,
-        reconcile: NvSciBufAttrListReconcile,
-        debug_dump: NvSciBufAttrListDebugDump,
-        free_desc: NvSciBufAttrListFreeDesc,
-    },
-}
+/// The NvSciBuf attribute family: the `F` of [`Key`](crate::Key)s in [`key`] and of
+/// [`BufAttrList`].
+#[derive(Debug)]
+pub enum BufFamily {}
 
-impl BufAttrList {
+/// An owned NvSciBuf attribute list (unreconciled, reconciled or appended): an [`AttrList`] of
+/// [`BufFamily`], whose methods it has.
+pub type BufAttrList = AttrList<BufFamily>;
+
+/// An NvSciBuf list owned by an object: readable, never freed by us. It dereferences to
+/// [`BufAttrList`].
+pub type BufAttrListRef<'a> = AttrListRef<'a, BufFamily>;
+
+impl Sealed for BufFamily {}
+
+impl Family for BufFamily {
+    const NAME: &'static str = "NvSciBuf";
+    type Module = BufModule;
+    type Attr<'a> = BufAttr<'a>;
+    type RawList = sys::NvSciBufAttrList;
+    type RawModule = sys::NvSciBufModule;
+    type Pair = sys::NvSciBufAttrKeyValuePair;
+    type PairsIn = *mut sys::NvSciBufAttrKeyValuePair;
+    const LIST_NAME: &'static str = "BufAttrList";
+    const RAW_LIST_NAME: &'static str = "NvSciBufAttrList";
+    const KEYS: &'static [(u32, &'static str)] = ALL_KEYS;
+
+    fn library(module: &BufModule) -> &NvSci {
+        module.library()
+    }
+
+    fn raw_module(module: &BufModule) -> sys::NvSciBufModule {
+        module.as_raw()
+    }
+
+    fn fns(module: &BufModule) -> ListFns<Self> {
+        let t = module.library().buf();
+        ListFns {
+            create: entry!(t.NvSciBufAttrListCreate),
+            free: entry!(t.NvSciBufAttrListFree),
+            set_attrs: entry!(t.NvSciBufAttrListSetAttrs),
+            slot_get_attrs: entry!(t.NvSciBufAttrListSlotGetAttrs),
+            slot_count: entry!(t.NvSciBufAttrListGetSlotCount),
+            is_reconciled: entry!(t.NvSciBufAttrListIsReconciled),
+            clone: entry!(t.NvSciBufAttrListClone),
+            append: entry!(t.NvSciBufAttrListAppendUnreconciled),
+            reconcile: entry!(t.NvSciBufAttrListReconcile),
+            debug_dump: entry!(t.NvSciBufAttrListDebugDump),
+            free_desc: entry!(t.NvSciBufAttrListFreeDesc),
+            ipc_export_unreconciled: entry!(t.NvSciBufAttrListIpcExportUnreconciled),
+            ipc_export_reconciled: entry!(t.NvSciBufAttrListIpcExportReconciled),
+        }
+    }
+
+    fn pair(key: u32, value: *const c_void, len: usize) -> Self::Pair {
+        sys::NvSciBufAttrKeyValuePair { key, value, len }
+    }
+
+    fn pair_value(pair: &Self::Pair) -> (*const c_void, usize) {
+        (pair.value, pair.len)
+    }
+
+    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn {
+        pairs
+    }
+
     /// The first key that `NvSciBufAttrListReconcile` documents as mandatory for the buffer
     /// types asked for (`Types`; RawBuffer `Size`; Image `Layout`, `ScanType`, `PlaneCount`,
-    /// `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight`) and that no slot of `lists` sets: the
-    /// likely reason of a reconciliation refused with `BadParameter` and no conflict list.
-    pub(crate) fn missing_mandatory(lists: &[&BufAttrList]) -> Option<&'static str> {
-        use super::keys::key;
-        use super::BufType;
+    /// `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight`) and that no slot of `lists` sets.
+    fn missing_mandatory(lists: &[&BufAttrList]) -> Option<&'static str> {
         let slots = || lists.iter().flat_map(|l| (0..l.slot_count().max(1)).map(move |s| (*l, s)));
         let set =
             |k: u32| slots().any(|(l, s)| l.raw_get(s, k).is_ok_and(|(v, len)| !v.is_null() && len > 0));
@@ -49,16 +90,16 @@ impl BufAttrList {
         }
         let mut needed = Vec::new();
         if types.contains(&BufType::RAW_BUFFER) {
-            needed.push((key::RAW_SIZE.raw(), key::RAW_SIZE.name()));
+            needed.push(key::RAW_SIZE.id());
         }
         if types.contains(&BufType::IMAGE) {
             needed.extend([
-                (key::IMAGE_LAYOUT.raw(), key::IMAGE_LAYOUT.name()),
-                (key::SCAN_TYPE.raw(), key::SCAN_TYPE.name()),
-                (key::PLANE_COUNT.raw(), key::PLANE_COUNT.name()),
-                (key::PLANE_COLOR_FORMAT.raw(), key::PLANE_COLOR_FORMAT.name()),
-                (key::PLANE_WIDTH.raw(), key::PLANE_WIDTH.name()),
-                (key::PLANE_HEIGHT.raw(), key::PLANE_HEIGHT.name()),
+                key::IMAGE_LAYOUT.id(),
+                key::SCAN_TYPE.id(),
+                key::PLANE_COUNT.id(),
+                key::PLANE_COLOR_FORMAT.id(),
+                key::PLANE_WIDTH.id(),
+                key::PLANE_HEIGHT.id(),
             ]);
         }
         needed.into_iter().find(|(k, _)| !set(*k)).map(|(_, name)| name)

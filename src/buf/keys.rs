@@ -7,10 +7,10 @@ use nvsci_sys as sys;
 attr_keys! {
     /// One NvSciBuf attribute to set, with its typed value. Output-only keys have no variant.
     enum BufAttr;
-    /// Typed NvSciBuf keys for the getters. `Key<T, N>`: element type `T`, at most `N` elements.
+    /// Typed NvSciBuf keys for the getters. `Key<BufFamily, T, N>`: element type `T`, at most `N`
+    /// elements.
     mod key;
-    key_type NvSciBufAttrKey;
-    family Buf;
+    family crate::buf::BufFamily;
     in_one {
         /// Whether the CPU accesses the buffer.
         NeedCpuAccess, NEED_CPU_ACCESS, NvSciBufGeneralAttrKey_NeedCpuAccess: bool;
@@ -148,9 +148,4 @@ attr_keys! {
         /// Pyramid level sizes.
         PYRAMID_LEVEL_SIZE, NvSciBufPyramidAttrKey_LevelSize: [u64; 10];
     }
-}
-
-/// The C name of a raw key, when this crate binds it.
-pub fn key_name(raw: u32) -> Option<&'static str> {
-    ALL_KEYS.iter().find(|(k, _)| *k == raw).map(|(_, n)| *n)
 }

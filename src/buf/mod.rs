@@ -6,7 +6,7 @@ mod obj;
 mod types;
 
 pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
-pub use attr_list::{BufAttrList, BufAttrListRef};
+pub use attr_list::{BufAttrList, BufAttrListRef, BufFamily};
 pub use keys::{key, key_name, BufAttr};
 pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
 pub use types::*;

@@ -67,50 +67,6 @@ fn input_lists(inputs: &[&BufAttrList]) -> Result<heapless::Vec<sys::NvSciBufAtt
     Ok(BufAttrList::gather(inputs)?.1)
 }
 
-impl BufAttrList {
-    /// Exports unreconciled lists (`NvSciBufAttrListIpcExportUnreconciled`) for the peer of
-    /// `ep`, which reconciles them with its own.
-    pub fn export_unreconciled(lists: &[&BufAttrList], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let (module, raw) = BufAttrList::gather(lists)?;
-        let lib = module.0.lib.clone();
-        let f = nvfn!(lib.buf(), NvSciBufAttrListIpcExportUnreconciled);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciBufAttrListIpcExportUnreconciled",
-                code,
-                p,
-                n,
-                lib.buf().NvSciBufAttrListFreeDesc,
-            )
-        }
-    }
-
-    /// Exports this reconciled list (`NvSciBufAttrListIpcExportReconciled`).
-    pub fn export_reconciled(&self, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let lib = self.module.0.lib.clone();
-        let f = nvfn!(lib.buf(), NvSciBufAttrListIpcExportReconciled);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciBufAttrListIpcExportReconciled",
-                code,
-                p,
-                n,
-                lib.buf().NvSciBufAttrListFreeDesc,
-            )
-        }
-    }
-}
-
 impl BufModule {
     /// Imports unreconciled lists exported by the peer of `ep` (one read-only list holding all
     /// of their slots), to reconcile with this process's lists.

@@ -31,6 +31,7 @@ mod buf;
 mod desc;
 mod endpoint;
 mod library;
+mod list;
 mod sync;
 
 pub use buf::ReadOnlyBufObj;

@@ -27,50 +27,6 @@ fn input_lists(inputs: &[&SyncAttrList]) -> Result<heapless::Vec<sys::NvSciSyncA
     Ok(SyncAttrList::gather(inputs)?.1)
 }
 
-impl SyncAttrList {
-    /// Exports unreconciled lists (`NvSciSyncAttrListIpcExportUnreconciled`) for the peer of
-    /// `ep` (typically a waiter's list sent to the signaler, which reconciles and allocates).
-    pub fn export_unreconciled(lists: &[&SyncAttrList], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let (module, raw) = SyncAttrList::gather(lists)?;
-        let lib = module.0.lib.clone();
-        let f = nvfn!(lib.sync(), NvSciSyncAttrListIpcExportUnreconciled);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciSyncAttrListIpcExportUnreconciled",
-                code,
-                p,
-                n,
-                lib.sync().NvSciSyncAttrListFreeDesc,
-            )
-        }
-    }
-
-    /// Exports this reconciled list (`NvSciSyncAttrListIpcExportReconciled`).
-    pub fn export_reconciled(&self, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let lib = self.module.0.lib.clone();
-        let f = nvfn!(lib.sync(), NvSciSyncAttrListIpcExportReconciled);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciSyncAttrListIpcExportReconciled",
-                code,
-                p,
-                n,
-                lib.sync().NvSciSyncAttrListFreeDesc,
-            )
-        }
-    }
-}
-
 impl SyncModule {
     /// Imports unreconciled lists exported by the peer of `ep` (one read-only list holding all
     /// of their slots).

@@ -41,8 +41,7 @@ attr_keys! {
     enum SyncAttr;
     /// Typed NvSciSync keys for the getters.
     mod key;
-    key_type NvSciSyncAttrKey;
-    family Sync;
+    family crate::sync::SyncFamily;
     in_one {
         /// Whether the CPU signals or waits.
         NeedCpuAccess, NEED_CPU_ACCESS, NvSciSyncAttrKey_NeedCpuAccess: bool;
@@ -75,9 +74,4 @@ attr_keys! {
     }
     out_many {
     }
-}
-
-/// The C name of a raw key, when this crate binds it.
-pub fn key_name(raw: u32) -> Option<&'static str> {
-    ALL_KEYS.iter().find(|(k, _)| *k == raw).map(|(_, n)| *n)
 }

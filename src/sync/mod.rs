@@ -5,7 +5,7 @@ mod fence;
 pub mod keys;
 mod obj;
 
-pub use attr_list::{SyncAttrList, SyncAttrListRef};
+pub use attr_list::{SyncAttrList, SyncAttrListRef, SyncFamily};
 pub use fence::{wait_all, CpuWaitContext, Fence, FenceList};
 pub use keys::{key, PrimitiveType, SyncAttr, SyncPerm};
 pub use obj::SyncObj;
