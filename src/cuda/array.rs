@@ -10,8 +10,32 @@
 //! (`CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED` is 0), the footprint is unknown.
 
 use super::device::CudaGpu;
-use super::memory::ArrayDesc;
 use crate::error::{invalid, Result};
+use cudarc::driver::sys;
+
+/// A 2D array description for [`ExternalMemory::map_array`](super::ExternalMemory::map_array).
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayDesc {
+    /// Byte offset of the first texel.
+    pub offset: u64,
+    /// Width in texels.
+    pub width: usize,
+    /// Height in rows.
+    pub height: usize,
+    /// Channel format.
+    pub format: sys::CUarray_format,
+    /// Channels per texel (1, 2 or 4).
+    pub channels: u32,
+    /// Bytes per texel (for the bounds check).
+    pub bytes_per_texel: u32,
+    /// `CUDA_ARRAY3D_*` flags (e.g. color attachment, surface load/store).
+    pub flags: u32,
+    /// Mip levels (`numLevels`): 1 up to `floor(log2(max(width, height))) + 1`, the level
+    /// count of the image the memory holds. `width`, `height` and `bytes_per_texel` describe
+    /// level 0; level `i` is `max(1, width >> i)` x `max(1, height >> i)`. Memory imported from
+    /// NvSciBuf takes exactly 1.
+    pub levels: u32,
+}
 
 /// What a CUDA array of some description occupies in the driver's own layout, on one device
 /// ([`CudaGpu::array_footprint`]).
@@ -64,7 +88,7 @@ mod probe {
     use cudarc::driver::sys;
 
     pub(super) fn footprint(gpu: &CudaGpu, a: &ArrayDesc) -> Result<Option<ArrayFootprint>> {
-        match crate::cuda::version::driver_version() {
+        match crate::cuda::driver::driver_version() {
             Some(v) if v < 11060 => {
                 log::debug!("CUDA array footprint unknown: driver {v} predates CUDA 11.6");
                 return Ok(None);

@@ -1,5 +1,6 @@
 //! Finding a CUDA device without ever panicking.
 
+use super::driver::driver_present;
 use super::result::from_driver;
 use crate::buf::GpuId;
 use crate::error::{Error, Result};
@@ -50,14 +51,6 @@ pub struct CudaGpu {
     note = "renamed to `CudaGpu`, so that it does not read as cudarc's old `CudaDevice`"
 )]
 pub type CudaDevice = CudaGpu;
-
-/// Whether the CUDA driver library can be opened, checked without touching cudarc's loader
-/// (which panics when the library is missing).
-pub fn driver_present() -> bool {
-    // SAFETY: cudarc's presence check only tries to open and immediately closes the candidate
-    // library names; it runs no CUDA code and cannot panic.
-    unsafe { cudarc::driver::sys::is_culib_present() }
-}
 
 impl CudaGpu {
     /// Opens device `ordinal` with its primary context (cudarc's `CudaContext::new`, which is

@@ -4,7 +4,7 @@
 //! [`ExternalMemory`], which holds the NvSciBuf object reference it was imported from, so the
 //! driver objects are always destroyed before the memory they describe.
 
-use super::array::{level_extent, region_copy, ArrayRegion};
+use super::array::{level_extent, region_copy, ArrayDesc, ArrayRegion};
 use super::desc;
 use super::device::CudaGpu;
 use super::host::HostRegistration;
@@ -483,30 +483,6 @@ impl<A: Access> ExternalMemory<A> {
 /// `floor(log2(max(width, height))) + 1` (0 for an empty extent). The Vulkan images use it too.
 pub(crate) fn full_mip_chain(width: usize, height: usize) -> u32 {
     usize::BITS - width.max(height).leading_zeros()
-}
-
-/// A 2D array description for [`ExternalMemory::map_array`].
-#[derive(Clone, Copy, Debug)]
-pub struct ArrayDesc {
-    /// Byte offset of the first texel.
-    pub offset: u64,
-    /// Width in texels.
-    pub width: usize,
-    /// Height in rows.
-    pub height: usize,
-    /// Channel format.
-    pub format: sys::CUarray_format,
-    /// Channels per texel (1, 2 or 4).
-    pub channels: u32,
-    /// Bytes per texel (for the bounds check).
-    pub bytes_per_texel: u32,
-    /// `CUDA_ARRAY3D_*` flags (e.g. color attachment, surface load/store).
-    pub flags: u32,
-    /// Mip levels (`numLevels`): 1 up to `floor(log2(max(width, height))) + 1`, the level
-    /// count of the image the memory holds. `width`, `height` and `bytes_per_texel` describe
-    /// level 0; level `i` is `max(1, width >> i)` x `max(1, height >> i)`. Memory imported from
-    /// NvSciBuf takes exactly 1.
-    pub levels: u32,
 }
 
 /// Bytes of one channel of a plain (non-block, non-YUV) CUDA array format.

@@ -53,6 +53,7 @@
 mod array;
 mod desc;
 mod device;
+mod driver;
 mod fd;
 mod host;
 mod memory;
@@ -60,14 +61,12 @@ pub mod memsync;
 mod result;
 mod semaphore;
 mod sync_attrs;
-// Driver checks before entry points newer than CUDA 11.4; builds for CUDA 11.4 and 11.5 call none.
-#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050")))]
-mod version;
 mod vmm;
 
 #[cfg(feature = "vulkan")]
 pub(crate) use memory::full_mip_chain;
 
+pub use array::ArrayDesc;
 pub use array::{ArrayFootprint, ArrayRegion};
 pub use desc::{
     buffer as buffer_desc, fd_semaphore as fd_semaphore_desc, mipmapped_array as mipmapped_array_desc,
@@ -76,10 +75,11 @@ pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as n
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
 #[allow(deprecated)]
 pub use device::CudaDevice;
-pub use device::{driver_present, CudaGpu, DESTROY_TIMEOUT};
+pub use device::{CudaGpu, DESTROY_TIMEOUT};
+pub use driver::driver_present;
 pub use memory::{
-    array_format, probe_nvscibuf_import, Access, ArrayDesc, ExternalMemory, MappedArray, MappedBuffer,
-    ReadOnly, ReadWrite,
+    array_format, probe_nvscibuf_import, Access, ExternalMemory, MappedArray, MappedBuffer, ReadOnly,
+    ReadWrite,
 };
 pub use memsync::MemSync;
 pub use result::CUDA_ERROR_NOT_SUPPORTED;

@@ -19,7 +19,7 @@ type GetErrorName = unsafe extern "C" fn(u32, *mut *const c_char) -> u32;
 fn get_error_name() -> Option<GetErrorName> {
     static CELL: OnceLock<Option<GetErrorName>> = OnceLock::new();
     *CELL.get_or_init(|| {
-        if !super::device::driver_present() {
+        if !super::driver::driver_present() {
             return None;
         }
         // SAFETY: the driver library is present, so cudarc's loader does not panic; the symbol,
@@ -86,7 +86,7 @@ mod tests {
     /// Without a driver nothing is named, and nothing panics.
     #[test]
     fn without_a_driver_codes_are_unnamed() {
-        if super::super::device::driver_present() {
+        if super::super::driver::driver_present() {
             return;
         }
         assert_eq!(name(1), UNNAMED);

@@ -24,7 +24,7 @@ use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2
 /// this build calls, instead of letting cudarc panic on the missing symbol at the first wait.
 fn require_stream_mem_ops() -> Result<()> {
     #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
-    super::version::require_driver(
+    super::driver::require_driver(
         "cuStreamWaitValue64_v2 / cuStreamWriteValue64_v2",
         11070,
         "the CUDA driver is older than 11.7, which introduced these entry points: build nvsci with the \

@@ -1,7 +1,8 @@
 //! CUDA's NvSciSync attributes (`cuDeviceGetNvSciSyncAttributes`), resolved at run time through
 //! `cuGetProcAddress` because cudarc does not bind it.
 
-use super::device::{driver_present, CudaGpu};
+use super::device::CudaGpu;
+use super::driver::driver_present;
 use super::result::name;
 use crate::error::{Error, Result};
 use crate::sync::SyncAttrList;
@@ -56,7 +57,7 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
     feature = "cuda-11080"
 )))]
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, &'static str> {
-    if super::version::driver_version().is_some_and(|v| v < 12000) {
+    if super::driver::driver_version().is_some_and(|v| v < 12000) {
         return Err("the CUDA driver is older than 12.0 and lacks cuGetProcAddress_v2, which this build \
                     calls: build nvsci with the CUDA version feature of the driver (e.g. cuda-11040 for \
                     JetPack 5 / DRIVE OS 6)");

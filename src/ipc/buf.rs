@@ -11,47 +11,6 @@ use nvsci_sys as sys;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Turns an import failure into the error that names its cause.
-pub(crate) fn import_error(
-    ep: &IpcEndpoint,
-    function: &'static str,
-    what: &'static str,
-    requested: &'static str,
-    timeout: Option<Duration>,
-    code: sys::NvSciError,
-) -> Error {
-    match code {
-        sys::NvSciError_AccessDenied => Error::ImportPermission { what, requested },
-        sys::NvSciError_ConnectionReset => ep.peer_gone(function),
-        sys::NvSciError_Timeout => ep.timed_out(function, timeout),
-        sys::NvSciError_AttrListValidationFailed => Error::InvalidDescriptor {
-            what,
-            reason: "the imported reconciled list does not satisfy this process's unreconciled lists".into(),
-        },
-        sys::NvSciError_BadParameter => Error::InvalidDescriptor {
-            what,
-            reason: format!(
-                "{function} refused it (exported through another endpoint, truncated or corrupted, or not \
-                 matching the reconciled list it was imported with)"
-            ),
-        },
-        c => Error::NvSci { function, code: crate::NvSciError(c) },
-    }
-}
-
-/// Turns an export failure into the error that names its cause.
-pub(crate) fn export_error(ep: &IpcEndpoint, function: &'static str, code: sys::NvSciError) -> Error {
-    match code {
-        sys::NvSciError_ConnectionReset => ep.peer_gone(function),
-        sys::NvSciError_InvalidState => Error::Ipc {
-            endpoint: ep.name().to_owned(),
-            reason: format!("{function}: the endpoint is not connected yet (call wait_connected first)"),
-            code: Some(crate::NvSciError(code)),
-        },
-        c => Error::NvSci { function, code: crate::NvSciError(c) },
-    }
-}
-
 fn perm_name(p: Perm) -> &'static str {
     match p {
         Perm::ReadOnly => "read-only access",
@@ -76,8 +35,7 @@ impl BufModule {
         // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
         let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciBufAttrListIpcImportUnreconciled",
                 "attribute list",
                 "",
@@ -106,8 +64,7 @@ impl BufModule {
             f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciBufAttrListIpcImportReconciled",
                 "reconciled attribute list",
                 "",
@@ -148,8 +105,7 @@ impl BufModule {
             )
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciBufIpcImportAttrListAndObj",
                 "NvSciBuf object",
                 perm_name(min),
@@ -198,7 +154,7 @@ impl BufObj {
         // SAFETY: the object is alive; `d` is a valid out-pointer.
         let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut d) };
         if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciBufObjIpcExport", code));
+            return Err(ep.export_error("NvSciBufObjIpcExport", code));
         }
         let words = d.data;
         Ok(BufObjDescriptor::from_words(&words))
@@ -251,8 +207,7 @@ impl BufObj {
         let code =
             unsafe { f(ep.as_raw(), &d, reconciled.raw, min as u32, timeout_micros(timeout), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciBufObjIpcImport",
                 "NvSciBuf object",
                 perm_name(min),

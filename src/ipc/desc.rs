@@ -113,7 +113,7 @@ impl AttrListDescriptor {
         free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,
     ) -> Result<Self> {
         if code != nvsci_sys::NvSciError_Success {
-            return Err(super::buf::export_error(ep, function, code));
+            return Err(ep.export_error(function, code));
         }
         // SAFETY: forwarded contract.
         Ok(unsafe { Self::take(ptr, len, free) })

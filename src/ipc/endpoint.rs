@@ -400,3 +400,47 @@ impl IpcEndpoint {
         Error::IpcTimeout { endpoint: self.name.clone(), during, timeout_us: timeout_micros(timeout) }
     }
 }
+
+/// Errors of exports and imports through an endpoint.
+impl IpcEndpoint {
+    /// Turns an import failure into the error that names its cause.
+    pub(crate) fn import_error(
+        &self,
+        function: &'static str,
+        what: &'static str,
+        requested: &'static str,
+        timeout: Option<Duration>,
+        code: sys::NvSciError,
+    ) -> Error {
+        match code {
+            sys::NvSciError_AccessDenied => Error::ImportPermission { what, requested },
+            sys::NvSciError_ConnectionReset => self.peer_gone(function),
+            sys::NvSciError_Timeout => self.timed_out(function, timeout),
+            sys::NvSciError_AttrListValidationFailed => Error::InvalidDescriptor {
+                what,
+                reason: "the imported reconciled list does not satisfy this process's unreconciled lists".into(),
+            },
+            sys::NvSciError_BadParameter => Error::InvalidDescriptor {
+                what,
+                reason: format!(
+                    "{function} refused it (exported through another endpoint, truncated or corrupted, or not \
+                     matching the reconciled list it was imported with)"
+                ),
+            },
+            c => Error::NvSci { function, code: crate::NvSciError(c) },
+        }
+    }
+
+    /// Turns an export failure into the error that names its cause.
+    pub(crate) fn export_error(&self, function: &'static str, code: sys::NvSciError) -> Error {
+        match code {
+            sys::NvSciError_ConnectionReset => self.peer_gone(function),
+            sys::NvSciError_InvalidState => Error::Ipc {
+                endpoint: self.name().to_owned(),
+                reason: format!("{function}: the endpoint is not connected yet (call wait_connected first)"),
+                code: Some(crate::NvSciError(code)),
+            },
+            c => Error::NvSci { function, code: crate::NvSciError(c) },
+        }
+    }
+}

@@ -1,6 +1,5 @@
 //! NvSciSync export and import through an [`IpcEndpoint`]: lists, objects and fences.
 
-use super::buf::{export_error, import_error};
 use super::desc::{AttrListDescriptor, FenceDescriptor, SyncObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
@@ -36,8 +35,7 @@ impl SyncModule {
         // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
         let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciSyncAttrListIpcImportUnreconciled",
                 "attribute list",
                 "",
@@ -65,8 +63,7 @@ impl SyncModule {
             f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciSyncAttrListIpcImportReconciled",
                 "reconciled attribute list",
                 "",
@@ -106,8 +103,7 @@ impl SyncModule {
             )
         };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciSyncIpcImportAttrListAndObj",
                 "NvSciSync object",
                 perm_name(perm),
@@ -127,7 +123,7 @@ impl SyncObj {
         // SAFETY: the object is alive; `d` is a valid out-pointer.
         let code = unsafe { f(self.as_raw(), perm as u64, ep.as_raw(), &mut d) };
         if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciSyncObjIpcExport", code));
+            return Err(ep.export_error("NvSciSyncObjIpcExport", code));
         }
         Ok(SyncObjDescriptor::from_words(&d.payload))
     }
@@ -177,8 +173,7 @@ impl SyncObj {
         let code =
             unsafe { f(ep.as_raw(), &d, reconciled.raw, perm as u64, timeout_micros(timeout), &mut raw) };
         if code != sys::NvSciError_Success {
-            return Err(import_error(
-                ep,
+            return Err(ep.import_error(
                 "NvSciSyncObjIpcImport",
                 "NvSciSync object",
                 perm_name(perm),
@@ -226,7 +221,7 @@ impl Fence {
         // SAFETY: the fence is valid storage; `d` is a valid out-pointer.
         let code = unsafe { f(self.as_raw(), ep.as_raw(), &mut d) };
         if code != sys::NvSciError_Success {
-            return Err(export_error(ep, "NvSciSyncIpcExportFence", code));
+            return Err(ep.export_error("NvSciSyncIpcExportFence", code));
         }
         Ok(FenceDescriptor::from_words(&d.payload))
     }
