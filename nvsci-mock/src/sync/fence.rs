@@ -9,7 +9,7 @@
 //! timeline.
 
 use super::module;
-use super::obj::SyncCore;
+use super::state::SyncCore;
 use crate::ffi::{bad, guard, guard_void, lock, non_null, Res};
 use crate::ledger::Kind;
 use nvsci_sys::*;

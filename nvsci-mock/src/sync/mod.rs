@@ -8,6 +8,7 @@ pub(crate) mod list;
 pub(crate) mod module;
 pub(crate) mod obj;
 mod reconcile;
+pub(crate) mod state;
 
 use nvsci_sys::NvSciSyncFns;
 

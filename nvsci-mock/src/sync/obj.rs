@@ -11,50 +11,17 @@
 use super::counter::Counter;
 use super::fence;
 use super::list::{self, SyncAttrListRec};
-use super::module::SyncModuleShared;
-use super::reconcile::{SyncMeta, TIMESTAMP_SLOTS};
+use super::reconcile::TIMESTAMP_SLOTS;
+use super::state::SyncCore;
 use crate::attrs::Flags;
 use crate::ffi::{bad, guard, guard_void, lock, non_null, write_out, Res};
 use crate::handle::{self, Record};
 use crate::ledger::{Counted, Kind};
 use crate::list_common::ListRecord;
 use nvsci_sys::*;
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Fence bookkeeping of one object (the value reached lives in [`SyncCore::counter`]).
-#[derive(Debug, Default)]
-pub(crate) struct SyncState {
-    /// Value of the last generated fence.
-    pub next: u64,
-    /// `(value, microseconds since the UNIX epoch)` of the most recent signals.
-    pub stamps: VecDeque<(u64, u64)>,
-}
-
-/// State shared by object handles and fences (which find it by `id`). `repr(C)` with a magic
-/// first, like every record of the mock.
-#[repr(C)]
-pub(crate) struct SyncCore {
-    magic: u64,
-    /// Identity fences refer to the state by (never reused in the process).
-    pub id: u64,
-    /// Identity shared with every process the object is exported to (fence descriptors name it).
-    pub uuid: u64,
-    pub module: Arc<SyncModuleShared>,
-    pub meta: SyncMeta,
-    /// The primitive: the value reached.
-    pub counter: Counter,
-    pub state: Mutex<SyncState>,
-    /// Notified by CPU signals (engine signals are not).
-    pub cv: Condvar,
-}
-
-// SAFETY: repr(C) with the magic first.
-unsafe impl Record for SyncCore {
-    const MAGIC: u64 = 0x4e56_5359_4e43_4f52; // "NVSYNCOR"
-}
 
 /// The record behind an `NvSciSyncObj`.
 #[repr(C)]
@@ -111,16 +78,7 @@ fn alloc_for(l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let uuid =
         crate::ipc::codec::fnv1a(&[u64::from(std::process::id()).to_le_bytes(), id.to_le_bytes()].concat());
-    let core = Arc::new(SyncCore {
-        magic: SyncCore::MAGIC,
-        id,
-        uuid,
-        module: l.module.clone(),
-        meta,
-        counter: Counter::new()?,
-        state: Mutex::new(SyncState::default()),
-        cv: Condvar::new(),
-    });
+    let core = Arc::new(SyncCore::new(id, uuid, l.module.clone(), meta, Counter::new()?, 0));
     Ok(new_handle(core, l))
 }
 
@@ -135,16 +93,8 @@ pub(crate) fn from_import(counter: Counter, uuid: u64, l: &SyncAttrListRec) -> R
         _ => return bad(),
     };
     let next = counter.load();
-    let core = Arc::new(SyncCore {
-        magic: SyncCore::MAGIC,
-        id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-        uuid,
-        module: l.module.clone(),
-        meta,
-        counter,
-        state: Mutex::new(SyncState { next, ..SyncState::default() }),
-        cv: Condvar::new(),
-    });
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let core = Arc::new(SyncCore::new(id, uuid, l.module.clone(), meta, counter, next));
     Ok(new_handle(core, l))
 }
 
