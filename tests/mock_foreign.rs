@@ -469,6 +469,7 @@ fn adopted_sync_object_and_fences_each_side_frees_its_own() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "loads the mock's shared object, which Miri cannot run")]
 fn handles_of_the_library_loaded_under_the_real_sonames_are_adopted() {
     // The mock's shared object, loaded like NVIDIA's libraries: the raw tables used here and the
     // crate's `NvSci` are the same loaded instance, whose own ledger is read through dlsym.
