@@ -189,7 +189,8 @@ cat >"$out/run.sh" <<'EOF'
 #   FILTER...  passed to every test binary (test name filters, --exact, --test-threads=1, ...)
 #
 # BUNDLE_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" runs the binaries through an emulator
-# (to try an aarch64 bundle on an x86_64 host).
+# (to try an aarch64 bundle on an x86_64 host); the tests that start a second process of
+# themselves start it through the same runner (NVSCI_CHILD_RUNNER, unless already set).
 #
 # Prints each binary's result, then 'N passed, N failed'; the exit status is non-zero on a failure.
 set -u
@@ -202,7 +203,10 @@ esac
 
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 runner=()
-[ -n "${BUNDLE_RUNNER:-}" ] && read -r -a runner <<<"$BUNDLE_RUNNER"
+if [ -n "${BUNDLE_RUNNER:-}" ]; then
+  read -r -a runner <<<"$BUNDLE_RUNNER"
+  export NVSCI_CHILD_RUNNER=${NVSCI_CHILD_RUNNER:-$BUNDLE_RUNNER}
+fi
 echo "bundle for $(cat "$here/TARGET" 2>/dev/null || echo '?') on $(uname -m); NVSCI_LIB_DIR=${NVSCI_LIB_DIR:-<unset>}"
 [ "${NVSCI_REQUIRE_GPU:-0}" = 1 ] && echo "NVSCI_REQUIRE_GPU=1: GPU tests fail when no GPU is found"
 
