@@ -89,9 +89,9 @@ trap 'rm -f "$log" "$meta"' EXIT
 cd "$root"
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
 echo "building test binaries and examples for $target (${cargo_args[*]:-no extra cargo args})" >&2
-"${cargo_cmd[@]}" test --no-run --message-format=json ${selection[@]+"${selection[@]}"} \
+"${cargo_cmd[@]}" test --no-run --message-format=json-render-diagnostics ${selection[@]+"${selection[@]}"} \
   ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >"$log"
-"${cargo_cmd[@]}" build --examples --message-format=json ${selection[@]+"${selection[@]}"} \
+"${cargo_cmd[@]}" build --examples --message-format=json-render-diagnostics ${selection[@]+"${selection[@]}"} \
   ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >>"$log"
 cargo metadata --no-deps --format-version 1 >"$meta"
 
