@@ -3,11 +3,17 @@
 # runs on a machine without a Rust toolchain (a Jetson, a DRIVE target, or an x86_64 GPU host).
 #
 # Usage (from anywhere inside the repository):
-#   toolchain/bundle.sh [--target TRIPLE] [--out DIR] [-- CARGO ARGS...]
+#   toolchain/bundle.sh [--target TRIPLE] [--glibc VERSION] [--out DIR] [-- CARGO ARGS...]
 #
 #   --target TRIPLE   target to build for (default: the host). aarch64-unknown-linux-gnu is
 #                     cross-compiled with toolchain/cargo-aarch64.toml.
-#   --out DIR         output folder (default: target/bundle-<target>); replaced if it exists.
+#   --glibc VERSION   link against glibc VERSION (e.g. 2.31 for JetPack 5 and DRIVE OS 6) instead
+#                     of the C library installed for the target: builds with cargo-zigbuild, which
+#                     links with zig for TRIPLE.VERSION (install both with toolchain/setup-zig.sh).
+#                     Only for *-linux-gnu targets. Builds in the glibc-VERSION/ folder of the
+#                     target directory, so that it does not rebuild what the default build built.
+#   --out DIR         output folder (default: target/bundle-<target>, with --glibc
+#                     target/bundle-<target>-glibc<VERSION>); replaced if it exists.
 #   -- CARGO ARGS     passed to both cargo invocations, e.g. `-- --features vulkan` or
 #                     `-- --release -p nvsci`. Without -p/--package the whole workspace is built.
 #
@@ -29,12 +35,15 @@ usage() {
 
 host=$(rustc -vV | sed -n 's/^host: //p')
 target=$host
+glibc=
 out=
 cargo_args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --target) target=${2:?--target needs a value}; shift 2 ;;
     --target=*) target=${1#--target=}; shift ;;
+    --glibc) glibc=${2:?--glibc needs a value}; shift 2 ;;
+    --glibc=*) glibc=${1#--glibc=}; shift ;;
     --out) out=${2:?--out needs a value}; shift 2 ;;
     --out=*) out=${1#--out=}; shift ;;
     -h|--help) usage; exit 0 ;;
@@ -42,14 +51,58 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument: $1 (cargo arguments go after --)" >&2; usage >&2; exit 2 ;;
   esac
 done
-out=${out:-$root/target/bundle-$target}
+out=${out:-$root/target/bundle-$target${glibc:+-glibc$glibc}}
 case $out in /*) ;; *) out=$PWD/$out ;; esac
 
 # Cargo invocation for the target. The host build uses the default target directory layout so that
 # it shares artifacts with ordinary `cargo test` runs.
 cargo_cmd=(cargo)
 target_args=()
-if [ "$target" = "$host" ]; then
+if [ -n "$glibc" ]; then
+  # cargo-zigbuild reads the glibc version from a suffix of the target triple and sets zig as the
+  # linker, which links against the symbol versions of that glibc release. Its `test` and `build`
+  # subcommands take cargo's arguments.
+  if ! [[ $glibc =~ ^2\.[0-9]+$ ]]; then
+    echo "--glibc needs a version like 2.31, not '$glibc'" >&2
+    exit 2
+  fi
+  case $target in
+    *-linux-gnu*) ;;
+    *) echo "--glibc is only for *-linux-gnu targets, not $target" >&2; exit 2 ;;
+  esac
+  if ! command -v cargo-zigbuild >/dev/null; then
+    echo "cargo-zigbuild not found (needed for --glibc): run toolchain/setup-zig.sh" >&2
+    exit 1
+  fi
+  # The zig that toolchain/setup-zig.sh installed, unless cargo-zigbuild is told where zig is.
+  if [ -z "${CARGO_ZIGBUILD_PYTHON_PATH:-}" ] && [ -z "${CARGO_ZIGBUILD_ZIG_PATH:-}" ]; then
+    zig_venv=${NVSCI_ZIG_VENV:-${XDG_DATA_HOME:-$HOME/.local/share}/nvsci/zig-venv}
+    if [ -x "$zig_venv/bin/python3" ]; then
+      export CARGO_ZIGBUILD_PYTHON_PATH=$zig_venv/bin/python3
+    fi
+  fi
+  # The same search as cargo-zigbuild's: `python3 -m ziglang` first, then `zig`.
+  zig_version=$("${CARGO_ZIGBUILD_PYTHON_PATH:-python3}" -m ziglang version 2>/dev/null ||
+    "${CARGO_ZIGBUILD_ZIG_PATH:-zig}" version 2>/dev/null || true)
+  if [ -z "$zig_version" ]; then
+    echo "zig not found (needed for --glibc): run toolchain/setup-zig.sh" >&2
+    exit 1
+  fi
+  echo "linking with zig $zig_version ($(cargo-zigbuild --version)) for glibc $glibc" >&2
+  cargo_cmd=(cargo-zigbuild)
+  target_args=(--target "$target.$glibc")
+  # zig as the linker changes every unit's fingerprint: a folder of its own keeps the default
+  # build's artifacts.
+  tdir=$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null ||
+    cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" | jq -r .target_directory)
+  export CARGO_TARGET_DIR=$tdir/glibc-$glibc
+  case $target in
+    "$host") strip_tool=strip ;;
+    aarch64-unknown-linux-gnu) strip_tool=aarch64-linux-gnu-strip ;;
+    *) strip_tool= ;;
+  esac
+elif [ "$target" = "$host" ]; then
   strip_tool=strip
 else
   target_args=(--target "$target")
@@ -88,10 +141,10 @@ trap 'rm -f "$log" "$meta"' EXIT
 
 cd "$root"
 export CARGO_PROFILE_DEV_DEBUG=${CARGO_PROFILE_DEV_DEBUG:-0}
-echo "building test binaries and examples for $target (${cargo_args[*]:-no extra cargo args})" >&2
-"${cargo_cmd[@]}" test --no-run --message-format=json ${selection[@]+"${selection[@]}"} \
+echo "building test binaries and examples for $target${glibc:+ (glibc $glibc)} (${cargo_args[*]:-no extra cargo args})" >&2
+"${cargo_cmd[@]}" test --no-run --message-format=json-render-diagnostics ${selection[@]+"${selection[@]}"} \
   ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >"$log"
-"${cargo_cmd[@]}" build --examples --message-format=json ${selection[@]+"${selection[@]}"} \
+"${cargo_cmd[@]}" build --examples --message-format=json-render-diagnostics ${selection[@]+"${selection[@]}"} \
   ${target_args[@]+"${target_args[@]}"} ${cargo_args[@]+"${cargo_args[@]}"} >>"$log"
 cargo metadata --no-deps --format-version 1 >"$meta"
 
@@ -161,7 +214,7 @@ if [ ! -e "$out/lib/libnvsci_mock.so" ]; then
   tdir=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["target_directory"])' "$meta" 2>/dev/null ||
     jq -r .target_directory "$meta")
   triple_dir=$tdir
-  [ "$target" != "$host" ] && triple_dir=$tdir/$target
+  [ ${#target_args[@]} -gt 0 ] && triple_dir=$tdir/$target
   for f in "$triple_dir"/debug/deps/libnvsci_mock.so "$triple_dir"/release/deps/libnvsci_mock.so; do
     if [ -f "$f" ]; then
       cp "$f" "$out/lib/"
@@ -177,7 +230,7 @@ if [ "$copied" -eq 0 ]; then
   exit 1
 fi
 
-echo "$target" >"$out/TARGET"
+echo "$target${glibc:+ (glibc $glibc)}" >"$out/TARGET"
 
 cat >"$out/run.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -189,7 +242,8 @@ cat >"$out/run.sh" <<'EOF'
 #   FILTER...  passed to every test binary (test name filters, --exact, --test-threads=1, ...)
 #
 # BUNDLE_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" runs the binaries through an emulator
-# (to try an aarch64 bundle on an x86_64 host).
+# (to try an aarch64 bundle on an x86_64 host); the tests that start a second process of
+# themselves start it through the same runner (NVSCI_CHILD_RUNNER, unless already set).
 #
 # Prints each binary's result, then 'N passed, N failed'; the exit status is non-zero on a failure.
 set -u
@@ -202,7 +256,10 @@ esac
 
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 runner=()
-[ -n "${BUNDLE_RUNNER:-}" ] && read -r -a runner <<<"$BUNDLE_RUNNER"
+if [ -n "${BUNDLE_RUNNER:-}" ]; then
+  read -r -a runner <<<"$BUNDLE_RUNNER"
+  export NVSCI_CHILD_RUNNER=${NVSCI_CHILD_RUNNER:-$BUNDLE_RUNNER}
+fi
 echo "bundle for $(cat "$here/TARGET" 2>/dev/null || echo '?') on $(uname -m); NVSCI_LIB_DIR=${NVSCI_LIB_DIR:-<unset>}"
 [ "${NVSCI_REQUIRE_GPU:-0}" = 1 ] && echo "NVSCI_REQUIRE_GPU=1: GPU tests fail when no GPU is found"
 
