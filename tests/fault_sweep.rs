@@ -227,13 +227,15 @@ fn every_injected_failure_surfaces_typed_and_leaks_nothing() {
     let flows: [(&str, Flow); 4] =
         [("buffer", buffer_flow), ("sync", sync_flow), ("foreign", foreign_flow), ("ring", ring_flow)];
     let (mut points, mut surfaced, mut teardown_leaks) = (0, 0, Vec::new());
+    // Under Miri, which runs each flow some hundred times slower, every 9th point is swept.
+    let stride = if cfg!(miri) { 9 } else { 1 };
     for (name, flow) in flows {
         faults::trace_start();
         flow(&NvSci::mock()).unwrap_or_else(|e| panic!("{name} flow fails without injection: {e}"));
         let calls = faults::trace_take();
         assert_eq!(ledger.counts().total(), 0, "{name} flow leaks without injection");
         assert!(!calls.is_empty());
-        for (i, &function) in calls.iter().enumerate() {
+        for (i, &function) in calls.iter().enumerate().step_by(stride) {
             let nth = calls[..i].iter().filter(|&&f| f == function).count();
             let before = ledger.counts();
             faults::inject(function, nth, nvsci_sys::NvSciError_InsufficientMemory);
@@ -272,5 +274,5 @@ fn every_injected_failure_surfaces_typed_and_leaks_nothing() {
         teardown_leaks.len(),
         teardown_leaks.join(", ")
     );
-    assert!(points > 50, "the sweep covered only {points} injection points");
+    assert!(points > 50 / stride, "the sweep covered only {points} injection points");
 }
