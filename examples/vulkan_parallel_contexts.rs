@@ -128,14 +128,21 @@ fn main() -> ExitCode {
         std::thread::sleep(Duration::from_millis(50));
     }
     let finished = done.load(Ordering::SeqCst);
+    let mode = match (raw, keep_loader) {
+        (true, true) => "raw ash, one loader",
+        (true, false) => "raw ash, loader per round",
+        _ if private => "private VulkanContext",
+        _ => "shared VulkanContext",
+    };
+    let switches: Vec<&str> = [(lock, "taking turns"), (leak, "never destroyed"), (linger, "threads linger")]
+        .into_iter()
+        .filter_map(|(on, what)| on.then_some(what))
+        .chain((waves > 1).then_some("fresh threads per wave"))
+        .collect();
+    let mode =
+        if switches.is_empty() { mode.to_owned() } else { format!("{mode} ({})", switches.join(", ")) };
     println!(
-        "{} {threads} threads x {rounds} rounds: {finished} threads finished in {:.1} s, {} rounds failed{}",
-        match (raw, keep_loader) {
-            (true, true) => "raw ash, one loader",
-            (true, false) => "raw ash, loader per round",
-            _ if private => "private VulkanContext",
-            _ => "shared VulkanContext",
-        },
+        "{mode} {threads} threads x {rounds} rounds: {finished} threads finished in {:.1} s, {} rounds failed{}",
         start.elapsed().as_secs_f64(),
         failed.load(Ordering::SeqCst),
         if finished < threads { " -- HUNG (threads still inside Vulkan calls)" } else { "" }

@@ -16,7 +16,8 @@
 //!   The application's own `Arc<CudaContext>` is adopted (`cuda::CudaGpu::from_context`) and
 //!   its own streams take the work.
 //! * `vulkan` (feature `vulkan`): the desktop fallback feeding the same CUDA path, on a device
-//!   of its own or on the renderer's (`vulkan::VulkanContext::adopt`).
+//!   the process shares (`vulkan::VulkanContext::new`) or on the renderer's
+//!   (`vulkan::VulkanContext::adopt`).
 //! * [`pipeline`]: the frame ring (NvSci or mock; Vulkan with the `vulkan` feature), backend
 //!   selection and NV12 -> RGBA conversion (CPU reference and CUDA kernel).
 //!
@@ -76,8 +77,9 @@ pub use nvsci_sys as sys;
 /// and built without a dependency of one's own.
 pub use heapless;
 
-// The guides in docs/ as doctests, so that their snippets compile (and those that run on the
-// mock, run). A page whose snippets need a feature is only attached with it.
+// The guides in docs/ as doctests, so that their Rust snippets compile (today's are `no_run`:
+// they need a GPU or NVIDIA's libraries). Pages without Rust snippets are attached too, so that a
+// snippet added later is compiled. A page whose snippets need a feature is only attached with it.
 #[cfg(doctest)]
 #[doc = include_str!("../docs/bad-inputs.md")]
 struct BadInputsGuide;

@@ -16,15 +16,15 @@ use nvsci::cuda::CudaGpu;
 use nvsci::pipeline::{FrameProducer, ProducerConfig};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// Tests that measure process-wide fds and device memory run one at a time.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Tests that measure process-wide fds and device memory, or destroy a device of their own, run
+/// one at a time, each after the threads of the tests before it ended.
+fn serial() -> common::VulkanGuard<std::sync::RwLockWriteGuard<'static, ()>> {
+    common::vulkan_exclusive()
 }
 
 /// The CUDA device and the Vulkan device that is the same GPU.
@@ -388,8 +388,6 @@ fn adopted_cudarc_context_and_vulkan_device_share_memory() {
     let cuda2 = CudaGpu::try_from(ctx.clone()).unwrap();
     assert_eq!(cuda2.gpu_id(), cuda.gpu_id());
 
-    // Destroys a device of its own (`own.destroy()`).
-    let _vk = common::vulkan_exclusive();
     let Some(own) = common::own_vulkan::OwnVulkan::new(true, Some(cuda.gpu_id())) else { return };
     // SAFETY: the instance was created at API 1.2 from `entry`, the device on the physical
     // device with VK_KHR_external_memory_fd (and the semaphore extension where `semaphore_fd`

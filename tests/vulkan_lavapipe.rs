@@ -68,12 +68,16 @@ fn count_allocations(f: impl FnOnce()) -> u64 {
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The process's shared Vulkan context for these tests: `None` (skip) without a device unless
-/// `NVSCI_REQUIRE_VULKAN=1`. Tests run in parallel under `common::vulkan_shared()`; those that
-/// count the process's descriptors or destroy a device of their own take
-/// `common::vulkan_exclusive()`.
+/// The Vulkan context for these tests: the process's shared one, or with
+/// `NVSCI_TEST_PRIVATE_VULKAN=1` a private one per test, destroyed at its end (CI sets it on
+/// lavapipe under the validation layer, which reports objects left on a device only when the
+/// device is destroyed; on the NVIDIA driver 580, destroying devices while test threads end can
+/// hang, docs/vulkan.md). `None` (skip) without a device unless `NVSCI_REQUIRE_VULKAN=1`. Tests run
+/// in parallel under `common::vulkan_shared()`; those that count the process's descriptors or
+/// destroy a device take `common::vulkan_exclusive()`.
 fn vk_ctx() -> Option<Arc<VulkanContext>> {
-    match VulkanContext::new(DeviceSelection::Any) {
+    let private = std::env::var("NVSCI_TEST_PRIVATE_VULKAN").is_ok_and(|v| v == "1");
+    match VulkanContext::with_options(ContextOptions { private, ..Default::default() }) {
         Ok(c) => Some(c),
         Err(e) if common::vulkan_required() => panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
         Err(e) => {
@@ -142,9 +146,12 @@ fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
 #[test]
 fn contexts_are_shared_unless_private() {
     let _vk = common::vulkan_exclusive();
-    let Some(ctx) = vk_ctx() else { return };
+    let Some(_) = vk_ctx() else { return };
+    let ctx = VulkanContext::new(DeviceSelection::Any).unwrap();
     let again = std::thread::spawn(|| VulkanContext::new(DeviceSelection::Any).unwrap()).join().unwrap();
     assert!(Arc::ptr_eq(&ctx, &again), "the same shared context from another thread");
+    let by_uuid = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
+    assert!(Arc::ptr_eq(&ctx, &by_uuid), "the same device selected by UUID shares the context");
     let private =
         VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
     assert!(!Arc::ptr_eq(&ctx, &private));
@@ -157,8 +164,11 @@ fn contexts_are_shared_unless_private() {
 
 #[test]
 fn objects_keep_the_context_alive() {
-    let _vk = common::vulkan_shared();
-    let Some(ctx) = vk_ctx() else { return };
+    // A private context, destroyed once its last object is gone.
+    let _vk = common::vulkan_exclusive();
+    let Some(_) = vk_ctx() else { return };
+    let ctx = VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
+    let weak = Arc::downgrade(&ctx);
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
     drop(ctx);
@@ -166,6 +176,9 @@ fn objects_keep_the_context_alive() {
     let _fd = buffer.export_fd().unwrap();
     sem.signal(1).unwrap();
     assert_eq!(sem.value().unwrap(), 1);
+    assert!(weak.upgrade().is_some());
+    drop((buffer, sem));
+    assert!(weak.upgrade().is_none(), "the context went with its last object");
 }
 
 #[test]
@@ -598,7 +611,7 @@ fn device_source_and_readback_windows() {
 
 #[test]
 fn producer_steps_out_of_order_are_rejected() {
-    let _vk = common::vulkan_shared();
+    let _vk = common::vulkan_exclusive(); // destroys a private context
     let Some(ctx) = vk_ctx() else { return };
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let mut p = FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).unwrap();
@@ -610,8 +623,8 @@ fn producer_steps_out_of_order_are_rejected() {
     assert!(p.readback().is_empty());
     // Dropped with a frame in flight: the producer waits for it before destroying anything.
     drop(p);
-    // The shared context for this device selected by UUID is another context than `ctx`.
-    let other_ctx = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
+    let other_ctx =
+        VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
     assert!(!Arc::ptr_eq(&other_ctx, &ctx));
     assert!(matches!(
         FrameProducer::host_only(&other_ctx, &buffer, ProducerConfig::default()),

@@ -93,9 +93,13 @@ if [ -n "$glibc" ]; then
   target_args=(--target "$target.$glibc")
   # zig as the linker changes every unit's fingerprint: a folder of its own keeps the default
   # build's artifacts.
-  tdir=$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
+  if ! tdir=$(cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" |
     python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null ||
-    cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" | jq -r .target_directory)
+    cargo metadata --no-deps --format-version 1 --manifest-path "$root/Cargo.toml" | jq -r .target_directory) ||
+    [ -z "$tdir" ]; then
+    echo "could not read the target directory from cargo metadata (python3 or jq is needed)" >&2
+    exit 1
+  fi
   export CARGO_TARGET_DIR=$tdir/glibc-$glibc
   case $target in
     "$host") strip_tool=strip ;;

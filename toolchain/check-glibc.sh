@@ -71,10 +71,21 @@ fi
 bad=0
 for f in "${files[@]}"; do
   # "Version References" of `objdump -p`: the versions the dynamic linker requires.
-  newest=$("$OBJDUMP" -p "$f" | awk '/^Version References:/ { on = 1; next } on && /^[^ \t]/ { on = 0 } on' |
+  headers=""
+  if ! headers=$("$OBJDUMP" -p "$f"); then
+    echo "$f: $OBJDUMP could not read it" >&2
+    bad=1
+    continue
+  fi
+  newest=$(printf '%s\n' "$headers" | awk '/^Version References:/ { on = 1; next } on && /^[^ \t]/ { on = 0 } on' |
     grep -oE 'GLIBC_[0-9]+(\.[0-9]+)+' | sed 's/^GLIBC_//' | sort -Vu | tail -n 1 || true)
   if [ -z "$newest" ]; then
-    echo "$f: no GLIBC versions (static, or no glibc symbols)"
+    if printf '%s\n' "$headers" | grep -qE 'NEEDED +libc\.so'; then
+      echo "$f: links libc but lists no GLIBC version references" >&2
+      bad=1
+    else
+      echo "$f: no GLIBC versions (static, or no glibc symbols)"
+    fi
     continue
   fi
   if newer "$newest" "$max"; then

@@ -6,7 +6,7 @@
 //! shows colour bars instead, whose converted colours are known: `test_pattern.rs`.)
 
 use nvsci::pipeline::color::yuv_to_rgb;
-use nvsci::pipeline::{FrameFormat, FrameLayout};
+use nvsci::pipeline::FrameLayout;
 
 /// `(y, u, v)` of pixel `(x, row)` in frame `t`.
 pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
@@ -22,24 +22,9 @@ pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
 /// NV12 of even dimensions, or whose planes do not lie inside `dst` with pitches covering a row,
 /// is refused before anything is written.
 pub fn fill_test_pattern(layout: &FrameLayout, t: u64, dst: &mut [u8]) -> Result<(), String> {
-    let FrameFormat::Nv12 { width, height } = layout.format else {
-        return Err(format!("{:?} is not NV12", layout.format));
-    };
-    layout.format.validate().map_err(|e| e.to_string())?;
-    if layout.planes.len() != 2 {
-        return Err(format!("{} planes, NV12 has 2", layout.planes.len()));
-    }
-    let (w, h) = (width as usize, height as usize);
+    let (w, h) = layout.nv12_fits(dst.len(), "dst").map_err(|e| e.to_string())?;
+    let (width, height) = (w as u32, h as u32);
     let (yp, uvp) = (&layout.planes[0], &layout.planes[1]);
-    for (p, rows) in [(yp, h), (uvp, h / 2)] {
-        let end = (p.pitch as usize)
-            .checked_mul(rows - 1)
-            .and_then(|v| v.checked_add(w))
-            .and_then(|v| v.checked_add(usize::try_from(p.offset).ok()?));
-        if (p.pitch as usize) < w || end.is_none_or(|e| e > dst.len()) {
-            return Err(format!("{} bytes do not hold the plane {p:?}", dst.len()));
-        }
-    }
     for row in 0..height {
         let y_row = &mut dst[yp.offset as usize + row as usize * yp.pitch as usize..][..w];
         for (x, b) in y_row.iter_mut().enumerate() {

@@ -3,7 +3,6 @@
 use super::desc::{AttrListDescriptor, BufObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
-use crate::attr_list::MAX_LISTS;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::library::nvfn;
@@ -16,14 +15,6 @@ fn perm_name(p: Perm) -> &'static str {
         Perm::ReadOnly => "read-only access",
         Perm::ReadWrite => "read-write access",
     }
-}
-
-/// The raw handles of the importer's own lists (none is allowed: nothing is checked then).
-fn input_lists(inputs: &[&BufAttrList]) -> Result<heapless::Vec<sys::NvSciBufAttrList, { MAX_LISTS }>> {
-    if inputs.is_empty() {
-        return Ok(heapless::Vec::new());
-    }
-    Ok(BufAttrList::gather(inputs)?.1)
 }
 
 impl BufModule {
@@ -56,7 +47,7 @@ impl BufModule {
         inputs: &[&BufAttrList],
     ) -> Result<BufAttrList> {
         let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportReconciled);
-        let raw_in = input_lists(inputs)?;
+        let raw_in = super::list::input_lists(inputs)?;
         let mut raw = core::ptr::null_mut();
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         // SAFETY: the module and every input list are alive; `raw` receives a list.
@@ -87,7 +78,7 @@ impl BufModule {
         timeout: Option<Duration>,
     ) -> Result<BufObj> {
         let f = nvfn!(self.0.lib.buf(), NvSciBufIpcImportAttrListAndObj);
-        let raw_in = input_lists(inputs)?;
+        let raw_in = super::list::input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: as for `import_reconciled`; `raw` receives a new object reference.

@@ -3,7 +3,7 @@
 
 use super::desc::AttrListDescriptor;
 use super::IpcEndpoint;
-use crate::attr_list::{AttrList, Family};
+use crate::attr_list::{AttrList, Family, MAX_LISTS};
 use crate::error::Result;
 
 impl<F: Family> AttrList<F> {
@@ -35,4 +35,14 @@ impl<F: Family> AttrList<F> {
         // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
         unsafe { AttrListDescriptor::exported(ep, export.name, code, p, n, fns.free_desc.f) }
     }
+}
+
+/// The raw handles of the importer's own lists (none is allowed: nothing is checked then).
+pub(super) fn input_lists<F: Family>(
+    inputs: &[&AttrList<F>],
+) -> Result<heapless::Vec<F::RawList, { MAX_LISTS }>> {
+    if inputs.is_empty() {
+        return Ok(heapless::Vec::new());
+    }
+    Ok(AttrList::gather(inputs)?.1)
 }

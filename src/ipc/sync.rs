@@ -3,7 +3,6 @@
 use super::desc::{AttrListDescriptor, FenceDescriptor, SyncObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
-use crate::attr_list::MAX_LISTS;
 use crate::error::{check, invalid, Error, Result};
 use crate::library::nvfn;
 use crate::sync::{Fence, SyncAttrList, SyncModule, SyncObj, SyncPerm};
@@ -16,14 +15,6 @@ fn perm_name(p: SyncPerm) -> &'static str {
         SyncPerm::SignalOnly => "signal permission",
         SyncPerm::WaitSignal => "wait and signal permission",
     }
-}
-
-/// The raw handles of the importer's own lists (none is allowed: nothing is checked then).
-fn input_lists(inputs: &[&SyncAttrList]) -> Result<heapless::Vec<sys::NvSciSyncAttrList, { MAX_LISTS }>> {
-    if inputs.is_empty() {
-        return Ok(heapless::Vec::new());
-    }
-    Ok(SyncAttrList::gather(inputs)?.1)
 }
 
 impl SyncModule {
@@ -55,7 +46,7 @@ impl SyncModule {
         inputs: &[&SyncAttrList],
     ) -> Result<SyncAttrList> {
         let f = nvfn!(self.0.lib.sync(), NvSciSyncAttrListIpcImportReconciled);
-        let raw_in = input_lists(inputs)?;
+        let raw_in = super::list::input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: the module and every input list are alive; `raw` receives a list.
@@ -85,7 +76,7 @@ impl SyncModule {
         timeout: Option<Duration>,
     ) -> Result<SyncObj> {
         let f = nvfn!(self.0.lib.sync(), NvSciSyncIpcImportAttrListAndObj);
-        let raw_in = input_lists(inputs)?;
+        let raw_in = super::list::input_lists(inputs)?;
         let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
         let mut raw = core::ptr::null_mut();
         // SAFETY: as for `import_reconciled`; `raw` receives a new object.

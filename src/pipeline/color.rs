@@ -1,7 +1,7 @@
 //! NV12 -> RGBA conversion: the CPU version and the matching CUDA kernel (PTX text), bit-exact
 //! with each other (BT.601 studio range, integer arithmetic), plus a per-frame statistic.
 
-use super::format::{FrameFormat, FrameLayout};
+use super::format::FrameLayout;
 use crate::error::{invalid, Result};
 
 /// Converts one pixel (BT.601 studio range, 8-bit integer arithmetic).
@@ -17,34 +17,11 @@ pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [u8; 3] {
     ]
 }
 
-/// Checks that both NV12 planes of `layout` lie inside a buffer of `len` bytes, with pitches
-/// covering a row; returns (width, height).
-fn nv12_planes_fit(layout: &FrameLayout, len: usize, what: &'static str) -> Result<(usize, usize)> {
-    let FrameFormat::Nv12 { width, height } = layout.format else {
-        return Err(invalid("layout.format", "not NV12"));
-    };
-    layout.format.validate()?;
-    if layout.planes.len() != 2 {
-        return Err(invalid("layout.planes", format!("{} planes, NV12 has 2", layout.planes.len())));
-    }
-    let (w, h) = (width as usize, height as usize);
-    for (p, rows) in [(&layout.planes[0], h), (&layout.planes[1], h / 2)] {
-        let end = (p.pitch as usize)
-            .checked_mul(rows - 1)
-            .and_then(|v| v.checked_add(w))
-            .and_then(|v| v.checked_add(usize::try_from(p.offset).ok()?));
-        if (p.pitch as usize) < w || end.is_none_or(|e| e > len) {
-            return Err(invalid(what, format!("{len} bytes do not hold the plane {p:?}")));
-        }
-    }
-    Ok((w, h))
-}
-
 /// Converts an NV12 frame laid out as `layout` (pitches and offsets from its planes) into packed
 /// RGBA (`width * 4` bytes per row). Returns the frame statistic: the sum of R + G + B over all
 /// pixels.
 pub fn nv12_to_rgba(layout: &FrameLayout, src: &[u8], dst: &mut [u8]) -> Result<u64> {
-    let (w, h) = nv12_planes_fit(layout, src.len(), "src")?;
+    let (w, h) = layout.nv12_fits(src.len(), "src")?;
     if Some(dst.len()) != w.checked_mul(h).and_then(|v| v.checked_mul(4)) {
         return Err(invalid("dst", format!("{} bytes; {w}x{h} RGBA needs 4 bytes per pixel", dst.len())));
     }

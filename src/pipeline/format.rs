@@ -127,6 +127,30 @@ pub struct FrameLayout {
 }
 
 impl FrameLayout {
+    /// Checks that this is an NV12 layout whose two planes lie inside a buffer of `len` bytes, with
+    /// pitches covering a row; returns (width, height) in pixels. `buffer` names the buffer in the
+    /// error.
+    pub fn nv12_fits(&self, len: usize, buffer: &'static str) -> Result<(usize, usize)> {
+        let FrameFormat::Nv12 { width, height } = self.format else {
+            return Err(invalid("self.format", "not NV12"));
+        };
+        self.format.validate()?;
+        if self.planes.len() != 2 {
+            return Err(invalid("self.planes", format!("{} planes, NV12 has 2", self.planes.len())));
+        }
+        let (w, h) = (width as usize, height as usize);
+        for (p, rows) in [(&self.planes[0], h), (&self.planes[1], h / 2)] {
+            let end = (p.pitch as usize)
+                .checked_mul(rows - 1)
+                .and_then(|v| v.checked_add(w))
+                .and_then(|v| v.checked_add(usize::try_from(p.offset).ok()?));
+            if (p.pitch as usize) < w || end.is_none_or(|e| e > len) {
+                return Err(invalid(buffer, format!("{len} bytes do not hold the plane {p:?}")));
+            }
+        }
+        Ok((w, h))
+    }
+
     /// The layout a backend without NvSci reconciliation uses: rows padded to `pitch_align`
     /// bytes, planes starting on `plane_align` bytes (both powers of two).
     pub fn packed(format: FrameFormat, pitch_align: u32, plane_align: u64) -> Result<Self> {

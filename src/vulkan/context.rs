@@ -124,8 +124,9 @@ pub(crate) fn vk_err(function: &'static str) -> impl FnOnce(vk::Result) -> Error
 /// A Vulkan instance and logical device on one physical device, with one queue that supports
 /// transfers (and graphics or compute where the device has such a family).
 ///
-/// Every object of this module holds an `Arc<VulkanContext>`, so the device is destroyed last;
-/// [`Drop`] waits for the device to go idle before destroying it.
+/// Every object of this module holds an `Arc<VulkanContext>`. Shared contexts (the default) stay
+/// for the life of the process; a private one is destroyed after its last object, and [`Drop`]
+/// waits for the device to go idle before destroying it.
 pub struct VulkanContext {
     ext_semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
     ext_memory_fd: ash::khr::external_memory_fd::Device,
@@ -227,7 +228,8 @@ impl VulkanContext {
         Self::with_options(ContextOptions { device, ..ContextOptions::default() })
     }
 
-    /// Opens the Vulkan device that is the same GPU as `cuda` (matched by UUID).
+    /// The shared context of the Vulkan device that is the same GPU as `cuda` (matched by UUID;
+    /// see [`with_options`](Self::with_options)).
     #[cfg(feature = "cuda")]
     pub fn for_cuda(cuda: &crate::cuda::CudaGpu) -> Result<Arc<Self>> {
         Self::new(DeviceSelection::Uuid(cuda.gpu_id()))
@@ -235,30 +237,40 @@ impl VulkanContext {
 
     /// Opens a loader (default or given) and the selected device.
     ///
-    /// Unless `options.private` is set, contexts are shared: the first call for a loader and a
-    /// selection creates the instance and device, later calls (from any thread) get the same
-    /// context, and it stays for the life of the process. With the NVIDIA driver 580, a
-    /// `vkDestroyDevice` that overlaps the exit of another thread which made Vulkan calls can
-    /// deadlock inside the driver (both end up in the driver's thread-exit cleanup; see
-    /// `docs/vulkan.md`, "Creating contexts from several threads"), and a program cannot
-    /// control when its threads exit. A shared context is never destroyed, so threads may
-    /// come and go freely. A private context is destroyed with its last reference: create and
-    /// drop private contexts only while no other thread that used Vulkan ends.
+    /// Unless `options.private` is set, contexts are shared: one per loader and physical device,
+    /// created by the first call that needs it and kept for the life of the process; later calls
+    /// from any thread get the same context. [`DeviceSelection::Uuid`] takes the shared context
+    /// of that device, and [`DeviceSelection::Any`] the first shared context of the loader when
+    /// there is one. Everything made on a shared context uses its one queue, behind
+    /// [`lock_queue`](Self::lock_queue).
+    ///
+    /// Why shared: with the NVIDIA driver 580, a `vkDestroyDevice` that overlaps the exit of
+    /// another thread which made Vulkan calls can deadlock inside the driver (both end up in the
+    /// driver's thread-exit cleanup; see `docs/vulkan.md`, "Creating contexts from several
+    /// threads"), and a program cannot control when its threads exit. A shared context is never
+    /// destroyed, so threads may come and go freely. A private context is destroyed with its last
+    /// reference: create and drop private contexts only while no other thread that used Vulkan
+    /// ends.
     pub fn with_options(options: ContextOptions) -> Result<Arc<Self>> {
         if options.private {
             return Self::create(&options);
         }
-        type Shared = Vec<(Option<PathBuf>, DeviceSelection, Arc<VulkanContext>)>;
-        static SHARED: Mutex<Shared> = Mutex::new(Vec::new());
+        static SHARED: Mutex<Vec<(PathBuf, Arc<VulkanContext>)>> = Mutex::new(Vec::new());
+        let loader = options.loader.clone().unwrap_or_else(|| PathBuf::from(LOADER_NAME));
         // Held while creating, so that two threads asking at once share one context.
         let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, _, ctx)) =
-            shared.iter().find(|(l, d, _)| *l == options.loader && *d == options.device)
-        {
+        let found = shared.iter().find(|(l, ctx)| {
+            *l == loader
+                && match options.device {
+                    DeviceSelection::Any => true,
+                    DeviceSelection::Uuid(u) => ctx.uuid() == u,
+                }
+        });
+        if let Some((_, ctx)) = found {
             return Ok(ctx.clone());
         }
         let ctx = Self::create(&options)?;
-        shared.push((options.loader.clone(), options.device, ctx.clone()));
+        shared.push((loader, ctx.clone()));
         Ok(ctx)
     }
 

@@ -19,24 +19,49 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// Lets Vulkan tests run in parallel (read side), or alone where they destroy a device or count
 /// the process's descriptors (write side). With the NVIDIA driver 580, `vkDestroyDevice` can
 /// deadlock when it overlaps the exit of another thread that made Vulkan calls (docs/vulkan.md),
-/// and every test ends its thread; the write side therefore also waits a moment for the threads
-/// of tests that just finished to end.
+/// and every test ends its thread: the write side therefore also waits until the threads of the
+/// tests that held the lock before have ended.
 #[cfg(feature = "vulkan")]
 static VULKAN_TESTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
-/// Shared access for a Vulkan test that neither destroys a device nor counts descriptors.
+/// Threads that held [`VULKAN_TESTS`] and may still be ending.
 #[cfg(feature = "vulkan")]
-pub fn vulkan_shared() -> std::sync::RwLockReadGuard<'static, ()> {
-    VULKAN_TESTS.read().unwrap_or_else(|e| e.into_inner())
+static VULKAN_THREADS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// A hold on [`VULKAN_TESTS`]; its thread is recorded when it lets go.
+#[cfg(feature = "vulkan")]
+pub struct VulkanGuard<G>(G);
+
+#[cfg(feature = "vulkan")]
+impl<G> Drop for VulkanGuard<G> {
+    fn drop(&mut self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        VULKAN_THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(tid);
+    }
 }
 
-/// Sole access for a Vulkan test that destroys a device or counts descriptors.
+/// Shared access for a Vulkan test that neither destroys a device nor counts descriptors.
 #[cfg(feature = "vulkan")]
-pub fn vulkan_exclusive() -> std::sync::RwLockWriteGuard<'static, ()> {
+pub fn vulkan_shared() -> VulkanGuard<std::sync::RwLockReadGuard<'static, ()>> {
+    VulkanGuard(VULKAN_TESTS.read().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Sole access for a Vulkan test that destroys a device or counts descriptors, once every thread
+/// that held the lock before has ended (it waits at most 10 s for them).
+#[cfg(feature = "vulkan")]
+pub fn vulkan_exclusive() -> VulkanGuard<std::sync::RwLockWriteGuard<'static, ()>> {
     let guard = VULKAN_TESTS.write().unwrap_or_else(|e| e.into_inner());
-    // The threads of the tests that released the lock last are ending now.
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    guard
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut threads = std::mem::take(&mut *VULKAN_THREADS.lock().unwrap_or_else(|e| e.into_inner()));
+    threads.retain(|&t| t != me);
+    while !threads.is_empty() && std::time::Instant::now() < deadline {
+        threads.retain(|t| std::path::Path::new(&format!("/proc/self/task/{t}")).exists());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    VulkanGuard(guard)
 }
 
 /// Open file descriptors of this process.
