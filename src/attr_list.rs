@@ -156,7 +156,29 @@ pub struct ListFns<F: Family> {
             *mut usize,
         ) -> sys::NvSciError,
     >,
+    pub(crate) ipc_import_unreconciled: Entry<
+        unsafe extern "C" fn(
+            F::RawModule,
+            sys::NvSciIpcEndpoint,
+            *const c_void,
+            usize,
+            *mut F::RawList,
+        ) -> sys::NvSciError,
+    >,
+    pub(crate) ipc_import_reconciled: Entry<ImportReconciled<F>>,
 }
+
+/// `NvSci{Buf,Sync}AttrListIpcImportReconciled`: module, endpoint, descriptor and its length,
+/// the importer's unreconciled lists and their count, the imported list.
+pub(crate) type ImportReconciled<F> = unsafe extern "C" fn(
+    <F as Family>::RawModule,
+    sys::NvSciIpcEndpoint,
+    *const c_void,
+    usize,
+    *const <F as Family>::RawList,
+    usize,
+    *mut <F as Family>::RawList,
+) -> sys::NvSciError;
 
 /// An owned attribute list (unreconciled, reconciled or appended) of family `F`:
 /// [`BufAttrList`](crate::buf::BufAttrList) or [`SyncAttrList`](crate::sync::SyncAttrList).

@@ -59,6 +59,8 @@ impl Family for BufFamily {
             free_desc: entry!(t.NvSciBufAttrListFreeDesc),
             ipc_export_unreconciled: entry!(t.NvSciBufAttrListIpcExportUnreconciled),
             ipc_export_reconciled: entry!(t.NvSciBufAttrListIpcExportReconciled),
+            ipc_import_unreconciled: entry!(t.NvSciBufAttrListIpcImportUnreconciled),
+            ipc_import_reconciled: entry!(t.NvSciBufAttrListIpcImportReconciled),
         }
     }
 

@@ -21,20 +21,7 @@ impl BufModule {
     /// Imports unreconciled lists exported by the peer of `ep` (one read-only list holding all
     /// of their slots), to reconcile with this process's lists.
     pub fn import_unreconciled(&self, ep: &IpcEndpoint, desc: &AttrListDescriptor) -> Result<BufAttrList> {
-        let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportUnreconciled);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
-        let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciBufAttrListIpcImportUnreconciled",
-                "attribute list",
-                "",
-                None,
-                code,
-            ));
-        }
-        Ok(BufAttrList::wrap(raw, self))
+        BufAttrList::import_unreconciled(self, ep, desc)
     }
 
     /// Imports a reconciled list exported by the peer, checked against this process's
@@ -46,24 +33,7 @@ impl BufModule {
         desc: &AttrListDescriptor,
         inputs: &[&BufAttrList],
     ) -> Result<BufAttrList> {
-        let f = nvfn!(self.0.lib.buf(), NvSciBufAttrListIpcImportReconciled);
-        let raw_in = super::list::input_lists(inputs)?;
-        let mut raw = core::ptr::null_mut();
-        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
-        // SAFETY: the module and every input list are alive; `raw` receives a list.
-        let code = unsafe {
-            f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
-        };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciBufAttrListIpcImportReconciled",
-                "reconciled attribute list",
-                "",
-                None,
-                code,
-            ));
-        }
-        Ok(BufAttrList::wrap(raw, self))
+        BufAttrList::import_reconciled(self, ep, desc, inputs)
     }
 
     /// Imports a buffer and its reconciled list exported together with

@@ -1,10 +1,11 @@
-//! Attribute-list export through an [`IpcEndpoint`], the same for both families (the imports
-//! are methods of the modules).
+//! Attribute-list export and import through an [`IpcEndpoint`], the same for both families (the
+//! modules' `import_unreconciled` / `import_reconciled` call the imports here).
 
 use super::desc::AttrListDescriptor;
 use super::IpcEndpoint;
-use crate::attr_list::{AttrList, Family, MAX_LISTS};
+use crate::attr_list::{AttrList, Family, Handle, MAX_LISTS};
 use crate::error::Result;
+use nvsci_sys as sys;
 
 impl<F: Family> AttrList<F> {
     /// Exports unreconciled lists (`NvSciBufAttrListIpcExportUnreconciled` or
@@ -34,6 +35,59 @@ impl<F: Family> AttrList<F> {
         let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
         // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
         unsafe { AttrListDescriptor::exported(ep, export.name, code, p, n, fns.free_desc.f) }
+    }
+}
+
+impl<F: Family> AttrList<F> {
+    /// Imports unreconciled lists exported by the peer of `ep` as one read-only list under
+    /// `module`.
+    pub(crate) fn import_unreconciled(
+        module: &F::Module,
+        ep: &IpcEndpoint,
+        desc: &AttrListDescriptor,
+    ) -> Result<Self> {
+        let import = F::fns(module).ipc_import_unreconciled;
+        let f = import.get()?;
+        let mut raw = F::RawList::NULL;
+        // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
+        let code =
+            unsafe { f(F::raw_module(module), ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
+        if code != sys::NvSciError_Success {
+            return Err(ep.import_error(import.name, "attribute list", "", None, code));
+        }
+        Ok(Self::wrap(raw, module))
+    }
+
+    /// Imports a reconciled list exported by the peer of `ep`, checked against this process's
+    /// unreconciled `inputs`.
+    pub(crate) fn import_reconciled(
+        module: &F::Module,
+        ep: &IpcEndpoint,
+        desc: &AttrListDescriptor,
+        inputs: &[&Self],
+    ) -> Result<Self> {
+        let import = F::fns(module).ipc_import_reconciled;
+        let f = import.get()?;
+        let raw_in = input_lists(inputs)?;
+        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
+        let mut raw = F::RawList::NULL;
+        // SAFETY: the module and every input list are alive; `desc` is readable for its length;
+        // `raw` receives a list.
+        let code = unsafe {
+            f(
+                F::raw_module(module),
+                ep.as_raw(),
+                desc.0.as_ptr().cast(),
+                desc.0.len(),
+                ptr,
+                raw_in.len(),
+                &mut raw,
+            )
+        };
+        if code != sys::NvSciError_Success {
+            return Err(ep.import_error(import.name, "reconciled attribute list", "", None, code));
+        }
+        Ok(Self::wrap(raw, module))
     }
 }
 

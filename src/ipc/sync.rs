@@ -21,20 +21,7 @@ impl SyncModule {
     /// Imports unreconciled lists exported by the peer of `ep` (one read-only list holding all
     /// of their slots).
     pub fn import_unreconciled(&self, ep: &IpcEndpoint, desc: &AttrListDescriptor) -> Result<SyncAttrList> {
-        let f = nvfn!(self.0.lib.sync(), NvSciSyncAttrListIpcImportUnreconciled);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
-        let code = unsafe { f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciSyncAttrListIpcImportUnreconciled",
-                "attribute list",
-                "",
-                None,
-                code,
-            ));
-        }
-        Ok(SyncAttrList::wrap(raw, self))
+        SyncAttrList::import_unreconciled(self, ep, desc)
     }
 
     /// Imports a reconciled list exported by the peer, checked against this process's
@@ -45,24 +32,7 @@ impl SyncModule {
         desc: &AttrListDescriptor,
         inputs: &[&SyncAttrList],
     ) -> Result<SyncAttrList> {
-        let f = nvfn!(self.0.lib.sync(), NvSciSyncAttrListIpcImportReconciled);
-        let raw_in = super::list::input_lists(inputs)?;
-        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the module and every input list are alive; `raw` receives a list.
-        let code = unsafe {
-            f(self.0.raw, ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), ptr, raw_in.len(), &mut raw)
-        };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciSyncAttrListIpcImportReconciled",
-                "reconciled attribute list",
-                "",
-                None,
-                code,
-            ));
-        }
-        Ok(SyncAttrList::wrap(raw, self))
+        SyncAttrList::import_reconciled(self, ep, desc, inputs)
     }
 
     /// Imports a sync object and its reconciled list exported together with

@@ -62,6 +62,8 @@ impl Family for SyncFamily {
             free_desc: entry!(t.NvSciSyncAttrListFreeDesc),
             ipc_export_unreconciled: entry!(t.NvSciSyncAttrListIpcExportUnreconciled),
             ipc_export_reconciled: entry!(t.NvSciSyncAttrListIpcExportReconciled),
+            ipc_import_unreconciled: entry!(t.NvSciSyncAttrListIpcImportUnreconciled),
+            ipc_import_reconciled: entry!(t.NvSciSyncAttrListIpcImportReconciled),
         }
     }
 
