@@ -31,12 +31,13 @@
 //! to default alignment with which buffer is allocated if none of the unreconciled lists
 //! specify this attribute").
 //!
-//! Image (plane-based, pitch-linear, progressive only): `Layout`, `ScanType`, `PlaneCount`,
-//! `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight` are mandatory; they and `PlaneColorStd`,
-//! the paddings and `ImageCount` must be equal in every slot that sets them (`ImageCount` accepts
-//! only 1, its one valid input value in nvscibuf.h).
-//! `PlaneBaseAddrAlign` is the per-plane max. See [`super::image`] for the layout. Paddings
-//! must be zero, `VprFlag` false and surface-based keys unset, else `NotSupported`.
+//! Image (plane-based; pitch-linear or block-linear, progressive or interlaced, with or without
+//! padding): `Layout`, `ScanType`, `PlaneCount`, `PlaneColorFormat`, `PlaneWidth`,
+//! `PlaneHeight` are mandatory; they and `PlaneColorStd`, the paddings and `ImageCount` must be
+//! equal in every slot that sets them (`ImageCount` accepts only 1, its one valid input value in
+//! nvscibuf.h). `PlaneBaseAddrAlign` is the per-plane max; the paddings default to 0. See
+//! [`super::image`] for the layout. `VprFlag` must be false, surface-based keys unset and every
+//! color format one the mock knows the size of, else `NotSupported`.
 
 use super::image::{self, PlaneIn, MOCK_PLANE_ALIGN};
 use super::keys::BUF_KEYS;
@@ -350,9 +351,10 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     let formats = a.formats.ok_or_else(bad)?.u32s();
     let widths = a.widths.ok_or_else(bad)?.u32s();
     let heights = a.heights.ok_or_else(bad)?.u32s();
-    if layout != NvSciBufImage_PitchLinearType || scan != NvSciBufScan_ProgressiveType {
-        return Err(NvSciError_NotSupported.into());
-    }
+    // Any value of the two enums is valid input (nvscibuf.h, `Layout` and `ScanType`: "valid
+    // input value: Any value defined by" the enum); SetAttrs has already refused the others.
+    let block_linear = layout == NvSciBufImage_BlockLinearType;
+    let interlaced = scan == NvSciBufScan_InterlaceType;
     if formats.len() != n || widths.len() != n || heights.len() != n {
         return Err(bad());
     }
@@ -364,11 +366,14 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
         Some(v) => v.u32s(),
         None => formats.iter().map(|f| image::default_color_std(*f)).collect(),
     };
-    for p in &a.paddings {
-        match p {
-            Some(v) if v.u64s().len() != n => return Err(bad()),
-            Some(v) if v.u64s().iter().any(|x| *x != 0) => return Err(NvSciError_NotSupported.into()),
-            _ => {}
+    // Paddings: per plane, in pixels, default 0 (nvscibuf.h, `TopPadding` ... `RightPadding`).
+    let mut paddings = [vec![0u64; n], vec![0u64; n], vec![0u64; n], vec![0u64; n]];
+    for (dst, p) in paddings.iter_mut().zip(&a.paddings) {
+        if let Some(v) = p {
+            if v.u64s().len() != n {
+                return Err(bad());
+            }
+            *dst = v.u64s();
         }
     }
     if c.any_true(NvSciBufImageAttrKey_VprFlag) {
@@ -396,6 +401,9 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
             height: heights[i],
             bits_per_pixel: infos[i].bits_per_pixel,
             align: aligns[i],
+            padding: [paddings[0][i], paddings[1][i], paddings[2][i], paddings[3][i]],
+            block_linear,
+            interlaced,
         })
         .collect();
     let (layout_out, size) = image::layout(&planes)?;
@@ -404,8 +412,8 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     let u64s = |f: &dyn Fn(usize) -> u64| Value::from_u64s(&(0..n).map(f).collect::<Vec<_>>());
     out.insert(NvSciBufImageAttrKey_Layout, Value::from_u32s(&[layout]));
     out.insert(NvSciBufImageAttrKey_ScanType, Value::from_u32s(&[scan]));
-    for key in PADDING_KEYS {
-        out.insert(key, u64s(&|_| 0));
+    for (key, values) in PADDING_KEYS.iter().zip(&paddings) {
+        out.insert(*key, Value::from_u64s(values));
     }
     out.insert(NvSciBufImageAttrKey_VprFlag, Value::from_bool(false));
     out.insert(NvSciBufImageAttrKey_Size, Value::from_u64s(&[size]));
@@ -423,7 +431,7 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
         NvSciBufImageAttrKey_PlaneChannelCount,
         Value::new(&infos.iter().map(|f| f.channels).collect::<Vec<u8>>()),
     );
-    out.insert(NvSciBufImageAttrKey_PlaneSecondFieldOffset, u64s(&|_| 0));
+    out.insert(NvSciBufImageAttrKey_PlaneSecondFieldOffset, u64s(&|i| layout_out[i].second_field_offset));
     out.insert(NvSciBufImageAttrKey_PlanePitch, u32s(&|i| layout_out[i].pitch));
     out.insert(NvSciBufImageAttrKey_PlaneAlignedHeight, u32s(&|i| layout_out[i].aligned_height));
     out.insert(NvSciBufImageAttrKey_PlaneAlignedSize, u64s(&|i| layout_out[i].aligned_size));
