@@ -124,7 +124,8 @@ mod sync;
 pub mod export;
 
 pub use buf::image::{
-    block_linear_log2_gobs, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN,
+    block_linear_log2_gobs, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN,
+    MOCK_PLANE_ALIGN,
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, HandleCounts, Ledger};

@@ -270,11 +270,23 @@ mod tests {
         let (planes, size) = layout(&[y, uv]).unwrap();
         assert_eq!(
             planes[0],
-            PlaneOut { pitch: 2048, aligned_height: 1080, offset: 0, aligned_size: 2211840, second_field_offset: 0 }
+            PlaneOut {
+                pitch: 2048,
+                aligned_height: 1080,
+                offset: 0,
+                aligned_size: 2211840,
+                second_field_offset: 0
+            }
         );
         assert_eq!(
             planes[1],
-            PlaneOut { pitch: 2048, aligned_height: 540, offset: 2211840, aligned_size: 1105920, second_field_offset: 0 }
+            PlaneOut {
+                pitch: 2048,
+                aligned_height: 540,
+                offset: 2211840,
+                aligned_size: 1105920,
+                second_field_offset: 0
+            }
         );
         assert_eq!(size, 3317760);
     }

@@ -48,7 +48,8 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
     let second = u64s(NvSciBufImageAttrKey_PlaneSecondFieldOffset);
     let top = u64s(NvSciBufImageAttrKey_TopPadding);
     let left = u64s(NvSciBufImageAttrKey_LeftPadding);
-    let block_linear = a.get(NvSciBufImageAttrKey_Layout).map(Value::u32) == Some(NvSciBufImage_BlockLinearType);
+    let block_linear =
+        a.get(NvSciBufImageAttrKey_Layout).map(Value::u32) == Some(NvSciBufImage_BlockLinearType);
     let interlaced = a.get(NvSciBufImageAttrKey_ScanType).map(Value::u32) == Some(NvSciBufScan_InterlaceType);
     let lens = [widths.len(), heights.len(), bpp.len(), pitches.len(), offsets.len(), aligned_heights.len()];
     if n == 0 || lens.iter().any(|l| *l < n) {
