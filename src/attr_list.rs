@@ -10,9 +10,10 @@ use nvsci_sys as sys;
 
 /// Why the mock answers `NotSupported` to a reconciliation: what it lays out.
 pub(crate) const MOCK_LAYOUTS: &str =
-    "the mock lays out raw buffers and pitch-linear, progressive images without \
-    padding only; block-linear, interlaced and padded images and tensors are laid out by NVIDIA's \
-    library alone (see docs/mock.md)";
+    "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
+    progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \
+    pyramids, surface-based image keys, VPR and video memory are left to NVIDIA's library (see \
+    docs/mock.md)";
 
 /// An attribute family: NvSciBuf ([`BufFamily`](crate::buf::BufFamily)) or NvSciSync
 /// ([`SyncFamily`](crate::sync::SyncFamily)), the type parameter of every [`Key`] and
