@@ -10,6 +10,12 @@ use nvsci::buf::{
 };
 use nvsci::{Error, NvSci};
 
+#[allow(dead_code)]
+#[path = "../examples/support/nv12_pattern.rs"]
+mod nv12_pattern;
+#[path = "../examples/support/nv12_put.rs"]
+mod nv12_put;
+
 fn module() -> BufModule {
     BufModule::open(&NvSci::mock()).unwrap()
 }
@@ -867,4 +873,37 @@ fn block_linear_bytes_follow_the_gob_layout() {
             );
         }
     }
+}
+
+/// The examples' NV12 test pattern, rendered tightly packed (as the Y4M reader and the camera
+/// source render frames), written into a block-linear NV12 image and read back unchanged.
+#[test]
+fn block_linear_nv12_frames_from_the_examples_support() {
+    let m = module();
+    let (w, h) = (64u32, 36u32);
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&nv12_block_linear(&m, w, h)]).unwrap()).unwrap();
+    let layout = nvsci::pipeline::FrameLayout::packed(
+        nvsci::pipeline::FrameFormat::Nv12 { width: w, height: h },
+        1,
+        1,
+    )
+    .unwrap();
+    let mut frame = vec![0u8; layout.size as usize];
+    nv12_pattern::fill_test_pattern(&layout, 7, &mut frame).unwrap();
+    nv12_put::put_nv12(&obj, &frame, w, h).unwrap();
+    let mut back = vec![0u8; frame.len()];
+    nv12_put::get_nv12(&obj, &mut back, w, h).unwrap();
+    assert_eq!(back, frame);
+    // The planes really are block-linear in memory: luma row 1 does not follow row 0.
+    let mem = obj.cpu_read().unwrap();
+    let y = obj.planes().unwrap()[0];
+    assert_ne!(
+        &mem[y.offset as usize + y.pitch as usize..][..w as usize],
+        &frame[w as usize..][..w as usize]
+    );
+    assert_eq!(
+        &mem[y.offset as usize..][..16],
+        &frame[..16],
+        "the first 16 bytes of row 0 lead the first GOB"
+    );
 }
