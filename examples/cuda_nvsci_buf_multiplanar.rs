@@ -136,8 +136,8 @@ pub fn run(width: u32, height: u32) -> Res<usize> {
 
         let mut want = source.clone();
         flip_bits(&mut want);
-        let mut got = frame(&image)?;
-        get(&image, &mut got)?;
+        let mut got = frame(image)?;
+        get(image, &mut got)?;
         for (i, ((g, _), (w, _))) in got.iter().zip(&want).enumerate() {
             if let Some(at) = g.iter().zip(w).position(|(a, b)| a != b) {
                 return Err(format!("plane {i} byte {at}: {} instead of {}", g[at], w[at]).into());

@@ -659,7 +659,7 @@ fn nvidia_sample_image_lists_reconcile_and_allocate() {
     assert_eq!(p.len(), 3);
     for (i, (plane, (w, h))) in p.iter().zip([(720, 480), (360, 240), (360, 240)]).enumerate() {
         assert_eq!((plane.width, plane.height, plane.bits_per_pixel), (w, h, 8), "plane {i}");
-        assert!(plane.pitch >= w && plane.pitch % 64 == 0 && plane.aligned_height >= h, "plane {i}");
+        assert!(plane.pitch >= w && plane.pitch.is_multiple_of(64) && plane.aligned_height >= h, "plane {i}");
         assert!(plane.aligned_size >= u64::from(plane.pitch) * u64::from(plane.aligned_height));
         if i > 0 {
             assert!(

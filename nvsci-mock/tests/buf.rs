@@ -699,6 +699,9 @@ fn ledger_counts() {
 
 // ---------------------------------------------------------------- images: layouts and pixels
 
+/// A named set of plane formats, widths and heights.
+type FormatCase = (&'static str, Vec<u32>, Vec<u32>, Vec<u32>);
+
 /// An image request: formats with widths and heights per plane.
 struct Img {
     block_linear: bool,
@@ -723,7 +726,7 @@ fn bytes_per_pixel(f: u32) -> u64 {
 
 impl Img {
     /// The planar YUV and RGBA formats of NVIDIA's samples and camera stacks at `w` x `h`.
-    fn formats(w: u32, h: u32) -> Vec<(&'static str, Vec<u32>, Vec<u32>, Vec<u32>)> {
+    fn formats(w: u32, h: u32) -> Vec<FormatCase> {
         let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
         vec![
             ("NV12", vec![NvSciColor_Y8, NvSciColor_V8U8], vec![w, cw], vec![h, ch]),
@@ -821,7 +824,7 @@ fn check_invariants(b: &Buf, r: NvSciBufAttrList, img: &Img, what: &str) {
         let fields = if img.interlaced { 2 } else { 1 };
         assert!(p.aligned_size[i] >= pitch * ah * fields, "{what}: plane {i} size");
         assert!(
-            p.align[i].is_power_of_two() && p.offset[i] % u64::from(p.align[i]) == 0,
+            p.align[i].is_power_of_two() && p.offset[i].is_multiple_of(u64::from(p.align[i])),
             "{what}: plane {i}"
         );
         if i + 1 < n {

@@ -123,7 +123,7 @@ impl BufObj {
         }
         for (i, p) in planes.iter().enumerate() {
             let (len, pitch) = plane(i);
-            if p.bits_per_pixel % 8 != 0 {
+            if !p.bits_per_pixel.is_multiple_of(8) {
                 return Err(Error::Unsupported {
                     what: "pixel access",
                     reason: "planes whose pixels are not whole bytes cannot be addressed per pixel",

@@ -57,7 +57,7 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
     }
     (0..n)
         .map(|i| {
-            if bpp[i] % 8 != 0 {
+            if !bpp[i].is_multiple_of(8) {
                 return Err(NvSciError_NotSupported);
             }
             Ok(PlaneGeometry {
