@@ -532,9 +532,17 @@ impl<F: Family> AttrList<F> {
             log::debug!("{function} of {lists} {} lists failed, conflicting keys {keys:?}", F::NAME);
             return Err(Error::ReconcileConflict { function, keys, dump });
         }
-        if code == sys::NvSciError_NotSupported && F::library(module).implementation() == Implementation::Mock
-        {
-            return Err(Error::Unsupported { what: function, reason: MOCK_LAYOUTS });
+        if code == sys::NvSciError_NotSupported {
+            // A conflict list handed back with `NotSupported` names the refused key and value.
+            if let Some(c) = &conflict {
+                if let Some(&key) = c.set_keys().first() {
+                    let value = c.debug_dump().unwrap_or_default().trim_end().to_owned();
+                    return Err(Error::AttrRefused { function, key, value, code: NvSciError(code) });
+                }
+            }
+            if F::library(module).implementation() == Implementation::Mock {
+                return Err(Error::Unsupported { what: function, reason: MOCK_LAYOUTS });
+            }
         }
         check(function, code)
     }

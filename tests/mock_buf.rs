@@ -516,11 +516,25 @@ fn what_the_mock_does_not_lay_out_says_so() {
     let mut tensor = m.attr_list().unwrap();
     tensor.set(&[BufAttr::Types(&[BufType::IMAGE, BufType::TENSOR])]).unwrap();
     match BufAttrList::reconcile(&[&image, &tensor]) {
-        Err(Error::Unsupported { what, reason }) => {
-            assert_eq!(what, "NvSciBufAttrListReconcile");
-            assert!(reason.contains("tensor") && reason.contains("mock"), "{reason}");
+        Err(Error::AttrRefused { function, key, value, code }) => {
+            assert_eq!(function, "NvSciBufAttrListReconcile");
+            assert_eq!(key, "NvSciBufGeneralAttrKey_Types");
+            assert_eq!(code, nvsci::NvSciError::NOT_SUPPORTED);
+            assert!(value.contains("tensor") && value.contains("mock"), "{value}");
         }
-        other => panic!("expected Unsupported with a reason, got {other:?}"),
+        other => panic!("expected AttrRefused naming Types, got {other:?}"),
+    }
+    // A surface-based key, with its value.
+    let mut surface = m.attr_list().unwrap();
+    surface
+        .set(&[BufAttr::Types(&[BufType::IMAGE]), BufAttr::SurfWidthBase(64), BufAttr::SurfHeightBase(64)])
+        .unwrap();
+    match BufObj::reconcile_and_alloc(&[&surface]) {
+        Err(Error::AttrRefused { key, value, .. }) => {
+            assert!(key.starts_with("NvSciBufImageAttrKey_Surf"), "{key}");
+            assert!(value.contains("64") && value.contains("surface"), "{value}");
+        }
+        other => panic!("expected AttrRefused naming a Surf key, got {other:?}"),
     }
     // The block-linear image alone reconciles.
     assert!(BufAttrList::reconcile(&[&image]).is_ok());

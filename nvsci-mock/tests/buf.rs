@@ -340,7 +340,16 @@ fn types_conflict_and_mandatory_keys() {
     b.free(r);
     // Tensors are not emulated.
     let tensor = b.list(&[types(&[NvSciBufType_Tensor])]);
-    assert_eq!(b.reconcile(&[tensor]).unwrap_err().0, NvSciError_NotSupported);
+    let (err, refused) = b.reconcile(&[tensor]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    // The refusal comes with a list naming the key and the value given.
+    assert_eq!(b.get_u32s(refused, NvSciBufGeneralAttrKey_Types), [NvSciBufType_Tensor]);
+    let text = b.dump(refused);
+    assert!(
+        text.starts_with("NvSciBufGeneralAttrKey_Types: slot 0 = ") && text.contains("tensors"),
+        "{text}"
+    );
+    b.free(refused);
     for l in [raw, img, no_types, no_size, no_height, tensor] {
         b.free(l);
     }
@@ -439,7 +448,20 @@ fn image_conflicts_and_unsupported() {
         NvSciBufImageAttrKey_PlaneColorFormat,
         bytes_of_slice(&[NvSciColor_Bayer8RGGB, NvSciColor_V8U8]),
     );
-    assert_eq!(b.reconcile(&[bayer]).unwrap_err().0, NvSciError_NotSupported);
+    let (err, refused) = b.reconcile(&[bayer]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    assert_eq!(
+        b.get_u32s(refused, NvSciBufImageAttrKey_PlaneColorFormat),
+        [NvSciColor_Bayer8RGGB, NvSciColor_V8U8]
+    );
+    assert!(b.dump(refused).starts_with("NvSciBufImageAttrKey_PlaneColorFormat: "));
+    b.free(refused);
+    let vpr = with(NvSciBufImageAttrKey_VprFlag, bytes_of(&true));
+    let (err, refused) = b.reconcile(&[vpr]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    assert_eq!(b.get(refused, NvSciBufImageAttrKey_VprFlag).unwrap(), [1]);
+    b.free(refused);
+    b.free(vpr);
     let zero = with(NvSciBufImageAttrKey_PlaneWidth, bytes_of_slice(&[0u32, 0]));
     assert_eq!(b.reconcile(&[zero]).unwrap_err().0, NvSciError_BadParameter);
     let short = with(NvSciBufImageAttrKey_PlaneHeight, bytes_of_slice(&[64u32]));

@@ -3,8 +3,9 @@
 //! Order of checks: (1) a mandatory key missing from every slot (`Types`) or no common type →
 //! `BadParameter` / conflict; (2) every cross-slot conflict is collected and reported together
 //! as `ReconciliationFailed`; (3) missing mandatory keys → `BadParameter`; (4) values or
-//! combinations the mock cannot provide → `NotSupported` (or `BadParameter` for values the
-//! documentation calls unsupported, such as a zero plane width).
+//! combinations the mock cannot provide → `NotSupported` with a conflict list holding the refused
+//! key and the value given, its dump saying why (or `BadParameter` for values the documentation
+//! calls unsupported, such as a zero plane width).
 //!
 //! General keys (mock = one dGPU-style device with system memory, no other engines):
 //! * `NeedCpuAccess`, `EnableCpuCache`: true if any slot sets true.
@@ -52,6 +53,9 @@ pub(crate) enum Failure {
     Code(NvSciError),
     /// Conflicting attributes: the conflict list body and its report.
     Conflicts { slot: Slot, report: String },
+    /// A value the mock does not emulate (`NotSupported`): a list body holding the key with the
+    /// value given, and a report naming both, handed back like a conflict list.
+    Unsupported { slot: Slot, report: String },
 }
 
 impl From<NvSciError> for Failure {
@@ -98,6 +102,14 @@ fn fail(c: &Conflicts<'_>) -> Failure {
     Failure::Conflicts { slot: c.slot(), report: c.report() }
 }
 
+/// `NotSupported` naming `key` and the values the slots give it, and why the mock refuses it.
+fn unsupported(c: &Conflicts<'_>, key: u32, why: &str) -> Failure {
+    let mut u = Conflicts::new(BUF_KEYS, c.slots());
+    let text = u.values_text(key);
+    u.add(key, format!("{text}: {why}"));
+    Failure::Unsupported { slot: u.slot(), report: u.report() }
+}
+
 /// GPUs declared integrated ([`crate::set_gpu_integrated`]); every other GPU is discrete.
 pub(crate) static INTEGRATED_GPUS: std::sync::Mutex<Vec<GpuId>> = std::sync::Mutex::new(Vec::new());
 
@@ -127,7 +139,11 @@ pub(crate) fn reconcile(slots: &[Slot], env: &Env) -> Res<Slot> {
         return Err(fail(&c));
     }
     if c.any_set(NvSciBufGeneralAttrKey_VidMem_GpuId) {
-        return Err(NvSciError_NotSupported.into());
+        return Err(unsupported(
+            &c,
+            NvSciBufGeneralAttrKey_VidMem_GpuId,
+            "video memory is not emulated by the mock",
+        ));
     }
     out.insert(NvSciBufGeneralAttrKey_Types, Value::from_u32s(&types));
     match image_in {
@@ -156,14 +172,19 @@ fn reconcile_types(c: &mut Conflicts<'_>) -> Res<Vec<u32>> {
         let union: BTreeSet<u32> = setters.iter().flat_map(|(_, v)| v.u32s()).collect();
         if union == BTreeSet::from([NvSciBufType_Image, NvSciBufType_Tensor]) {
             // The documented Image+Tensor co-reconciliation; tensors are not emulated.
-            return Err(NvSciError_NotSupported.into());
+            return Err(unsupported(c, NvSciBufGeneralAttrKey_Types, "tensors are not emulated by the mock"));
         }
         let text = c.values_text(NvSciBufGeneralAttrKey_Types);
         c.add(NvSciBufGeneralAttrKey_Types, text);
         return Err(fail(c));
     }
     if ordered != [NvSciBufType_RawBuffer] && ordered != [NvSciBufType_Image] {
-        return Err(NvSciError_NotSupported.into());
+        let why = if ordered.contains(&NvSciBufType_Tensor) {
+            "tensors are not emulated by the mock"
+        } else {
+            "the mock emulates raw buffers and images, each alone in a list"
+        };
+        return Err(unsupported(c, NvSciBufGeneralAttrKey_Types, why));
     }
     Ok(ordered)
 }
@@ -341,8 +362,8 @@ fn image_conflicts(c: &mut Conflicts<'_>) -> ImageAgreed {
 }
 
 fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
-    if SURFACE_KEYS.iter().any(|k| c.any_set(*k)) {
-        return Err(NvSciError_NotSupported.into());
+    if let Some(k) = SURFACE_KEYS.iter().find(|k| c.any_set(**k)) {
+        return Err(unsupported(c, *k, "surface-based image keys are not emulated by the mock"));
     }
     let bad = || Failure::Code(NvSciError_BadParameter);
     let layout = a.layout.ok_or_else(bad)?.u32();
@@ -377,13 +398,20 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
         }
     }
     if c.any_true(NvSciBufImageAttrKey_VprFlag) {
-        return Err(NvSciError_NotSupported.into());
+        return Err(unsupported(
+            c,
+            NvSciBufImageAttrKey_VprFlag,
+            "protected (VPR) memory is not emulated by the mock",
+        ));
     }
-    let infos = formats
-        .iter()
-        .map(|f| image::format_info(*f))
-        .collect::<Option<Vec<_>>>()
-        .ok_or(NvSciError_NotSupported)?;
+    let infos =
+        formats.iter().map(|f| image::format_info(*f)).collect::<Option<Vec<_>>>().ok_or_else(|| {
+            unsupported(
+                c,
+                NvSciBufImageAttrKey_PlaneColorFormat,
+                "a color format whose pixel size the mock does not know",
+            )
+        })?;
     // Per-plane base alignment: max over slots, at least the mock's plane alignment.
     let mut aligns = vec![MOCK_PLANE_ALIGN; n];
     for (_, v) in c.setters(NvSciBufImageAttrKey_PlaneBaseAddrAlign) {
