@@ -10,9 +10,10 @@ use nvsci_sys as sys;
 
 /// Why the mock answers `NotSupported` to a reconciliation: what it lays out.
 pub(crate) const MOCK_LAYOUTS: &str =
-    "the mock lays out raw buffers and pitch-linear, progressive images without \
-    padding only; block-linear, interlaced and padded images and tensors are laid out by NVIDIA's \
-    library alone (see docs/mock.md)";
+    "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
+    progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \
+    pyramids, surface-based image keys, VPR and video memory are left to NVIDIA's library (see \
+    docs/mock.md)";
 
 /// An attribute family: NvSciBuf ([`BufFamily`](crate::buf::BufFamily)) or NvSciSync
 /// ([`SyncFamily`](crate::sync::SyncFamily)), the type parameter of every [`Key`] and
@@ -531,9 +532,17 @@ impl<F: Family> AttrList<F> {
             log::debug!("{function} of {lists} {} lists failed, conflicting keys {keys:?}", F::NAME);
             return Err(Error::ReconcileConflict { function, keys, dump });
         }
-        if code == sys::NvSciError_NotSupported && F::library(module).implementation() == Implementation::Mock
-        {
-            return Err(Error::Unsupported { what: function, reason: MOCK_LAYOUTS });
+        if code == sys::NvSciError_NotSupported {
+            // A conflict list handed back with `NotSupported` names the refused key and value.
+            if let Some(c) = &conflict {
+                if let Some(&key) = c.set_keys().first() {
+                    let value = c.debug_dump().unwrap_or_default().trim_end().to_owned();
+                    return Err(Error::AttrRefused { function, key, value, code: NvSciError(code) });
+                }
+            }
+            if F::library(module).implementation() == Implementation::Mock {
+                return Err(Error::Unsupported { what: function, reason: MOCK_LAYOUTS });
+            }
         }
         check(function, code)
     }

@@ -35,6 +35,7 @@ pub struct Store {
     pub types: Vec<BufType>,
     pub formats: Vec<ColorFormat>,
     pub dims: Vec<u32>,
+    pub pads: Vec<u64>,
 }
 
 /// A kind of typed attribute and its scalar, decoded from the input (sizes capped so that
@@ -51,11 +52,13 @@ pub enum Pick {
     Heights(usize),
     Cpu(bool),
     Perm(Perm),
+    /// Top, bottom, left or right padding (0..4) over `pads`.
+    Padding(u8),
 }
 
 pub fn pick(i: &mut Input<'_>, s: &mut Store) -> Pick {
     let n = (i.u8() % 4) as usize;
-    match i.u8() % 11 {
+    match i.u8() % 12 {
         0 => {
             s.types = (0..n).map(|_| BufType(i.u8() as u32 % 7)).collect();
             Pick::Types(s.types.len())
@@ -78,6 +81,10 @@ pub fn pick(i: &mut Input<'_>, s: &mut Store) -> Pick {
             Pick::Heights(s.dims.len())
         }
         9 => Pick::Cpu(i.u8() % 2 == 0),
+        10 => {
+            s.pads = (0..n).map(|_| u64::from(i.u8() % 64)).collect();
+            Pick::Padding(i.u8() % 4)
+        }
         _ => Pick::Perm(if i.u8() % 2 == 0 { Perm::ReadOnly } else { Perm::ReadWrite }),
     }
 }
@@ -96,6 +103,10 @@ pub fn attr<'a>(p: &Pick, s: &'a Store) -> BufAttr<'a> {
         Pick::Heights(_) => BufAttr::PlaneHeight(&s.dims),
         Pick::Cpu(v) => BufAttr::NeedCpuAccess(v),
         Pick::Perm(v) => BufAttr::RequiredPerm(v),
+        Pick::Padding(0) => BufAttr::TopPadding(&s.pads),
+        Pick::Padding(1) => BufAttr::BottomPadding(&s.pads),
+        Pick::Padding(2) => BufAttr::LeftPadding(&s.pads),
+        Pick::Padding(_) => BufAttr::RightPadding(&s.pads),
     }
 }
 

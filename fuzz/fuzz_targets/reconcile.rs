@@ -1,12 +1,13 @@
-//! Reconciliation over random lists of random attributes, then allocation, plane layouts and CPU
-//! access of whatever reconciles. Errors only; nothing leaks.
+//! Reconciliation over random lists of random attributes, then allocation, plane layouts, CPU
+//! access and pixel puts and gets (random rectangles, pitches and buffer sizes) of whatever
+//! reconciles. Errors only; nothing leaks.
 #![no_main]
 
 mod common;
 
 use common::{attr, pick, Input, Store};
 use libfuzzer_sys::fuzz_target;
-use nvsci::buf::{BufAttrList, BufModule, BufObj};
+use nvsci::buf::{BufAttrList, BufModule, BufObj, PixelRect, PlaneDst, PlaneSrc};
 use nvsci::NvSci;
 
 fuzz_target!(|data: &[u8]| {
@@ -29,7 +30,9 @@ fuzz_target!(|data: &[u8]| {
         let refs: Vec<&BufAttrList> = lists.iter().collect();
         if let Ok(r) = BufAttrList::reconcile(&refs) {
             if let Ok(obj) = BufObj::alloc(&r) {
-                let _ = obj.planes();
+                if let Ok(planes) = obj.planes() {
+                    pixels(&obj, &planes, &mut input);
+                }
                 if let Ok(mut w) = obj.cpu_write() {
                     if let Some(b) = w.first_mut() {
                         *b = 1;
@@ -41,3 +44,31 @@ fuzz_target!(|data: &[u8]| {
     }
     assert_eq!(nvsci_mock::global_ledger().counts().total(), 0, "handles leaked");
 });
+
+/// A put and a get of a random rectangle with random pitches and buffer sizes.
+fn pixels(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], input: &mut Input<'_>) {
+    let Some(first) = planes.first() else { return };
+    let rect = PixelRect::new(
+        input.u32() % (first.width + 2),
+        input.u32() % (first.height + 2),
+        input.u32() % (first.width + 2),
+        input.u32() % (first.height + 2),
+    );
+    let rect = (input.u8() % 4 != 0).then_some(rect);
+    let mut bufs: Vec<(Vec<u8>, u32)> = planes
+        .iter()
+        .map(|p| {
+            let row = p.width.saturating_mul(p.bits_per_pixel / 8);
+            let pitch = row.saturating_add(u32::from(input.u8() % 8)).saturating_sub(u32::from(input.u8() % 2));
+            let len = (pitch as usize).saturating_mul(p.height as usize).saturating_sub((input.u8() % 3) as usize);
+            (vec![0x5a; len.min(64 << 20)], pitch)
+        })
+        .collect();
+    if input.u8() % 8 == 0 {
+        bufs.pop();
+    }
+    let src: Vec<PlaneSrc<'_>> = bufs.iter().map(|(d, p)| PlaneSrc { data: d, pitch: *p }).collect();
+    let _ = obj.put_pixels(rect, &src);
+    let mut dst: Vec<PlaneDst<'_>> = bufs.iter_mut().map(|(d, p)| PlaneDst { data: d, pitch: *p }).collect();
+    let _ = obj.get_pixels(rect, &mut dst);
+}

@@ -80,6 +80,10 @@ exports! {
         (o: NvSciBufObj, out: *mut *const c_void) -> NvSciError;
     NvSciBufObjFlushCpuCacheRange: PFN_NvSciBufObjFlushCpuCacheRange = buf::obj::flush_cpu_cache_range;
         (o: NvSciBufObj, offset: u64, len: u64) -> NvSciError;
+    NvSciBufObjGetPixels: PFN_NvSciBufObjGetPixels = buf::pixels::get_pixels;
+        (o: NvSciBufObj, rect: *const NvSciBufRect, ptrs: *mut *mut c_void, sizes: *const u32, pitches: *const u32) -> NvSciError;
+    NvSciBufObjPutPixels: PFN_NvSciBufObjPutPixels = buf::pixels::put_pixels;
+        (o: NvSciBufObj, rect: *const NvSciBufRect, ptrs: *mut *const c_void, sizes: *const u32, pitches: *const u32) -> NvSciError;
     NvSciBufAttrListIpcExportUnreconciled: PFN_NvSciBufAttrListIpcExportUnreconciled = buf::ipc::attr_list_export_unreconciled;
         (lists: *const NvSciBufAttrList, n: usize, ep: NvSciIpcEndpoint, desc: *mut *mut c_void, len: *mut usize) -> NvSciError;
     NvSciBufAttrListIpcExportReconciled: PFN_NvSciBufAttrListIpcExportReconciled = buf::ipc::attr_list_export_reconciled;

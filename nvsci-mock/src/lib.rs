@@ -5,8 +5,8 @@
 //! of NvSciBuf 2.11 / NvSciSync 2.8, backed by host memory and an atomic 64-bit counter per sync
 //! object, so that code written against the tables can be tested anywhere.
 //!
-//! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciBufObjGetPixels`, `NvSciBufObjPutPixels`,
-//!   `NvSciSyncFenceWaitWithMode` and `NvSciSyncFenceUpdateFence` are left `None`.
+//! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciSyncFenceWaitWithMode` and
+//!   `NvSciSyncFenceUpdateFence` are left `None`.
 //! * [`ipc_fns`]: NvSciIpc over Unix domain sockets, and with it the IPC export/import entry
 //!   points of both libraries across processes (see [`ipc`] and [`ipc::config`]).
 //! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
@@ -23,7 +23,8 @@
 //!
 //! Where the documentation leaves a choice to the implementation, the module documentation of
 //! the relevant part says what the mock does (reconciliation rules in the crate's `buf` and
-//! `sync` modules, image layout in [`MOCK_PITCH_ALIGN`] / [`MOCK_PLANE_ALIGN`]).
+//! `sync` modules, image layout in the `buf::image` module: [`MOCK_PITCH_ALIGN`], [`MOCK_PLANE_ALIGN`],
+//! [`block_linear_log2_gobs`]).
 //!
 //! Handles are `Box`ed records tagged with a magic number: NULL, a handle of the wrong kind or
 //! a foreign pointer yields `NvSciError_BadParameter` (or is ignored by `void` functions).
@@ -122,7 +123,10 @@ mod sync;
 #[cfg_attr(docsrs, doc(cfg(feature = "export")))]
 pub mod export;
 
-pub use buf::image::{MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN};
+pub use buf::image::{
+    block_linear_log2_gobs, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN,
+    MOCK_PLANE_ALIGN,
+};
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, HandleCounts, Ledger};
 

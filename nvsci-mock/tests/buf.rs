@@ -30,8 +30,8 @@ fn table_entries() {
     let t = nvsci_mock::buf_fns();
     assert!(t.has_required());
     assert!(t.NvSciBufObjValidate.is_some());
-    assert!(t.NvSciBufObjGetPixels.is_none());
-    assert!(t.NvSciBufObjPutPixels.is_none());
+    assert!(t.NvSciBufObjGetPixels.is_some());
+    assert!(t.NvSciBufObjPutPixels.is_some());
 }
 
 #[test]
@@ -340,7 +340,16 @@ fn types_conflict_and_mandatory_keys() {
     b.free(r);
     // Tensors are not emulated.
     let tensor = b.list(&[types(&[NvSciBufType_Tensor])]);
-    assert_eq!(b.reconcile(&[tensor]).unwrap_err().0, NvSciError_NotSupported);
+    let (err, refused) = b.reconcile(&[tensor]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    // The refusal comes with a list naming the key and the value given.
+    assert_eq!(b.get_u32s(refused, NvSciBufGeneralAttrKey_Types), [NvSciBufType_Tensor]);
+    let text = b.dump(refused);
+    assert!(
+        text.starts_with("NvSciBufGeneralAttrKey_Types: slot 0 = ") && text.contains("tensors"),
+        "{text}"
+    );
+    b.free(refused);
     for l in [raw, img, no_types, no_size, no_height, tensor] {
         b.free(l);
     }
@@ -429,19 +438,41 @@ fn image_conflicts_and_unsupported() {
         attrs.push((key, v));
         b.list(&attrs)
     };
+    // Block-linear and padded images reconcile (layouts: tests/buf.rs `image_layout_invariants`);
+    // surface-based keys and packed formats the mock does not size are refused.
     let block = with(NvSciBufImageAttrKey_Layout, bytes_of(&NvSciBufImage_BlockLinearType));
-    assert_eq!(b.reconcile(&[block]).unwrap_err().0, NvSciError_NotSupported);
+    let rb = b.reconcile(&[block]).unwrap();
+    assert_eq!(b.get_u32s(rb, NvSciBufImageAttrKey_Layout), [NvSciBufImage_BlockLinearType]);
+    b.free(rb);
     let bayer = with(
         NvSciBufImageAttrKey_PlaneColorFormat,
         bytes_of_slice(&[NvSciColor_Bayer8RGGB, NvSciColor_V8U8]),
     );
-    assert_eq!(b.reconcile(&[bayer]).unwrap_err().0, NvSciError_NotSupported);
+    let (err, refused) = b.reconcile(&[bayer]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    assert_eq!(
+        b.get_u32s(refused, NvSciBufImageAttrKey_PlaneColorFormat),
+        [NvSciColor_Bayer8RGGB, NvSciColor_V8U8]
+    );
+    assert!(b.dump(refused).starts_with("NvSciBufImageAttrKey_PlaneColorFormat: "));
+    b.free(refused);
+    let vpr = with(NvSciBufImageAttrKey_VprFlag, bytes_of(&true));
+    let (err, refused) = b.reconcile(&[vpr]).unwrap_err();
+    assert_eq!(err, NvSciError_NotSupported);
+    assert_eq!(b.get(refused, NvSciBufImageAttrKey_VprFlag).unwrap(), [1]);
+    b.free(refused);
+    b.free(vpr);
     let zero = with(NvSciBufImageAttrKey_PlaneWidth, bytes_of_slice(&[0u32, 0]));
     assert_eq!(b.reconcile(&[zero]).unwrap_err().0, NvSciError_BadParameter);
     let short = with(NvSciBufImageAttrKey_PlaneHeight, bytes_of_slice(&[64u32]));
     assert_eq!(b.reconcile(&[short]).unwrap_err().0, NvSciError_BadParameter);
     let padded = with(NvSciBufImageAttrKey_TopPadding, bytes_of_slice(&[2u64, 0]));
-    assert_eq!(b.reconcile(&[padded]).unwrap_err().0, NvSciError_NotSupported);
+    let rp = b.reconcile(&[padded]).unwrap();
+    assert_eq!(b.get_u64s(rp, NvSciBufImageAttrKey_TopPadding), [2, 0]);
+    b.free(rp);
+    let padded_short = with(NvSciBufImageAttrKey_TopPadding, bytes_of_slice(&[2u64]));
+    assert_eq!(b.reconcile(&[padded_short]).unwrap_err().0, NvSciError_BadParameter);
+    b.free(padded_short);
     let unpadded = with(NvSciBufImageAttrKey_TopPadding, bytes_of_slice(&[0u64, 0]));
     let r = b.reconcile(&[unpadded]).unwrap();
     assert_eq!(b.get_u64s(r, NvSciBufImageAttrKey_TopPadding), [0, 0]);
@@ -686,4 +717,585 @@ fn ledger_counts() {
     assert_eq!(ledger.counts().total(), 0);
     // Other tests run concurrently: only check that this test's handles are not left behind.
     let _ = global_before;
+}
+
+// ---------------------------------------------------------------- images: layouts and pixels
+
+/// A named set of plane formats, widths and heights.
+type FormatCase = (&'static str, Vec<u32>, Vec<u32>, Vec<u32>);
+
+/// An image request: formats with widths and heights per plane.
+struct Img {
+    block_linear: bool,
+    interlaced: bool,
+    formats: Vec<u32>,
+    widths: Vec<u32>,
+    heights: Vec<u32>,
+    /// Top, bottom, left, right padding per plane (pixels).
+    pads: Option<[Vec<u64>; 4]>,
+}
+
+/// Bytes per pixel of the formats the tests use (NvSciBufAttrValColorFmt: one byte per channel).
+#[allow(non_upper_case_globals)]
+fn bytes_per_pixel(f: u32) -> u64 {
+    match f {
+        NvSciColor_Y8 | NvSciColor_U8 | NvSciColor_V8 => 1,
+        NvSciColor_V8U8 | NvSciColor_U8V8 => 2,
+        NvSciColor_A8B8G8R8 | NvSciColor_B8G8R8A8 | NvSciColor_A8R8G8B8 => 4,
+        _ => panic!("format {f}"),
+    }
+}
+
+impl Img {
+    /// The planar YUV and RGBA formats of NVIDIA's samples and camera stacks at `w` x `h`.
+    fn formats(w: u32, h: u32) -> Vec<FormatCase> {
+        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+        vec![
+            ("NV12", vec![NvSciColor_Y8, NvSciColor_V8U8], vec![w, cw], vec![h, ch]),
+            ("YV12", vec![NvSciColor_Y8, NvSciColor_V8, NvSciColor_U8], vec![w, cw, cw], vec![h, ch, ch]),
+            ("I420", vec![NvSciColor_Y8, NvSciColor_U8, NvSciColor_V8], vec![w, cw, cw], vec![h, ch, ch]),
+            ("NV16", vec![NvSciColor_Y8, NvSciColor_V8U8], vec![w, cw], vec![h, h]),
+            ("BGRA", vec![NvSciColor_B8G8R8A8], vec![w], vec![h]),
+            ("ABGR", vec![NvSciColor_A8B8G8R8], vec![w], vec![h]),
+        ]
+    }
+
+    fn attrs(&self, cpu_access: bool) -> Vec<(u32, Vec<u8>)> {
+        let layout =
+            if self.block_linear { NvSciBufImage_BlockLinearType } else { NvSciBufImage_PitchLinearType };
+        let scan = if self.interlaced { NvSciBufScan_InterlaceType } else { NvSciBufScan_ProgressiveType };
+        let mut v = vec![
+            types(&[NvSciBufType_Image]),
+            (NvSciBufImageAttrKey_Layout, bytes_of(&layout)),
+            (NvSciBufImageAttrKey_ScanType, bytes_of(&scan)),
+            (NvSciBufImageAttrKey_PlaneCount, bytes_of(&(self.formats.len() as u32))),
+            (NvSciBufImageAttrKey_PlaneColorFormat, bytes_of_slice(&self.formats)),
+            (NvSciBufImageAttrKey_PlaneWidth, bytes_of_slice(&self.widths)),
+            (NvSciBufImageAttrKey_PlaneHeight, bytes_of_slice(&self.heights)),
+            cpu(cpu_access),
+            perm(NvSciBufAccessPerm_ReadWrite),
+        ];
+        if let Some(p) = &self.pads {
+            let keys = [
+                NvSciBufImageAttrKey_TopPadding,
+                NvSciBufImageAttrKey_BottomPadding,
+                NvSciBufImageAttrKey_LeftPadding,
+                NvSciBufImageAttrKey_RightPadding,
+            ];
+            for (k, vals) in keys.iter().zip(p) {
+                v.push((*k, bytes_of_slice(vals)));
+            }
+        }
+        v
+    }
+
+    fn pad(&self, which: usize, plane: usize) -> u64 {
+        self.pads.as_ref().map_or(0, |p| p[which][plane])
+    }
+}
+
+/// The reconciled plane layout, as the list reports it.
+#[derive(Debug)]
+struct Planes {
+    pitch: Vec<u32>,
+    aligned_height: Vec<u32>,
+    offset: Vec<u64>,
+    aligned_size: Vec<u64>,
+    second_field: Vec<u64>,
+    align: Vec<u32>,
+    size: u64,
+}
+
+fn planes_of(b: &Buf, r: NvSciBufAttrList) -> Planes {
+    Planes {
+        pitch: b.get_u32s(r, NvSciBufImageAttrKey_PlanePitch),
+        aligned_height: b.get_u32s(r, NvSciBufImageAttrKey_PlaneAlignedHeight),
+        offset: b.get_u64s(r, NvSciBufImageAttrKey_PlaneOffset),
+        aligned_size: b.get_u64s(r, NvSciBufImageAttrKey_PlaneAlignedSize),
+        second_field: b.get_u64s(r, NvSciBufImageAttrKey_PlaneSecondFieldOffset),
+        align: b.get_u32s(r, NvSciBufImageAttrKey_PlaneBaseAddrAlign),
+        size: b.get_u64s(r, NvSciBufImageAttrKey_Size)[0],
+    }
+}
+
+/// The documented invariants of a reconciled image layout (nvscibuf.h: PlanePitch,
+/// PlaneAlignedHeight, PlaneAlignedSize, Size, Alignment, PlaneSecondFieldOffset, paddings) and
+/// the Tegra block-linear rules (GOB 64 bytes x 8 rows, blocks of 2^n GOBs, at most 32).
+fn check_invariants(b: &Buf, r: NvSciBufAttrList, img: &Img, what: &str) {
+    let p = planes_of(b, r);
+    let n = img.formats.len();
+    assert_eq!(p.pitch.len(), n, "{what}");
+    for (k, which) in [
+        (NvSciBufImageAttrKey_TopPadding, 0),
+        (NvSciBufImageAttrKey_BottomPadding, 1),
+        (NvSciBufImageAttrKey_LeftPadding, 2),
+        (NvSciBufImageAttrKey_RightPadding, 3),
+    ] {
+        let want: Vec<u64> = (0..n).map(|i| img.pad(which, i)).collect();
+        assert_eq!(b.get_u64s(r, k), want, "{what}: padding key {k:#x}");
+    }
+    let mut sum = 0;
+    for i in 0..n {
+        let bpp = bytes_per_pixel(img.formats[i]);
+        let padded_w = img.pad(2, i) + u64::from(img.widths[i]) + img.pad(3, i);
+        let padded_h = img.pad(0, i) + u64::from(img.heights[i]) + img.pad(1, i);
+        let rows = if img.interlaced { padded_h.div_ceil(2) } else { padded_h };
+        let (pitch, ah) = (u64::from(p.pitch[i]), u64::from(p.aligned_height[i]));
+        assert!(pitch >= padded_w * bpp, "{what}: plane {i} pitch {pitch} < {padded_w} x {bpp}");
+        assert!(ah >= rows, "{what}: plane {i} aligned height {ah} < {rows} rows per field");
+        let fields = if img.interlaced { 2 } else { 1 };
+        assert!(p.aligned_size[i] >= pitch * ah * fields, "{what}: plane {i} size");
+        assert!(
+            p.align[i].is_power_of_two() && p.offset[i].is_multiple_of(u64::from(p.align[i])),
+            "{what}: plane {i}"
+        );
+        if i + 1 < n {
+            assert!(
+                p.offset[i] + p.aligned_size[i] <= p.offset[i + 1],
+                "{what}: planes {i} and {} overlap",
+                i + 1
+            );
+        } else {
+            assert!(p.offset[i] + p.aligned_size[i] <= p.size, "{what}: last plane past Size");
+        }
+        if img.interlaced {
+            // The second field follows the first and stays inside the plane.
+            assert!(p.second_field[i] >= pitch * rows, "{what}: plane {i} second field");
+            assert!(p.second_field[i] + pitch * ah <= p.aligned_size[i], "{what}: plane {i} second field");
+        } else {
+            assert_eq!(p.second_field[i], 0, "{what}: progressive second field");
+        }
+        if img.block_linear {
+            assert_eq!(pitch % 64, 0, "{what}: block-linear pitch is whole GOBs");
+            let gobs_high = ah / 8;
+            assert_eq!(ah % 8, 0, "{what}: block-linear rows are whole GOBs");
+            let log2 = nvsci_mock::block_linear_log2_gobs(p.aligned_height[i]);
+            assert!(log2 <= 5, "{what}: at most 32 GOBs per block");
+            assert_eq!(gobs_high % (1 << log2), 0, "{what}: rows are whole blocks");
+            // Rounding to whole blocks adds less than one block of rows.
+            assert!(ah - rows < 8 << log2, "{what}: plane {i} aligned height pads less than one block");
+            assert_eq!(pitch * ah % 512, 0, "{what}: a field is whole GOBs");
+        }
+        sum += p.aligned_size[i];
+    }
+    // Size = sum of PlaneAlignedSize; Alignment = the first plane's PlaneBaseAddrAlign.
+    assert_eq!(p.size, sum, "{what}");
+    assert_eq!(b.get_u64s(r, NvSciBufImageAttrKey_Alignment), [u64::from(p.align[0])], "{what}");
+}
+
+fn pad_sets(n: usize) -> Vec<Option<[Vec<u64>; 4]>> {
+    vec![
+        None,
+        // cudaNvSci's request: 100 rows of top and bottom padding, none left and right.
+        Some([vec![100; n], vec![100; n], vec![0; n], vec![0; n]]),
+        Some([vec![3; n], vec![5; n], vec![7; n], vec![9; n]]),
+    ]
+}
+
+#[test]
+fn image_layout_invariants() {
+    let b = Buf::new();
+    let sizes: &[(u32, u32)] =
+        if cfg!(miri) { &[(33, 17)] } else { &[(1920, 1080), (3840, 2160), (33, 17), (1, 1)] };
+    for &(w, h) in sizes {
+        for (name, formats, widths, heights) in Img::formats(w, h) {
+            for pads in pad_sets(formats.len()) {
+                for (block_linear, interlaced) in [(false, false), (true, false), (false, true), (true, true)]
+                {
+                    let img = Img {
+                        block_linear,
+                        interlaced,
+                        formats: formats.clone(),
+                        widths: widths.clone(),
+                        heights: heights.clone(),
+                        pads: pads.clone(),
+                    };
+                    let what =
+                        format!("{name} {w}x{h} bl={block_linear} interlaced={interlaced} pads={pads:?}");
+                    let l = b.list(&img.attrs(false));
+                    let r = b.reconcile(&[l]).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+                    check_invariants(&b, r, &img, &what);
+                    b.free(r);
+                    b.free(l);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn block_height_follows_plane_height() {
+    // 2^n GOBs with n = ceil(log2(GOB rows)), at most 16 GOBs (the mock's documented choice).
+    for (rows, log2) in [(1, 0), (8, 0), (9, 1), (16, 1), (17, 2), (64, 3), (65, 4), (128, 4), (1080, 4)] {
+        assert_eq!(nvsci_mock::block_linear_log2_gobs(rows), log2, "{rows} rows");
+    }
+    let b = Buf::new();
+    // Y8 1920x1080 block-linear: 1920 bytes = 30 GOBs wide; 1080 rows -> 16-GOB blocks of 128
+    // rows -> 9 block rows = 1152 rows.
+    let img = Img {
+        block_linear: true,
+        interlaced: false,
+        formats: vec![NvSciColor_Y8],
+        widths: vec![1920],
+        heights: vec![1080],
+        pads: None,
+    };
+    let l = b.list(&img.attrs(false));
+    let r = b.reconcile(&[l]).unwrap();
+    let p = planes_of(&b, r);
+    assert_eq!(p.pitch, [1920]);
+    assert_eq!(p.aligned_height, [1152]);
+    b.free(r);
+    b.free(l);
+}
+
+/// An allocated image with CPU access; freed on drop.
+struct Obj<'a> {
+    b: &'a Buf,
+    obj: NvSciBufObj,
+    img: Img,
+    planes: Planes,
+}
+
+impl<'a> Obj<'a> {
+    fn new(b: &'a Buf, img: Img, cpu_access: bool) -> Obj<'a> {
+        let l = b.list(&img.attrs(cpu_access));
+        let r = b.reconcile(&[l]).unwrap();
+        let planes = planes_of(b, r);
+        let t = b.t;
+        let mut obj = ptr::null_mut();
+        assert_eq!(call!(t.NvSciBufObjAlloc(r, &mut obj)), NvSciError_Success);
+        b.free(r);
+        b.free(l);
+        Obj { b, obj, img, planes }
+    }
+
+    /// Pixel rectangle of plane `i` for the first plane's rectangle (x0, y0, x1, y1).
+    fn plane_rect(&self, i: usize, r: (u64, u64, u64, u64)) -> (u64, u64, u64, u64) {
+        let (w0, h0) = (u64::from(self.img.widths[0]), u64::from(self.img.heights[0]));
+        let (w, h) = (u64::from(self.img.widths[i]), u64::from(self.img.heights[i]));
+        (r.0 * w / w0, r.1 * h / h0, (r.2 * w).div_ceil(w0).min(w), (r.3 * h).div_ceil(h0).min(h))
+    }
+
+    fn put(
+        &self,
+        obj: NvSciBufObj,
+        rect: Option<NvSciBufRect>,
+        bufs: &[Vec<u8>],
+        pitches: &[u32],
+    ) -> NvSciError {
+        let t = self.b.t;
+        let mut ptrs: Vec<*const c_void> = bufs.iter().map(|v| v.as_ptr().cast()).collect();
+        let sizes: Vec<u32> = bufs.iter().map(|v| v.len() as u32).collect();
+        let rp = rect.as_ref().map_or(ptr::null(), |r| r as *const NvSciBufRect);
+        call!(t.NvSciBufObjPutPixels(obj, rp, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()))
+    }
+
+    fn get(
+        &self,
+        obj: NvSciBufObj,
+        rect: Option<NvSciBufRect>,
+        bufs: &mut [Vec<u8>],
+        pitches: &[u32],
+    ) -> NvSciError {
+        let t = self.b.t;
+        let mut ptrs: Vec<*mut c_void> = bufs.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+        let sizes: Vec<u32> = bufs.iter().map(|v| v.len() as u32).collect();
+        let rp = rect.as_ref().map_or(ptr::null(), |r| r as *const NvSciBufRect);
+        call!(t.NvSciBufObjGetPixels(obj, rp, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()))
+    }
+
+    /// Caller buffers for the rectangle `r` at `extra` bytes of slack per row, filled by `f(plane,
+    /// x byte, y)` (coordinates in the plane's image).
+    fn buffers(
+        &self,
+        r: (u64, u64, u64, u64),
+        extra: u32,
+        f: impl Fn(usize, u64, u64) -> u8,
+    ) -> (Vec<Vec<u8>>, Vec<u32>) {
+        let mut bufs = Vec::new();
+        let mut pitches = Vec::new();
+        for i in 0..self.img.formats.len() {
+            let (x0, y0, x1, y1) = self.plane_rect(i, r);
+            let bpp = bytes_per_pixel(self.img.formats[i]);
+            let row = (x1 - x0) * bpp;
+            let pitch = row as u32 + extra;
+            let mut v = vec![0xeeu8; (u64::from(pitch) * (y1 - y0)) as usize];
+            for y in y0..y1 {
+                for xb in 0..row {
+                    v[((y - y0) * u64::from(pitch) + xb) as usize] = f(i, x0 * bpp + xb, y);
+                }
+            }
+            bufs.push(v);
+            pitches.push(pitch);
+        }
+        (bufs, pitches)
+    }
+
+    /// The whole image read back, one tightly packed buffer per plane.
+    fn read_all(&self) -> Vec<Vec<u8>> {
+        let whole = (0, 0, u64::from(self.img.widths[0]), u64::from(self.img.heights[0]));
+        let (mut bufs, pitches) = self.buffers(whole, 0, |_, _, _| 0);
+        assert_eq!(self.get(self.obj, None, &mut bufs, &pitches), NvSciError_Success);
+        bufs
+    }
+
+    fn cpu_bytes(&self) -> &[u8] {
+        let t = self.b.t;
+        let mut p: *const c_void = ptr::null();
+        assert_eq!(call!(t.NvSciBufObjGetConstCpuPtr(self.obj, &mut p)), NvSciError_Success);
+        // SAFETY: the object's memory spans Size bytes and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(p.cast::<u8>(), self.planes.size as usize) }
+    }
+}
+
+impl Drop for Obj<'_> {
+    fn drop(&mut self) {
+        let t = self.b.t;
+        call!(t.NvSciBufObjFree(self.obj));
+    }
+}
+
+fn pattern(seed: u8) -> impl Fn(usize, u64, u64) -> u8 {
+    move |plane, x, y| (x as u8).wrapping_mul(7) ^ (y as u8).wrapping_mul(13) ^ (plane as u8 * 91) ^ seed
+}
+
+#[test]
+fn pixels_round_trip_every_layout() {
+    let b = Buf::new();
+    let (w, h) = if cfg!(miri) { (13, 9) } else { (37, 23) };
+    for (name, formats, widths, heights) in Img::formats(w, h) {
+        for pads in pad_sets(formats.len()).into_iter().take(if cfg!(miri) { 1 } else { 3 }) {
+            for (block_linear, interlaced) in [(false, false), (true, false), (false, true), (true, true)] {
+                let what =
+                    format!("{name} bl={block_linear} interlaced={interlaced} pads={}", pads.is_some());
+                let img = Img {
+                    block_linear,
+                    interlaced,
+                    formats: formats.clone(),
+                    widths: widths.clone(),
+                    heights: heights.clone(),
+                    pads: pads.clone(),
+                };
+                let o = Obj::new(&b, img, true);
+                let whole = (0, 0, u64::from(w), u64::from(h));
+                // Whole image in at a pitch with slack, out at a tight pitch.
+                let (src, pitches) = o.buffers(whole, 5, pattern(1));
+                assert_eq!(o.put(o.obj, None, &src, &pitches), NvSciError_Success, "{what}");
+                let (want, _) = o.buffers(whole, 0, pattern(1));
+                assert_eq!(o.read_all(), want, "{what}: whole round trip");
+                // A partial, odd rectangle: only it changes.
+                let part = (3, 1, 12.min(u64::from(w)), 8.min(u64::from(h)));
+                let rect = NvSciBufRect { x0: part.0, y0: part.1, x1: part.2, y1: part.3 };
+                let (src2, pitches2) = o.buffers(part, 3, pattern(77));
+                assert_eq!(o.put(o.obj, Some(rect), &src2, &pitches2), NvSciError_Success, "{what}");
+                let got = o.read_all();
+                for (i, plane) in got.iter().enumerate() {
+                    let (x0, y0, x1, y1) = o.plane_rect(i, part);
+                    let bpp = bytes_per_pixel(o.img.formats[i]);
+                    let row = u64::from(o.img.widths[i]) * bpp;
+                    for y in 0..u64::from(o.img.heights[i]) {
+                        for xb in 0..row {
+                            let inside = y >= y0 && y < y1 && xb >= x0 * bpp && xb < x1 * bpp;
+                            let expect = if inside { pattern(77)(i, xb, y) } else { pattern(1)(i, xb, y) };
+                            assert_eq!(
+                                plane[(y * row + xb) as usize],
+                                expect,
+                                "{what}: plane {i} byte {xb} row {y}"
+                            );
+                        }
+                    }
+                }
+                // The same rectangle read back alone.
+                let (mut out, pitches3) = o.buffers(part, 2, |_, _, _| 0);
+                assert_eq!(o.get(o.obj, Some(rect), &mut out, &pitches3), NvSciError_Success, "{what}");
+                let (want2, _) = o.buffers(part, 2, pattern(77));
+                // Compare the rows only: the slack after each row is the caller's.
+                for (i, (a, e)) in out.iter().zip(&want2).enumerate() {
+                    let (x0, _, x1, _) = o.plane_rect(i, part);
+                    let row = ((x1 - x0) * bytes_per_pixel(o.img.formats[i])) as usize;
+                    for (ra, re) in a.chunks(pitches3[i] as usize).zip(e.chunks(pitches3[i] as usize)) {
+                        assert_eq!(ra[..row], re[..row], "{what}: plane {i}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// GOB address of byte `xb` of row `y` by the Tegra X1 TRM's block-linear equations, written
+/// independently of the mock: GOB = 64 bytes x 8 rows; a block = `gobs` GOBs stacked.
+fn trm_address(xb: u64, y: u64, pitch: u64, gobs: u64) -> u64 {
+    let block_rows = 8 * gobs;
+    let gob_address =
+        (y / block_rows) * (pitch / 64) * 512 * gobs + (xb / 64) * 512 * gobs + (y % block_rows / 8) * 512;
+    let in_gob = (xb % 64 / 32) * 256 + (y % 8 / 2) * 64 + (xb % 32 / 16) * 32 + (y % 2) * 16 + xb % 16;
+    gob_address + in_gob
+}
+
+/// GOBs per block by the mock's documented rule, computed here without the mock: the smallest
+/// power of two covering the rows in GOBs, at most 16.
+fn gobs_per_block(rows: u64) -> u64 {
+    let gobs = rows.div_ceil(8).max(1);
+    gobs.next_power_of_two().min(16)
+}
+
+#[test]
+fn block_linear_bytes_sit_where_the_trm_puts_them() {
+    let b = Buf::new();
+    let (w, h) = if cfg!(miri) { (40, 20) } else { (200, 150) };
+    let cases = [
+        // RGBA progressive, no padding.
+        Img {
+            block_linear: true,
+            interlaced: false,
+            formats: vec![NvSciColor_A8B8G8R8],
+            widths: vec![w],
+            heights: vec![h],
+            pads: None,
+        },
+        // NV12 interlaced with padding.
+        Img {
+            block_linear: true,
+            interlaced: true,
+            formats: vec![NvSciColor_Y8, NvSciColor_V8U8],
+            widths: vec![w, w / 2],
+            heights: vec![h, h / 2],
+            pads: Some([vec![4, 2], vec![3, 1], vec![5, 2], vec![6, 3]]),
+        },
+    ];
+    for img in cases {
+        let o = Obj::new(&b, img, true);
+        let whole = (0, 0, u64::from(w), u64::from(h));
+        let (src, pitches) = o.buffers(whole, 0, pattern(5));
+        assert_eq!(o.put(o.obj, None, &src, &pitches), NvSciError_Success);
+        let raw = o.cpu_bytes();
+        for i in 0..o.img.formats.len() {
+            let bpp = bytes_per_pixel(o.img.formats[i]);
+            let (top, left) = (o.img.pad(0, i), o.img.pad(2, i));
+            let padded_h = top + u64::from(o.img.heights[i]) + o.img.pad(1, i);
+            let rows = if o.img.interlaced { padded_h.div_ceil(2) } else { padded_h };
+            let gobs = gobs_per_block(rows);
+            let pitch = u64::from(o.planes.pitch[i]);
+            let (pw, ph) = (u64::from(o.img.widths[i]), u64::from(o.img.heights[i]));
+            for (x, y) in [
+                (0, 0),
+                (1, 0),
+                (pw - 1, 0),
+                (0, 1),
+                (pw / 2, ph / 2),
+                (pw - 1, ph - 1),
+                (17, 9),
+                (3, ph - 2),
+            ] {
+                for c in 0..bpp {
+                    let xb = (left + x) * bpp + c;
+                    let py = top + y;
+                    let (field, row) = if o.img.interlaced { (py % 2, py / 2) } else { (0, py) };
+                    let at = o.planes.offset[i]
+                        + field * o.planes.second_field[i]
+                        + trm_address(xb, row, pitch, gobs);
+                    assert_eq!(
+                        raw[at as usize],
+                        pattern(5)(i, x * bpp + c, y),
+                        "plane {i} pixel ({x}, {y}) byte {c}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn pixels_refusals() {
+    let b = Buf::new();
+    let t = b.t;
+    let nv12_img = |bl| Img {
+        block_linear: bl,
+        interlaced: false,
+        formats: vec![NvSciColor_Y8, NvSciColor_V8U8],
+        widths: vec![16, 8],
+        heights: vec![8, 4],
+        pads: None,
+    };
+    let o = Obj::new(&b, nv12_img(true), true);
+    let whole = (0, 0, 16, 8);
+    let (src, pitches) = o.buffers(whole, 0, pattern(0));
+    assert_eq!(o.put(o.obj, None, &src, &pitches), NvSciError_Success);
+    let rect = |x0, y0, x1, y1| Some(NvSciBufRect { x0, y0, x1, y1 });
+    // Rectangles outside the image, empty or reversed.
+    for r in [rect(0, 0, 17, 8), rect(0, 0, 16, 9), rect(4, 0, 4, 8), rect(5, 3, 2, 8), rect(0, 8, 16, 8)] {
+        assert_eq!(
+            o.put(o.obj, r, &src, &pitches),
+            NvSciError_BadParameter,
+            "{:?}",
+            r.map(|r| (r.x0, r.y0, r.x1, r.y1))
+        );
+    }
+    // A pitch shorter than the rectangle's row; a buffer shorter than pitch x rows.
+    assert_eq!(o.put(o.obj, None, &src, &[15, 16]), NvSciError_BadParameter);
+    let mut short = src.clone();
+    short[1].pop();
+    assert_eq!(o.put(o.obj, None, &short, &pitches), NvSciError_BadParameter);
+    let mut out = src.clone();
+    out[0].truncate(16 * 7);
+    assert_eq!(o.get(o.obj, None, &mut out, &pitches), NvSciError_BadParameter);
+    // NULL arrays and NULL plane pointers.
+    let sizes: Vec<u32> = src.iter().map(|v| v.len() as u32).collect();
+    let mut ptrs: Vec<*const c_void> = vec![src[0].as_ptr().cast(), ptr::null()];
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
+        NvSciError_BadParameter
+    );
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), ptr::null_mut(), sizes.as_ptr(), pitches.as_ptr())),
+        NvSciError_BadParameter
+    );
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(
+            ptr::null_mut(),
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
+        NvSciError_BadParameter
+    );
+    // Nothing was written by the refused calls.
+    let (want, _) = o.buffers(whole, 0, pattern(0));
+    assert_eq!(o.read_all(), want);
+
+    // A read-only duplicate reads but cannot put.
+    let mut ro = ptr::null_mut();
+    assert_eq!(
+        call!(t.NvSciBufObjDupWithReducePerm(o.obj, NvSciBufAccessPerm_Readonly, &mut ro)),
+        NvSciError_Success
+    );
+    assert_eq!(o.put(ro, None, &src, &pitches), NvSciError_NotPermitted);
+    let mut out = o.buffers(whole, 0, |_, _, _| 0).0;
+    assert_eq!(o.get(ro, None, &mut out, &pitches), NvSciError_Success);
+    assert_eq!(out, want);
+    call!(t.NvSciBufObjFree(ro));
+
+    // No CPU access requested: neither direction.
+    let blind = Obj::new(&b, nv12_img(false), false);
+    assert_eq!(blind.put(blind.obj, None, &src, &pitches), NvSciError_NotPermitted);
+    let mut out = src.clone();
+    assert_eq!(blind.get(blind.obj, None, &mut out, &pitches), NvSciError_NotPermitted);
+
+    // Not an image.
+    let l = b.list(&[types(&[NvSciBufType_RawBuffer]), raw_size(256), cpu(true)]);
+    let r = b.reconcile(&[l]).unwrap();
+    let mut raw = ptr::null_mut();
+    assert_eq!(call!(t.NvSciBufObjAlloc(r, &mut raw)), NvSciError_Success);
+    assert_eq!(o.put(raw, None, &src, &pitches), NvSciError_BadParameter);
+    call!(t.NvSciBufObjFree(raw));
+    b.free(r);
+    b.free(l);
 }

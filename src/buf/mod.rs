@@ -3,12 +3,14 @@
 mod attr_list;
 pub mod keys;
 mod obj;
+mod pixels;
 mod types;
 
 pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
 pub use attr_list::{BufAttrList, BufAttrListRef, BufFamily};
 pub use keys::{key, key_name, BufAttr};
 pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
+pub use pixels::{PixelRect, PlaneDst, PlaneSrc};
 pub use types::*;
 
 use crate::error::{check, Result};

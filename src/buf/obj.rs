@@ -408,6 +408,20 @@ impl BufObj {
         Ok(())
     }
 
+    /// Runs `f` while holding the CPU borrow state of this allocation (exclusively when `write`),
+    /// so that a library call writing or reading the memory cannot race a [`CpuRead`] or
+    /// [`CpuWrite`] of any duplicate.
+    pub(super) fn with_cpu_borrow<R>(&self, write: bool, f: impl FnOnce() -> Result<R>) -> Result<R> {
+        self.borrow(write)?;
+        let r = f();
+        if write {
+            self.cpu.0.store(0, Ordering::Release);
+        } else {
+            self.cpu.0.fetch_sub(1, Ordering::Release);
+        }
+        r
+    }
+
     /// The implementation this object belongs to.
     pub fn implementation(&self) -> Implementation {
         self.module.implementation()

@@ -1,21 +1,48 @@
-//! Pitch-linear, plane-based image layout as computed by this mock.
+//! Plane-based image layout as computed by this mock: pitch-linear and block-linear planes,
+//! paddings, progressive and interlaced scan, and the byte address of every pixel.
 //!
-//! The real library derives pitch and alignment from the constraints of every hardware engine
-//! that will access the buffer. The mock has no engines, so it uses fixed constraints:
+//! Documented in nvscibuf.h (and followed here):
+//! * `PlanePitch = PlaneWidth * bits per pixel / 8`, aligned to the pitch alignment of the
+//!   engines that access the buffer (`NvSciBufImageAttrKey_PlanePitch`).
+//! * `PlaneAlignedHeight = PlaneHeight` (progressive) or `PlaneHeight / 2` (interlaced),
+//!   aligned to the height alignment of the engines (`NvSciBufImageAttrKey_PlaneAlignedHeight`).
+//! * `PlaneAlignedSize = PlanePitch * PlaneAlignedHeight` (progressive), times 2 for
+//!   interlaced (`NvSciBufImageAttrKey_PlaneAlignedSize`); `Size = sum of PlaneAlignedSize`
+//!   (`NvSciBufImageAttrKey_Size`); `Alignment` = the first plane's reconciled
+//!   `PlaneBaseAddrAlign` (`NvSciBufImageAttrKey_Alignment`).
+//! * `PlaneSecondFieldOffset`: "the offset of the start of the second field, 0 for progressive".
+//! * Paddings are given in pixels per plane (`NvSciBufImageAttrKey_TopPadding` ...: "Unit:
+//!   pixel", default 0).
 //!
-//! * `PlanePitch[i] = round_up(PlaneWidth[i] * PlaneBitsPerPixel[i] / 8, MOCK_PITCH_ALIGN)`
-//! * `PlaneAlignedHeight[i] = PlaneHeight[i]` (pitch-linear: no height padding)
-//! * per-plane alignment `a[i] = max(MOCK_PLANE_ALIGN, PlaneBaseAddrAlign[i] of every slot)`,
-//!   reported back as the reconciled `PlaneBaseAddrAlign`
-//! * `PlaneOffset[0] = 0`, `PlaneOffset[i] = round_up(PlaneOffset[i-1] + PlaneAlignedSize[i-1], a[i])`
-//! * `PlaneAlignedSize[i] = round_up(PlanePitch[i] * PlaneAlignedHeight[i], a[i])`, extended to
-//!   reach the next plane's offset when `a[i+1]` leaves a gap, so that
-//!   `Size = PlaneOffset[last] + PlaneAlignedSize[last] = sum of PlaneAlignedSize`
-//! * `Alignment = a[0]` (the documented rule: the first plane's reconciled base alignment); the
-//!   allocation itself is aligned to `max a[i]` so every plane start honours its alignment.
+//! Block-linear memory follows the public Tegra layout (Tegra X1 TRM, "block linear" address
+//! equations; the same layout is written out in Mesa's `src/nouveau/nil/copy.rs`): GOBs of 64
+//! bytes x 8 rows (512 bytes); a block is one GOB wide and `2^n` GOBs high; blocks follow each
+//! other left to right, then block rows top to bottom; GOBs follow each other top to bottom
+//! inside a block; inside a GOB byte `x` of row `y` sits at the bit pattern
+//! `x5 y2 y1 x4 y0 x3 x2 x1 x0` ([`gob_offset`]).
 //!
-//! Example: NV12 1920x1080 = {Y8, V8U8}, widths {1920, 960}, heights {1080, 540}: pitches
-//! {2048, 2048}, offsets {0, 2211840}, aligned sizes {2211840, 1105920}, Size 3317760,
+//! The mock's choices (it has no engines whose constraints it could reconcile):
+//! * Pitch alignment: [`MOCK_PITCH_ALIGN`] bytes for pitch-linear planes, the GOB width
+//!   ([`GOB_WIDTH`] bytes) for block-linear planes.
+//! * Block height: `2^n` GOBs, `n = min(ceil(log2(ceil(rows / 8))), MAX_LOG2_GOBS_PER_BLOCK)`
+//!   where `rows` is the plane's rows per field ([`block_linear_log2_gobs`]; the smallest block
+//!   covering the plane, at most 16 GOBs, the rule of Mesa's `nil` `Tiling::choose`);
+//!   `PlaneAlignedHeight` is the rows per field rounded up to whole blocks.
+//! * Paddings add columns and rows around the plane: the padded plane is `Left + PlaneWidth +
+//!   Right` pixels wide and `Top + PlaneHeight + Bottom` rows high; pitch and rows are those of
+//!   the padded plane; pixel (0, 0) of the image is pixel (`Left`, `Top`) of the padded plane;
+//!   `PlaneOffset` points at the padded plane's first byte.
+//! * Interlaced planes hold two fields one after the other: the first field holds the even
+//!   rows of the padded plane, the second field (at `PlaneSecondFieldOffset`, counted from the
+//!   plane's start) the odd rows; a field has `ceil(padded rows / 2)` rows before alignment.
+//! * Per-plane base alignment `a[i] = max(MOCK_PLANE_ALIGN, PlaneBaseAddrAlign[i] of every
+//!   slot)`; `PlaneOffset[0] = 0`, `PlaneOffset[i] = round_up(PlaneOffset[i-1] +
+//!   PlaneAlignedSize[i-1], a[i])`; `PlaneAlignedSize[i]` is rounded up to `a[i]` and extended
+//!   to reach the next plane's offset when `a[i+1]` leaves a gap, so that the sizes add up to
+//!   `Size`.
+//!
+//! Example: NV12 1920x1080 pitch-linear = {Y8, V8U8}, widths {1920, 960}, heights {1080, 540}:
+//! pitches {2048, 2048}, offsets {0, 2211840}, aligned sizes {2211840, 1105920}, Size 3317760,
 //! Alignment 4096.
 
 use crate::ffi::Res;
@@ -25,6 +52,26 @@ use nvsci_sys::*;
 pub const MOCK_PITCH_ALIGN: u64 = 256;
 /// Minimum plane base-address alignment in bytes used by the mock's image layout.
 pub const MOCK_PLANE_ALIGN: u64 = 4096;
+/// Width of a GOB in bytes (Tegra block-linear layout).
+pub const GOB_WIDTH: u64 = 64;
+/// Height of a GOB in rows (Tegra block-linear layout).
+pub const GOB_HEIGHT: u64 = 8;
+/// Size of a GOB in bytes.
+pub const GOB_SIZE: u64 = GOB_WIDTH * GOB_HEIGHT;
+/// The largest block height the mock chooses, as log2 of GOBs per block (16 GOBs, 128 rows).
+pub const MAX_LOG2_GOBS_PER_BLOCK: u32 = 4;
+
+/// log2 of the GOBs per block the mock chooses for a block-linear plane of `rows` rows per
+/// field.
+pub fn block_linear_log2_gobs(rows: u32) -> u32 {
+    let gobs = u64::from(rows).div_ceil(GOB_HEIGHT).max(1);
+    gobs.next_power_of_two().trailing_zeros().min(MAX_LOG2_GOBS_PER_BLOCK)
+}
+
+/// Offset of byte `x` of row `y` inside a GOB (only `x % 64` and `y % 8` count).
+pub fn gob_offset(x: u64, y: u64) -> u64 {
+    (x & 15) | ((y & 1) << 4) | ((x & 16) << 1) | ((y & 6) << 5) | ((x & 32) << 3)
+}
 
 /// What the mock knows about a color format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,15 +119,22 @@ pub(crate) struct PlaneIn {
     pub bits_per_pixel: u32,
     /// Reconciled base-address alignment (power of two, >= MOCK_PLANE_ALIGN).
     pub align: u64,
+    /// Top, bottom, left, right padding in pixels.
+    pub padding: [u64; 4],
+    pub block_linear: bool,
+    pub interlaced: bool,
 }
 
 /// Result of the layout computation for one plane.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct PlaneOut {
     pub pitch: u32,
+    /// Rows per field, aligned.
     pub aligned_height: u32,
     pub offset: u64,
     pub aligned_size: u64,
+    /// Offset of the second field from the plane's start (0 for progressive).
+    pub second_field_offset: u64,
 }
 
 fn round_up(v: u64, align: u64) -> Res<u64> {
@@ -88,52 +142,159 @@ fn round_up(v: u64, align: u64) -> Res<u64> {
     v.checked_add(mask).map(|x| x & !mask).ok_or(NvSciError_Overflow)
 }
 
+fn add(a: u64, b: u64) -> Res<u64> {
+    a.checked_add(b).ok_or(NvSciError_Overflow)
+}
+
+fn mul(a: u64, b: u64) -> Res<u64> {
+    a.checked_mul(b).ok_or(NvSciError_Overflow)
+}
+
+/// Padded width and height of a plane, and its rows per field.
+fn padded(p: &PlaneIn) -> Res<(u64, u64, u64)> {
+    let [top, bottom, left, right] = p.padding;
+    let w = add(add(u64::from(p.width), left)?, right)?;
+    let h = add(add(u64::from(p.height), top)?, bottom)?;
+    let rows = if p.interlaced { h.div_ceil(2) } else { h };
+    Ok((w, h, rows))
+}
+
 /// Computes the layout of `planes`; returns the planes and the total size.
 pub(crate) fn layout(planes: &[PlaneIn]) -> Res<(Vec<PlaneOut>, u64)> {
     let mut out: Vec<PlaneOut> = Vec::with_capacity(planes.len());
     let mut end = 0u64;
     for p in planes {
-        let row_bits =
-            u64::from(p.width).checked_mul(u64::from(p.bits_per_pixel)).ok_or(NvSciError_Overflow)?;
-        let pitch = round_up(row_bits.div_ceil(8), MOCK_PITCH_ALIGN)?;
+        let (w, _, rows) = padded(p)?;
+        let row_bytes = mul(w, u64::from(p.bits_per_pixel))?.div_ceil(8);
+        let (pitch, aligned_rows) = if p.block_linear {
+            let rows32 = u32::try_from(rows).map_err(|_| NvSciError_Overflow)?;
+            let block_rows = GOB_HEIGHT << block_linear_log2_gobs(rows32);
+            (round_up(row_bytes, GOB_WIDTH)?, round_up(rows, block_rows)?)
+        } else {
+            (round_up(row_bytes, MOCK_PITCH_ALIGN)?, rows)
+        };
         let pitch32 = u32::try_from(pitch).map_err(|_| NvSciError_Overflow)?;
-        let raw = pitch.checked_mul(u64::from(p.height)).ok_or(NvSciError_Overflow)?;
-        let aligned_size = round_up(raw, p.align)?;
+        let aligned_height = u32::try_from(aligned_rows).map_err(|_| NvSciError_Overflow)?;
+        let field = mul(pitch, aligned_rows)?;
+        let fields = if p.interlaced { 2 } else { 1 };
+        let aligned_size = round_up(mul(field, fields)?, p.align)?;
         let offset = round_up(end, p.align)?;
         if let Some(prev) = out.last_mut() {
             // Absorb any alignment gap into the previous plane so sizes add up to the total.
             prev.aligned_size = offset - prev.offset;
         }
-        end = offset.checked_add(aligned_size).ok_or(NvSciError_Overflow)?;
-        out.push(PlaneOut { pitch: pitch32, aligned_height: p.height, offset, aligned_size });
+        end = add(offset, aligned_size)?;
+        let second_field_offset = if p.interlaced { field } else { 0 };
+        out.push(PlaneOut { pitch: pitch32, aligned_height, offset, aligned_size, second_field_offset });
     }
     Ok((out, end))
+}
+
+/// Where the pixels of one plane of an allocated image live: enough to address any pixel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PlaneGeometry {
+    /// Width and height of the image plane in pixels (without padding).
+    pub width: u32,
+    pub height: u32,
+    /// Bytes per pixel (whole bytes only).
+    pub bytes_per_pixel: u64,
+    pub offset: u64,
+    pub pitch: u64,
+    /// Top and left padding in pixels.
+    pub top: u64,
+    pub left: u64,
+    /// `Some(offset of the second field)` for interlaced planes.
+    pub second_field: Option<u64>,
+    /// `Some(log2 GOBs per block)` for block-linear planes.
+    pub block_log2: Option<u32>,
+}
+
+impl PlaneGeometry {
+    /// Byte offset (from the buffer's start) of byte `x_byte` of image row `y` (both relative to
+    /// pixel (0, 0) of the image, without padding). Inside a block-linear plane the 16 bytes of
+    /// an aligned 16-byte run of a row are contiguous; nothing longer is.
+    pub fn byte_offset(&self, x_byte: u64, y: u64) -> u64 {
+        let x = x_byte + self.left * self.bytes_per_pixel;
+        let py = y + self.top;
+        let (field_base, row) = match self.second_field {
+            Some(second) if py % 2 == 1 => (second, py / 2),
+            Some(_) => (0, py / 2),
+            None => (0, py),
+        };
+        let within = match self.block_log2 {
+            None => row * self.pitch + x,
+            Some(log2) => {
+                let gobs = 1u64 << log2;
+                let block_rows = GOB_HEIGHT * gobs;
+                let block_bytes = GOB_SIZE * gobs;
+                let blocks_per_row = self.pitch / GOB_WIDTH;
+                (row / block_rows) * blocks_per_row * block_bytes
+                    + (x / GOB_WIDTH) * block_bytes
+                    + ((row % block_rows) / GOB_HEIGHT) * GOB_SIZE
+                    + gob_offset(x, row)
+            }
+        };
+        self.offset + field_base + within
+    }
+
+    /// Length of the contiguous run that starts at byte `x_byte` of a row, capped at `max`.
+    pub fn run(&self, x_byte: u64, max: u64) -> u64 {
+        match self.block_log2 {
+            None => max,
+            Some(_) => {
+                let x = x_byte + self.left * self.bytes_per_pixel;
+                (16 - x % 16).min(max)
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const PLAIN: PlaneIn = PlaneIn {
+        width: 1,
+        height: 1,
+        bits_per_pixel: 8,
+        align: 4096,
+        padding: [0; 4],
+        block_linear: false,
+        interlaced: false,
+    };
+
     #[test]
     fn nv12_1080p() {
-        let y = PlaneIn { width: 1920, height: 1080, bits_per_pixel: 8, align: 4096 };
-        let uv = PlaneIn { width: 960, height: 540, bits_per_pixel: 16, align: 4096 };
+        let y = PlaneIn { width: 1920, height: 1080, bits_per_pixel: 8, align: 4096, ..PLAIN };
+        let uv = PlaneIn { width: 960, height: 540, bits_per_pixel: 16, align: 4096, ..PLAIN };
         let (planes, size) = layout(&[y, uv]).unwrap();
         assert_eq!(
             planes[0],
-            PlaneOut { pitch: 2048, aligned_height: 1080, offset: 0, aligned_size: 2211840 }
+            PlaneOut {
+                pitch: 2048,
+                aligned_height: 1080,
+                offset: 0,
+                aligned_size: 2211840,
+                second_field_offset: 0
+            }
         );
         assert_eq!(
             planes[1],
-            PlaneOut { pitch: 2048, aligned_height: 540, offset: 2211840, aligned_size: 1105920 }
+            PlaneOut {
+                pitch: 2048,
+                aligned_height: 540,
+                offset: 2211840,
+                aligned_size: 1105920,
+                second_field_offset: 0
+            }
         );
         assert_eq!(size, 3317760);
     }
 
     #[test]
     fn alignment_gap_is_absorbed() {
-        let a = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 4096 };
-        let b = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 65536 };
+        let a = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 4096, ..PLAIN };
+        let b = PlaneIn { width: 64, height: 1, bits_per_pixel: 8, align: 65536, ..PLAIN };
         let (planes, size) = layout(&[a, b]).unwrap();
         assert_eq!(planes[1].offset, 65536);
         assert_eq!(planes[0].aligned_size, 65536);
@@ -142,7 +303,7 @@ mod tests {
 
     #[test]
     fn overflow_is_reported() {
-        let p = PlaneIn { width: u32::MAX, height: u32::MAX, bits_per_pixel: 64, align: 4096 };
+        let p = PlaneIn { width: u32::MAX, height: u32::MAX, bits_per_pixel: 64, align: 4096, ..PLAIN };
         assert_eq!(layout(&[p]), Err(NvSciError_Overflow));
     }
 }

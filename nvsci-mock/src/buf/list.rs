@@ -258,6 +258,10 @@ pub(crate) fn reconcile_lists(
             let c = BufAttrListRec::new(module, Flags::CONFLICT, vec![slot], Some(report));
             Err((NvSciError_ReconciliationFailed, c.into_handle()))
         }
+        Err(Failure::Unsupported { slot, report }) => {
+            let c = BufAttrListRec::new(module, Flags::CONFLICT, vec![slot], Some(report));
+            Err((NvSciError_NotSupported, c.into_handle()))
+        }
     }
 }
 

@@ -6,6 +6,7 @@ pub(crate) mod keys;
 pub(crate) mod list;
 pub(crate) mod module;
 pub(crate) mod obj;
+pub(crate) mod pixels;
 pub(crate) mod reconcile;
 
 use nvsci_sys::NvSciBufFns;
@@ -37,6 +38,8 @@ pub(crate) fn fns() -> NvSciBufFns {
     t.NvSciBufObjGetCpuPtr = Some(obj::get_cpu_ptr);
     t.NvSciBufObjGetConstCpuPtr = Some(obj::get_const_cpu_ptr);
     t.NvSciBufObjFlushCpuCacheRange = Some(obj::flush_cpu_cache_range);
+    t.NvSciBufObjGetPixels = Some(pixels::get_pixels);
+    t.NvSciBufObjPutPixels = Some(pixels::put_pixels);
     t.NvSciBufAttrListIpcExportUnreconciled = Some(ipc::attr_list_export_unreconciled);
     t.NvSciBufAttrListIpcExportReconciled = Some(ipc::attr_list_export_reconciled);
     t.NvSciBufAttrListIpcImportUnreconciled = Some(ipc::attr_list_import_unreconciled);

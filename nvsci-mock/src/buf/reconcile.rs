@@ -3,8 +3,9 @@
 //! Order of checks: (1) a mandatory key missing from every slot (`Types`) or no common type →
 //! `BadParameter` / conflict; (2) every cross-slot conflict is collected and reported together
 //! as `ReconciliationFailed`; (3) missing mandatory keys → `BadParameter`; (4) values or
-//! combinations the mock cannot provide → `NotSupported` (or `BadParameter` for values the
-//! documentation calls unsupported, such as a zero plane width).
+//! combinations the mock cannot provide → `NotSupported` with a conflict list holding the refused
+//! key and the value given, its dump saying why (or `BadParameter` for values the documentation
+//! calls unsupported, such as a zero plane width).
 //!
 //! General keys (mock = one dGPU-style device with system memory, no other engines):
 //! * `NeedCpuAccess`, `EnableCpuCache`: true if any slot sets true.
@@ -31,12 +32,13 @@
 //! to default alignment with which buffer is allocated if none of the unreconciled lists
 //! specify this attribute").
 //!
-//! Image (plane-based, pitch-linear, progressive only): `Layout`, `ScanType`, `PlaneCount`,
-//! `PlaneColorFormat`, `PlaneWidth`, `PlaneHeight` are mandatory; they and `PlaneColorStd`,
-//! the paddings and `ImageCount` must be equal in every slot that sets them (`ImageCount` accepts
-//! only 1, its one valid input value in nvscibuf.h).
-//! `PlaneBaseAddrAlign` is the per-plane max. See [`super::image`] for the layout. Paddings
-//! must be zero, `VprFlag` false and surface-based keys unset, else `NotSupported`.
+//! Image (plane-based; pitch-linear or block-linear, progressive or interlaced, with or without
+//! padding): `Layout`, `ScanType`, `PlaneCount`, `PlaneColorFormat`, `PlaneWidth`,
+//! `PlaneHeight` are mandatory; they and `PlaneColorStd`, the paddings and `ImageCount` must be
+//! equal in every slot that sets them (`ImageCount` accepts only 1, its one valid input value in
+//! nvscibuf.h). `PlaneBaseAddrAlign` is the per-plane max; the paddings default to 0. See
+//! [`super::image`] for the layout. `VprFlag` must be false, surface-based keys unset and every
+//! color format one the mock knows the size of, else `NotSupported`.
 
 use super::image::{self, PlaneIn, MOCK_PLANE_ALIGN};
 use super::keys::BUF_KEYS;
@@ -51,6 +53,9 @@ pub(crate) enum Failure {
     Code(NvSciError),
     /// Conflicting attributes: the conflict list body and its report.
     Conflicts { slot: Slot, report: String },
+    /// A value the mock does not emulate (`NotSupported`): a list body holding the key with the
+    /// value given, and a report naming both, handed back like a conflict list.
+    Unsupported { slot: Slot, report: String },
 }
 
 impl From<NvSciError> for Failure {
@@ -97,6 +102,14 @@ fn fail(c: &Conflicts<'_>) -> Failure {
     Failure::Conflicts { slot: c.slot(), report: c.report() }
 }
 
+/// `NotSupported` naming `key` and the values the slots give it, and why the mock refuses it.
+fn unsupported(c: &Conflicts<'_>, key: u32, why: &str) -> Failure {
+    let mut u = Conflicts::new(BUF_KEYS, c.slots());
+    let text = u.values_text(key);
+    u.add(key, format!("{text}: {why}"));
+    Failure::Unsupported { slot: u.slot(), report: u.report() }
+}
+
 /// GPUs declared integrated ([`crate::set_gpu_integrated`]); every other GPU is discrete.
 pub(crate) static INTEGRATED_GPUS: std::sync::Mutex<Vec<GpuId>> = std::sync::Mutex::new(Vec::new());
 
@@ -126,7 +139,11 @@ pub(crate) fn reconcile(slots: &[Slot], env: &Env) -> Res<Slot> {
         return Err(fail(&c));
     }
     if c.any_set(NvSciBufGeneralAttrKey_VidMem_GpuId) {
-        return Err(NvSciError_NotSupported.into());
+        return Err(unsupported(
+            &c,
+            NvSciBufGeneralAttrKey_VidMem_GpuId,
+            "video memory is not emulated by the mock",
+        ));
     }
     out.insert(NvSciBufGeneralAttrKey_Types, Value::from_u32s(&types));
     match image_in {
@@ -155,14 +172,19 @@ fn reconcile_types(c: &mut Conflicts<'_>) -> Res<Vec<u32>> {
         let union: BTreeSet<u32> = setters.iter().flat_map(|(_, v)| v.u32s()).collect();
         if union == BTreeSet::from([NvSciBufType_Image, NvSciBufType_Tensor]) {
             // The documented Image+Tensor co-reconciliation; tensors are not emulated.
-            return Err(NvSciError_NotSupported.into());
+            return Err(unsupported(c, NvSciBufGeneralAttrKey_Types, "tensors are not emulated by the mock"));
         }
         let text = c.values_text(NvSciBufGeneralAttrKey_Types);
         c.add(NvSciBufGeneralAttrKey_Types, text);
         return Err(fail(c));
     }
     if ordered != [NvSciBufType_RawBuffer] && ordered != [NvSciBufType_Image] {
-        return Err(NvSciError_NotSupported.into());
+        let why = if ordered.contains(&NvSciBufType_Tensor) {
+            "tensors are not emulated by the mock"
+        } else {
+            "the mock emulates raw buffers and images, each alone in a list"
+        };
+        return Err(unsupported(c, NvSciBufGeneralAttrKey_Types, why));
     }
     Ok(ordered)
 }
@@ -340,8 +362,8 @@ fn image_conflicts(c: &mut Conflicts<'_>) -> ImageAgreed {
 }
 
 fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
-    if SURFACE_KEYS.iter().any(|k| c.any_set(*k)) {
-        return Err(NvSciError_NotSupported.into());
+    if let Some(k) = SURFACE_KEYS.iter().find(|k| c.any_set(**k)) {
+        return Err(unsupported(c, *k, "surface-based image keys are not emulated by the mock"));
     }
     let bad = || Failure::Code(NvSciError_BadParameter);
     let layout = a.layout.ok_or_else(bad)?.u32();
@@ -350,9 +372,10 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     let formats = a.formats.ok_or_else(bad)?.u32s();
     let widths = a.widths.ok_or_else(bad)?.u32s();
     let heights = a.heights.ok_or_else(bad)?.u32s();
-    if layout != NvSciBufImage_PitchLinearType || scan != NvSciBufScan_ProgressiveType {
-        return Err(NvSciError_NotSupported.into());
-    }
+    // Any value of the two enums is valid input (nvscibuf.h, `Layout` and `ScanType`: "valid
+    // input value: Any value defined by" the enum); SetAttrs has already refused the others.
+    let block_linear = layout == NvSciBufImage_BlockLinearType;
+    let interlaced = scan == NvSciBufScan_InterlaceType;
     if formats.len() != n || widths.len() != n || heights.len() != n {
         return Err(bad());
     }
@@ -364,21 +387,31 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
         Some(v) => v.u32s(),
         None => formats.iter().map(|f| image::default_color_std(*f)).collect(),
     };
-    for p in &a.paddings {
-        match p {
-            Some(v) if v.u64s().len() != n => return Err(bad()),
-            Some(v) if v.u64s().iter().any(|x| *x != 0) => return Err(NvSciError_NotSupported.into()),
-            _ => {}
+    // Paddings: per plane, in pixels, default 0 (nvscibuf.h, `TopPadding` ... `RightPadding`).
+    let mut paddings = [vec![0u64; n], vec![0u64; n], vec![0u64; n], vec![0u64; n]];
+    for (dst, p) in paddings.iter_mut().zip(&a.paddings) {
+        if let Some(v) = p {
+            if v.u64s().len() != n {
+                return Err(bad());
+            }
+            *dst = v.u64s();
         }
     }
     if c.any_true(NvSciBufImageAttrKey_VprFlag) {
-        return Err(NvSciError_NotSupported.into());
+        return Err(unsupported(
+            c,
+            NvSciBufImageAttrKey_VprFlag,
+            "protected (VPR) memory is not emulated by the mock",
+        ));
     }
-    let infos = formats
-        .iter()
-        .map(|f| image::format_info(*f))
-        .collect::<Option<Vec<_>>>()
-        .ok_or(NvSciError_NotSupported)?;
+    let infos =
+        formats.iter().map(|f| image::format_info(*f)).collect::<Option<Vec<_>>>().ok_or_else(|| {
+            unsupported(
+                c,
+                NvSciBufImageAttrKey_PlaneColorFormat,
+                "a color format whose pixel size the mock does not know",
+            )
+        })?;
     // Per-plane base alignment: max over slots, at least the mock's plane alignment.
     let mut aligns = vec![MOCK_PLANE_ALIGN; n];
     for (_, v) in c.setters(NvSciBufImageAttrKey_PlaneBaseAddrAlign) {
@@ -396,6 +429,9 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
             height: heights[i],
             bits_per_pixel: infos[i].bits_per_pixel,
             align: aligns[i],
+            padding: [paddings[0][i], paddings[1][i], paddings[2][i], paddings[3][i]],
+            block_linear,
+            interlaced,
         })
         .collect();
     let (layout_out, size) = image::layout(&planes)?;
@@ -404,8 +440,8 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     let u64s = |f: &dyn Fn(usize) -> u64| Value::from_u64s(&(0..n).map(f).collect::<Vec<_>>());
     out.insert(NvSciBufImageAttrKey_Layout, Value::from_u32s(&[layout]));
     out.insert(NvSciBufImageAttrKey_ScanType, Value::from_u32s(&[scan]));
-    for key in PADDING_KEYS {
-        out.insert(key, u64s(&|_| 0));
+    for (key, values) in PADDING_KEYS.iter().zip(&paddings) {
+        out.insert(*key, Value::from_u64s(values));
     }
     out.insert(NvSciBufImageAttrKey_VprFlag, Value::from_bool(false));
     out.insert(NvSciBufImageAttrKey_Size, Value::from_u64s(&[size]));
@@ -423,7 +459,7 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
         NvSciBufImageAttrKey_PlaneChannelCount,
         Value::new(&infos.iter().map(|f| f.channels).collect::<Vec<u8>>()),
     );
-    out.insert(NvSciBufImageAttrKey_PlaneSecondFieldOffset, u64s(&|_| 0));
+    out.insert(NvSciBufImageAttrKey_PlaneSecondFieldOffset, u64s(&|i| layout_out[i].second_field_offset));
     out.insert(NvSciBufImageAttrKey_PlanePitch, u32s(&|i| layout_out[i].pitch));
     out.insert(NvSciBufImageAttrKey_PlaneAlignedHeight, u32s(&|i| layout_out[i].aligned_height));
     out.insert(NvSciBufImageAttrKey_PlaneAlignedSize, u64s(&|i| layout_out[i].aligned_size));
