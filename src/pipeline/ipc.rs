@@ -19,7 +19,7 @@
 
 use super::engine::Engine;
 use super::format::{FrameFormat, FrameLayout};
-use super::nvsci::party_list;
+use super::backend::nvsci::party_list;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint, ReadOnlyBufObj};
