@@ -140,7 +140,7 @@ fn streams_of_another_context_are_refused() {
         Err(Error::InvalidArgument { name: "stream", .. }) => {}
         r => panic!("expected a refusal of the wait, got {r:?}"),
     }
-    // The pipeline's CUDA parties refuse such a stream at construction.
+    // The pipeline's CUDA parties refuse such a stream.
     let ring = nvsci::pipeline::FrameRing::with_engines(
         &lib,
         nvsci::pipeline::FrameFormat::Raw { size: 4096 },
@@ -150,10 +150,10 @@ fn streams_of_another_context_are_refused() {
     )
     .unwrap();
     let (_p, cs) = ring.split().unwrap();
-    let c = cs.into_iter().next().unwrap();
-    match nvsci::pipeline::CudaConsumer::new(c, &dev, foreign, MemSync::Auto) {
+    let mut c = cs.into_iter().next().unwrap();
+    match c.set_stream(foreign) {
         Err(Error::InvalidArgument { name: "stream", .. }) => {}
-        r => panic!("expected a refusal, got {:?}", r.map(|_| ())),
+        r => panic!("expected a refusal, got {r:?}"),
     }
     dev.default_stream().synchronize().unwrap();
 }

@@ -770,3 +770,12 @@ impl Consumer {
         self.inner.id
     }
 }
+
+// Parties move to the threads that drive their engines.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Producer>();
+    send::<Consumer>();
+    send::<ProducerFrame>();
+    send::<ConsumerFrame>();
+};
