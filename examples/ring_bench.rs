@@ -28,9 +28,7 @@ use nvsci::cuda::cudarc::driver::{
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
-use nvsci::pipeline::{
-    Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig,
-};
+use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -258,9 +256,7 @@ fn run() -> Res<()> {
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--backend" => {
-                name = args.next().ok_or("--backend needs a value")?
-            }
+            "--backend" => name = args.next().ok_or("--backend needs a value")?,
             "--frames" => frames = args.next().ok_or("--frames needs a value")?.parse().map_err(e)?,
             other => return Err(format!("unknown argument {other}")),
         }

@@ -230,7 +230,8 @@ fn cuda_calls_on_cpu_parties_are_refused() {
     let (mut p, mut cs) = ring(2, 1, 200).split().unwrap();
     assert!(p.engine().is_cpu() && cs[0].engine().is_cpu());
     assert!(p.stream().is_none() && cs[0].stream().is_none() && p.mem_sync().is_none());
-    let engine_refused = |r: nvsci::Result<()>| matches!(r, Err(Error::InvalidArgument { name: "engine", .. }));
+    let engine_refused =
+        |r: nvsci::Result<()>| matches!(r, Err(Error::InvalidArgument { name: "engine", .. }));
     assert!(engine_refused(p.produce(|_| Ok(()))));
     assert!(engine_refused(cs[0].process(|_| Ok(()))));
     assert!(engine_refused(p.set_mem_sync(nvsci::cuda::MemSync::Skip)));

@@ -6,8 +6,8 @@
 
 mod common;
 
-use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
 use common::kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
+use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::CudaGpu;

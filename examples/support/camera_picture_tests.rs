@@ -329,12 +329,7 @@ fn a_shrunk_contact_sheet_keeps_the_bar_colours() {
     let _serial = serial();
     let scratch = Scratch::new("shrunk-sheet");
     let sheet = scratch.path("sheet.png");
-    let a = Args {
-        sheet: Some(sheet.clone()),
-        every: Some(2),
-        recorder: false,
-        ..args("mock", 640, 360, 3)
-    };
+    let a = Args { sheet: Some(sheet.clone()), every: Some(2), recorder: false, ..args("mock", 640, 360, 3) };
     let r = run_ok(&a, None);
     assert_eq!(r.sheet_frames, [0, 2]);
     let s = Picture::open(&sheet);
@@ -541,8 +536,7 @@ fn bad_clips_are_refused_naming_the_file_the_field_and_the_value() {
     write_clip(&clip, 64, 48, 2, false);
     let msg = run(&Args { input: Some(clip.clone()), ..args("mock", 320, 48, 2) }).unwrap_err();
     assert!(msg.contains("bad-size.y4m: header field W: 64 does not match --width 320"), "{msg}");
-    let msg =
-        run(&Args { input: Some(clip), width: None, ..args("mock", 320, 50, 2) }).unwrap_err();
+    let msg = run(&Args { input: Some(clip), width: None, ..args("mock", 320, 50, 2) }).unwrap_err();
     assert!(msg.contains("header field H: 48 does not match --height 50"), "{msg}");
     assert_ledger_clean("bad clips");
 }

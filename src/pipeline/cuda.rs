@@ -27,7 +27,10 @@ pub(crate) struct CudaParty<A: Access> {
 
 impl<A: Access> std::fmt::Debug for CudaParty<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cuda").field("device", &self.dev.context().ordinal()).field("policy", &self.policy).finish()
+        f.debug_struct("Cuda")
+            .field("device", &self.dev.context().ordinal())
+            .field("policy", &self.policy)
+            .finish()
     }
 }
 
@@ -273,12 +276,17 @@ impl Producer {
     /// A held frame mapped read-write in a CUDA producer's context: enqueue its writes on
     /// [`stream`](Self::stream) between [`acquire`](Self::acquire) and
     /// [`present`](Self::present).
-    pub fn cuda_buffer<'a>(&'a mut self, frame: &'a super::ProducerFrame) -> Result<&'a mut MappedBuffer<ReadWrite>> {
+    pub fn cuda_buffer<'a>(
+        &'a mut self,
+        frame: &'a super::ProducerFrame,
+    ) -> Result<&'a mut MappedBuffer<ReadWrite>> {
         if frame.ring_id() != self.ring_id() {
             return Err(invalid("frame", "the frame comes from another ring"));
         }
         match &mut self.engine {
-            ProducerEngine::Cuda(p) => p.frames.get_mut(frame.index()).ok_or_else(|| invalid("frame", "no such slot")),
+            ProducerEngine::Cuda(p) => {
+                p.frames.get_mut(frame.index()).ok_or_else(|| invalid("frame", "no such slot"))
+            }
             ProducerEngine::Cpu(_) => Err(not_cuda("cuda_buffer")),
         }
     }

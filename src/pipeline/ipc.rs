@@ -17,9 +17,9 @@
 //! waits on that fence (on the CPU or its CUDA stream), processes the frame and sends back its
 //! release fence. Nothing is allocated per frame but the message buffers.
 
+use super::backend::nvsci::party_list;
 use super::engine::Engine;
 use super::format::{FrameFormat, FrameLayout};
-use super::backend::nvsci::party_list;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint, ReadOnlyBufObj};

@@ -116,8 +116,11 @@ impl Backend {
 
     fn auto_with(gpu: GivenGpu<'_>) -> Result<Self> {
         let mut skipped = Vec::new();
-        for c in [Candidate::Kind(BackendKind::NvSci), Candidate::Kind(BackendKind::Vulkan), Candidate::MockLibrary]
-        {
+        for c in [
+            Candidate::Kind(BackendKind::NvSci),
+            Candidate::Kind(BackendKind::Vulkan),
+            Candidate::MockLibrary,
+        ] {
             let tried = match c {
                 Candidate::Kind(kind) => Self::try_kind(kind, gpu),
                 Candidate::MockLibrary => Self::mock_library(gpu),
@@ -370,7 +373,13 @@ impl FrameRing {
     /// backend), with the CPU as producer and as every consumer.
     pub fn new(lib: &NvSci, format: FrameFormat, config: RingConfig) -> Result<Self> {
         let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
-        Self::with_engines(lib, format, config, &Engine::Cpu, consumers.get(..config.consumers).unwrap_or(&[]))
+        Self::with_engines(
+            lib,
+            format,
+            config,
+            &Engine::Cpu,
+            consumers.get(..config.consumers).unwrap_or(&[]),
+        )
     }
 
     /// As [`new`](Self::new), with the engine of every party: each attribute list names its

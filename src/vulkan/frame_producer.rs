@@ -18,12 +18,12 @@
 //! Command buffers are recorded once at construction and submit-info structures live on the
 //! stack, so a steady-state frame allocates nothing on the heap.
 
-use crate::error::{invalid, Error, Result};
 use super::ash::vk;
 use super::buffer::RawBuffer;
 use super::context::vk_err;
 use super::semaphore::HandoffInner;
 use super::{ExportableBuffer, FrameValues, HandoffMode, HandoffSemaphores, VulkanContext};
+use crate::error::{invalid, Error, Result};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;

@@ -191,6 +191,7 @@ macro_rules! on_every_backend {
 
 on_every_backend! {
     frames_arrive_in_order_with_their_contents: CPU;
+    timeouts_name_who_holds_the_frame: CPU;
     engine_producer_feeds_an_engine_consumer_and_a_cpu_recorder_1000_frames: CPU;
     cpu_camera_feeds_an_engine_consumer_and_a_cpu_recorder_1000_frames: CPU;
     engine_producer_feeds_two_engine_consumers_1000_frames: CPU;

@@ -16,7 +16,13 @@ fn config(consumers: usize) -> RingConfig {
     RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
 }
 
-fn ring(env: &Env, format: FrameFormat, config: RingConfig, producer: &Engine, consumers: &[Engine]) -> FrameRing {
+fn ring(
+    env: &Env,
+    format: FrameFormat,
+    config: RingConfig,
+    producer: &Engine,
+    consumers: &[Engine],
+) -> FrameRing {
     env.backend.build_ring(format, config, producer, consumers).unwrap()
 }
 
@@ -72,7 +78,9 @@ mod gpu {
     //! The CUDA sides of the scenarios.
     pub use super::super::common::kernels::FILL_PATTERN_PTX;
     use super::*;
-    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+    use nvsci::cuda::cudarc::driver::{
+        CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
+    };
     use nvsci::cuda::cudarc::nvrtc::Ptx;
     use std::sync::Arc;
 
@@ -191,8 +199,65 @@ fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize)
     }
 }
 
+/// Frames come in order, slot after slot, with their contents, to three CPU consumers on
+/// threads of their own.
 pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
-    run_frames(env, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu], 100);
+    let r = ring(
+        env,
+        FrameFormat::Raw { size: 4096 },
+        RingConfig { frames: 3, ..config(1) },
+        &Engine::Cpu,
+        &[Engine::Cpu],
+    );
+    let (mut p, mut cs) = r.split().unwrap();
+    let c = &mut cs[0];
+    for seq in 0..10u64 {
+        let f = p.acquire().unwrap();
+        assert_eq!((f.sequence(), f.index()), (seq, (seq % 3) as usize));
+        p.cpu_write(&f).unwrap().fill(seq as u8);
+        p.present(f).unwrap();
+        let g = c.acquire().unwrap();
+        assert_eq!((g.sequence(), g.index()), (seq, (seq % 3) as usize));
+        assert!(c.cpu_read(&g).unwrap().iter().all(|&b| b == seq as u8));
+        c.release(g).unwrap();
+    }
+    run_frames(env, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu, Engine::Cpu], 200);
+}
+
+/// The producer waits for every consumer and times out naming the one that holds the slot; a
+/// consumer times out without frames; an unbounded timeout does not overflow the clock.
+pub fn timeouts_name_who_holds_the_frame(env: &Env) {
+    let cfg =
+        RingConfig { frames: 2, consumers: 2, timeout: Duration::from_millis(50), ..Default::default() };
+    let r = ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu]);
+    let (mut p, mut cs) = r.split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    // Consumer 0 takes and releases frame 0; consumer 1 takes it but never releases.
+    let a = cs[0].acquire().unwrap();
+    cs[0].release(a).unwrap();
+    let _stuck = cs[1].acquire().unwrap();
+    match p.acquire() {
+        Err(Error::RingTimeout { timeout_us, detail }) => {
+            assert_eq!(timeout_us, 50_000);
+            assert!(detail.contains("consumer(s) 1 have not released slot 0 (frame 0)"), "{detail}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let (_p, mut cs) =
+        ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu])
+            .split()
+            .unwrap();
+    assert!(matches!(cs[0].acquire(), Err(Error::RingTimeout { .. })));
+    let cfg = RingConfig { timeout: Duration::MAX, ..config(1) };
+    let (mut p, mut cs) =
+        ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    cs[0].release(g).unwrap();
 }
 
 pub fn cpu_camera_feeds_an_engine_consumer_and_a_cpu_recorder_1000_frames(env: &Env) {
@@ -268,11 +333,24 @@ pub fn bad_input_is_refused(env: &Env) {
         let c = RingConfig { consumers, ..config(1) };
         let engines = vec![e.clone(); consumers];
         let r = b.build_ring(raw, c, &Engine::Cpu, &engines);
-        assert!(matches!(r, Err(Error::InvalidArgument { name: "config.consumers", .. })), "{consumers}: {r:?}");
+        assert!(
+            matches!(r, Err(Error::InvalidArgument { name: "config.consumers", .. })),
+            "{consumers}: {r:?}"
+        );
     }
-    for fmt in [FrameFormat::Nv12 { width: 63, height: 64 }, FrameFormat::Nv12 { width: 64, height: 0 }] {
-        let r = b.build_ring(fmt, config(1), &Engine::Cpu, std::slice::from_ref(&e));
-        assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{fmt:?}: {r:?}");
+    let formats = [
+        (FrameFormat::Raw { size: 0 }, "format.size"),
+        (FrameFormat::Nv12 { width: 0, height: 480 }, "format"),
+        (FrameFormat::Nv12 { width: 641, height: 480 }, "format"),
+        (FrameFormat::Nv12 { width: 640, height: 481 }, "format"),
+        (FrameFormat::Nv12 { width: 64, height: 0 }, "format"),
+        (FrameFormat::Rgba { width: 64, height: 0 }, "format"),
+    ];
+    for (fmt, field) in formats {
+        match b.build_ring(fmt, config(1), &Engine::Cpu, std::slice::from_ref(&e)) {
+            Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, field, "{fmt:?}"),
+            other => panic!("{fmt:?}: expected InvalidArgument, got {other:?}"),
+        }
     }
     let r = b.build_ring(raw, config(2), &Engine::Cpu, std::slice::from_ref(&e));
     assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
@@ -358,11 +436,16 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
         use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
         let dev = env.dev().unwrap();
         let (w, h) = (640u32, 360u32);
-        let r = ring(env, FrameFormat::Nv12 { width: w, height: h }, config(1), &Engine::Cpu, &[env.engine()]);
+        let r =
+            ring(env, FrameFormat::Nv12 { width: w, height: h }, config(1), &Engine::Cpu, &[env.engine()]);
         let layout = r.layout().clone();
         let (mut p, cs) = r.split().unwrap();
-        let kernel =
-            dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).unwrap().load_function("nv12_to_rgba").unwrap();
+        let kernel = dev
+            .context()
+            .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
+            .unwrap()
+            .load_function("nv12_to_rgba")
+            .unwrap();
         let stream = dev.context().new_stream().unwrap();
         let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).unwrap();
         let frames = 200u64;
@@ -380,7 +463,8 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
                     let (sums_base, _b) = sums.device_ptr(s);
                     let sum = sums_base + t * 8;
                     let src = f.device_address();
-                    let (yp, uvo, uvp) = (layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch);
+                    let (yp, uvo, uvp) =
+                        (layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch);
                     let mut b = s.launch_builder(&kernel);
                     b.arg(&src).arg(&yp).arg(&uvo).arg(&uvp).arg(&w).arg(&h).arg(&dst).arg(&sum);
                     let cfg = LaunchConfig {

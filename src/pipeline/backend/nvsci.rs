@@ -150,7 +150,8 @@ impl NvSciRing {
     }
 
     fn fence(&self, slot: usize, point: Point) -> Result<&Mutex<Fence>> {
-        let s = self.slots.get(slot).ok_or_else(|| invalid("slot", format!("no slot {slot} in this ring")))?;
+        let s =
+            self.slots.get(slot).ok_or_else(|| invalid("slot", format!("no slot {slot} in this ring")))?;
         match point {
             Point::Present => Ok(&s.present),
             Point::Release(c) => s.releases.get(c).ok_or_else(no_consumer),
