@@ -1,148 +1,16 @@
-//! CUDA parties of a ring: every slot and the sync objects a party uses imported into its device
-//! once, when the ring is split, and per frame only enqueued work on the party's stream (wait
-//! for the other side's fence, the user's kernels, signal this side's fence). Nothing here
-//! blocks the CPU on a fence or allocates per frame. How a backend's buffers and fences are
-//! imported, waited and signalled is the backend's ([`RingBackend`]).
+//! What a ring party on a CUDA engine offers beyond the tokens: its stream and memory-sync
+//! policy, the frame's mapping, and the convenience closures `produce` / `process` built on the
+//! tokens. Per frame only work is enqueued on the party's stream (wait for the other side's
+//! fence, the user's kernels, signal this side's fence); nothing here blocks the CPU on a fence
+//! or allocates per frame.
 
-use super::backend::{CudaSyncImport, Point, RingBackend};
-use super::config::{MAX_CONSUMERS, MAX_FRAMES};
-use super::party::{ConsumerEngine, ProducerEngine};
-use super::ring::{Consumer, Inner, Producer};
-use super::FrameLayout;
+use super::format::FrameLayout;
+use super::party::{ConsumerEngine, CudaParty, ProducerEngine};
+use super::ring::{Consumer, Producer};
 use crate::cuda::cudarc::driver::CudaStream;
-use crate::cuda::{Access, CudaGpu, MappedBuffer, MemSync, ReadOnly, ReadWrite};
+use crate::cuda::{MappedBuffer, MemSync, ReadOnly, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use std::sync::Arc;
-
-/// A CUDA party's imports and stream.
-pub(crate) struct CudaParty<A: Access> {
-    // Field order is teardown order: mappings and semaphores (their drops synchronise the
-    // context) before the stream.
-    frames: heapless::Vec<MappedBuffer<A>, MAX_FRAMES>,
-    syncs: heapless::Vec<(Point, CudaSyncImport), { MAX_CONSUMERS + 1 }>,
-    stream: Arc<CudaStream>,
-    policy: MemSync,
-    dev: CudaGpu,
-}
-
-impl<A: Access> std::fmt::Debug for CudaParty<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cuda")
-            .field("device", &self.dev.context().ordinal())
-            .field("policy", &self.policy)
-            .finish()
-    }
-}
-
-impl<A: Access> CudaParty<A> {
-    fn new(
-        inner: &Inner,
-        dev: &CudaGpu,
-        slots: impl Iterator<Item = Result<crate::cuda::ExternalMemory<A>>>,
-        points: &[Point],
-    ) -> Result<Self> {
-        let layout = inner.backend.layout();
-        let mut frames = heapless::Vec::new();
-        for mem in slots {
-            let _ = frames.push(mem?.map_buffer(0, layout.size)?);
-        }
-        let mut syncs = heapless::Vec::new();
-        for &p in points {
-            let _ = syncs.push((p, inner.backend.cuda_import_sync(dev, p)?));
-        }
-        Ok(Self { frames, syncs, stream: dev.default_stream(), policy: MemSync::Auto, dev: dev.clone() })
-    }
-
-    fn import(&self, point: Point) -> Result<&CudaSyncImport> {
-        self.syncs
-            .iter()
-            .find(|(p, _)| *p == point)
-            .map(|(_, i)| i)
-            .ok_or_else(|| invalid("point", "this party does not use that sync object"))
-    }
-
-    /// Enqueues a wait for the fence at (`slot`, `point`) on the stream.
-    pub(crate) fn wait(&self, b: &dyn RingBackend, slot: usize, point: Point, reads: bool) -> Result<()> {
-        b.cuda_wait(self.import(point)?, &self.stream, slot, point, self.policy, reads)
-    }
-
-    /// Enqueues a signal of `point` on the stream; it becomes the fence at (`slot`, `point`).
-    pub(crate) fn signal(&self, b: &dyn RingBackend, slot: usize, point: Point) -> Result<()> {
-        b.cuda_signal(self.import(point)?, &self.stream, slot, point, self.policy)
-    }
-
-    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
-        &self.stream
-    }
-
-    /// Switches to `stream` (of the party's context) after the old stream's queued work.
-    fn set_stream(&mut self, stream: Arc<CudaStream>) -> Result<()> {
-        same_context(&self.dev, &stream)?;
-        if !Arc::ptr_eq(&stream, &self.stream) {
-            // Fences signalled on the old stream cover the work queued for frames already
-            // handed back, but a frame still held would be released from the new stream
-            // without waiting for it: finish the old stream's work first.
-            self.stream.synchronize().map_err(|e| Error::Cuda {
-                function: "cuStreamSynchronize",
-                code: e.0 as u32,
-                name: "",
-            })?;
-            self.stream = stream;
-        }
-        Ok(())
-    }
-}
-
-impl CudaParty<ReadWrite> {
-    /// The producer's imports: every slot read-write, the present object and every release
-    /// object.
-    pub(crate) fn producer(inner: &Inner, dev: &CudaGpu) -> Result<Self> {
-        let b = &inner.backend;
-        let n = inner_consumers(inner);
-        let mut points = heapless::Vec::<Point, { MAX_CONSUMERS + 1 }>::new();
-        let _ = points.push(Point::Present);
-        for c in 0..n {
-            let _ = points.push(Point::Release(c));
-        }
-        Self::new(inner, dev, (0..inner_frames(inner)).map(|s| b.cuda_import_rw(dev, s)), &points)
-    }
-
-    /// Enqueues a wait for every release fence of `slot` (a producer about to overwrite it).
-    pub(crate) fn wait_releases(&self, b: &dyn RingBackend, slot: usize) -> Result<()> {
-        for (point, import) in &self.syncs {
-            if let Point::Release(_) = point {
-                b.cuda_wait(import, &self.stream, slot, *point, self.policy, false)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl CudaParty<ReadOnly> {
-    /// Consumer `id`'s imports: its read-only view of every slot, the present object and its
-    /// release object.
-    pub(crate) fn consumer(inner: &Inner, dev: &CudaGpu, id: usize) -> Result<Self> {
-        let b = &inner.backend;
-        let slots = (0..inner_frames(inner)).map(|s| b.cuda_import_ro(dev, s, id));
-        Self::new(inner, dev, slots, &[Point::Present, Point::Release(id)])
-    }
-}
-
-fn inner_frames(inner: &Inner) -> usize {
-    inner.config().frames
-}
-
-fn inner_consumers(inner: &Inner) -> usize {
-    inner.config().consumers
-}
-
-/// Fails unless `stream` belongs to `dev`'s context.
-fn same_context(dev: &CudaGpu, stream: &CudaStream) -> Result<()> {
-    if stream.context().cu_ctx() != dev.context().cu_ctx() {
-        return Err(invalid("stream", "the stream belongs to another CUDA context than the device"));
-    }
-    Ok(())
-}
 
 fn not_cuda(what: &'static str) -> Error {
     invalid("engine", format!("{what} needs a party on a CUDA engine (Engine::Cuda when the ring is built)"))
@@ -278,7 +146,7 @@ impl Producer {
     /// [`present`](Self::present).
     pub fn cuda_buffer<'a>(
         &'a mut self,
-        frame: &'a super::ProducerFrame,
+        frame: &'a super::ring::ProducerFrame,
     ) -> Result<&'a mut MappedBuffer<ReadWrite>> {
         if frame.ring_id() != self.ring_id() {
             return Err(invalid("frame", "the frame comes from another ring"));
@@ -365,7 +233,7 @@ impl Consumer {
     /// A held frame mapped read-only in a CUDA consumer's context: enqueue its reads on
     /// [`stream`](Self::stream) between [`acquire`](Self::acquire) and
     /// [`release`](Self::release).
-    pub fn cuda_buffer(&self, frame: &super::ConsumerFrame) -> Result<&MappedBuffer<ReadOnly>> {
+    pub fn cuda_buffer(&self, frame: &super::ring::ConsumerFrame) -> Result<&MappedBuffer<ReadOnly>> {
         if frame.ring_id() != self.ring_id() || frame.consumer() != self.id() {
             return Err(invalid("frame", "the frame was acquired by another consumer or ring"));
         }

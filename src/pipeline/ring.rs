@@ -45,6 +45,7 @@ struct State {
     producer_held: bool,
 }
 
+/// What the parties of one ring share.
 pub(crate) struct Inner {
     id: u64,
     config: RingConfig,
@@ -92,11 +93,6 @@ impl Inner {
             }
             st = self.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
         }
-    }
-
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn config(&self) -> RingConfig {
-        self.config
     }
 
     pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
@@ -239,11 +235,11 @@ impl FrameRing {
     /// another ([`Producer::set_stream`], [`Consumer::set_stream`]).
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
         let inner = &self.inner;
-        let engine = ProducerEngine::new(inner, &inner.producer_engine)?;
+        let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
         let producer = Producer { engine, inner: inner.clone() };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
         for (id, e) in inner.consumer_engines.iter().enumerate() {
-            let engine = ConsumerEngine::new(inner, e, id)?;
+            let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
             consumers.push(Consumer { engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))

@@ -3,8 +3,11 @@
 
 use super::backend::nvsci::NvSciProvider;
 use super::backend::Provider;
+use super::config::RingConfig;
 use super::config::MAX_CONSUMERS;
-use super::{Engine, FrameFormat, FrameRing, RingConfig};
+use super::engine::Engine;
+use super::format::FrameFormat;
+use super::ring::FrameRing;
 use crate::error::{invalid, Error, Result};
 use crate::NvSci;
 use std::sync::Arc;
