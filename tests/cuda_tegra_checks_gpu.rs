@@ -6,9 +6,7 @@
 
 mod common;
 
-use nvsci::buf::{
-    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType,
-};
+use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, ImageLayout, Perm};
 use nvsci::cuda::{self, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, NvSci};
@@ -72,19 +70,9 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
 
 fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {
     let mut l = m.attr_list().unwrap();
-    l.set(&[
-        BufAttr::Types(&[BufType::IMAGE]),
-        BufAttr::Layout(layout),
-        BufAttr::ScanType(ScanType::Progressive),
-        BufAttr::PlaneCount(2),
-        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
-        BufAttr::PlaneWidth(&[64, 32]),
-        BufAttr::PlaneHeight(&[32, 16]),
-        BufAttr::NeedCpuAccess(true),
-        BufAttr::RequiredPerm(Perm::ReadWrite),
-        BufAttr::GpuId(&[gpu]),
-    ])
-    .unwrap();
+    nvsci::pipeline::Nv12Image { width: 64, height: 32, layout }.set_on(&mut l).unwrap();
+    l.set(&[BufAttr::NeedCpuAccess(true), BufAttr::RequiredPerm(Perm::ReadWrite), BufAttr::GpuId(&[gpu])])
+        .unwrap();
     BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap()
 }
 

@@ -43,6 +43,6 @@ pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cuda::{CudaFrame, CudaFrameMut};
 pub use engine::Engine;
-pub use format::{FrameFormat, FrameLayout};
+pub use format::{FrameFormat, FrameLayout, Nv12Image};
 pub use ring::{Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
 pub use select::{Backend, BackendKind};
