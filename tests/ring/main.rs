@@ -15,6 +15,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[cfg(feature = "cuda")]
 #[path = "../../examples/support/nv12_pattern.rs"]
 mod nv12_pattern;
 mod scenarios;
@@ -98,6 +99,7 @@ type AppGpu<'a> = Option<&'a ()>;
 
 /// Opens `kind`'s backend (on `app`'s CUDA context where given), or `None` where this machine
 /// lacks it (a failure instead where the environment says it must have it).
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 fn open(kind: Kind, app: AppGpu<'_>) -> Option<Backend> {
     let gpu_required = common::gpu_required();
     match kind {

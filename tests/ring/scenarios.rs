@@ -28,6 +28,7 @@ fn ring(
 
 /// Every frame `t` of `results` holds pattern `t`; a failure says how many frames differ and
 /// whether the first one holds the slot's previous frame (a stale read).
+#[cfg(feature = "cuda")]
 fn assert_frames(results: &[u8], frames: usize, slots: usize) {
     let frame = |t: usize| &results[t * N..(t + 1) * N];
     let bad: Vec<usize> = (0..frames).filter(|&t| frame(t) != &expected_pattern(N, t as u32)[..]).collect();
@@ -155,6 +156,7 @@ mod gpu {
 fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize) {
     let ring = ring(env, FrameFormat::Raw { size: N as u64 }, config(consumers.len()), producer, consumers);
     assert_eq!(ring.layout().size, N as u64);
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
     let (mut p, cs) = ring.split().unwrap();
     let mut recorders = Vec::new();
     #[cfg(feature = "cuda")]
@@ -287,6 +289,7 @@ pub fn engine_producer_feeds_two_engine_consumers_1000_frames(env: &Env) {
 }
 
 /// What a ring can leave behind: open fds, mock handles, device memory.
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 fn footprint(env: &Env) -> (usize, nvsci_mock::HandleCounts, usize) {
     #[cfg(feature = "cuda")]
     let mem = match env.dev() {
