@@ -153,8 +153,8 @@ pub fn run(kind: Kind, needs: Needs, scenario: fn(&Env)) {
         eprintln!("unsupported here: {why}");
         return;
     }
-    // GPU runs measure process-wide state (device memory, fds): one at a time.
-    let _serial = (kind != Kind::MockCpu).then(common::serial);
+    // Scenarios measure process-wide state (fds, mock handles, device memory): one at a time.
+    let _serial = common::serial();
     let Some(backend) = open(kind, None) else { return };
     eprintln!("{}", backend.explain());
     scenario(&Env { kind, backend });

@@ -4,7 +4,7 @@
 //! statistic) read back on the host.
 
 use super::common::{expected_pattern, open_fds};
-use super::{Env, Kind};
+use super::Env;
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig};
 use nvsci::Error;
 use std::time::Duration;
@@ -313,13 +313,8 @@ pub fn rings_leak_nothing(env: &Env) {
     run();
     let (fds1, handles1, mem1) = footprint(env);
     assert_eq!(fds1, fds0, "fds leaked");
-    if env.kind != Kind::Vulkan {
-        // Other tests of this binary may hold mock objects at the same time only on CPU runs,
-        // which do not take the GPU lock; the mock's ledger is exact for a GPU run.
-        if env.kind != Kind::MockCpu {
-            assert_eq!(handles1, handles0, "mock handles leaked");
-        }
-    }
+    // The harness runs one scenario at a time, so the mock's ledger is exact.
+    assert_eq!(handles1, handles0, "mock handles leaked");
     assert!(mem1 <= mem0 + (8 << 20), "device memory grew by {} bytes", mem1.saturating_sub(mem0));
 }
 
