@@ -711,8 +711,8 @@ impl Consumer {
 
     /// Releases a frame with an NvSciSync fence that another engine signals once it is done
     /// reading: the producer reuses the slot once it expired. The fence must come from this
-    /// consumer's [`release_sync`](Self::release_sync) (NvSci backend); another is refused and
-    /// the frame stays held by the token, released when dropped.
+    /// consumer's [`release_sync`](Self::release_sync) (NvSci backend); another is refused, and
+    /// the frame is released as a dropped token is (after a CPU wait for its present fence).
     pub fn release_after(&mut self, frame: ConsumerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
         self.inner.backend.set_nvsci_fence(frame.index, Point::Release(self.id), fence)?;
