@@ -115,7 +115,7 @@ fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     let start = Instant::now();
     for _ in 0..a.frames {
         let mut fill = Ok(());
-        p.present_with(|buf, seq| fill = fill_test_pattern(&layout, seq, buf)).map_err(|e| e.to_string())?;
+        p.produce(|buf, seq| fill = fill_test_pattern(&layout, seq, buf)).map_err(|e| e.to_string())?;
         fill?;
     }
     p.finish().map_err(|e| e.to_string())?;
@@ -247,7 +247,7 @@ mod gpu {
             unsafe { b.launch(cfg) }.map_err(|e| e.to_string())?;
             let done = release.signal(&stream, MemSync::Auto).map_err(|e| e.to_string())?;
             seqs.push(f.sequence());
-            c.release_with(f, done).map_err(|e| e.to_string())?;
+            c.release_after(f, done).map_err(|e| e.to_string())?;
         }
         let got = stream.clone_dtoh(&sums).map_err(|e| e.to_string())?;
         stream.synchronize().map_err(|e| e.to_string())?;

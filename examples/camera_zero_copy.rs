@@ -51,7 +51,7 @@ mod y4m;
 
 use nv12::{tight_layout, Nv12Planes};
 use nvsci::pipeline::color::{nv12_to_rgba, yuv_to_rgb};
-use nvsci::pipeline::{Backend, BackendKind, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
+use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -101,7 +101,8 @@ struct Args {
     height: Option<u32>,
     frames: Option<u64>,
     buffers: Option<usize>,
-    backend: Option<BackendKind>,
+    /// `auto`, `nvsci`, `vulkan` or `mock` (`None`: auto).
+    backend: Option<String>,
     input: Option<PathBuf>,
     looping: bool,
     out: Option<PathBuf>,
@@ -131,7 +132,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
             "--every" => a.every = number!(),
             "--backend" => {
                 let v = value()?;
-                a.backend = if v == "auto" { None } else { Some(v.parse().map_err(|e| format!("{e}"))?) };
+                a.backend = if v == "auto" { None } else { Some(v.to_owned()) };
             }
             "--input" => a.input = Some(PathBuf::from(value()?)),
             "--loop" => a.looping = true,
@@ -690,7 +691,6 @@ mod gpu {
     use nvsci::cuda::cudarc::nvrtc::Ptx;
     use nvsci::cuda::{CudaGpu, MemSync};
     use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
-    use nvsci::pipeline::CudaConsumer;
     use std::sync::Arc;
 
     /// The NV12 -> RGBA kernel and its outputs: the RGBA image and one statistic per frame.
@@ -777,7 +777,7 @@ mod gpu {
     /// kernel, a stream signal of the release fence; no CPU wait, no synchronisation.
     pub struct CudaConverter {
         kernel: Kernel,
-        consumer: CudaConsumer,
+        consumer: Consumer,
         converted: u64,
         captures: Option<Captures>,
     }
@@ -801,8 +801,9 @@ mod gpu {
                 }),
                 None => None,
             };
-            let consumer =
-                CudaConsumer::new(consumer, dev, stream, MemSync::Auto).map_err(|e| e.to_string())?;
+            let mut consumer = consumer;
+            consumer.set_stream(stream).map_err(|e| e.to_string())?;
+            consumer.set_mem_sync(MemSync::Auto).map_err(|e| e.to_string())?;
             Ok(Self { kernel, consumer, converted: 0, captures })
         }
 
@@ -836,7 +837,7 @@ mod gpu {
         }
 
         pub fn finish(self) -> Result<Converted, String> {
-            let stream = self.consumer.stream();
+            let stream = self.consumer.stream().ok_or("the converter's consumer is on a CUDA stream")?;
             let mut captures = Vec::new();
             if let Some(c) = &self.captures {
                 let frames = stream.clone_dtoh(&c.frames).map_err(|e| e.to_string())?;
@@ -909,11 +910,7 @@ struct Report {
 fn run(a: &Args) -> Result<Report, String> {
     // A clip is checked before any backend or ring is made.
     let clip = a.input.as_ref().map(Y4mClip::open).transpose().map_err(|e| e.to_string())?;
-    let backend = match a.backend {
-        None => Backend::auto(),
-        Some(k) => Backend::new(k),
-    }
-    .map_err(|e| e.to_string())?;
+    let backend = Backend::by_name(a.backend.as_deref().unwrap_or("auto")).map_err(|e| e.to_string())?;
     println!("{}", backend.explain());
     let gpu = !backend.gpu_engine().is_cpu();
     let plan = Plan::new(a, clip, gpu)?;

@@ -83,13 +83,13 @@ fn stats(mut lat: Vec<Duration>, total: Duration) -> Stats {
     }
 }
 
-/// Presents `a.frames` frames through `p`, timing each `present_with`.
+/// Presents `a.frames` frames through `p`, timing each `produce`.
 fn produce(mut p: IpcProducer, frames: usize) -> Stats {
     let mut lat = Vec::with_capacity(frames);
     let start = Instant::now();
     for _ in 0..frames {
         let t0 = Instant::now();
-        p.present_with(|buf, seq| buf[0] = seq as u8).expect("present");
+        p.produce(|buf, seq| buf[0] = seq as u8).expect("present");
         lat.push(t0.elapsed());
     }
     let total = start.elapsed();

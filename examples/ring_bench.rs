@@ -5,7 +5,7 @@
 //! ```
 //!
 //! 1. CPU time per frame of the CUDA consumer thread (getrusage of that thread, user + system,
-//!    divided by frames): the fence-driven consumer (`CudaConsumer::process`: stream wait,
+//!    divided by frames): the fence-driven consumer (`Consumer::process` of a CUDA consumer: stream wait,
 //!    kernel, stream signal) against the CPU-synchronised consumer this crate used before
 //!    (CPU fence wait, kernel, `cuStreamSynchronize`, CPU signal). A CPU camera thread produces
 //!    in both.
@@ -28,9 +28,7 @@ use nvsci::cuda::cudarc::driver::{
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
-use nvsci::pipeline::{
-    Backend, BackendKind, Consumer, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameLayout, RingConfig,
-};
+use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,9 +106,9 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     let (p, cs) = ring.split().map_err(e)?;
     let stream = dev.context().new_stream().map_err(e)?;
     let mut k = Kernel::new(dev, &stream, &layout)?;
-    let mut c =
-        CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, stream.clone(), MemSync::Auto)
-            .map_err(e)?;
+    let mut c = cs.into_iter().next().ok_or("consumer")?;
+    c.set_stream(stream.clone()).map_err(e)?;
+    c.set_mem_sync(MemSync::Auto).map_err(e)?;
     let cam = camera(p, frames);
     let t0 = rusage::cpu_time(rusage::THREAD);
     for _ in 0..frames {
@@ -149,7 +147,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
 }
 
 /// Each slot of a consumer's ring mapped read-only into `dev` (the CPU-synchronised variant
-/// imports by hand what `CudaConsumer` imports itself).
+/// imports by hand what a CUDA consumer imports when the ring is split).
 fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
     let mut v = Vec::new();
     for i in 0..c.config().frames {
@@ -172,10 +170,10 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
     let (p, cs) = ring.split().map_err(e)?;
     let ps = dev.context().new_stream().map_err(e)?;
     let cstream = dev.context().new_stream().map_err(e)?;
-    let mut producer = CudaProducer::new(p, dev, ps.clone(), MemSync::Auto).map_err(e)?;
-    let mut consumer =
-        CudaConsumer::new(cs.into_iter().next().ok_or("consumer")?, dev, cstream.clone(), MemSync::Auto)
-            .map_err(e)?;
+    let mut producer = p;
+    producer.set_stream(ps.clone()).map_err(e)?;
+    let mut consumer = cs.into_iter().next().ok_or("consumer")?;
+    consumer.set_stream(cstream.clone()).map_err(e)?;
     let mut k = Kernel::new(dev, &cstream, &layout)?;
     let mut step = |t: u64| -> Res<()> {
         producer
@@ -253,23 +251,17 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
 }
 
 fn run() -> Res<()> {
-    let mut kind = None;
+    let mut name = "auto".to_owned();
     let mut frames = 1000u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
-            "--backend" => {
-                kind = Some(args.next().ok_or("--backend needs a value")?.parse::<BackendKind>().map_err(e)?)
-            }
+            "--backend" => name = args.next().ok_or("--backend needs a value")?,
             "--frames" => frames = args.next().ok_or("--frames needs a value")?.parse().map_err(e)?,
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    let b = match kind {
-        Some(k) => Backend::new(k),
-        None => Backend::auto(),
-    }
-    .map_err(e)?;
+    let b = Backend::by_name(&name).map_err(e)?;
     println!("{}", b.explain());
     let dev = b.cuda().ok_or("this benchmark needs a CUDA GPU")?.clone();
     println!("device: {}", dev.name().map_err(e)?);

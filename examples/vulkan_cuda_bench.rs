@@ -26,7 +26,6 @@ use kernels::{frame_key, xor_expected, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::CudaGpu;
-use nvsci::pipeline::{FrameProducer, FrameSource, ProducerConfig, Readback};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
 use std::sync::Arc;

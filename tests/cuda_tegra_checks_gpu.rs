@@ -6,9 +6,7 @@
 
 mod common;
 
-use nvsci::buf::{
-    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType,
-};
+use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, ImageLayout, Perm};
 use nvsci::cuda::{self, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, NvSci};
@@ -72,19 +70,9 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
 
 fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {
     let mut l = m.attr_list().unwrap();
-    l.set(&[
-        BufAttr::Types(&[BufType::IMAGE]),
-        BufAttr::Layout(layout),
-        BufAttr::ScanType(ScanType::Progressive),
-        BufAttr::PlaneCount(2),
-        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
-        BufAttr::PlaneWidth(&[64, 32]),
-        BufAttr::PlaneHeight(&[32, 16]),
-        BufAttr::NeedCpuAccess(true),
-        BufAttr::RequiredPerm(Perm::ReadWrite),
-        BufAttr::GpuId(&[gpu]),
-    ])
-    .unwrap();
+    nvsci::pipeline::Nv12Image { width: 64, height: 32, layout }.set_on(&mut l).unwrap();
+    l.set(&[BufAttr::NeedCpuAccess(true), BufAttr::RequiredPerm(Perm::ReadWrite), BufAttr::GpuId(&[gpu])])
+        .unwrap();
     BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap()
 }
 
@@ -140,7 +128,7 @@ fn streams_of_another_context_are_refused() {
         Err(Error::InvalidArgument { name: "stream", .. }) => {}
         r => panic!("expected a refusal of the wait, got {r:?}"),
     }
-    // The pipeline's CUDA parties refuse such a stream at construction.
+    // The pipeline's CUDA parties refuse such a stream.
     let ring = nvsci::pipeline::FrameRing::with_engines(
         &lib,
         nvsci::pipeline::FrameFormat::Raw { size: 4096 },
@@ -150,10 +138,10 @@ fn streams_of_another_context_are_refused() {
     )
     .unwrap();
     let (_p, cs) = ring.split().unwrap();
-    let c = cs.into_iter().next().unwrap();
-    match nvsci::pipeline::CudaConsumer::new(c, &dev, foreign, MemSync::Auto) {
+    let mut c = cs.into_iter().next().unwrap();
+    match c.set_stream(foreign) {
         Err(Error::InvalidArgument { name: "stream", .. }) => {}
-        r => panic!("expected a refusal, got {:?}", r.map(|_| ())),
+        r => panic!("expected a refusal, got {r:?}"),
     }
     dev.default_stream().synchronize().unwrap();
 }

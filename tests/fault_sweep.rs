@@ -9,10 +9,8 @@
 //! One test in this binary: the ledger it reads is process-wide.
 #![cfg(feature = "mock")]
 
-use nvsci::buf::{
-    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType,
-};
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, Perm};
+use nvsci::pipeline::{FrameFormat, FrameRing, Nv12Image, RingConfig};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
 use nvsci_mock::faults;
@@ -23,17 +21,8 @@ type Flow = fn(&NvSci) -> nvsci::Result<()>;
 fn buffer_flow(lib: &NvSci) -> nvsci::Result<()> {
     let m = BufModule::open(lib)?;
     let mut producer = m.attr_list()?;
-    producer.set(&[
-        BufAttr::Types(&[BufType::IMAGE]),
-        BufAttr::Layout(ImageLayout::PitchLinear),
-        BufAttr::ScanType(ScanType::Progressive),
-        BufAttr::PlaneCount(2),
-        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
-        BufAttr::PlaneWidth(&[64, 32]),
-        BufAttr::PlaneHeight(&[32, 16]),
-        BufAttr::NeedCpuAccess(true),
-        BufAttr::RequiredPerm(Perm::ReadWrite),
-    ])?;
+    Nv12Image::pitch_linear(64, 32).set_on(&mut producer)?;
+    producer.set(&[BufAttr::NeedCpuAccess(true), BufAttr::RequiredPerm(Perm::ReadWrite)])?;
     let mut consumer = producer.try_clone()?;
     consumer.set(&[BufAttr::RequiredPerm(Perm::ReadOnly)])?; // a clone's keys may be set again
     let reconciled = BufAttrList::reconcile(&[&producer, &consumer])?;

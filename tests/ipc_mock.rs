@@ -193,7 +193,7 @@ fn two_processes_share_frames_and_fences() {
     let ep = IpcEndpoint::open(&ipc, "ring_0").unwrap();
     let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 4, T).unwrap();
     for _ in 0..200 {
-        p.present_with(|buf, seq| {
+        p.produce(|buf, seq| {
             for (i, b) in buf.iter_mut().take(FRAME as usize).enumerate() {
                 *b = pattern(seq, i);
             }
@@ -219,7 +219,7 @@ fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
     let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 2, timeout).unwrap();
     let started = Instant::now();
     let err = loop {
-        match p.present_with(|buf, _| buf[0] = 1) {
+        match p.produce(|buf, _| buf[0] = 1) {
             Ok(_) => continue,
             Err(e) => break e,
         }
@@ -514,7 +514,7 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_frame_counts() {
     });
     let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 3, T).unwrap();
     for _ in 0..50 {
-        p.present_with(|b, seq| b[3] = pattern(seq, 3)).unwrap();
+        p.produce(|b, seq| b[3] = pattern(seq, 3)).unwrap();
     }
     p.finish().unwrap();
     assert_eq!(consumer.join().unwrap(), 50);

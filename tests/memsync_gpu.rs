@@ -8,7 +8,7 @@
 mod common;
 
 use nvsci::cuda::{memsync, CudaGpu, MemSync};
-use nvsci::pipeline::{CudaConsumer, Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
 use nvsci::NvSci;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -55,7 +55,9 @@ fn consume(dev: &CudaGpu, gpu_cache: bool, frames: usize) -> (usize, usize, Opti
     let c = cs.into_iter().next().unwrap();
     let needs = c.slot_view(0).unwrap().gpu_sw_need_cache_coherency(dev.gpu_id()).unwrap();
     let stream = dev.context().new_stream().unwrap();
-    let mut cuda = CudaConsumer::new(c, dev, stream.clone(), MemSync::Auto).unwrap();
+    let mut cuda = c;
+    cuda.set_stream(stream.clone()).unwrap();
+    cuda.set_mem_sync(MemSync::Auto).unwrap();
     if needs == Some(true) {
         assert!(memsync::imports_needing_coherency() >= 3, "imports needing coherency were not counted");
     }

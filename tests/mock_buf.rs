@@ -35,18 +35,8 @@ fn raw_list(m: &BufModule, size: u64, align: u64, perm: Perm, cpu: bool) -> BufA
 
 fn nv12(m: &BufModule, w: u32, h: u32) -> BufAttrList {
     let mut l = m.attr_list().unwrap();
-    l.set(&[
-        BufAttr::Types(&[BufType::IMAGE]),
-        BufAttr::Layout(ImageLayout::PitchLinear),
-        BufAttr::ScanType(ScanType::Progressive),
-        BufAttr::PlaneCount(2),
-        BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
-        BufAttr::PlaneWidth(&[w, w / 2]),
-        BufAttr::PlaneHeight(&[h, h / 2]),
-        BufAttr::NeedCpuAccess(true),
-        BufAttr::RequiredPerm(Perm::ReadWrite),
-    ])
-    .unwrap();
+    nvsci::pipeline::Nv12Image::pitch_linear(w, h).set_on(&mut l).unwrap();
+    l.set(&[BufAttr::NeedCpuAccess(true), BufAttr::RequiredPerm(Perm::ReadWrite)]).unwrap();
     l
 }
 

@@ -1,5 +1,5 @@
 //! A CUDA consumer's steady-state frame allocates nothing: a counting global allocator watches
-//! 1000 `CudaConsumer::process` calls on the consumer thread (the mock in its GPU mode: the same
+//! 1000 `Consumer::process` calls on the consumer thread (the mock in its GPU mode: the same
 //! safe-layer path as on Tegra) after warm-up. A CPU camera thread produces; only the consumer
 //! thread is counted.
 #![cfg(all(feature = "mock", feature = "cuda"))]
@@ -8,7 +8,7 @@ mod common;
 
 use common::counting::{count, Counting};
 use nvsci::cuda::MemSync;
-use nvsci::pipeline::{CudaConsumer, Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
 use nvsci::NvSci;
 use std::time::Duration;
 
@@ -29,8 +29,9 @@ fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
     .unwrap();
     let (mut p, cs) = ring.split().unwrap();
     let stream = dev.context().new_stream().unwrap();
-    let mut c =
-        CudaConsumer::new(cs.into_iter().next().unwrap(), &dev, stream.clone(), MemSync::Auto).unwrap();
+    let mut c = cs.into_iter().next().unwrap();
+    c.set_stream(stream.clone()).unwrap();
+    c.set_mem_sync(MemSync::Auto).unwrap();
     const WARM: u64 = 16;
     const N: u64 = 1000;
     let camera = std::thread::spawn(move || {

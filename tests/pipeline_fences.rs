@@ -3,7 +3,7 @@
 //! fences of unrelated sync objects.
 #![cfg(feature = "mock")]
 
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig, RingFence};
+use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, NvSci};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ fn a_consumer_waits_for_a_present_fence_that_expires_later() {
         let buffer = p.buffer(&f).unwrap().dup().unwrap();
         let obj = p.present_sync().unwrap().clone();
         let fence = obj.generate_fence().unwrap();
-        p.present_with(f, fence).unwrap();
+        p.present_after(f, fence).unwrap();
         let engine = std::thread::spawn(move || {
             std::thread::sleep(DELAY);
             buffer.cpu_write().unwrap().fill(round);
@@ -62,7 +62,7 @@ fn the_producer_waits_for_a_release_fence_that_expires_later() {
     let g = cs[0].acquire().unwrap();
     let obj = cs[0].release_sync().unwrap().clone();
     let fence = obj.generate_fence().unwrap();
-    cs[0].release_with(g, fence).unwrap();
+    cs[0].release_after(g, fence).unwrap();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let d = done.clone();
     let engine = std::thread::spawn(move || {
@@ -88,7 +88,7 @@ fn a_release_fence_that_never_expires_times_out_naming_the_consumer() {
     cs[0].release(g).unwrap();
     let g = cs[1].acquire().unwrap();
     let obj = cs[1].release_sync().unwrap().clone();
-    cs[1].release_with(g, obj.generate_fence().unwrap()).unwrap();
+    cs[1].release_after(g, obj.generate_fence().unwrap()).unwrap();
     match p.acquire() {
         Err(Error::RingTimeout { detail, .. }) => {
             assert!(detail.contains("release fence of consumer 1 for slot 0"), "{detail}")
@@ -140,7 +140,7 @@ fn a_dropped_consumer_frame_is_released_after_its_present_fence() {
     }
     // Dropped during a panic: the slot comes back too.
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let _g = cs[0].acquire_unwaited();
+        let _g = cs[0].acquire();
         panic!("consumer failed");
     }));
     assert!(r.is_err());
@@ -205,7 +205,7 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     let other = unrelated_object(&lib);
     let f = p.acquire().unwrap();
     let index = f.index();
-    match p.present_with(f, other.generate_fence().unwrap()) {
+    match p.present_after(f, other.generate_fence().unwrap()) {
         Err(Error::InvalidArgument { name: "fence", .. }) => {}
         r => panic!("expected a refusal, got {r:?}"),
     }
@@ -214,30 +214,37 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     assert_eq!(f.index(), index);
     // The present fence of the ring itself is no release fence either.
     let present = p.present_sync().unwrap().generate_fence().unwrap();
-    p.present_with(f, present.try_clone().unwrap()).unwrap();
+    p.present_after(f, present.try_clone().unwrap()).unwrap();
     p.present_sync().unwrap().signal().unwrap();
     let g = cs[0].acquire().unwrap();
-    assert!(matches!(cs[0].release_with(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
+    assert!(matches!(cs[0].release_after(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
     let g = cs[0].acquire().unwrap_err();
     assert!(matches!(g, Error::RingTimeout { .. }), "the refused release dropped the frame: {g:?}");
-    let _ = RingFence::default();
 }
 
+/// A party's engine is fixed when the ring is built: a CPU party's frames are waited on the CPU
+/// and touched in place, and the calls of a CUDA party are refused naming the engine.
+#[cfg(feature = "cuda")]
 #[test]
-fn cpu_access_needs_a_cpu_wait_first() {
+fn cuda_calls_on_cpu_parties_are_refused() {
     let (mut p, mut cs) = ring(2, 1, 200).split().unwrap();
-    let f = p.acquire_unwaited().unwrap();
-    assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
-    drop(f);
+    assert!(p.engine().is_cpu() && cs[0].engine().is_cpu());
+    assert!(p.stream().is_none() && cs[0].stream().is_none() && p.mem_sync().is_none());
+    let engine_refused =
+        |r: nvsci::Result<()>| matches!(r, Err(Error::InvalidArgument { name: "engine", .. }));
+    assert!(engine_refused(p.produce(|_| Ok(()))));
+    assert!(engine_refused(cs[0].process(|_| Ok(()))));
+    assert!(engine_refused(p.set_mem_sync(nvsci::cuda::MemSync::Skip)));
     let f = p.acquire().unwrap();
+    assert!(matches!(p.cuda_buffer(&f), Err(Error::InvalidArgument { name: "engine", .. })));
     p.cpu_write(&f).unwrap().fill(3);
     p.present(f).unwrap();
-    let g = cs[0].acquire_unwaited().unwrap();
-    assert!(matches!(cs[0].cpu_read(&g), Err(Error::InvalidArgument { name: "frame", .. })));
-    drop(g); // released after a CPU wait for its present fence
-    let f = p.acquire().unwrap();
-    p.present(f).unwrap();
     let g = cs[0].acquire().unwrap();
-    assert_eq!(cs[0].cpu_read(&g).unwrap()[0], 0, "slot 1 was never written");
+    assert!(matches!(cs[0].cuda_buffer(&g), Err(Error::InvalidArgument { name: "engine", .. })));
+    assert!(cs[0].cpu_read(&g).unwrap().iter().all(|&b| b == 3));
     cs[0].release(g).unwrap();
+    // No frame was lost to the refusals: the next one is frame 1.
+    let f = p.acquire().unwrap();
+    assert_eq!(f.sequence(), 1);
+    p.present(f).unwrap();
 }

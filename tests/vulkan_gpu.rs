@@ -5,15 +5,12 @@
 #![cfg(feature = "vulkan")]
 
 mod common;
-#[path = "../examples/support/kernels.rs"]
-mod kernels;
 
+use common::kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
 use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
-use kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::CudaGpu;
-use nvsci::pipeline::{FrameProducer, ProducerConfig};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
 use std::sync::Arc;

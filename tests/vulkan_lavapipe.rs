@@ -14,7 +14,6 @@ mod common;
 use common::open_fds;
 use common::own_vulkan::OwnVulkan;
 use nvsci::cuda::cudarc::driver::sys::{self, CUarray_format};
-use nvsci::pipeline::{FrameProducer, FrameSource, ProducerConfig, Readback};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
 use nvsci::Error;
@@ -330,7 +329,7 @@ fn copy_buffer(ctx: &Arc<VulkanContext>, src: &ExportableBuffer, dst: &Exportabl
 /// The frame ring's Vulkan backend needs CUDA (`Backend::new(BackendKind::Vulkan)` opens the
 /// CUDA device first): without one the refusal is a typed error, never a panic. (The ring itself
 /// refusing a device that cannot export timeline semaphores, as lavapipe cannot, is a unit test
-/// of `pipeline::vulkan`, which CI runs on lavapipe with `--lib`.)
+/// of `pipeline::backend::vulkan`, which CI runs on lavapipe with `--lib`.)
 #[test]
 fn vulkan_backend_without_cuda_is_a_typed_error() {
     let _vk = common::vulkan_shared();

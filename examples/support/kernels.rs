@@ -1,5 +1,5 @@
-//! PTX kernels (and their host-side expectations) of the Vulkan/CUDA benchmark example, also
-//! used by the Vulkan GPU tests (`tests/vulkan_gpu.rs` includes this file). Hand-written PTX:
+//! PTX kernels (and their host-side expectations) of the examples and the GPU tests, in one
+//! place (the tests include this file through `tests/common`). Hand-written PTX:
 //! the driver JIT-compiles it for the GPU at load time, so no CUDA toolkit is needed to build.
 #![allow(dead_code)]
 
@@ -131,4 +131,46 @@ pub fn xor_expected(input: &[u8], key: u32) -> Vec<u8> {
 /// FNV-1a over `bytes` (per-frame checksums).
 pub fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// `fill_pattern(u8* p, u64 n, u32 seed)`: `p[i] = (i * 7 + seed) & 0xff` for `i < n` (one
+/// thread per byte, 1D grid).
+pub const FILL_PATTERN_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry fill_pattern(
+    .param .u64 p_ptr,
+    .param .u64 p_n,
+    .param .u32 p_seed
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<8>;
+    .reg .b64 %rd<6>;
+
+    ld.param.u64 %rd1, [p_ptr];
+    ld.param.u64 %rd2, [p_n];
+    ld.param.u32 %r1, [p_seed];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.s32 %r5, %r2, %r3, %r4;
+    cvt.u64.u32 %rd3, %r5;
+    setp.ge.u64 %p1, %rd3, %rd2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd4, %rd1;
+    add.s64 %rd5, %rd4, %rd3;
+    mul.lo.s32 %r6, %r5, 7;
+    add.s32 %r7, %r6, %r1;
+    st.global.u8 [%rd5], %r7;
+DONE:
+    ret;
+}
+"#;
+
+/// The host-side expectation of `fill_pattern`.
+pub fn expected_pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n).map(|i| ((i as u32).wrapping_mul(7).wrapping_add(seed) & 0xff) as u8).collect()
 }

@@ -55,9 +55,9 @@ impl RingConfig {
 /// Checks what every backend checks before it allocates: the format, the configuration, and
 /// one engine per consumer.
 pub(crate) fn validate_ring(
-    format: &super::FrameFormat,
+    format: &super::format::FrameFormat,
     config: &RingConfig,
-    consumers: &[super::Engine],
+    consumers: &[super::engine::Engine],
 ) -> Result<()> {
     format.validate()?;
     config.validate()?;

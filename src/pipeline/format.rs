@@ -80,17 +80,7 @@ impl FrameFormat {
                     BufAttr::RawAlign(4096),
                 ])?;
             }
-            FrameFormat::Nv12 { width, height } => {
-                l.set(&[
-                    BufAttr::Types(&[BufType::IMAGE]),
-                    BufAttr::Layout(ImageLayout::PitchLinear),
-                    BufAttr::ScanType(ScanType::Progressive),
-                    BufAttr::PlaneCount(2),
-                    BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
-                    BufAttr::PlaneWidth(&[width, width / 2]),
-                    BufAttr::PlaneHeight(&[height, height / 2]),
-                ])?;
-            }
+            FrameFormat::Nv12 { width, height } => Nv12Image::pitch_linear(width, height).set_on(&mut l)?,
             FrameFormat::Rgba { width, height } => {
                 l.set(&[
                     BufAttr::Types(&[BufType::IMAGE]),
@@ -112,6 +102,43 @@ impl FrameFormat {
             }
         }
         Ok(l)
+    }
+}
+
+/// The NV12 image attributes, written once: a progressive-scan image of two planes, Y8 at full
+/// resolution and interleaved V8U8 at half resolution in each direction (NvSciBuf's
+/// `NvSciColor_Y8` / `NvSciColor_V8U8`), in the given layout. The ring's NV12 frames and the
+/// tests build their lists from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nv12Image {
+    /// Luma width in pixels (even).
+    pub width: u32,
+    /// Luma height in pixels (even).
+    pub height: u32,
+    /// Pitch-linear or block-linear.
+    pub layout: ImageLayout,
+}
+
+impl Nv12Image {
+    /// A pitch-linear NV12 image.
+    pub fn pitch_linear(width: u32, height: u32) -> Self {
+        Self { width, height, layout: ImageLayout::PitchLinear }
+    }
+
+    /// Sets the image's keys on `list` (type, layout, scan type, plane count, colour formats,
+    /// plane widths and heights); permissions, CPU access and GPUs are the party's own.
+    pub fn set_on(&self, list: &mut BufAttrList) -> Result<()> {
+        let (w, h) = (self.width, self.height);
+        list.set(&[
+            BufAttr::Types(&[BufType::IMAGE]),
+            BufAttr::Layout(self.layout),
+            BufAttr::ScanType(ScanType::Progressive),
+            BufAttr::PlaneCount(2),
+            BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+            BufAttr::PlaneWidth(&[w, w / 2]),
+            BufAttr::PlaneHeight(&[h, h / 2]),
+        ])?;
+        Ok(())
     }
 }
 

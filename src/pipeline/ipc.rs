@@ -17,9 +17,9 @@
 //! waits on that fence (on the CPU or its CUDA stream), processes the frame and sends back its
 //! release fence. Nothing is allocated per frame but the message buffers.
 
+use super::backend::nvsci::party_list;
 use super::engine::Engine;
 use super::format::{FrameFormat, FrameLayout};
-use super::nvsci::party_list;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint, ReadOnlyBufObj};
@@ -225,7 +225,7 @@ impl IpcProducer {
     /// Presents the next frame: waits until its slot is released (its release fence expired),
     /// lets `write` fill it on the CPU (`write(bytes, sequence)`), signals the present object
     /// and sends the frame to the consumer. Returns the frame's sequence number.
-    pub fn present_with(&mut self, write: impl FnOnce(&mut [u8], u64)) -> Result<u64> {
+    pub fn produce(&mut self, write: impl FnOnce(&mut [u8], u64)) -> Result<u64> {
         let slot = (self.seq % self.frames.len() as u64) as usize;
         self.reclaim(slot)?;
         self.released[slot].wait(&mut self.ctx, self.timeout)?;
@@ -255,7 +255,7 @@ impl IpcProducer {
 }
 
 /// A frame received by an [`IpcConsumer`]; hand it back with [`IpcConsumer::release`] or
-/// [`IpcConsumer::release_with`].
+/// [`IpcConsumer::release_after`].
 #[derive(Debug)]
 pub struct IpcFrame {
     slot: usize,
@@ -424,12 +424,12 @@ impl IpcConsumer {
     pub fn release(&mut self, frame: IpcFrame) -> Result<()> {
         let fence = self.release.generate_fence()?;
         self.release.signal()?;
-        self.release_with(frame, fence)
+        self.release_after(frame, fence)
     }
 
     /// Releases a frame with a fence of the release object signalled by this consumer's engine
     /// (e.g. a CUDA stream's, from `CudaSyncObj::signal`).
-    pub fn release_with(&mut self, frame: IpcFrame, fence: Fence) -> Result<()> {
+    pub fn release_after(&mut self, frame: IpcFrame, fence: Fence) -> Result<()> {
         let desc = fence.export(&self.ep)?;
         self.ep.send_message(&fence_msg(RELEASED, frame.slot as u32, frame.seq, &desc), self.timeout)
     }

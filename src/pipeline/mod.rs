@@ -1,5 +1,10 @@
 //! Frame-ring pipelines: one producer, several consumers, zero copies.
 //!
+//! One ring ([`FrameRing`], split into one [`Producer`] and its [`Consumer`]s) over any backend
+//! (an NvSci library, NVIDIA's or the mock; Vulkan with the `vulkan` feature), and one
+//! vocabulary for every party: acquire, present and release tokens that wait and signal on the
+//! party's [`Engine`] (the CPU, or a CUDA stream).
+//!
 //! ```
 //! # #[cfg(feature = "mock")] {
 //! use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
@@ -26,27 +31,18 @@ mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
 mod engine;
-mod fence;
 mod format;
 pub mod ipc;
-mod memory;
-mod nvsci;
+mod party;
 mod ring;
-#[cfg(feature = "vulkan")]
-mod vulkan;
-#[cfg(feature = "vulkan")]
-mod vulkan_producer;
+mod select;
 
-pub use backend::{Backend, BackendKind};
+pub use backend::{FrameRead, FrameWrite};
 pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub use cuda::{CudaConsumer, CudaFrame, CudaFrameMut, CudaProducer};
+pub use cuda::{CudaFrame, CudaFrameMut};
 pub use engine::Engine;
-pub use fence::RingFence;
-pub use format::{FrameFormat, FrameLayout};
-pub use memory::{FrameRead, FrameWrite};
+pub use format::{FrameFormat, FrameLayout, Nv12Image};
 pub use ring::{Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
-#[cfg(feature = "vulkan")]
-#[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
-pub use vulkan_producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};
+pub use select::{Backend, BackendKind};

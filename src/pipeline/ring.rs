@@ -1,64 +1,36 @@
 //! The frame ring: one producer, several consumers, every hand-off carried by a fence.
 //!
-//! NvSciStream-packet style, on every backend: the producer acquires a free slot, has its engine
-//! write the frame and presents it with the fence of that engine; each consumer acquires the
-//! frame with that fence, waits for it on its own engine, works, and releases the frame with its
-//! own engine's fence; the producer reuses a slot only after every release fence of it expired.
+//! NvSciStream-packet style, on every backend and for every party: the producer acquires a free
+//! slot, its engine writes the frame and it presents the frame with its engine's fence; each
+//! consumer acquires the frame, its engine waits for that fence, works, and the consumer releases
+//! the frame with its own engine's fence; the producer reuses a slot only after every release
+//! fence of it expired.
 //!
-//! * CPU parties use [`Producer::acquire`] / [`Producer::present`] and [`Consumer::acquire`] /
-//!   [`Consumer::release`]: the CPU waits for the other side's fence and signals its own at once.
-//! * Parties on another engine use the `*_unwaited` / `*_with` variants: the fence to wait for is
-//!   handed over ([`Producer::release_fences`], [`Consumer::present_fence`]) and the engine's own
-//!   fence is handed back. [`CudaConsumer`](super::CudaConsumer) and
-//!   [`CudaProducer`](super::CudaProducer) do this on a CUDA stream without blocking the CPU.
+//! Each party's engine is chosen when the ring is built ([`Engine`]) and [`split`](FrameRing::split):
+//! [`Producer::acquire`] / [`Producer::present`] and [`Consumer::acquire`] /
+//! [`Consumer::release`] wait and signal on that engine. A CPU party waits on the CPU and
+//! signals at once; a CUDA party enqueues its waits and signals on its stream
+//! ([`Producer::set_stream`]) and never blocks the CPU on a fence. The convenience closures
+//! [`Producer::produce`] and [`Consumer::process`] are built on the same tokens.
 //!
 //! Frame tokens cannot jam the ring: a dropped [`ProducerFrame`] is discarded (the next acquire
 //! hands out the same slot and sequence again) and a dropped [`ConsumerFrame`] is released once
-//! its present fence expired (waited on the CPU, up to the ring's timeout). Every ring has an
-//! identity that is never reused, so a token is refused by any other ring. Steady-state frames
-//! allocate nothing: bookkeeping lives in fixed-capacity containers and fences are replaced in
-//! place.
+//! its present fence expired (waited on the CPU, up to the ring's timeout, and after the work its
+//! CUDA party queued). Every ring has an identity that is never reused, so a token is refused by
+//! any other ring. Steady-state frames allocate nothing: bookkeeping lives in fixed-capacity
+//! containers and the backend replaces fences in place.
 
+use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
-use super::fence::{CpuWaiter, RingFence, SyncPoint};
+use super::engine::Engine;
 use super::format::FrameLayout;
-use super::memory::{FrameRead, FrameWrite, SlotMemory};
+use super::party::{ConsumerEngine, ProducerEngine};
 use crate::buf::BufObj;
 use crate::error::{invalid, Error, Result};
-use crate::sync::{SyncModule, SyncObj};
-use std::mem::ManuallyDrop;
+use crate::sync::{Fence, SyncObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// A slot's memory and fences.
-pub(crate) struct Slot {
-    pub(crate) memory: SlotMemory,
-    present: Mutex<RingFence>,
-    releases: heapless::Vec<Mutex<RingFence>, MAX_CONSUMERS>,
-}
-
-impl Slot {
-    pub(crate) fn new(memory: SlotMemory, consumers: usize) -> Self {
-        let mut releases = heapless::Vec::new();
-        for _ in 0..consumers {
-            let _ = releases.push(Mutex::new(RingFence::Expired));
-        }
-        Self { memory, present: Mutex::new(RingFence::Expired), releases }
-    }
-}
-
-/// What a backend hands the ring: slots, sync points and the layout.
-pub(crate) struct RingParts {
-    pub(crate) layout: FrameLayout,
-    pub(crate) slots: Vec<Slot>,
-    pub(crate) present: SyncPoint,
-    pub(crate) releases: heapless::Vec<SyncPoint, MAX_CONSUMERS>,
-    /// The NvSciSync module CPU waits need (NvSci backends).
-    pub(crate) sync_module: Option<SyncModule>,
-    /// What the backend keeps alive for as long as the ring (e.g. its device).
-    pub(crate) keep: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
 
 struct State {
     /// Per slot: bit `c` set while consumer `c` holds the frame or has yet to take it.
@@ -73,17 +45,15 @@ struct State {
     producer_held: bool,
 }
 
+/// What the parties of one ring share.
 pub(crate) struct Inner {
     id: u64,
-    layout: FrameLayout,
     config: RingConfig,
     state: Mutex<State>,
     changed: Condvar,
-    slots: ManuallyDrop<Vec<Slot>>,
-    present: SyncPoint,
-    releases: heapless::Vec<SyncPoint, MAX_CONSUMERS>,
-    sync_module: Option<SyncModule>,
-    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    producer_engine: Engine,
+    consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
+    pub(crate) backend: Arc<dyn RingBackend>,
 }
 
 /// Ring identities: never reused within a process.
@@ -125,8 +95,8 @@ impl Inner {
         }
     }
 
-    fn waiter(&self) -> Result<CpuWaiter> {
-        CpuWaiter::new(self.sync_module.as_ref())
+    pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
+        self.backend.cpu_waiter()
     }
 
     /// The error for a producer that found slot `index` still held.
@@ -147,9 +117,8 @@ impl Inner {
         )
     }
 
-    /// Takes the frame back from consumer `consumer` with `fence` (its release fence).
-    fn give_back(&self, index: usize, consumer: usize, fence: RingFence) {
-        *lock(&self.slots[index].releases[consumer]) = fence;
+    /// Takes the frame back from consumer `consumer` (its release fence is recorded already).
+    fn give_back(&self, index: usize, consumer: usize) {
         self.state().pending[index] &= !(1u32 << consumer);
         self.changed.notify_all();
     }
@@ -163,22 +132,24 @@ fn ring_timeout(detail: String, timeout: Duration) -> Error {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Never free memory another engine may still use: wait for every outstanding fence
-        // first; if that fails, leak the slots rather than free them.
+        // first; if that fails, leak the backend (its buffers and sync objects) rather than
+        // free them.
         let timeout = self.config.timeout;
-        let all_done = match self.waiter() {
-            Ok(mut w) => self.slots.iter().all(|s| {
-                let releases = s.releases.iter().all(|r| w.wait(&lock(r), timeout).is_ok());
-                releases && w.wait(&lock(&s.present), timeout).is_ok()
+        let b = &self.backend;
+        let all_done = match b.cpu_waiter() {
+            Ok(mut w) => (0..self.config.frames).all(|s| {
+                let releases = (0..self.config.consumers)
+                    .all(|c| b.cpu_wait(&mut w, s, Point::Release(c), timeout).is_ok());
+                releases && b.cpu_wait(&mut w, s, Point::Present, timeout).is_ok()
             }),
             Err(_) => false,
         };
-        if all_done {
-            // SAFETY: dropped exactly once, here; nothing uses the slots afterwards.
-            unsafe { ManuallyDrop::drop(&mut self.slots) };
-        } else {
+        if !all_done {
             log::error!(
                 "frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers"
             );
+            // One reference that is never dropped: the backend is never freed.
+            std::mem::forget(Arc::clone(&self.backend));
         }
     }
 }
@@ -192,28 +163,40 @@ impl std::fmt::Debug for FrameRing {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FrameRing")
             .field("id", &self.inner.id)
-            .field("layout", &self.inner.layout)
+            .field("layout", self.inner.backend.layout())
             .field("config", &self.inner.config)
             .finish()
     }
 }
 
 impl FrameRing {
-    pub(crate) fn from_parts(config: RingConfig, parts: RingParts) -> Result<Self> {
+    /// A ring over `backend`'s slots and fences, built for these parties.
+    pub(crate) fn from_backend(
+        config: RingConfig,
+        backend: Arc<dyn RingBackend>,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<Self> {
         config.validate()?;
-        if parts.slots.len() != config.frames || parts.releases.len() != config.consumers {
-            return Err(invalid("parts", "the backend built a different number of slots or consumers"));
+        let mut consumer_engines = heapless::Vec::new();
+        for c in consumers {
+            consumer_engines
+                .push(c.clone())
+                .map_err(|_| invalid("consumers", format!("more than {MAX_CONSUMERS} consumers")))?;
         }
+        if consumer_engines.len() != config.consumers {
+            return Err(invalid("parts", "the backend built a different number of consumers"));
+        }
+        let layout = backend.layout();
         log::debug!(
             "frame ring: {} x {:?}, {} bytes per frame, {} consumers",
             config.frames,
-            parts.layout.format,
-            parts.layout.size,
+            layout.format,
+            layout.size,
             config.consumers
         );
         let inner = Inner {
             id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
-            layout: parts.layout,
             config,
             state: Mutex::new(State {
                 pending: [0; MAX_FRAMES],
@@ -223,18 +206,16 @@ impl FrameRing {
                 producer_held: false,
             }),
             changed: Condvar::new(),
-            slots: ManuallyDrop::new(parts.slots),
-            present: parts.present,
-            releases: parts.releases,
-            sync_module: parts.sync_module,
-            _keep: parts.keep,
+            producer_engine: producer.clone(),
+            consumer_engines,
+            backend,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
 
     /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
-        &self.inner.layout
+        self.inner.backend.layout()
     }
 
     /// The ring parameters.
@@ -247,12 +228,19 @@ impl FrameRing {
         self.inner.id
     }
 
-    /// Splits the ring into its producer and its consumers (consumer `i` at index `i`).
+    /// Splits the ring into its producer and its consumers (consumer `i` at index `i`), each on
+    /// the engine the ring was built for. A CUDA party imports every slot (the producer
+    /// read-write, a consumer its read-only view) and the sync objects it waits on and signals
+    /// into its device once, here, and works on the device's default stream until given
+    /// another ([`Producer::set_stream`], [`Consumer::set_stream`]).
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
-        let producer = Producer { inner: self.inner.clone(), waiter: self.inner.waiter()? };
-        let mut consumers = Vec::with_capacity(self.inner.config.consumers);
-        for id in 0..self.inner.config.consumers {
-            consumers.push(Consumer { inner: self.inner.clone(), waiter: self.inner.waiter()?, id });
+        let inner = &self.inner;
+        let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
+        let producer = Producer { engine, inner: inner.clone() };
+        let mut consumers = Vec::with_capacity(inner.config.consumers);
+        for (id, e) in inner.consumer_engines.iter().enumerate() {
+            let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
+            consumers.push(Consumer { engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
     }
@@ -265,9 +253,9 @@ pub struct ProducerFrame {
     inner: Arc<Inner>,
     index: usize,
     sequence: u64,
-    live: bool,
-    /// Whether the CPU waited for the slot's release fences (`acquire`, not `acquire_unwaited`).
-    cpu_waited: bool,
+    pub(crate) live: bool,
+    /// Whether the CPU waited for the slot's release fences (a CPU party's acquire).
+    pub(crate) cpu_waited: bool,
 }
 
 impl std::fmt::Debug for ProducerFrame {
@@ -306,17 +294,21 @@ impl Drop for ProducerFrame {
 }
 
 /// A frame a consumer holds: read it, then release it. Dropped unreleased, it is released once
-/// its present fence expired (waited on the CPU, up to the ring's timeout; if it does not
-/// expire, the frame stays held and the producer's acquire reports this consumer).
+/// its present fence expired (waited on the CPU, up to the ring's timeout, then for the work the
+/// CUDA party queued on its stream; if the fence does not expire, the frame stays held and the
+/// producer's acquire reports this consumer).
 #[must_use = "an acquired frame must be released (dropping it releases it after a CPU wait)"]
 pub struct ConsumerFrame {
     inner: Arc<Inner>,
     index: usize,
     sequence: u64,
     consumer: usize,
-    live: bool,
-    /// Whether the CPU waited for the present fence (`acquire`, not `acquire_unwaited`).
-    cpu_waited: bool,
+    pub(crate) live: bool,
+    /// Whether the CPU waited for the present fence (a CPU party's acquire).
+    pub(crate) cpu_waited: bool,
+    /// The stream of the CUDA party that holds it, whose queued work a drop waits for.
+    #[cfg(feature = "cuda")]
+    pub(crate) stream: Option<Arc<crate::cuda::cudarc::driver::CudaStream>>,
 }
 
 impl std::fmt::Debug for ConsumerFrame {
@@ -355,13 +347,20 @@ impl Drop for ConsumerFrame {
             return;
         }
         let inner = &self.inner;
+        let b = &inner.backend;
         let expired = inner
             .waiter()
-            .and_then(|mut w| w.wait(&lock(&inner.slots[self.index].present), inner.config.timeout));
+            .and_then(|mut w| b.cpu_wait(&mut w, self.index, Point::Present, inner.config.timeout));
         match expired {
             Ok(()) => {
+                // The stream's wait for the present fence can now complete: finish what it queued.
+                #[cfg(feature = "cuda")]
+                if let Some(s) = &self.stream {
+                    let _ = s.synchronize();
+                }
                 log::debug!("frame {} dropped by consumer {}: released", self.sequence, self.consumer);
-                inner.give_back(self.index, self.consumer, RingFence::Expired);
+                b.clear(self.index, Point::Release(self.consumer));
+                inner.give_back(self.index, self.consumer);
             }
             Err(e) => log::error!(
                 "frame {} dropped by consumer {} before its present fence expired ({e}); the slot stays held",
@@ -372,75 +371,56 @@ impl Drop for ConsumerFrame {
     }
 }
 
-/// The producing side of a ring.
+/// The producing side of a ring, on the engine the ring was built for.
 pub struct Producer {
-    inner: Arc<Inner>,
-    waiter: CpuWaiter,
+    // Field order is teardown order: the engine's CUDA mappings and imports (their drops
+    // synchronise the context) before the ring, so the ring frees nothing a queued kernel may
+    // touch.
+    pub(crate) engine: ProducerEngine,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Producer").field("ring", &self.inner.id).finish()
+        f.debug_struct("Producer").field("ring", &self.inner.id).field("engine", &self.engine).finish()
     }
 }
 
 impl Producer {
     /// Waits (up to the ring's timeout) until the next slot is released by every consumer, then
-    /// waits on the CPU for their release fences, and hands the slot out (CPU producers).
+    /// has this party's engine wait for the slot's release fences, and hands the slot out. A CPU
+    /// producer waits for them on the CPU; a CUDA producer enqueues the waits on its stream
+    /// (the CPU blocks only while a consumer still holds the slot).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
-        let deadline = deadline_after(self.inner.config.timeout);
-        let frame = self.acquire_until(deadline)?;
-        for (c, r) in self.inner.slots[frame.index].releases.iter().enumerate() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if let Err(e) = self.waiter.wait(&lock(r), left) {
-                return Err(match e {
-                    Error::Timeout { .. } => ring_timeout(
-                        format!(
-                        "pipeline::Producer::acquire timed out after {:?}: the release fence of consumer {c} \
-                         for slot {} did not expire",
-                        self.inner.config.timeout, frame.index
-                    ),
-                        self.inner.config.timeout,
-                    ),
-                    e => e,
-                });
-                // `frame` drops here: discarded, the slot is handed out again next time.
-            }
-        }
-        let mut frame = frame;
-        frame.cpu_waited = true;
-        Ok(frame)
-    }
-
-    /// As [`acquire`](Self::acquire) without the CPU wait: the caller's engine must wait for
-    /// every fence of [`release_fences`](Self::release_fences) before writing the frame.
-    pub fn acquire_unwaited(&mut self) -> Result<ProducerFrame> {
-        self.acquire_until(deadline_after(self.inner.config.timeout))
-    }
-
-    fn acquire_until(&mut self, deadline: Instant) -> Result<ProducerFrame> {
         let inner = &self.inner;
-        let frames = inner.config.frames as u64;
-        let mut held_already = false;
-        let (index, sequence) = inner.wait_state(
-            deadline,
-            |st| {
-                if st.producer_held {
-                    held_already = true;
-                    return Some((usize::MAX, 0));
+        let deadline = deadline_after(inner.config.timeout);
+        let mut frame = acquire_slot(inner, deadline)?;
+        let b = &inner.backend;
+        match &mut self.engine {
+            ProducerEngine::Cpu(waiter) => {
+                for c in 0..inner.config.consumers {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Release(c), left) {
+                        return Err(match e {
+                            Error::Timeout { .. } => ring_timeout(
+                                format!(
+                                "pipeline::Producer::acquire timed out after {:?}: the release fence of consumer {c} \
+                                 for slot {} did not expire",
+                                inner.config.timeout, frame.index
+                            ),
+                                inner.config.timeout,
+                            ),
+                            e => e,
+                        });
+                        // `frame` drops here: discarded, the slot is handed out again next time.
+                    }
                 }
-                let index = (st.next % frames) as usize;
-                (st.pending[index] == 0).then(|| {
-                    st.producer_held = true;
-                    (index, st.next)
-                })
-            },
-            |st| inner.stuck_consumers(st, (st.next % frames) as usize),
-        )?;
-        if held_already {
-            return Err(invalid("producer", "present (or drop) the frame already acquired first"));
+                frame.cpu_waited = true;
+            }
+            #[cfg(feature = "cuda")]
+            ProducerEngine::Cuda(p) => p.wait_releases(b.as_ref(), frame.index)?,
         }
-        Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
+        Ok(frame)
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -453,61 +433,56 @@ impl Producer {
         Ok(())
     }
 
-    /// The release fences of a held frame, one per consumer: an engine producer waits for all
-    /// of them before writing (after [`acquire_unwaited`](Self::acquire_unwaited)).
-    pub fn release_fences<'a>(
-        &'a self,
-        frame: &ProducerFrame,
-    ) -> Result<impl Iterator<Item = MutexGuard<'a, RingFence>> + 'a> {
-        self.check(frame)?;
-        Ok(self.inner.slots[frame.index].releases.iter().map(lock))
-    }
-
-    /// The read-write NvSciBuf object of a held frame (NvSci backends).
+    /// The read-write NvSciBuf object of a held frame (NvSci backend).
     pub fn buffer(&self, frame: &ProducerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.slots[frame.index].memory.buffer()
+        self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)
     }
 
     /// CPU write access to a held frame, for as long as both the producer and the frame are
-    /// borrowed. Only for frames from [`acquire`](Self::acquire) (whose release fences the CPU
-    /// waited for); a frame from `acquire_unwaited` is refused, as an engine may still read it.
+    /// borrowed. Only for a CPU producer's frames (whose release fences the CPU waited for); a
+    /// CUDA producer's frame is refused, as an engine may still read it.
     pub fn cpu_write<'a>(&'a self, frame: &'a ProducerFrame) -> Result<FrameWrite<'a>> {
         self.check(frame)?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",
-                "acquired without a CPU wait (acquire_unwaited): an engine may still read it; use acquire",
+                "acquired by a CUDA producer (its release waits are on the stream): an engine may \
+                 still read it; write it from the stream",
             ));
         }
-        self.inner.slots[frame.index].memory.cpu_write()
+        self.inner.backend.cpu_write(frame.index)
     }
 
-    /// Presents a frame the CPU has written: signals the present fence now.
+    /// Presents a frame: a CPU producer signals the present fence now; a CUDA producer enqueues
+    /// the signal on its stream (after the work that writes the frame). Consumers wait for it
+    /// before reading.
     pub fn present(&mut self, frame: ProducerFrame) -> Result<()> {
         self.check(&frame)?;
-        let fence = self.inner.present.cpu_signal()?;
-        self.publish(frame, fence);
-        Ok(())
-    }
-
-    /// Presents a frame with the fence of the engine that writes it: consumers wait for it
-    /// before reading. The fence must come from [`present_sync`](Self::present_sync) (or the
-    /// ring's present semaphore on Vulkan); another is refused and the frame stays held.
-    pub fn present_with(&mut self, frame: ProducerFrame, fence: impl Into<RingFence>) -> Result<()> {
-        self.check(&frame)?;
-        let fence = fence.into();
-        if !self.inner.present.owns(&fence) {
-            return Err(invalid("fence", "the fence does not come from this ring's present sync object"));
+        let b = &self.inner.backend;
+        match &self.engine {
+            ProducerEngine::Cpu(_) => b.cpu_signal(frame.index, Point::Present)?,
+            #[cfg(feature = "cuda")]
+            ProducerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, Point::Present)?,
         }
-        self.publish(frame, fence);
+        self.publish(frame);
         Ok(())
     }
 
-    fn publish(&mut self, mut frame: ProducerFrame, fence: RingFence) {
+    /// Presents a frame with an NvSciSync fence that another engine signals once it has written
+    /// the frame (another thread, or on Tegra a camera or VIC): consumers wait for it before
+    /// reading. The fence must come from [`present_sync`](Self::present_sync) (NvSci backend);
+    /// another is refused and the frame discarded.
+    pub fn present_after(&mut self, frame: ProducerFrame, fence: Fence) -> Result<()> {
+        self.check(&frame)?;
+        self.inner.backend.set_nvsci_fence(frame.index, Point::Present, fence)?;
+        self.publish(frame);
+        Ok(())
+    }
+
+    fn publish(&mut self, mut frame: ProducerFrame) {
         frame.live = false;
         let inner = &self.inner;
-        *lock(&inner.slots[frame.index].present) = fence;
         {
             let mut st = inner.state();
             let n = inner.config.consumers;
@@ -523,36 +498,29 @@ impl Producer {
         inner.changed.notify_all();
     }
 
-    /// The NvSciSync object present fences come from (NvSci backends): generate a fence from it
-    /// for an engine that signals later, e.g. another thread or, on Tegra, a camera or VIC.
+    /// The NvSciSync object present fences come from (NvSci backend): generate a fence from it
+    /// for an engine that signals later ([`present_after`](Self::present_after)).
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.present.nvsci()
+        self.inner.backend.nvsci_sync(Point::Present)
     }
 
-    /// The release sync object of consumer `consumer` (NvSci backends), for importing into the
+    /// The release sync object of consumer `consumer` (NvSci backend), for importing into the
     /// producer's engine.
     pub fn release_sync(&self, consumer: usize) -> Option<&SyncObj> {
-        self.inner.releases.get(consumer).and_then(SyncPoint::nvsci)
+        if consumer >= self.inner.config.consumers {
+            return None;
+        }
+        self.inner.backend.nvsci_sync(Point::Release(consumer))
     }
 
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn present_point(&self) -> &SyncPoint {
-        &self.inner.present
-    }
-
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn release_point(&self, consumer: usize) -> Option<&SyncPoint> {
-        self.inner.releases.get(consumer)
-    }
-
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn slots(&self) -> &[Slot] {
-        &self.inner.slots
+    /// The engine this producer works on.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.producer_engine
     }
 
     /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
-        &self.inner.layout
+        self.inner.backend.layout()
     }
 
     /// The ring parameters.
@@ -566,49 +534,94 @@ impl Producer {
     }
 }
 
-/// One consuming side of a ring.
+/// Waits (until `deadline`) for the producer's next slot to be free and takes it.
+fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> {
+    let frames = inner.config.frames as u64;
+    let mut held_already = false;
+    let (index, sequence) = inner.wait_state(
+        deadline,
+        |st| {
+            if st.producer_held {
+                held_already = true;
+                return Some((usize::MAX, 0));
+            }
+            let index = (st.next % frames) as usize;
+            (st.pending[index] == 0).then(|| {
+                st.producer_held = true;
+                (index, st.next)
+            })
+        },
+        |st| inner.stuck_consumers(st, (st.next % frames) as usize),
+    )?;
+    if held_already {
+        return Err(invalid("producer", "present (or drop) the frame already acquired first"));
+    }
+    Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
+}
+
+fn not_nvsci() -> Error {
+    Error::Unsupported {
+        what: "NvSciBuf access to a frame",
+        reason: "this ring's backend has no NvSciBuf objects; use cpu_read/cpu_write or CUDA",
+    }
+}
+
+/// One consuming side of a ring, on the engine the ring was built for.
 pub struct Consumer {
-    inner: Arc<Inner>,
-    waiter: CpuWaiter,
-    id: usize,
+    // Field order is teardown order (see `Producer`).
+    pub(crate) engine: ConsumerEngine,
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) id: usize,
 }
 
 impl std::fmt::Debug for Consumer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Consumer").field("ring", &self.inner.id).field("id", &self.id).finish()
+        f.debug_struct("Consumer")
+            .field("ring", &self.inner.id)
+            .field("id", &self.id)
+            .field("engine", &self.engine)
+            .finish()
     }
 }
 
 impl Consumer {
-    /// Waits (up to the ring's timeout) for the next presented frame, then waits on the CPU for
-    /// its present fence (CPU consumers). On a fence timeout the frame stays first in line.
+    /// Waits (up to the ring's timeout) for the next presented frame, then has this party's
+    /// engine wait for its present fence. A CPU consumer waits on the CPU (on a fence timeout
+    /// the frame stays first in line); a CUDA consumer enqueues the wait on its stream (the CPU
+    /// blocks only while no frame is presented).
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
         let deadline = deadline_after(self.inner.config.timeout);
         let mut frame = self.acquire_until(deadline)?;
-        let left = deadline.saturating_duration_since(Instant::now());
-        if let Err(e) = self.waiter.wait(&lock(&self.inner.slots[frame.index].present), left) {
-            frame.live = false;
-            let _ = self.inner.state().queues[self.id].push_front((frame.index, frame.sequence));
-            return Err(match e {
-                Error::Timeout { .. } => ring_timeout(
-                    format!(
-                    "pipeline::Consumer::acquire timed out after {:?}: the present fence of frame {} did not \
-                     expire",
-                    self.inner.config.timeout, frame.sequence
-                ),
-                    self.inner.config.timeout,
-                ),
-                e => e,
-            });
+        let inner = &self.inner;
+        let b = &inner.backend;
+        match &mut self.engine {
+            ConsumerEngine::Cpu(waiter) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Present, left) {
+                    frame.live = false;
+                    let _ = inner.state().queues[self.id].push_front((frame.index, frame.sequence));
+                    return Err(match e {
+                        Error::Timeout { .. } => ring_timeout(
+                            format!(
+                            "pipeline::Consumer::acquire timed out after {:?}: the present fence of frame {} did not \
+                             expire",
+                            inner.config.timeout, frame.sequence
+                        ),
+                            inner.config.timeout,
+                        ),
+                        e => e,
+                    });
+                }
+                frame.cpu_waited = true;
+            }
+            #[cfg(feature = "cuda")]
+            ConsumerEngine::Cuda(p) => {
+                // On failure nothing was enqueued: the dropped frame is released after a CPU wait.
+                p.wait(b.as_ref(), frame.index, Point::Present, true)?;
+                frame.stream = Some(p.stream().clone());
+            }
         }
-        frame.cpu_waited = true;
         Ok(frame)
-    }
-
-    /// As [`acquire`](Self::acquire) without the CPU wait: the caller's engine must wait for
-    /// [`present_fence`](Self::present_fence) before reading.
-    pub fn acquire_unwaited(&mut self) -> Result<ConsumerFrame> {
-        self.acquire_until(deadline_after(self.inner.config.timeout))
     }
 
     fn acquire_until(&mut self, deadline: Instant) -> Result<ConsumerFrame> {
@@ -631,6 +644,8 @@ impl Consumer {
             consumer: id,
             live: true,
             cpu_waited: false,
+            #[cfg(feature = "cuda")]
+            stream: None,
         })
     }
 
@@ -650,97 +665,80 @@ impl Consumer {
         Ok(())
     }
 
-    /// The present fence of a held frame: an engine consumer waits for it before reading
-    /// (after [`acquire_unwaited`](Self::acquire_unwaited)).
-    pub fn present_fence(&self, frame: &ConsumerFrame) -> Result<MutexGuard<'_, RingFence>> {
-        self.check(frame)?;
-        Ok(lock(&self.inner.slots[frame.index].present))
-    }
-
-    /// The read-only NvSciBuf view of a held frame (NvSci backends).
+    /// The read-only NvSciBuf view of a held frame (NvSci backend).
     pub fn view(&self, frame: &ConsumerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.slots[frame.index].memory.view(self.id)
+        self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)
     }
 
     /// CPU read access to a held frame, for as long as both the consumer and the frame are
-    /// borrowed. Only for frames from [`acquire`](Self::acquire) (whose present fence the CPU
-    /// waited for); a frame from `acquire_unwaited` is refused, as its writer may not be done.
+    /// borrowed. Only for a CPU consumer's frames (whose present fence the CPU waited for); a
+    /// CUDA consumer's frame is refused, as its writer may not be done.
     pub fn cpu_read<'a>(&'a self, frame: &'a ConsumerFrame) -> Result<FrameRead<'a>> {
         self.check(frame)?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",
-                "acquired without a CPU wait (acquire_unwaited): its writer may not be done; use acquire",
+                "acquired by a CUDA consumer (its present wait is on the stream): its writer may not \
+                 be done; read it from the stream",
             ));
         }
-        self.inner.slots[frame.index].memory.cpu_read(self.id)
+        self.inner.backend.cpu_read(frame.index, self.id)
     }
 
-    /// Releases a frame the CPU is done with: signals this consumer's release fence now.
-    /// Even when signalling fails the frame is handed back (the CPU is done with it) and the
+    /// Releases a frame: a CPU consumer signals its release fence now; a CUDA consumer enqueues
+    /// the signal on its stream (after the work that reads the frame). Even when signalling
+    /// fails the frame is handed back (a CUDA consumer's stream is synchronised first) and the
     /// error is returned.
     pub fn release(&mut self, frame: ConsumerFrame) -> Result<()> {
         self.check(&frame)?;
-        match self.inner.releases[self.id].cpu_signal() {
-            Ok(fence) => {
-                self.finish(frame, fence);
-                Ok(())
-            }
-            Err(e) => {
-                self.finish(frame, RingFence::Expired);
-                Err(e)
-            }
+        let b = &self.inner.backend;
+        let point = Point::Release(self.id);
+        let signalled = match &self.engine {
+            ConsumerEngine::Cpu(_) => b.cpu_signal(frame.index, point),
+            #[cfg(feature = "cuda")]
+            ConsumerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, point).inspect_err(|_| {
+                // No fence will tell the producer when the queued work is done: finish it here.
+                let _ = p.stream().synchronize();
+            }),
+        };
+        if signalled.is_err() {
+            b.clear(frame.index, point);
         }
+        self.finish(frame);
+        signalled
     }
 
-    /// Releases a frame with the fence of the engine that reads it: the producer reuses the slot
-    /// once it expired. The fence must come from this consumer's release sync object
-    /// ([`release_sync`](Self::release_sync)); another is refused and the frame stays held.
-    pub fn release_with(&mut self, frame: ConsumerFrame, fence: impl Into<RingFence>) -> Result<()> {
+    /// Releases a frame with an NvSciSync fence that another engine signals once it is done
+    /// reading: the producer reuses the slot once it expired. The fence must come from this
+    /// consumer's [`release_sync`](Self::release_sync) (NvSci backend); another is refused, and
+    /// the frame is released as a dropped token is (after a CPU wait for its present fence).
+    pub fn release_after(&mut self, frame: ConsumerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
-        let fence = fence.into();
-        if !self.inner.releases[self.id].owns(&fence) {
-            return Err(invalid("fence", "the fence does not come from this consumer's release sync object"));
-        }
-        self.finish(frame, fence);
+        self.inner.backend.set_nvsci_fence(frame.index, Point::Release(self.id), fence)?;
+        self.finish(frame);
         Ok(())
     }
 
-    fn finish(&mut self, mut frame: ConsumerFrame, fence: RingFence) {
+    fn finish(&mut self, mut frame: ConsumerFrame) {
         frame.live = false;
-        self.inner.give_back(frame.index, self.id, fence);
+        self.inner.give_back(frame.index, self.id);
     }
 
-    /// The NvSciSync object this consumer's release fences come from (NvSci backends).
+    /// The NvSciSync object this consumer's release fences come from (NvSci backend).
     pub fn release_sync(&self) -> Option<&SyncObj> {
-        self.inner.releases[self.id].nvsci()
+        self.inner.backend.nvsci_sync(Point::Release(self.id))
     }
 
-    /// The present sync object (NvSci backends), for importing into this consumer's engine.
+    /// The present sync object (NvSci backend), for importing into this consumer's engine.
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.present.nvsci()
+        self.inner.backend.nvsci_sync(Point::Present)
     }
 
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn present_point(&self) -> &SyncPoint {
-        &self.inner.present
-    }
-
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn release_point(&self) -> &SyncPoint {
-        &self.inner.releases[self.id]
-    }
-
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn slots(&self) -> &[Slot] {
-        &self.inner.slots
-    }
-
-    /// The read-only NvSciBuf view of slot `index` (NvSci backends; for imports, e.g. into
+    /// The read-only NvSciBuf view of slot `index` (NvSci backend; for imports, e.g. into
     /// CUDA).
     pub fn slot_view(&self, index: usize) -> Option<&BufObj> {
-        self.inner.slots.get(index).and_then(|s| s.memory.view(self.id).ok())
+        self.inner.backend.nvsci_view(index, self.id)
     }
 
     /// This consumer's index.
@@ -748,9 +746,14 @@ impl Consumer {
         self.id
     }
 
+    /// The engine this consumer works on.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.consumer_engines[self.id]
+    }
+
     /// The frame layout.
     pub fn layout(&self) -> &FrameLayout {
-        &self.inner.layout
+        self.inner.backend.layout()
     }
 
     /// The ring parameters.
@@ -763,3 +766,12 @@ impl Consumer {
         self.inner.id
     }
 }
+
+// Parties move to the threads that drive their engines.
+const _: fn() = || {
+    fn send<T: Send>() {}
+    send::<Producer>();
+    send::<Consumer>();
+    send::<ProducerFrame>();
+    send::<ConsumerFrame>();
+};

@@ -111,7 +111,7 @@ pub enum MemoryPlacement {
 /// must say so (`CUDA_EXTERNAL_MEMORY_DEDICATED`); [`import_into_cuda`](Self::import_into_cuda)
 /// does. The buffer uses `VK_SHARING_MODE_EXCLUSIVE`: when a Vulkan queue writes it, hand it to
 /// CUDA with a queue-family release to `VK_QUEUE_FAMILY_EXTERNAL` and take it back with an
-/// acquire (the [`FrameProducer`](crate::pipeline::FrameProducer) does both).
+/// acquire (the [`FrameProducer`](super::FrameProducer) does both).
 ///
 /// A [`MemoryPlacement::HostVisible`] buffer is also mapped for the host for its whole life.
 pub struct ExportableBuffer {

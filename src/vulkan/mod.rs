@@ -18,11 +18,10 @@
 //!   ([`semaphore_export_support`]); without timeline export the hand-off falls back to a
 //!   binary pair, visible through [`HandoffSemaphores::mode`].
 //!
-//! Pipeline code built on these lives in [`crate::pipeline`]: the frame ring's Vulkan backend
-//! ([`Backend`](crate::pipeline::Backend) with [`BackendKind::Vulkan`](crate::pipeline::BackendKind::Vulkan))
-//! and [`FrameProducer`](crate::pipeline::FrameProducer) (Vulkan writes a frame, CUDA processes
+//! [`FrameProducer`] is a hand-off helper built on these (Vulkan writes a frame, CUDA processes
 //! it, Vulkan takes it back, with the queue-family ownership transfers to and from
-//! `VK_QUEUE_FAMILY_EXTERNAL`).
+//! `VK_QUEUE_FAMILY_EXTERNAL`). The frame ring's Vulkan backend lives in [`crate::pipeline`]
+//! ([`Backend::vulkan`](crate::pipeline::Backend::vulkan)).
 //!
 //! Teardown order is carried by ownership: every object holds an `Arc<VulkanContext>` (whose
 //! drop waits for the device to go idle), and the CUDA-side wrappers ([`CudaImportedBuffer`],
@@ -32,7 +31,6 @@
 //! ```no_run
 //! # fn main() -> nvsci::Result<()> {
 //! use nvsci::cuda::CudaGpu;
-//! use nvsci::pipeline::{FrameProducer, ProducerConfig};
 //! use nvsci::vulkan::*;
 //! use std::time::Duration;
 //!
@@ -59,6 +57,7 @@
 mod buffer;
 mod context;
 mod format;
+mod frame_producer;
 mod image;
 mod semaphore;
 
@@ -67,6 +66,7 @@ pub use context::{
     uuid_string, ContextOptions, DeviceInfo, DeviceSelection, ExistingDevice, VulkanContext, LOADER_NAME,
 };
 pub use format::{cuda_array_flags, cuda_array_format, format_name, CudaFormat, SUPPORTED_FORMATS};
+pub use frame_producer::{FrameProducer, FrameSource, ProducerConfig, Readback, MAX_READBACK_WINDOWS};
 pub use image::{CudaImportedImage, ExportableImage, ImageDesc};
 pub use semaphore::{
     semaphore_export_support, BinarySemaphore, CudaHandoff, FrameValues, HandoffMode, HandoffSemaphores,
@@ -76,10 +76,8 @@ pub use semaphore::{
 /// The ash crate this module is built on (same version), for raw handles and flags.
 pub use ash;
 
-// For the pipeline code built on this module (the ring's Vulkan backend, `FrameProducer`).
-pub(crate) use buffer::{check_same_gpu, RawBuffer};
-pub(crate) use context::vk_err;
-pub(crate) use semaphore::HandoffInner;
+// For the ring's Vulkan backend in the pipeline module.
+pub(crate) use buffer::check_same_gpu;
 
 /// Vulkan contexts for unit tests (lavapipe in CI).
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! A Vulkan producer that writes frames into an exported buffer and hands them to CUDA and back
-//! (the shape of the Vulkan -> CUDA -> Vulkan benchmark; the frame ring's Vulkan backend is
-//! [`Backend`](super::Backend) with [`BackendKind::Vulkan`](super::BackendKind::Vulkan)).
+//! A Vulkan hand-off helper: writes frames into an exported buffer and hands them to CUDA and
+//! back (the shape of the Vulkan -> CUDA -> Vulkan benchmark). It is not a frame ring party; the
+//! frame ring's Vulkan backend is [`Backend::vulkan`](crate::pipeline::Backend::vulkan).
 //!
 //! One frame, in timeline mode (values from [`FrameValues`]):
 //!
@@ -18,12 +18,12 @@
 //! Command buffers are recorded once at construction and submit-info structures live on the
 //! stack, so a steady-state frame allocates nothing on the heap.
 
+use super::ash::vk;
+use super::buffer::RawBuffer;
+use super::context::vk_err;
+use super::semaphore::HandoffInner;
+use super::{ExportableBuffer, FrameValues, HandoffMode, HandoffSemaphores, VulkanContext};
 use crate::error::{invalid, Error, Result};
-use crate::vulkan::ash::vk;
-use crate::vulkan::{
-    vk_err, ExportableBuffer, FrameValues, HandoffInner, HandoffMode, HandoffSemaphores, RawBuffer,
-    VulkanContext,
-};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,318 @@
+//! The NvSci backend of the ring, on any NvSci library (NVIDIA's, or the mock): buffers
+//! reconciled from one attribute list per party with a read-only duplicate per consumer, and
+//! NvSciSync objects whose lists name each party's engine. CUDA imports the NvSciBuf and
+//! NvSciSync objects themselves ([`ExternalMemory::from_buf_obj`](crate::cuda::ExternalMemory::from_buf_obj),
+//! [`CudaSyncObj::import`](crate::cuda::CudaSyncObj::import)): on Tegra the NvSci handles, on
+//! the mock on a desktop GPU its host memory page-locked and its sync counters waited and
+//! written by stream memory operations; the NvSciBuf memory-sync flags follow the party's
+//! [`MemSync`](crate::cuda::MemSync) policy.
+
+use super::{foreign_state, CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
+use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
+use crate::error::{invalid, Error, Result};
+use crate::pipeline::config::{RingConfig, MAX_CONSUMERS};
+use crate::pipeline::engine::Engine;
+use crate::pipeline::format::{FrameFormat, FrameLayout};
+use crate::sync::{CpuWaitContext, Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
+use crate::NvSci;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// A sync attribute list for one party: the CPU asks for CPU access; a CUDA device has the
+/// list filled the way CUDA needs it (`cuDeviceGetNvSciSyncAttributes` on Tegra).
+pub(crate) fn party_list(m: &SyncModule, engine: &Engine, signal: bool, wait: bool) -> Result<SyncAttrList> {
+    let mut l = m.attr_list()?;
+    match engine {
+        Engine::Cpu => {
+            let perm = match (signal, wait) {
+                (true, true) => SyncPerm::WaitSignal,
+                (true, false) => SyncPerm::SignalOnly,
+                _ => SyncPerm::WaitOnly,
+            };
+            l.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(perm)])?;
+        }
+        #[cfg(feature = "cuda")]
+        Engine::Cuda(dev) => crate::cuda::fill_sync_attrs(dev, &mut l, signal, wait)?,
+    }
+    Ok(l)
+}
+
+/// A sync object signalled by `signaler` and waited on by `waiters`, with the CPU always among
+/// the waiters (the ring waits on the CPU before it frees anything).
+fn sync_object(m: &SyncModule, signaler: &Engine, waiters: &[&Engine]) -> Result<SyncObj> {
+    let mut lists = vec![party_list(m, signaler, true, false)?];
+    for w in waiters {
+        lists.push(party_list(m, w, false, true)?);
+    }
+    if !waiters.iter().any(|w| matches!(w, Engine::Cpu)) {
+        lists.push(party_list(m, &Engine::Cpu, false, true)?);
+    }
+    let refs: Vec<&SyncAttrList> = lists.iter().collect();
+    SyncObj::alloc(&SyncAttrList::reconcile(&refs)?)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An NvSci library as a ring backend.
+pub(crate) struct NvSciProvider {
+    pub(crate) lib: NvSci,
+}
+
+impl Provider for NvSciProvider {
+    fn build(
+        &self,
+        format: FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<Arc<dyn RingBackend>> {
+        Ok(Arc::new(NvSciRing::new(&self.lib, format, config, producer, consumers)?))
+    }
+
+    fn nvsci(&self) -> Option<&NvSci> {
+        Some(&self.lib)
+    }
+
+    fn describe(&self) -> String {
+        match self.lib.library_paths() {
+            Some((buf, _)) => format!("NvSci library {buf}"),
+            None => format!("{:?} NvSci library", self.lib.implementation()),
+        }
+    }
+}
+
+/// One slot: the buffer, a read-only duplicate per consumer, and the slot's fences.
+struct Slot {
+    buffer: BufObj,
+    views: heapless::Vec<BufObj, MAX_CONSUMERS>,
+    present: Mutex<Fence>,
+    releases: heapless::Vec<Mutex<Fence>, MAX_CONSUMERS>,
+}
+
+/// One ring's NvSciBuf objects and NvSciSync objects.
+struct NvSciRing {
+    layout: FrameLayout,
+    slots: Vec<Slot>,
+    present: SyncObj,
+    releases: heapless::Vec<SyncObj, MAX_CONSUMERS>,
+    module: SyncModule,
+}
+
+impl NvSciRing {
+    fn new(
+        lib: &NvSci,
+        format: FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: &[Engine],
+    ) -> Result<Self> {
+        let bufm = BufModule::open(lib)?;
+        let mut lists = vec![format.attr_list(
+            &bufm,
+            Perm::ReadWrite,
+            producer.is_cpu(),
+            producer.gpu_id(),
+            config.gpu_cache,
+        )?];
+        for c in consumers {
+            lists.push(format.attr_list(&bufm, Perm::ReadOnly, c.is_cpu(), c.gpu_id(), config.gpu_cache)?);
+        }
+        let refs: Vec<&BufAttrList> = lists.iter().collect();
+        let reconciled = BufAttrList::reconcile(&refs)?;
+
+        let module = SyncModule::open(lib)?;
+        let consumer_refs: Vec<&Engine> = consumers.iter().collect();
+        let present = sync_object(&module, producer, &consumer_refs)?;
+        let mut releases = heapless::Vec::<SyncObj, MAX_CONSUMERS>::new();
+        for c in consumers {
+            let _ = releases.push(sync_object(&module, c, &[producer])?);
+        }
+
+        let mut slots = Vec::with_capacity(config.frames);
+        let mut layout = None;
+        for _ in 0..config.frames {
+            let buffer = BufObj::alloc(&reconciled)?;
+            if layout.is_none() {
+                layout = Some(FrameLayout { format, size: buffer.size(), planes: buffer.planes()? });
+            }
+            let mut views = heapless::Vec::new();
+            let mut fences = heapless::Vec::new();
+            for _ in 0..config.consumers {
+                let _ = views.push(buffer.dup_with_reduced_perm(Perm::ReadOnly)?);
+                let _ = fences.push(Mutex::new(Fence::cleared()));
+            }
+            slots.push(Slot { buffer, views, present: Mutex::new(Fence::cleared()), releases: fences });
+        }
+        let layout = layout.ok_or_else(|| invalid("config.frames", "a ring needs frames"))?;
+        Ok(Self { layout, slots, present, releases, module })
+    }
+
+    fn fence(&self, slot: usize, point: Point) -> Result<&Mutex<Fence>> {
+        let s =
+            self.slots.get(slot).ok_or_else(|| invalid("slot", format!("no slot {slot} in this ring")))?;
+        match point {
+            Point::Present => Ok(&s.present),
+            Point::Release(c) => s.releases.get(c).ok_or_else(no_consumer),
+        }
+    }
+
+    fn object(&self, point: Point) -> Result<&SyncObj> {
+        match point {
+            Point::Present => Ok(&self.present),
+            Point::Release(c) => self.releases.get(c).ok_or_else(no_consumer),
+        }
+    }
+}
+
+fn no_consumer() -> Error {
+    Error::Unsupported { what: "a consumer view", reason: "no such consumer in this ring" }
+}
+
+fn no_slot(slot: usize) -> Error {
+    invalid("slot", format!("no slot {slot} in this ring"))
+}
+
+impl RingBackend for NvSciRing {
+    fn layout(&self) -> &FrameLayout {
+        &self.layout
+    }
+
+    fn cpu_waiter(&self) -> Result<CpuWaiter> {
+        Ok(CpuWaiter(Box::new(self.module.cpu_wait_context()?)))
+    }
+
+    fn cpu_wait(&self, waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()> {
+        let fence = lock(self.fence(slot, point)?);
+        if fence.is_cleared() {
+            return Ok(());
+        }
+        let ctx = waiter
+            .0
+            .downcast_mut::<CpuWaitContext>()
+            .ok_or_else(|| foreign_state("waiting on this fence from the CPU"))?;
+        fence.wait(ctx, Some(timeout))
+    }
+
+    fn cpu_signal(&self, slot: usize, point: Point) -> Result<()> {
+        let obj = self.object(point)?;
+        let fence = obj.generate_fence()?;
+        obj.signal()?;
+        *lock(self.fence(slot, point)?) = fence;
+        Ok(())
+    }
+
+    fn clear(&self, slot: usize, point: Point) {
+        if let Ok(f) = self.fence(slot, point) {
+            lock(f).clear();
+        }
+    }
+
+    fn set_nvsci_fence(&self, slot: usize, point: Point, fence: Fence) -> Result<()> {
+        let obj = self.object(point)?;
+        let owned = fence.is_cleared() || fence.object().is_some_and(|o| Arc::ptr_eq(&o.0, &obj.0));
+        if !owned {
+            return Err(invalid(
+                "fence",
+                match point {
+                    Point::Present => "the fence does not come from this ring's present sync object",
+                    Point::Release(_) => "the fence does not come from this consumer's release sync object",
+                },
+            ));
+        }
+        *lock(self.fence(slot, point)?) = fence;
+        Ok(())
+    }
+
+    fn cpu_write(&self, slot: usize) -> Result<FrameWrite<'_>> {
+        let s = self.slots.get(slot).ok_or_else(|| no_slot(slot))?;
+        Ok(s.buffer.cpu_write()?.into())
+    }
+
+    fn cpu_read(&self, slot: usize, consumer: usize) -> Result<FrameRead<'_>> {
+        let view = self.nvsci_view(slot, consumer).ok_or_else(no_consumer)?;
+        Ok(view.cpu_read()?.into())
+    }
+
+    fn nvsci_buffer(&self, slot: usize) -> Option<&BufObj> {
+        self.slots.get(slot).map(|s| &s.buffer)
+    }
+
+    fn nvsci_view(&self, slot: usize, consumer: usize) -> Option<&BufObj> {
+        self.slots.get(slot).and_then(|s| s.views.get(consumer))
+    }
+
+    fn nvsci_sync(&self, point: Point) -> Option<&SyncObj> {
+        self.object(point).ok()
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_rw(
+        &self,
+        dev: &crate::cuda::CudaGpu,
+        slot: usize,
+    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadWrite>> {
+        let buffer = self.nvsci_buffer(slot).ok_or_else(|| no_slot(slot))?;
+        crate::cuda::ExternalMemory::from_buf_obj(dev, buffer)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_ro(
+        &self,
+        dev: &crate::cuda::CudaGpu,
+        slot: usize,
+        consumer: usize,
+    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadOnly>> {
+        let view = self.nvsci_view(slot, consumer).ok_or_else(no_consumer)?;
+        crate::cuda::ExternalMemory::from_buf_obj(dev, view)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_sync(&self, dev: &crate::cuda::CudaGpu, point: Point) -> Result<super::CudaSyncImport> {
+        let obj = crate::cuda::CudaSyncObj::import(dev, self.object(point)?)?;
+        Ok(super::CudaSyncImport(Box::new(obj)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_wait(
+        &self,
+        import: &super::CudaSyncImport,
+        stream: &crate::cuda::cudarc::driver::CudaStream,
+        slot: usize,
+        point: Point,
+        policy: crate::cuda::MemSync,
+        reads: bool,
+    ) -> Result<()> {
+        let s = import
+            .0
+            .downcast_ref::<crate::cuda::CudaSyncObj>()
+            .ok_or_else(|| foreign_state("waiting on this fence from a CUDA stream"))?;
+        let fence = lock(self.fence(slot, point)?);
+        if fence.is_cleared() && !reads {
+            // Nothing to synchronise with an expired release before overwriting the slot.
+            return Ok(());
+        }
+        // A consumer's wait on an expired fence still carries the memory synchronisation
+        // (`CudaSyncObj::wait` refuses it where that is needed).
+        s.wait(stream, &fence, policy)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_signal(
+        &self,
+        import: &super::CudaSyncImport,
+        stream: &crate::cuda::cudarc::driver::CudaStream,
+        slot: usize,
+        point: Point,
+        policy: crate::cuda::MemSync,
+    ) -> Result<()> {
+        let s = import
+            .0
+            .downcast_ref::<crate::cuda::CudaSyncObj>()
+            .ok_or_else(|| foreign_state("signalling a fence from a CUDA stream"))?;
+        let fence = s.signal(stream, policy)?;
+        *lock(self.fence(slot, point)?) = fence;
+        Ok(())
+    }
+}

@@ -1,0 +1,506 @@
+//! The ring scenarios, each written once against [`Env`]: parties on "the engine" run on the
+//! backend's GPU engine (a CUDA stream) where it has one, else on the CPU, and every frame is
+//! checked against an independent expectation (`fill_pattern`'s bytes, the NV12 pattern's
+//! statistic) read back on the host.
+
+use super::common::{expected_pattern, open_fds};
+use super::Env;
+use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig};
+use nvsci::Error;
+use std::time::Duration;
+
+const N: usize = 64 * 1024;
+const FRAMES: usize = 1000;
+
+fn config(consumers: usize) -> RingConfig {
+    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
+}
+
+fn ring(
+    env: &Env,
+    format: FrameFormat,
+    config: RingConfig,
+    producer: &Engine,
+    consumers: &[Engine],
+) -> FrameRing {
+    env.backend.build_ring(format, config, producer, consumers).unwrap()
+}
+
+/// Every frame `t` of `results` holds pattern `t`; a failure says how many frames differ and
+/// whether the first one holds the slot's previous frame (a stale read).
+#[cfg(feature = "cuda")]
+fn assert_frames(results: &[u8], frames: usize, slots: usize) {
+    let frame = |t: usize| &results[t * N..(t + 1) * N];
+    let bad: Vec<usize> = (0..frames).filter(|&t| frame(t) != &expected_pattern(N, t as u32)[..]).collect();
+    if let Some(&t) = bad.first() {
+        let stale = t >= slots && frame(t) == &expected_pattern(N, (t - slots) as u32)[..];
+        let zero = frame(t).iter().all(|&b| b == 0);
+        panic!(
+            "{} of {frames} frames differ from their pattern; the first, frame {t}, holds {}",
+            bad.len(),
+            if stale {
+                "the slot's previous frame (stale read)"
+            } else if zero {
+                "zeros"
+            } else {
+                "other bytes"
+            }
+        );
+    }
+}
+
+/// A CPU consumer on its own thread checking that frame `t` holds pattern `t`.
+fn spawn_recorder(mut r: Consumer, frames: usize) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for t in 0..frames {
+            let g = r.acquire().unwrap();
+            assert_eq!(g.sequence(), t as u64);
+            let want = expected_pattern(N, t as u32);
+            assert!(r.cpu_read(&g).unwrap()[..] == want[..], "recorder {}: frame {t} differs", r.id());
+            r.release(g).unwrap();
+        }
+    })
+}
+
+/// A CPU camera on its own thread writing pattern `t` into frame `t` in place.
+fn spawn_cpu_camera(mut p: Producer, frames: usize) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        for t in 0..frames {
+            let f = p.acquire().unwrap();
+            assert_eq!(f.sequence(), t as u64);
+            p.cpu_write(&f).unwrap().copy_from_slice(&expected_pattern(N, t as u32));
+            p.present(f).unwrap();
+        }
+    })
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    //! The CUDA sides of the scenarios.
+    pub use super::super::common::kernels::FILL_PATTERN_PTX;
+    use super::*;
+    use nvsci::cuda::cudarc::driver::{
+        CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
+    };
+    use nvsci::cuda::cudarc::nvrtc::Ptx;
+    use std::sync::Arc;
+
+    pub fn cuda_err(function: &'static str) -> impl Fn(DriverError) -> Error {
+        move |e| Error::Cuda { function, code: e.0 as u32, name: "see the CUresult" }
+    }
+
+    pub fn fill_kernel(dev: &nvsci::cuda::CudaGpu) -> CudaFunction {
+        dev.context()
+            .load_module(Ptx::from_src(FILL_PATTERN_PTX))
+            .unwrap()
+            .load_function("fill_pattern")
+            .unwrap()
+    }
+
+    /// A CUDA consumer on a stream of its own, copying every frame into device memory.
+    pub struct Copier {
+        pub consumer: Consumer,
+        pub stream: Arc<CudaStream>,
+        pub results: CudaSlice<u8>,
+    }
+
+    impl Copier {
+        pub fn new(mut consumer: Consumer, frames: usize) -> Self {
+            let stream = consumer.stream().expect("a CUDA consumer").context().new_stream().unwrap();
+            consumer.set_stream(stream.clone()).unwrap();
+            let results = stream.alloc_zeros::<u8>(N * frames).unwrap();
+            Self { consumer, stream, results }
+        }
+
+        /// Takes frame `t` on the stream.
+        pub fn take(&mut self, t: usize) {
+            let results = &mut self.results;
+            self.consumer
+                .process(|f| {
+                    assert_eq!(f.sequence(), t as u64);
+                    let mut dst = results.slice_mut(t * N..(t + 1) * N);
+                    f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(cuda_err("cuMemcpyDtoDAsync"))
+                })
+                .unwrap();
+        }
+
+        pub fn check(&self, frames: usize) {
+            let host = self.stream.clone_dtoh(&self.results).unwrap();
+            assert_frames(&host, frames, 4);
+        }
+    }
+
+    /// A CUDA producer writing pattern `t` into frame `t` with a kernel on its stream.
+    pub fn produce(p: &mut Producer, fill: &CudaFunction, t: usize) {
+        p.produce(|f| {
+            assert_eq!(f.sequence(), t as u64);
+            let ptr = f.device_address();
+            let (n, seed) = (N as u64, t as u32);
+            let mut b = f.stream().launch_builder(fill);
+            b.arg(&ptr).arg(&n).arg(&seed);
+            let cfg = LaunchConfig {
+                grid_dim: ((N as u32).div_ceil(256), 1, 1),
+                block_dim: (256, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: `ptr` maps N writable bytes of the frame; the kernel writes p[0..n].
+            unsafe { b.launch(cfg) }.map(drop).map_err(cuda_err("cuLaunchKernel"))
+        })
+        .unwrap();
+    }
+}
+
+/// Runs `frames` frames of `N` bytes from a producer on `producer` to consumers on
+/// `consumers`, each frame checked by every consumer: CPU parties on threads of their own,
+/// CUDA parties on this thread, each on a stream of its own.
+fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize) {
+    let ring = ring(env, FrameFormat::Raw { size: N as u64 }, config(consumers.len()), producer, consumers);
+    assert_eq!(ring.layout().size, N as u64);
+    #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
+    let (mut p, cs) = ring.split().unwrap();
+    let mut recorders = Vec::new();
+    #[cfg(feature = "cuda")]
+    let mut copiers = Vec::new();
+    for c in cs {
+        if c.engine().is_cpu() {
+            recorders.push(spawn_recorder(c, frames));
+        } else {
+            #[cfg(feature = "cuda")]
+            copiers.push(gpu::Copier::new(c, frames));
+        }
+    }
+    if producer.is_cpu() {
+        let camera = spawn_cpu_camera(p, frames);
+        #[cfg(feature = "cuda")]
+        for t in 0..frames {
+            for c in copiers.iter_mut() {
+                c.take(t);
+            }
+        }
+        camera.join().unwrap();
+    } else {
+        #[cfg(feature = "cuda")]
+        {
+            let stream = p.stream().unwrap().context().new_stream().unwrap();
+            p.set_stream(stream).unwrap();
+            let fill = gpu::fill_kernel(&env.dev().unwrap());
+            for t in 0..frames {
+                gpu::produce(&mut p, &fill, t);
+                for c in copiers.iter_mut() {
+                    c.take(t);
+                }
+            }
+        }
+    }
+    for r in recorders {
+        r.join().unwrap();
+    }
+    #[cfg(feature = "cuda")]
+    for c in &copiers {
+        c.check(frames);
+    }
+}
+
+/// Frames come in order, slot after slot, with their contents, to three CPU consumers on
+/// threads of their own.
+pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
+    let r = ring(
+        env,
+        FrameFormat::Raw { size: 4096 },
+        RingConfig { frames: 3, ..config(1) },
+        &Engine::Cpu,
+        &[Engine::Cpu],
+    );
+    let (mut p, mut cs) = r.split().unwrap();
+    let c = &mut cs[0];
+    for seq in 0..10u64 {
+        let f = p.acquire().unwrap();
+        assert_eq!((f.sequence(), f.index()), (seq, (seq % 3) as usize));
+        p.cpu_write(&f).unwrap().fill(seq as u8);
+        p.present(f).unwrap();
+        let g = c.acquire().unwrap();
+        assert_eq!((g.sequence(), g.index()), (seq, (seq % 3) as usize));
+        assert!(c.cpu_read(&g).unwrap().iter().all(|&b| b == seq as u8));
+        c.release(g).unwrap();
+    }
+    run_frames(env, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu, Engine::Cpu], 200);
+}
+
+/// The producer waits for every consumer and times out naming the one that holds the slot; a
+/// consumer times out without frames; an unbounded timeout does not overflow the clock.
+pub fn timeouts_name_who_holds_the_frame(env: &Env) {
+    let cfg =
+        RingConfig { frames: 2, consumers: 2, timeout: Duration::from_millis(50), ..Default::default() };
+    let r = ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu]);
+    let (mut p, mut cs) = r.split().unwrap();
+    for _ in 0..2 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+    // Consumer 0 takes and releases frame 0; consumer 1 takes it but never releases.
+    let a = cs[0].acquire().unwrap();
+    cs[0].release(a).unwrap();
+    let _stuck = cs[1].acquire().unwrap();
+    match p.acquire() {
+        Err(Error::RingTimeout { timeout_us, detail }) => {
+            assert_eq!(timeout_us, 50_000);
+            assert!(detail.contains("consumer(s) 1 have not released slot 0 (frame 0)"), "{detail}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    let (_p, mut cs) =
+        ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu])
+            .split()
+            .unwrap();
+    assert!(matches!(cs[0].acquire(), Err(Error::RingTimeout { .. })));
+    let cfg = RingConfig { timeout: Duration::MAX, ..config(1) };
+    let (mut p, mut cs) =
+        ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();
+    let f = p.acquire().unwrap();
+    p.present(f).unwrap();
+    let g = cs[0].acquire().unwrap();
+    cs[0].release(g).unwrap();
+}
+
+pub fn cpu_camera_feeds_an_engine_consumer_and_a_cpu_recorder_1000_frames(env: &Env) {
+    run_frames(env, &Engine::Cpu, &[env.engine(), Engine::Cpu], FRAMES);
+}
+
+pub fn engine_producer_feeds_an_engine_consumer_and_a_cpu_recorder_1000_frames(env: &Env) {
+    run_frames(env, &env.engine(), &[env.engine(), Engine::Cpu], FRAMES);
+}
+
+/// Only engine parties (on a GPU backend: CUDA streams; on Vulkan the frames are device-local,
+/// so the CPU cannot touch them).
+pub fn engine_producer_feeds_two_engine_consumers_1000_frames(env: &Env) {
+    let e = env.engine();
+    if !e.is_cpu() {
+        // An engine party's frames are not the CPU's: refused before any byte is touched.
+        let r = ring(env, FrameFormat::Raw { size: N as u64 }, config(1), &e, std::slice::from_ref(&e));
+        let (mut p, mut cs) = r.split().unwrap();
+        let f = p.acquire().unwrap();
+        assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
+        p.present(f).unwrap();
+        let g = cs[0].acquire().unwrap();
+        assert!(matches!(cs[0].cpu_read(&g), Err(Error::InvalidArgument { name: "frame", .. })));
+        cs[0].release(g).unwrap();
+    }
+    run_frames(env, &e, &[e.clone(), e.clone()], FRAMES);
+}
+
+/// What a ring can leave behind: open fds, mock handles, device memory.
+#[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+fn footprint(env: &Env) -> (usize, nvsci_mock::HandleCounts, usize) {
+    #[cfg(feature = "cuda")]
+    let mem = match env.dev() {
+        Some(_) => {
+            let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
+            total - free
+        }
+        None => 0,
+    };
+    #[cfg(not(feature = "cuda"))]
+    let mem = 0;
+    (open_fds(), nvsci_mock::global_ledger().counts(), mem)
+}
+
+/// Whole rings come and go without leaking fds, mock handles or device memory (the first run
+/// warms up module loading and first-use allocations).
+pub fn rings_leak_nothing(env: &Env) {
+    let run = || run_frames(env, &Engine::Cpu, &[env.engine()], 200);
+    run();
+    let (fds0, handles0, mem0) = footprint(env);
+    run();
+    let (fds1, handles1, mem1) = footprint(env);
+    assert_eq!(fds1, fds0, "fds leaked");
+    // The harness runs one scenario at a time, so the mock's ledger is exact.
+    assert_eq!(handles1, handles0, "mock handles leaked");
+    assert!(mem1 <= mem0 + (8 << 20), "device memory grew by {} bytes", mem1.saturating_sub(mem0));
+}
+
+pub fn bad_input_is_refused(env: &Env) {
+    let e = env.engine();
+    let b = &env.backend;
+    let raw = FrameFormat::Raw { size: 4096 };
+    for frames in [0usize, 1, 17] {
+        let c = RingConfig { frames, ..config(1) };
+        let r = b.build_ring(raw, c, &Engine::Cpu, std::slice::from_ref(&e));
+        assert!(matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })), "{frames}: {r:?}");
+    }
+    for consumers in [0usize, 5] {
+        let c = RingConfig { consumers, ..config(1) };
+        let engines = vec![e.clone(); consumers];
+        let r = b.build_ring(raw, c, &Engine::Cpu, &engines);
+        assert!(
+            matches!(r, Err(Error::InvalidArgument { name: "config.consumers", .. })),
+            "{consumers}: {r:?}"
+        );
+    }
+    let formats = [
+        (FrameFormat::Raw { size: 0 }, "format.size"),
+        (FrameFormat::Nv12 { width: 0, height: 480 }, "format"),
+        (FrameFormat::Nv12 { width: 641, height: 480 }, "format"),
+        (FrameFormat::Nv12 { width: 640, height: 481 }, "format"),
+        (FrameFormat::Nv12 { width: 64, height: 0 }, "format"),
+        (FrameFormat::Rgba { width: 64, height: 0 }, "format"),
+    ];
+    for (fmt, field) in formats {
+        match b.build_ring(fmt, config(1), &Engine::Cpu, std::slice::from_ref(&e)) {
+            Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, field, "{fmt:?}"),
+            other => panic!("{fmt:?}: expected InvalidArgument, got {other:?}"),
+        }
+    }
+    let r = b.build_ring(raw, config(2), &Engine::Cpu, std::slice::from_ref(&e));
+    assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
+}
+
+/// Tokens cannot jam the ring: a dropped producer frame is discarded (the same slot and
+/// sequence come again), a dropped consumer frame is released after its present fence, also
+/// when dropped during a panic.
+pub fn dropped_tokens_do_not_jam_the_ring(env: &Env) {
+    let e = env.engine();
+    let r = ring(env, FrameFormat::Raw { size: 4096 }, config(1), &Engine::Cpu, std::slice::from_ref(&e));
+    let (mut p, mut cs) = r.split().unwrap();
+    let f = p.acquire().unwrap();
+    assert_eq!((f.index(), f.sequence()), (0, 0));
+    drop(f);
+    let f = p.acquire().unwrap();
+    assert_eq!((f.index(), f.sequence()), (0, 0));
+    assert!(matches!(p.acquire(), Err(Error::InvalidArgument { name: "producer", .. })));
+    p.present(f).unwrap();
+    drop(cs[0].acquire().unwrap());
+    for seq in 1..10 {
+        let f = p.acquire().unwrap();
+        assert_eq!(f.sequence(), seq);
+        p.present(f).unwrap();
+        if seq % 3 == 0 {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _g = cs[0].acquire().unwrap();
+                panic!("consumer failed");
+            }));
+            assert!(r.is_err());
+        } else {
+            let g = cs[0].acquire().unwrap();
+            assert_eq!(g.sequence(), seq);
+            cs[0].release(g).unwrap();
+        }
+    }
+    // Every slot came back: four more frames fit without a consumer.
+    for _ in 0..4 {
+        let f = p.acquire().unwrap();
+        p.present(f).unwrap();
+    }
+}
+
+pub fn tokens_of_other_rings_and_consumers_are_refused(env: &Env) {
+    let e = env.engine();
+    let fmt = FrameFormat::Raw { size: 4096 };
+    let a = ring(env, fmt, config(2), &Engine::Cpu, &[e.clone(), e.clone()]);
+    let b = ring(env, fmt, config(2), &Engine::Cpu, &[e.clone(), e.clone()]);
+    assert_ne!(a.id(), b.id());
+    let (mut pa, mut ca) = a.split().unwrap();
+    let (mut pb, _cb) = b.split().unwrap();
+    let f = pa.acquire().unwrap();
+    assert!(matches!(pb.present(f), Err(Error::InvalidArgument { name: "frame", .. })));
+    let f = pa.acquire().unwrap();
+    pa.present(f).unwrap();
+    let g = ca[0].acquire().unwrap();
+    let (c0, c1) = ca.split_at_mut(1);
+    assert!(matches!(c1[0].release(g), Err(Error::InvalidArgument { name: "frame", .. })));
+    let g = c1[0].acquire().unwrap();
+    c1[0].release(g).unwrap();
+    // Consumer 0's frame was dropped by the refused release: released after a CPU wait, so the
+    // slot is free again once consumer 1 released it too.
+    let _ = c0;
+    for _ in 0..4 {
+        let f = pa.acquire().unwrap();
+        pa.present(f).unwrap();
+        for c in ca.iter_mut() {
+            let g = c.acquire().unwrap();
+            c.release(g).unwrap();
+        }
+    }
+}
+
+/// A CPU camera writing NV12 frames in place, converted to RGBA by CUDA in place, each frame's
+/// statistic checked against the pattern's (a different pattern every frame, so a stale slot
+/// shows).
+pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
+    #[cfg(feature = "cuda")]
+    {
+        use super::nv12_pattern::{fill_test_pattern, test_pattern_statistic};
+        use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+        use nvsci::cuda::cudarc::nvrtc::Ptx;
+        use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
+        let dev = env.dev().unwrap();
+        let (w, h) = (640u32, 360u32);
+        let r =
+            ring(env, FrameFormat::Nv12 { width: w, height: h }, config(1), &Engine::Cpu, &[env.engine()]);
+        let layout = r.layout().clone();
+        let (mut p, cs) = r.split().unwrap();
+        let kernel = dev
+            .context()
+            .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
+            .unwrap()
+            .load_function("nv12_to_rgba")
+            .unwrap();
+        let stream = dev.context().new_stream().unwrap();
+        let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).unwrap();
+        let frames = 200u64;
+        let sums = stream.alloc_zeros::<u64>(frames as usize).unwrap();
+        let mut consumer = cs.into_iter().next().unwrap();
+        consumer.set_stream(stream.clone()).unwrap();
+        for t in 0..frames {
+            let f = p.acquire().unwrap();
+            fill_test_pattern(&layout, t, &mut p.cpu_write(&f).unwrap()).unwrap();
+            p.present(f).unwrap();
+            consumer
+                .process(|f| {
+                    let s = f.stream();
+                    let (dst, _a) = rgba.device_ptr(s);
+                    let (sums_base, _b) = sums.device_ptr(s);
+                    let sum = sums_base + t * 8;
+                    let src = f.device_address();
+                    let (yp, uvo, uvp) =
+                        (layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch);
+                    let mut b = s.launch_builder(&kernel);
+                    b.arg(&src).arg(&yp).arg(&uvo).arg(&uvp).arg(&w).arg(&h).arg(&dst).arg(&sum);
+                    let cfg = LaunchConfig {
+                        grid_dim: (w / 16, h.div_ceil(16), 1),
+                        block_dim: (16, 16, 1),
+                        shared_mem_bytes: 0,
+                    };
+                    // SAFETY: the frame is a whole NV12 image of this layout; dst holds w*h RGBA
+                    // pixels and sum one u64.
+                    unsafe { b.launch(cfg) }.map(drop).map_err(gpu::cuda_err("cuLaunchKernel"))
+                })
+                .unwrap();
+        }
+        let host = stream.clone_dtoh(&sums).unwrap();
+        for (t, got) in host.iter().enumerate() {
+            assert_eq!(*got, test_pattern_statistic(w, h, t as u64), "frame {t}");
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = env;
+}
+
+/// The backend built on the application's own cudarc context (`Backend::new_on`,
+/// `Backend::with_library_on`): the ring's CUDA parties import into that context and run on a
+/// stream of it, frames verified; `Backend::auto_on` keeps the context too.
+pub fn ring_on_the_applications_cuda_context(env: &Env) {
+    #[cfg(feature = "cuda")]
+    {
+        let ctx = nvsci::cuda::cudarc::driver::CudaContext::new(0).unwrap();
+        let app = nvsci::cuda::CudaGpu::from_context(ctx.clone()).unwrap();
+        let Some(on_app) = env.reopen_on(&app) else { return };
+        let used = on_app.backend.cuda().expect("a GPU backend has a CUDA device");
+        assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "the backend opened a context of its own");
+        run_frames(&on_app, &Engine::Cpu, &[on_app.engine(), Engine::Cpu], 200);
+        let auto = nvsci::pipeline::Backend::auto_on(&app).unwrap();
+        let used = auto.cuda().expect("a GPU host gives the chosen backend a CUDA engine");
+        assert!(std::sync::Arc::ptr_eq(used.context(), &ctx), "{}", auto.explain());
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = env;
+}
