@@ -10,6 +10,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
+use super::teardown::{succeeded, After, Uses};
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
 use std::sync::Mutex;
@@ -29,6 +30,7 @@ pub(crate) struct HostRegistration {
     device_ptr: sys::CUdeviceptr,
     dev: CudaGpu,
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
+    uses: Uses,
 }
 
 // SAFETY: the registration is an address range and a device address; the driver calls made with
@@ -74,13 +76,23 @@ impl HostRegistration {
                 t.push((key, len, 1));
             }
         }
-        let mut me = Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner) };
+        let mut me = Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner), uses: Uses::default() };
         // SAFETY: the range is registered with DEVICEMAP; the out-pointer is valid. On failure
         // `me` drops and removes its user.
         check("cuMemHostGetDevicePointer", unsafe {
             sys::cuMemHostGetDevicePointer_v2(&mut me.device_ptr, base, 0)
         })?;
         Ok(me)
+    }
+
+    /// The host address of the range's first byte.
+    pub(crate) fn host_ptr(&self) -> *mut core::ffi::c_void {
+        self.base as *mut core::ffi::c_void
+    }
+
+    /// The streams that used the range (its unregistration waits for them).
+    pub(crate) fn uses(&self) -> &Uses {
+        &self.uses
     }
 
     /// The device address of the range's first byte in the registering device's context.
@@ -91,27 +103,34 @@ impl HostRegistration {
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
-        // The table stays locked through the unregistration, so no other import registers the
-        // range while it is being unregistered.
-        let mut t = table();
-        let Some(i) = t.iter().position(|e| e.0 == self.base) else { return };
-        t[i].2 -= 1;
-        if t[i].2 > 0 {
-            return;
-        }
-        let base = self.base as *mut core::ffi::c_void;
-        // SAFETY: the range was registered by this table and its last user is gone; queued work
-        // that may still touch it has finished (destroy_when_idle synchronises first).
-        let done =
-            self.dev.destroy_when_idle("cuMemHostUnregister", || unsafe { sys::cuMemHostUnregister(base) });
-        if done {
-            t.swap_remove(i);
-        } else {
-            // The driver still has the pages locked: never free memory under it. The range stays
-            // in the table, registered for good, so a later import of it is counted, not
-            // registered twice.
-            t[i].2 = 1;
-            std::mem::forget(self.owner.take());
-        }
+        let base = self.base;
+        let owner = self.owner.take();
+        // Unregistered on the teardown thread after the work that used the range (its users
+        // record it in their own use sets and drop their registration only after it finished).
+        self.dev.destroy_after(After::Own(&self.uses), "cuMemHostUnregister", move || {
+            // The table stays locked through the unregistration, so no other import registers
+            // the range while it is being unregistered.
+            let mut t = table();
+            let Some(i) = t.iter().position(|e| e.0 == base) else { return };
+            t[i].2 -= 1;
+            if t[i].2 > 0 {
+                drop(owner); // another user keeps the range (and its own owner) registered
+                return;
+            }
+            // SAFETY: the range was registered by this table and its last user is gone; work
+            // that used it has finished (the teardown queue waited for it).
+            let r = unsafe { sys::cuMemHostUnregister(base as *mut core::ffi::c_void) };
+            if succeeded("cuMemHostUnregister", r) {
+                t.swap_remove(i);
+                drop(t);
+                drop(owner);
+            } else {
+                // The driver still has the pages locked: never free memory under it. The range
+                // stays in the table, registered for good, so a later import of it is counted,
+                // not registered twice.
+                t[i].2 = 1;
+                std::mem::forget(owner);
+            }
+        });
     }
 }

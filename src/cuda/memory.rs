@@ -10,6 +10,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
 use super::result::check;
+use super::teardown::{succeeded, After, Uses};
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
@@ -67,7 +68,10 @@ struct Inner {
     raw: sys::CUexternalMemory,
     size: u64,
     dev: CudaGpu,
-    source: Source,
+    /// `None` only once the drop has handed it to the teardown queue.
+    source: Option<Source>,
+    /// Streams the import and its mappings were used on.
+    uses: Uses,
 }
 
 // SAFETY: a CUexternalMemory handle is usable from any thread that binds its context (done
@@ -78,20 +82,28 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let raw = self.raw;
-        if raw.is_null() {
-            return; // host memory: the registration unregisters (or leaks) on its own drop
-        }
-        // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
-        // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
-        let destroyed = self
-            .dev
-            .destroy_when_idle("cuDestroyExternalMemory", || unsafe { sys::cuDestroyExternalMemory(raw) });
-        if !destroyed && matches!(self.source, Source::NvSciBuf { .. }) {
-            // CUDA still refers to the object: freeing it now would be undefined behaviour (the
-            // coherency count stays raised with it, which only makes `MemSync::Auto` safer).
-            std::mem::forget(std::mem::replace(&mut self.source, Source::Fd { dedicated: false }));
-        }
+        let raw = self.raw as usize;
+        let source = self.source.take();
+        self.dev.destroy_after(After::Own(&self.uses), "cuDestroyExternalMemory", move || {
+            if raw == 0 {
+                // Host memory: the registration unregisters (or leaks) on its own drop, now that
+                // the work that used the import has finished.
+                drop(source);
+                return;
+            }
+            // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive, and
+            // the work that used the import has finished; the handle is destroyed once, before
+            // the NvSciBuf object it came from is freed.
+            let r = unsafe { sys::cuDestroyExternalMemory(raw as sys::CUexternalMemory) };
+            if succeeded("cuDestroyExternalMemory", r) || !matches!(source, Some(Source::NvSciBuf { .. })) {
+                drop(source);
+            } else {
+                // CUDA still refers to the object: freeing it now would be undefined behaviour
+                // (the coherency count stays raised with it, which only makes `MemSync::Auto`
+                // safer).
+                std::mem::forget(source);
+            }
+        });
     }
 }
 
@@ -221,7 +233,7 @@ impl<A: Access> ExternalMemory<A> {
     }
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
-        Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source }), _access: PhantomData }
+        Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source: Some(source), uses: Uses::default() }), _access: PhantomData }
     }
 
     /// Imported size in bytes.
@@ -238,7 +250,7 @@ impl<A: Access> ExternalMemory<A> {
             ));
         }
         self.inner.dev.bind()?;
-        if let Source::HostMemory { reg, .. } = &self.inner.source {
+        if let Some(Source::HostMemory { reg, .. }) = &self.inner.source {
             return Ok(MappedBuffer {
                 ptr: reg.device_ptr() + offset,
                 len: len as usize,
@@ -311,7 +323,7 @@ impl<A: Access> ExternalMemory<A> {
     /// # Ok(()) }
     /// ```
     pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
-        if let Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. } = &self.inner.source {
+        if let Some(Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. }) = &self.inner.source {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",
@@ -422,13 +434,13 @@ impl<A: Access> ExternalMemory<A> {
                 format!("{} levels; a {}x{} array has 1 to {full_chain}", a.levels, a.width, a.height),
             ));
         }
-        if matches!(self.inner.source, Source::HostMemory { .. }) {
+        if matches!(self.inner.source, Some(Source::HostMemory { .. })) {
             return Err(Error::Unsupported {
                 what: "mapping host-memory NvSciBuf objects as CUDA arrays",
                 reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",
             });
         }
-        if matches!(self.inner.source, Source::NvSciBuf { .. }) && a.levels != 1 {
+        if matches!(self.inner.source, Some(Source::NvSciBuf { .. })) && a.levels != 1 {
             return Err(invalid(
                 "array.levels",
                 format!(
@@ -443,7 +455,7 @@ impl<A: Access> ExternalMemory<A> {
         // and reads back correctly, H100). It bounds arrays carved out of linear memory; memory
         // that belongs to one image (a dedicated allocation, an NvSciBuf image laid out for this
         // GPU) already has the size its layout needs.
-        let carved = matches!(self.inner.source, Source::Fd { dedicated: false });
+        let carved = matches!(self.inner.source, Some(Source::Fd { dedicated: false }));
         let footprint = if carved { self.inner.dev.array_footprint(&a)? } else { None };
         if let Some(f) = footprint {
             if a.offset.checked_add(f.size).is_none_or(|end| end > self.inner.size) {
@@ -548,15 +560,17 @@ pub struct MappedBuffer<A: Access = ReadWrite> {
 impl<A: Access> Drop for MappedBuffer<A> {
     fn drop(&mut self) {
         if !self.owned {
-            return;
+            return; // host memory: the import's own teardown covers it
         }
         let ptr = self.ptr;
-        // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
-        // cuMemFree, as the driver documents, after all queued work finished.
-        self.mem
-            .inner
-            .dev
-            .destroy_when_idle("cuMemFree of a mapped buffer", || unsafe { sys::cuMemFree_v2(ptr) });
+        let mem = self.mem.clone(); // the import outlives the mapping's release
+        let dev = self.mem.inner.dev.clone();
+        dev.destroy_after(After::Borrowed(&self.mem.inner.uses), "cuMemFree of a mapped buffer", move || {
+            // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
+            // cuMemFree, as the driver documents, after the work that used it finished.
+            succeeded("cuMemFree of a mapped buffer", unsafe { sys::cuMemFree_v2(ptr) });
+            drop(mem);
+        });
     }
 }
 
@@ -568,8 +582,29 @@ impl<A: Access> std::fmt::Debug for MappedBuffer<A> {
 
 impl<A: Access> MappedBuffer<A> {
     /// The device address (valid while `self` lives).
+    ///
+    /// Work the application enqueues with a raw address is invisible to the crate, so handing
+    /// it out marks the import as used by unknown streams: its release (and the mapping's) then
+    /// waits for all work queued on the context, on the teardown thread (never in `Drop`). To
+    /// have it wait only for the streams that really used it, enqueue with
+    /// [`address`](Self::address) and call [`used_on`](Self::used_on) afterwards.
     pub fn device_address(&self) -> sys::CUdeviceptr {
+        self.mem.inner.uses.note_unknown();
         self.ptr
+    }
+
+    /// The device address, without marking the mapping as used by unknown streams: whoever
+    /// enqueues work with it calls [`used_on`](Self::used_on) with that stream afterwards, or
+    /// makes sure the work has completed before the mapping and its import are dropped.
+    pub fn address(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Records that work using this mapping was enqueued on `stream` (of the import's
+    /// context; another context's stream counts as unknown): the mapping and its import are
+    /// released only after the work enqueued on `stream` so far. Call it after enqueueing.
+    pub fn used_on(&self, stream: &CudaStream) {
+        self.mem.inner.uses.note_stream(&self.mem.inner.dev, stream);
     }
 
     /// The memory this mapping belongs to.
@@ -588,13 +623,20 @@ impl<A: Access> DeviceSlice<u8> for MappedBuffer<A> {
 }
 
 impl<A: Access> DevicePtr<u8> for MappedBuffer<A> {
+    /// The address. The work is enqueued after this call returns, so it cannot be recorded
+    /// here: like [`device_address`](MappedBuffer::device_address), this marks the import as
+    /// used by unknown streams (call [`used_on`](MappedBuffer::used_on) after enqueueing and
+    /// use [`address`](MappedBuffer::address) for the precise record).
     fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.mem.inner.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
 
 impl DevicePtrMut<u8> for MappedBuffer<ReadWrite> {
+    /// As [`DevicePtr::device_ptr`].
     fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.mem.inner.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
@@ -610,13 +652,17 @@ pub struct MappedArray<A: Access = ReadWrite> {
 
 impl<A: Access> Drop for MappedArray<A> {
     fn drop(&mut self) {
-        let raw = self.raw;
-        // SAFETY: destroyed once, as documented for arrays from
-        // cuExternalMemoryGetMappedMipmappedArray, after all queued work finished.
-        self.mem
-            .inner
-            .dev
-            .destroy_when_idle("cuMipmappedArrayDestroy", || unsafe { sys::cuMipmappedArrayDestroy(raw) });
+        let raw = self.raw as usize;
+        let mem = self.mem.clone(); // the import outlives the array's destroy
+        let dev = self.mem.inner.dev.clone();
+        dev.destroy_after(After::Borrowed(&self.mem.inner.uses), "cuMipmappedArrayDestroy", move || {
+            // SAFETY: destroyed once, as documented for arrays from
+            // cuExternalMemoryGetMappedMipmappedArray, after the work that used it finished.
+            succeeded("cuMipmappedArrayDestroy", unsafe {
+                sys::cuMipmappedArrayDestroy(raw as sys::CUmipmappedArray)
+            });
+            drop(mem);
+        });
     }
 }
 
@@ -811,6 +857,9 @@ impl<A: Access> MappedArray<A> {
         // its drop synchronises the context); `slice` is exactly the region's packed size
         // (checked) and stays borrowed until the copy completed (`finish_host_copy`).
         let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        if enqueued.is_ok() {
+            self.mem.inner.uses.note(stream.cu_stream());
+        }
         finish_host_copy(stream, guard, enqueued)
     }
 }
@@ -862,6 +911,9 @@ impl MappedArray<ReadWrite> {
         let c = memcpy2d(array, slice.as_ptr() as *mut _, false, r);
         // SAFETY: as in `copy_to_host_async`; the driver only reads `slice`.
         let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        if enqueued.is_ok() {
+            self.mem.inner.uses.note(stream.cu_stream());
+        }
         finish_host_copy(stream, guard, enqueued)
     }
 }

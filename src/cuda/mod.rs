@@ -61,6 +61,7 @@ pub mod memsync;
 mod result;
 mod semaphore;
 mod sync_attrs;
+mod teardown;
 mod vmm;
 
 #[cfg(feature = "vulkan")]

@@ -5,6 +5,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::check;
+use super::teardown::{succeeded, After, Uses};
 use crate::error::{Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncObj};
 use crate::GpuInterop;
@@ -38,6 +39,8 @@ struct Raw {
     dev: CudaGpu,
     // The NvSciSync object an import refers to; leaked if the import cannot be destroyed.
     keep: Option<SyncObj>,
+    /// Streams this crate enqueued signals and waits on.
+    uses: Uses,
 }
 
 // SAFETY: a CUexternalSemaphore is usable from any thread that binds its context (done before
@@ -48,16 +51,19 @@ unsafe impl Sync for Raw {}
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        let raw = self.raw;
-        // SAFETY: destroyed once, after queued signals and waits finished and before the
-        // NvSciSync object it came from is released.
-        let destroyed = self.dev.destroy_when_idle("cuDestroyExternalSemaphore", || unsafe {
-            sys::cuDestroyExternalSemaphore(raw)
+        let raw = self.raw as usize;
+        let keep = self.keep.take();
+        self.dev.destroy_after(After::Own(&self.uses), "cuDestroyExternalSemaphore", move || {
+            // SAFETY: destroyed once, after the signals and waits queued on it finished and
+            // before the NvSciSync object it came from is released.
+            let r = unsafe { sys::cuDestroyExternalSemaphore(raw as sys::CUexternalSemaphore) };
+            if succeeded("cuDestroyExternalSemaphore", r) {
+                drop(keep);
+            } else {
+                // CUDA still refers to the sync object: keep it alive rather than free it.
+                std::mem::forget(keep);
+            }
         });
-        if !destroyed {
-            // CUDA still refers to the sync object: keep it alive rather than free it.
-            std::mem::forget(self.keep.take());
-        }
     }
 }
 
@@ -75,7 +81,7 @@ fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bo
         });
     }
     check("cuImportExternalSemaphore", r)?;
-    Ok(Raw { raw, dev: dev.clone(), keep: None })
+    Ok(Raw { raw, dev: dev.clone(), keep: None, uses: Uses::default() })
 }
 
 /// How a sync object reaches CUDA.
@@ -143,6 +149,72 @@ pub struct CudaSyncObj {
     /// For objects whose waiters require timestamps: a CPU wait context and the last fence
     /// signalled from CUDA (the driver allows one outstanding timestamp fence per object).
     timestamps: Option<std::sync::Mutex<(CpuWaitContext, Fence)>>,
+    /// Host-memory objects whose implementation offers `SyncCounterNotify`: how a signal wakes
+    /// sleeping CPU waiters.
+    notifier: Option<Notifier>,
+}
+
+/// Wakes the CPU waiters of a host counter after a stream's store, without holding up the
+/// stream: the store's stream records `event`, the object's own `stream` waits for it and runs
+/// the implementation's `SyncCounterNotify` as a host function (`cuLaunchHostFunc`), so the
+/// signalling stream never waits for the host function.
+struct Notifier {
+    stream: sys::CUstream,
+    event: sys::CUevent,
+    notify: nvsci_sys::emulation::SyncCounterNotifyFn,
+    /// Serialises record / wait / launch (the event is re-recorded by each signal).
+    order: std::sync::Mutex<()>,
+}
+
+// SAFETY: plain driver handles, used only after binding their context; the function pointer is
+// thread-safe by its contract.
+unsafe impl Send for Notifier {}
+// SAFETY: as above; the calls that use the event are serialised by `order`.
+unsafe impl Sync for Notifier {}
+
+impl Notifier {
+    fn new(notify: nvsci_sys::emulation::SyncCounterNotifyFn) -> Result<Self> {
+        let mut stream = core::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: valid out-pointer; the context is bound by the caller.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
+        let mut event = core::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: valid out-pointer; the context is bound by the caller.
+        let r = check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, flags) });
+        if let Err(e) = r {
+            // SAFETY: created above, unused.
+            unsafe { sys::cuStreamDestroy_v2(stream) };
+            return Err(e);
+        }
+        Ok(Self { stream, event, notify, order: std::sync::Mutex::new(()) })
+    }
+
+    /// Enqueues the wake-up of `counter`'s waiters after the work queued on `after` so far.
+    fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void, uses: &Uses) -> Result<()> {
+        let _g = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the event and both streams are alive and belong to the bound context.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(self.event, after) })?;
+        // SAFETY: as above.
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.stream, self.event, 0) })?;
+        // SAFETY: `notify` has CUDA's host-function signature and makes no CUDA call; `counter`
+        // is the object's counter, which stays allocated until the work on `self.stream` has
+        // completed (the stream is recorded in the registration's uses below).
+        check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(self.stream, Some(self.notify), counter) })?;
+        uses.note(self.stream);
+        Ok(())
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once; the driver releases a stream or event with pending work once
+        // that work completes, without blocking.
+        unsafe {
+            sys::cuEventDestroy_v2(self.event);
+            sys::cuStreamDestroy_v2(self.stream);
+        }
+    }
 }
 
 impl std::fmt::Debug for CudaSyncObj {
@@ -155,6 +227,7 @@ impl CudaSyncObj {
     /// Imports a sync object whose list was filled with CUDA's attributes
     /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
     pub fn import(dev: &CudaGpu, obj: &SyncObj) -> Result<Self> {
+        let mut notifier = None;
         let handle = if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             require_stream_mem_ops()?;
             let counter = obj.host_counter()?.ok_or(Error::Unsupported {
@@ -164,6 +237,10 @@ impl CudaSyncObj {
             // SAFETY: the counter lives as long as any clone of the object; the registration
             // owns one.
             let reg = unsafe { HostRegistration::new(dev, counter.cast(), 8, Box::new(obj.clone())) }?;
+            notifier = match obj.module().library().host_gpu().SyncCounterNotify {
+                Some(f) => Some(Notifier::new(f)?),
+                None => None,
+            };
             SyncHandle::Counter(reg)
         } else {
             let mut raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
@@ -176,7 +253,7 @@ impl CudaSyncObj {
             } else {
                 None
             };
-        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps })
+        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps, notifier })
     }
 
     /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
@@ -235,22 +312,32 @@ impl CudaSyncObj {
                 // writes the new fence into the storage `params` points to before returning.
                 check("cuSignalExternalSemaphoresAsync", unsafe {
                     sys::cuSignalExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })
+                })?;
+                raw.uses.note(stream.cu_stream());
+                Ok(())
             }
             SyncHandle::Counter(reg) => {
                 self.obj.generate_engine_fence_into(fence)?;
                 let (_, value) = fence.id_value()?;
                 self.dev.bind()?;
                 // SAFETY: the counter is page-locked and mapped (the registration is alive while
-                // `self` is, and `self` outlives queued work: its drop synchronises); flags 0 keep
+                // `self` is, and its destroy waits for the streams recorded in its uses); flags 0 keep
                 // the memory barrier that orders earlier work before the write.
                 let r = check("cuStreamWriteValue64", unsafe {
                     stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0)
                 });
                 if r.is_err() {
                     fence.clear(); // never hand out a fence nothing will signal
+                    return r;
                 }
-                r
+                reg.uses().note(stream.cu_stream());
+                if let Some(n) = &self.notifier {
+                    // Without the wake-up, CPU waits still see the store at their next look.
+                    if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr(), reg.uses()) {
+                        log::warn!("cannot enqueue the CPU waiters' wake-up after a signal: {e}");
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -291,7 +378,9 @@ impl CudaSyncObj {
                 // what it needs from the fence before returning.
                 check("cuWaitExternalSemaphoresAsync", unsafe {
                     sys::cuWaitExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })
+                })?;
+                raw.uses.note(stream.cu_stream());
+                Ok(())
             }
             SyncHandle::Counter(reg) => {
                 let (_, value) = fence.id_value()?;
@@ -301,7 +390,9 @@ impl CudaSyncObj {
                 // outlives the queued wait (its drop synchronises before unregistering).
                 check("cuStreamWaitValue64", unsafe {
                     stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq)
-                })
+                })?;
+                reg.uses().note(stream.cu_stream());
+                Ok(())
             }
         }
     }
@@ -362,7 +453,9 @@ impl CudaSemaphore {
         // SAFETY: the semaphore and parameters are alive for the call.
         check("cuSignalExternalSemaphoresAsync", unsafe {
             sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        })?;
+        self.raw.uses.note(stream.cu_stream());
+        Ok(())
     }
 
     /// Enqueues a wait (timeline: until the value is at least `value`). `stream` must belong
@@ -374,6 +467,8 @@ impl CudaSemaphore {
         // SAFETY: the semaphore and parameters are alive for the call.
         check("cuWaitExternalSemaphoresAsync", unsafe {
             sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        })?;
+        self.raw.uses.note(stream.cu_stream());
+        Ok(())
     }
 }

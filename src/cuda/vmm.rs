@@ -4,6 +4,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
+use super::teardown::{succeeded, After, Uses};
 use crate::error::{invalid, Result};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -18,6 +19,7 @@ pub struct ExportableAllocation {
     reserved: usize,
     mapped: bool,
     size: usize,
+    uses: Uses,
 }
 
 // SAFETY: the allocation handle and address are usable from any thread that binds the context
@@ -88,6 +90,7 @@ impl ExportableAllocation {
             reserved: 0,
             mapped: false,
             size: rounded,
+            uses: Uses::default(),
         };
         // Each step records what it created so Drop undoes exactly that on a later failure.
         let mut h = 0;
@@ -137,19 +140,30 @@ impl ExportableAllocation {
         self.size
     }
 
-    /// The device address.
+    /// The device address (valid while `self` lives). Work the application enqueues with it is
+    /// invisible to the crate, so handing it out makes the release wait for all work queued on
+    /// the context (off the dropping thread).
     pub fn device_address(&self) -> sys::CUdeviceptr {
+        self.uses.note_unknown();
         self.ptr
+    }
+
+    /// Records that work using the allocation was enqueued on `stream` (of this allocation's
+    /// context; another context's stream counts as unknown): the release waits for the work
+    /// enqueued on it so far. Call it after enqueueing.
+    pub fn used_on(&self, stream: &CudaStream) {
+        self.uses.note_stream(&self.dev, stream);
     }
 }
 
 impl Drop for ExportableAllocation {
     fn drop(&mut self) {
         let (ptr, reserved, mapped, handle) = (self.ptr, self.reserved, self.mapped, self.handle);
-        self.dev.destroy_when_idle("releasing an exportable allocation", || {
+        let what = "releasing an exportable allocation";
+        self.dev.destroy_after(After::Own(&self.uses), what, move || {
             // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in
-            // reverse order, after all queued work finished. Exported fds keep the physical
-            // memory alive on their own, as the driver documents.
+            // reverse order, after the work that used the allocation finished. Exported fds keep
+            // the physical memory alive on their own, as the driver documents.
             unsafe {
                 let unmap = if mapped { sys::cuMemUnmap(ptr, reserved) } else { sys::CUresult::CUDA_SUCCESS };
                 let free = if reserved != 0 {
@@ -158,10 +172,9 @@ impl Drop for ExportableAllocation {
                     sys::CUresult::CUDA_SUCCESS
                 };
                 let release = handle.map_or(sys::CUresult::CUDA_SUCCESS, |h| sys::cuMemRelease(h));
-                [unmap, free, release]
-                    .into_iter()
-                    .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
-                    .unwrap_or(unmap)
+                for r in [unmap, free, release] {
+                    succeeded(what, r);
+                }
             }
         });
     }
@@ -177,13 +190,18 @@ impl DeviceSlice<u8> for ExportableAllocation {
 }
 
 impl DevicePtr<u8> for ExportableAllocation {
+    /// The address; marks the allocation as used by unknown streams, as
+    /// [`device_address`](ExportableAllocation::device_address) does.
     fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
 
 impl DevicePtrMut<u8> for ExportableAllocation {
+    /// As [`DevicePtr::device_ptr`].
     fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        self.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
