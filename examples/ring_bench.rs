@@ -22,12 +22,9 @@
 #[path = "support/rusage.rs"]
 mod rusage;
 
-use nvsci::cuda::cudarc::driver::{
-    sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
-};
-use nvsci::cuda::cudarc::nvrtc::Ptx;
+use nvsci::convert::Nv12ToRgba;
+use nvsci::cuda::cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr};
 use nvsci::cuda::{CudaGpu, MemSync};
-use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 use nvsci::pipeline::{
     Backend, BackendKind, Consumer, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameLayout, RingConfig,
 };
@@ -43,44 +40,29 @@ fn e<E: std::fmt::Display>(x: E) -> String {
 
 /// The NV12 -> RGBA kernel with its outputs.
 struct Kernel {
-    f: CudaFunction,
+    f: Nv12ToRgba,
     rgba: CudaSlice<u8>,
     sum: CudaSlice<u64>,
-    w: u32,
-    h: u32,
     layout: FrameLayout,
 }
 
 impl Kernel {
     fn new(dev: &CudaGpu, stream: &Arc<CudaStream>, layout: &FrameLayout) -> Res<Self> {
         let (w, h) = layout.format.dimensions().ok_or("an image format is needed")?;
-        let m = dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(e)?;
         Ok(Self {
-            f: m.load_function("nv12_to_rgba").map_err(e)?,
+            f: Nv12ToRgba::load(dev).map_err(e)?,
             rgba: stream.alloc_zeros::<u8>((w * h * 4) as usize).map_err(e)?,
             sum: stream.alloc_zeros::<u64>(1).map_err(e)?,
-            w,
-            h,
             layout: layout.clone(),
         })
     }
 
     fn enqueue(&mut self, stream: &CudaStream, frame: u64) -> Res<()> {
-        let src = frame + self.layout.planes[0].offset;
-        let (y_pitch, uv_pitch) = (self.layout.planes[0].pitch, self.layout.planes[1].pitch);
-        let uv_off = self.layout.planes[1].offset - self.layout.planes[0].offset;
         let (dst, _g1) = self.rgba.device_ptr(stream);
         let (sum, _g2) = self.sum.device_ptr(stream);
-        let mut b = stream.launch_builder(&self.f);
-        b.arg(&src).arg(&y_pitch).arg(&uv_off).arg(&uv_pitch).arg(&self.w).arg(&self.h).arg(&dst).arg(&sum);
-        let cfg = LaunchConfig {
-            grid_dim: (self.w.div_ceil(16), self.h.div_ceil(16), 1),
-            block_dim: (16, 16, 1),
-            shared_mem_bytes: 0,
-        };
-        // SAFETY: `src` is the luma plane of a whole NV12 frame of `layout`; `dst` holds w*h*4
-        // bytes, `sum` one u64; the arguments match the kernel's parameter list.
-        unsafe { b.launch(cfg) }.map(drop).map_err(e)
+        // SAFETY: `frame` is a whole NV12 frame of `layout`; `dst` holds w*h*4 bytes, `sum` one
+        // u64.
+        unsafe { self.f.enqueue(stream, &self.layout, frame, dst, sum) }.map_err(e)
     }
 }
 

@@ -12,10 +12,10 @@ mod nv12_pattern;
 
 use common::{expected_pattern, gpu, gpu_required, open_fds, serial, FILL_PATTERN_PTX};
 use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
+use nvsci::convert::Nv12ToRgba;
 use nvsci::cuda::cudarc::driver::{CudaSlice, DevicePtr, DriverError, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
-use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 use nvsci::pipeline::{
     Backend, BackendKind, CudaConsumer, CudaProducer, Engine, FrameFormat, FrameRing, Producer, RingConfig,
 };
@@ -301,12 +301,7 @@ fn nv12_frames_are_converted_in_place_and_verified() {
     assert_eq!(layout.planes[0].pitch % 256, 0);
     assert_eq!(layout.planes[1].offset % 4096, 0);
     let (mut p, cs) = ring.split().unwrap();
-    let kernel = dev
-        .context()
-        .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
-        .unwrap()
-        .load_function("nv12_to_rgba")
-        .unwrap();
+    let kernel = Nv12ToRgba::load(&dev).unwrap();
     let stream = dev.context().new_stream().unwrap();
     let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).unwrap();
     let frames = 200u64;
@@ -324,18 +319,9 @@ fn nv12_frames_are_converted_in_place_and_verified() {
                 let (sums_base, _b) = sums.device_ptr(s);
                 let sum = sums_base + t * 8;
                 let src = f.device_address();
-                let (yp, uvo, uvp) =
-                    (layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch);
-                let mut b = s.launch_builder(&kernel);
-                b.arg(&src).arg(&yp).arg(&uvo).arg(&uvp).arg(&w).arg(&h).arg(&dst).arg(&sum);
-                let cfg = LaunchConfig {
-                    grid_dim: (w / 16, h.div_ceil(16), 1),
-                    block_dim: (16, 16, 1),
-                    shared_mem_bytes: 0,
-                };
                 // SAFETY: the frame is a whole NV12 image of this layout; dst holds w*h RGBA
                 // pixels and sum one u64.
-                unsafe { b.launch(cfg) }.map(drop).map_err(cuda_err("cuLaunchKernel"))
+                unsafe { kernel.enqueue(s, &layout, src, dst, sum) }
             })
             .unwrap();
     }

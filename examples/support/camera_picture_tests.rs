@@ -388,7 +388,7 @@ fn clip_rgba(w: u32, h: u32, k: u64, mono: bool) -> Vec<u8> {
         for x in 0..w {
             let c = (row / 2) * (w / 2) + x / 2;
             let (cb, cr) = if mono { (128, 128) } else { (u[c], v[c]) };
-            out.extend(nvsci::pipeline::color::yuv_to_rgb(y[row * w + x], cb, cr));
+            out.extend(nvsci::convert::yuv_to_rgb(y[row * w + x], cb, cr));
             out.push(255);
         }
     }

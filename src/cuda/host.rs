@@ -76,7 +76,8 @@ impl HostRegistration {
                 t.push((key, len, 1));
             }
         }
-        let mut me = Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner), uses: Uses::default() };
+        let mut me =
+            Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner), uses: Uses::default() };
         // SAFETY: the range is registered with DEVICEMAP; the out-pointer is valid. On failure
         // `me` drops and removes its user.
         check("cuMemHostGetDevicePointer", unsafe {

@@ -233,7 +233,16 @@ impl<A: Access> ExternalMemory<A> {
     }
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
-        Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source: Some(source), uses: Uses::default() }), _access: PhantomData }
+        Self {
+            inner: Arc::new(Inner {
+                raw,
+                size,
+                dev: dev.clone(),
+                source: Some(source),
+                uses: Uses::default(),
+            }),
+            _access: PhantomData,
+        }
     }
 
     /// Imported size in bytes.
@@ -323,7 +332,8 @@ impl<A: Access> ExternalMemory<A> {
     /// # Ok(()) }
     /// ```
     pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
-        if let Some(Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. }) = &self.inner.source {
+        if let Some(Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. }) = &self.inner.source
+        {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",

@@ -235,9 +235,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Starts the teardown thread once per process; false when it cannot be started.
 fn started() -> bool {
     static STARTED: OnceLock<bool> = OnceLock::new();
-    *STARTED.get_or_init(|| {
-        std::thread::Builder::new().name("nvsci-cuda-teardown".into()).spawn(serve).is_ok()
-    })
+    *STARTED
+        .get_or_init(|| std::thread::Builder::new().name("nvsci-cuda-teardown".into()).spawn(serve).is_ok())
 }
 
 /// Asks the drain thread (started once) to synchronise `ctx`; the flag turns 1 (done) or 2.
@@ -295,7 +294,8 @@ pub(crate) fn destroy_after(
     } else {
         None
     };
-    let item = Item { ctx: ctx.clone(), what, pending, drain, deadline: Instant::now() + DESTROY_TIMEOUT, destroy };
+    let item =
+        Item { ctx: ctx.clone(), what, pending, drain, deadline: Instant::now() + DESTROY_TIMEOUT, destroy };
     let s = shared();
     let mut q = lock(&s.q);
     let key = ctx.cu_ctx() as usize;

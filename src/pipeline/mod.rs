@@ -21,7 +21,6 @@
 //! ```
 
 mod backend;
-pub mod color;
 mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
