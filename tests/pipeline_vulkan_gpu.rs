@@ -48,6 +48,9 @@ fn backend() -> Option<(Backend, CudaGpu)> {
 
 /// Device memory in use and open fds, to compare before and after a run.
 fn footprint() -> (usize, usize) {
+    if let Some(dev) = gpu() {
+        common::settle(&dev); // destroys queued by earlier drops have run
+    }
     let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
     (total - free, open_fds())
 }

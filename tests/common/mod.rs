@@ -83,6 +83,16 @@ pub fn gpu() -> Option<nvsci::cuda::CudaGpu> {
     }
 }
 
+/// Waits until every dropped import, mapping and semaphore of `dev`'s context has been destroyed
+/// (destroys run on the teardown thread once the work that used them finished), so that leak
+/// checks compare settled states.
+#[cfg(feature = "cuda")]
+#[allow(dead_code)]
+pub fn settle(dev: &nvsci::cuda::CudaGpu) {
+    let left = dev.flush_teardown(std::time::Duration::from_secs(60));
+    assert_eq!(left, 0, "{left} destroys still queued after 60 s");
+}
+
 /// `fill_pattern(u8* p, u64 n, u32 seed)`: p[i] = (i * 7 + seed) & 0xff.
 pub const FILL_PATTERN_PTX: &str = r#"
 .version 7.0

@@ -167,3 +167,33 @@ mod futex {
 
     pub(super) fn wake_all(_: &AtomicU32) {}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A waiter with no time bound only returns once the counter moved and someone notified:
+    /// a store followed by `notify_at` (what `SyncCounterNotify` does after a GPU stream's
+    /// store) must wake it, or this test never ends.
+    #[test]
+    fn a_store_and_a_notify_wake_a_waiter_without_a_time_bound() {
+        let c = Arc::new(Counter::new().unwrap());
+        let waiter = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                while c.load() < 1 {
+                    c.wait_moved(1, None);
+                }
+            })
+        };
+        // Let the waiter go to sleep first (if it has not, the store is seen at once).
+        std::thread::sleep(Duration::from_millis(20));
+        c.atomic().store(1, Ordering::Release);
+        // SAFETY: the counter is alive.
+        unsafe { notify_at(c.as_ptr().cast()) };
+        waiter.join().unwrap();
+        let (_, waiters) = words(c.as_ptr().cast());
+        assert_eq!(waiters.load(Ordering::SeqCst), 0, "the waiter did not deregister");
+    }
+}
