@@ -61,6 +61,11 @@ fn long_kernel(dev: &CudaGpu, stream: &CudaStream, ns: u64) -> sys::CUevent {
     ev
 }
 
+fn query(ev: sys::CUevent) -> String {
+    // SAFETY: a live event.
+    format!("cuEventQuery: {:?}", unsafe { sys::cuEventQuery(ev) })
+}
+
 fn still_running(ev: sys::CUevent) -> bool {
     // SAFETY: a live event.
     unsafe { sys::cuEventQuery(ev) == sys::CUresult::CUDA_ERROR_NOT_READY }
@@ -90,11 +95,18 @@ fn dropping_a_mapping_does_not_wait_for_an_unrelated_kernel() {
     fill(&m, &user, 3, size);
     user.synchronize().unwrap();
     let kernel = long_kernel(&dev, &busy, 1_000_000_000);
+    let launched = Instant::now();
+    assert!(still_running(kernel), "the 1 s kernel is not running ({})", query(kernel));
     let t = Instant::now();
     drop(m);
     drop(mem);
     let took = t.elapsed();
-    assert!(still_running(kernel), "the drop waited for a kernel on another stream");
+    assert!(
+        still_running(kernel),
+        "the drop waited for a kernel on another stream (drop {took:?}, {:?} after the launch, {})",
+        launched.elapsed(),
+        query(kernel)
+    );
     let t = Instant::now();
     let left = dev.flush_teardown(Duration::from_secs(30));
     let destroyed = t.elapsed();

@@ -13,6 +13,12 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn assert_ledger_clean(what: &str) {
+    // Dropped CUDA imports are destroyed on the teardown thread once their work finished: wait
+    // for that before counting.
+    #[cfg(feature = "cuda")]
+    if let Ok(dev) = nvsci::cuda::CudaGpu::open(0) {
+        assert_eq!(dev.flush_teardown(std::time::Duration::from_secs(60)), 0, "{what}: destroys still queued");
+    }
     assert_eq!(
         nvsci_mock::global_ledger().counts(),
         nvsci_mock::HandleCounts::default(),
