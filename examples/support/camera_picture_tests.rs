@@ -17,7 +17,11 @@ fn assert_ledger_clean(what: &str) {
     // for that before counting.
     #[cfg(feature = "cuda")]
     if let Ok(dev) = nvsci::cuda::CudaGpu::open(0) {
-        assert_eq!(dev.flush_teardown(std::time::Duration::from_secs(60)), 0, "{what}: destroys still queued");
+        assert_eq!(
+            dev.flush_teardown(std::time::Duration::from_secs(60)),
+            0,
+            "{what}: destroys still queued"
+        );
     }
     assert_eq!(
         nvsci_mock::global_ledger().counts(),
