@@ -1,37 +1,83 @@
 //! Teardown of CUDA imports and mappings: `Drop` only enqueues; the destroy runs on the teardown
 //! thread after the streams that used the object (and no others) have finished with it.
 //!
-//! Ordering, not timing, is asserted: a 1-second kernel on an unrelated stream must still be
-//! running after the drop and after the destroy; a stream blocked on a fence keeps what it uses
-//! queued until the fence is signalled. Durations are printed for the record.
+//! Ordering, not timing, is asserted: work in flight on an unrelated stream (a stream blocked on
+//! a host word until the test releases it) must still be in flight after the drop and after the
+//! destroy; a stream blocked on a fence keeps what it uses queued until the fence is signalled.
+//! Durations are printed for the record.
 #![cfg(all(feature = "mock", feature = "cuda"))]
 
 mod common;
 
 use common::{gpu, open_fds, serial, settle};
 use nvsci::cuda::cudarc::driver::sys;
-use nvsci::cuda::cudarc::driver::{CudaStream, PushKernelArg};
-use nvsci::cuda::cudarc::nvrtc::Ptx;
+use nvsci::cuda::cudarc::driver::CudaStream;
 use nvsci::cuda::{
     fill_sync_attrs, CudaGpu, CudaSyncObj, ExportableAllocation, ExternalMemory, MemSync, ReadWrite,
 };
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use std::time::{Duration, Instant};
 
-/// `spin(u64 ns)`: one thread busy for `ns` nanoseconds of the GPU's global timer.
+/// Unrelated work that stays in flight until released: `stream` waits (`cuStreamWaitValue32`)
+/// on a page-locked host word that only [`Blocker::release`] sets.
+struct Blocker {
+    host: *mut u32,
+    event: sys::CUevent,
+}
+
+impl Blocker {
+    fn new(dev: &CudaGpu, stream: &CudaStream) -> Self {
+        dev.context().bind_to_thread().unwrap();
+        let mut host: *mut core::ffi::c_void = std::ptr::null_mut();
+        let (mut dptr, mut event) = (0, std::ptr::null_mut());
+        // SAFETY: valid out-pointers; the word is mapped for the device and zeroed before the
+        // stream waits on it; the event is recorded after the wait on a live stream.
+        unsafe {
+            let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP;
+            assert_eq!(sys::cuMemHostAlloc(&mut host, 4, flags), sys::CUresult::CUDA_SUCCESS);
+            host.cast::<u32>().write_volatile(0);
+            assert_eq!(sys::cuMemHostGetDevicePointer_v2(&mut dptr, host, 0), sys::CUresult::CUDA_SUCCESS);
+            let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+            let r = sys::cuStreamWaitValue32_v2(stream.cu_stream(), dptr, 1, geq);
+            assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(sys::cuEventCreate(&mut event, 0), sys::CUresult::CUDA_SUCCESS);
+            assert_eq!(sys::cuEventRecord(event, stream.cu_stream()), sys::CUresult::CUDA_SUCCESS);
+        }
+        Self { host: host.cast(), event }
+    }
+
+    /// Whether the blocked stream is still blocked.
+    fn in_flight(&self) -> bool {
+        // SAFETY: a live event.
+        unsafe { sys::cuEventQuery(self.event) == sys::CUresult::CUDA_ERROR_NOT_READY }
+    }
+
+    fn release(self, stream: &CudaStream) {
+        // SAFETY: the word is page-locked and mapped; the stream is synchronised before it is
+        // freed.
+        unsafe {
+            std::ptr::write_volatile(self.host, 1);
+            stream.synchronize().unwrap();
+            sys::cuEventDestroy_v2(self.event);
+            sys::cuMemFreeHost(self.host.cast());
+        }
+    }
+}
+
+/// `spin(u64 cycles)`: one thread busy for `cycles` SM clock cycles (`%clock64`).
 const SPIN_PTX: &str = r#"
 .version 7.0
 .target sm_52
 .address_size 64
 
-.visible .entry spin(.param .u64 p_ns)
+.visible .entry spin(.param .u64 p_cycles)
 {
     .reg .pred %p<2>;
     .reg .b64 %rd<5>;
-    ld.param.u64 %rd1, [p_ns];
-    mov.u64 %rd2, %globaltimer;
+    ld.param.u64 %rd1, [p_cycles];
+    mov.u64 %rd2, %clock64;
 LOOP:
-    mov.u64 %rd3, %globaltimer;
+    mov.u64 %rd3, %clock64;
     sub.u64 %rd4, %rd3, %rd2;
     setp.lt.u64 %p1, %rd4, %rd1;
     @%p1 bra LOOP;
@@ -39,11 +85,19 @@ LOOP:
 }
 "#;
 
-/// Launches a kernel that runs for `ns` on `stream` and returns an event recorded after it.
-fn long_kernel(dev: &CudaGpu, stream: &CudaStream, ns: u64) -> sys::CUevent {
-    let f = dev.context().load_module(Ptx::from_src(SPIN_PTX)).unwrap().load_function("spin").unwrap();
+/// Launches a kernel of about a second (2e9 SM cycles at up to 2 GHz) on `stream`; returns an
+/// event recorded after it.
+fn long_kernel(dev: &CudaGpu, stream: &CudaStream) -> sys::CUevent {
+    use nvsci::cuda::cudarc::driver::PushKernelArg;
+    let f = dev
+        .context()
+        .load_module(nvsci::cuda::cudarc::nvrtc::Ptx::from_src(SPIN_PTX))
+        .unwrap()
+        .load_function("spin")
+        .unwrap();
+    let cycles = 2_000_000_000u64;
     let mut b = stream.launch_builder(&f);
-    b.arg(&ns);
+    b.arg(&cycles);
     let cfg = nvsci::cuda::cudarc::driver::LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (1, 1, 1),
@@ -51,9 +105,9 @@ fn long_kernel(dev: &CudaGpu, stream: &CudaStream, ns: u64) -> sys::CUevent {
     };
     // SAFETY: one u64 parameter, as declared.
     unsafe { b.launch(cfg) }.unwrap();
-    let mut ev = std::ptr::null_mut();
     dev.context().bind_to_thread().unwrap();
-    // SAFETY: valid out-pointer; the event is recorded on a live stream of the bound context.
+    let mut ev = std::ptr::null_mut();
+    // SAFETY: valid out-pointer; recorded on a live stream of the bound context.
     unsafe {
         assert_eq!(sys::cuEventCreate(&mut ev, 0), sys::CUresult::CUDA_SUCCESS);
         assert_eq!(sys::cuEventRecord(ev, stream.cu_stream()), sys::CUresult::CUDA_SUCCESS);
@@ -61,14 +115,48 @@ fn long_kernel(dev: &CudaGpu, stream: &CudaStream, ns: u64) -> sys::CUevent {
     ev
 }
 
-fn query(ev: sys::CUevent) -> String {
+fn query(ev: sys::CUevent) -> sys::CUresult {
     // SAFETY: a live event.
-    format!("cuEventQuery: {:?}", unsafe { sys::cuEventQuery(ev) })
+    unsafe { sys::cuEventQuery(ev) }
 }
 
-fn still_running(ev: sys::CUevent) -> bool {
-    // SAFETY: a live event.
-    unsafe { sys::cuEventQuery(ev) == sys::CUresult::CUDA_ERROR_NOT_READY }
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dropping_a_mapping_does_not_wait_for_a_one_second_kernel_on_another_stream() {
+    let _s = serial();
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
+    let size = alloc.size();
+    let (busy, user) = (dev.context().new_stream().unwrap(), dev.context().new_stream().unwrap());
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false)
+            .unwrap();
+    let m = mem.map_all().unwrap();
+    fill(&m, &user, 3, size);
+    user.synchronize().unwrap();
+    let launched = Instant::now();
+    let kernel = long_kernel(&dev, &busy);
+    let running = query(kernel);
+    let t = Instant::now();
+    drop(m);
+    drop(mem);
+    let took = t.elapsed();
+    let after_drop = query(kernel);
+    let left = dev.flush_teardown(Duration::from_secs(30));
+    let after_destroy = query(kernel);
+    busy.synchronize().unwrap();
+    let kernel_time = launched.elapsed();
+    eprintln!(
+        "kernel before the drop: {running:?}; drop {took:?}, kernel then: {after_drop:?}; after the destroys: \
+         {after_destroy:?}; kernel done {kernel_time:?} after its launch"
+    );
+    assert_eq!(left, 0);
+    let busy_state = sys::CUresult::CUDA_ERROR_NOT_READY;
+    assert_eq!(running, busy_state, "the kernel was not running before the drop: no evidence either way");
+    assert_eq!(after_drop, busy_state, "the drop waited for the kernel on another stream");
+    assert_eq!(after_destroy, busy_state, "the destroy waited for the kernel on another stream");
+    // SAFETY: created above, no longer used.
+    unsafe { sys::cuEventDestroy_v2(kernel) };
 }
 
 /// Enqueues a byte fill of the mapping on `stream` and records the stream as its user.
@@ -82,7 +170,7 @@ fn fill(m: &nvsci::cuda::MappedBuffer<ReadWrite>, stream: &CudaStream, byte: u8,
 
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn dropping_a_mapping_does_not_wait_for_an_unrelated_kernel() {
+fn dropping_a_mapping_does_not_wait_for_unrelated_work_on_another_stream() {
     let _s = serial();
     let Some(dev) = gpu() else { return };
     let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
@@ -94,30 +182,21 @@ fn dropping_a_mapping_does_not_wait_for_an_unrelated_kernel() {
     let m = mem.map_all().unwrap();
     fill(&m, &user, 3, size);
     user.synchronize().unwrap();
-    let kernel = long_kernel(&dev, &busy, 1_000_000_000);
-    let launched = Instant::now();
-    assert!(still_running(kernel), "the 1 s kernel is not running ({})", query(kernel));
+    // Another stream of the same context has work in flight that does not end by itself (a
+    // context synchronisation would wait for it forever).
+    let blocker = Blocker::new(&dev, &busy);
+    assert!(blocker.in_flight());
     let t = Instant::now();
     drop(m);
     drop(mem);
     let took = t.elapsed();
-    assert!(
-        still_running(kernel),
-        "the drop waited for a kernel on another stream (drop {took:?}, {:?} after the launch, {})",
-        launched.elapsed(),
-        query(kernel)
-    );
     let t = Instant::now();
     let left = dev.flush_teardown(Duration::from_secs(30));
     let destroyed = t.elapsed();
-    assert_eq!(left, 0);
-    assert!(still_running(kernel), "the destroy waited for a kernel on another stream");
-    eprintln!(
-        "drop of mapping + import: {took:?}; destroyed {destroyed:?} later, the 1 s kernel still running"
-    );
-    busy.synchronize().unwrap();
-    // SAFETY: created above, no longer used.
-    unsafe { sys::cuEventDestroy_v2(kernel) };
+    assert_eq!(left, 0, "the destroy waited for work on another stream");
+    assert!(blocker.in_flight(), "the unrelated work ended early");
+    eprintln!("drop of mapping + import: {took:?}; both destroyed {destroyed:?} later, the other stream still blocked");
+    blocker.release(&busy);
 }
 
 /// A CPU-signalled sync object imported into CUDA for waits.

@@ -270,6 +270,7 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_returns_and_frees_after_the
     let Some(dev) = gpu() else { return };
     let _s = serial();
     let ledger = nvsci_mock::global_ledger();
+    settle(&dev); // destroys queued by earlier tests have run
     let before = ledger.counts();
     {
         let lib = NvSci::mock();
