@@ -209,13 +209,16 @@ struct Queue {
     per_ctx: Vec<(usize, usize)>,
 }
 
+/// A context to synchronise and the flag that reports the outcome.
+type DrainRequest = (Arc<CudaContext>, Arc<AtomicU8>);
+
 struct Shared {
     q: Mutex<Queue>,
     /// New items.
     work: Condvar,
     /// Items finished.
     done: Condvar,
-    drain: Mutex<Option<Sender<(Arc<CudaContext>, Arc<AtomicU8>)>>>,
+    drain: Mutex<Option<Sender<DrainRequest>>>,
 }
 
 fn shared() -> &'static Shared {
@@ -244,7 +247,7 @@ fn request_drain(ctx: &Arc<CudaContext>) -> Option<Arc<AtomicU8>> {
     let s = shared();
     let mut g = lock(&s.drain);
     if g.is_none() {
-        let (tx, rx) = std::sync::mpsc::channel::<(Arc<CudaContext>, Arc<AtomicU8>)>();
+        let (tx, rx) = std::sync::mpsc::channel::<DrainRequest>();
         let spawned = std::thread::Builder::new().name("nvsci-cuda-drain".into()).spawn(move || {
             for (ctx, flag) in rx {
                 let r = ctx.bind_to_thread().and_then(|_| ctx.synchronize());
