@@ -224,9 +224,7 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
         let t0 = Instant::now();
         let mem = ExternalMemory::<ReadWrite>::from_opaque_fd(dev, fd, size, false)?;
         let mapped = mem.map_all()?;
-        // No stream work uses the mapping (the probe is a synchronous copy), so the address is
-        // taken without marking it as used by unknown streams.
-        let ptr = mapped.address();
+        let ptr = mapped.device_address();
         let mut probe = [0u8; 4];
         if verify {
             // SAFETY: the mapping is at least 4 bytes long.

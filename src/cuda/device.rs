@@ -113,14 +113,10 @@ impl CudaGpu {
     }
 
     /// Queues `destroy` (a driver destroy/free call and whatever must outlive it) to run once the
-    /// uses recorded in `after` have completed; see [`teardown`](super::teardown). Never blocks.
-    pub(crate) fn destroy_after(
-        &self,
-        after: super::teardown::After<'_>,
-        what: &'static str,
-        destroy: impl FnOnce() + Send + 'static,
-    ) {
-        super::teardown::destroy_after(&self.ctx, after, what, destroy);
+    /// work queued on the context before this call has finished; see the `teardown` module.
+    /// Never blocks.
+    pub(crate) fn destroy_after_work(&self, what: &'static str, destroy: impl FnOnce() + Send + 'static) {
+        super::teardown::destroy_after_work(&self.ctx, what, destroy);
     }
 
     /// Destroys of this context's imports, mappings and semaphores that were dropped and are

@@ -10,7 +10,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
-use super::teardown::{succeeded, After, Uses};
+use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
 use std::sync::Mutex;
@@ -30,7 +30,6 @@ pub(crate) struct HostRegistration {
     device_ptr: sys::CUdeviceptr,
     dev: CudaGpu,
     owner: Option<Box<dyn std::any::Any + Send + Sync>>,
-    uses: Uses,
 }
 
 // SAFETY: the registration is an address range and a device address; the driver calls made with
@@ -76,8 +75,7 @@ impl HostRegistration {
                 t.push((key, len, 1));
             }
         }
-        let mut me =
-            Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner), uses: Uses::default() };
+        let mut me = Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner) };
         // SAFETY: the range is registered with DEVICEMAP; the out-pointer is valid. On failure
         // `me` drops and removes its user.
         check("cuMemHostGetDevicePointer", unsafe {
@@ -91,11 +89,6 @@ impl HostRegistration {
         self.base as *mut core::ffi::c_void
     }
 
-    /// The streams that used the range (its unregistration waits for them).
-    pub(crate) fn uses(&self) -> &Uses {
-        &self.uses
-    }
-
     /// The device address of the range's first byte in the registering device's context.
     pub(crate) fn device_ptr(&self) -> sys::CUdeviceptr {
         self.device_ptr
@@ -106,9 +99,8 @@ impl Drop for HostRegistration {
     fn drop(&mut self) {
         let base = self.base;
         let owner = self.owner.take();
-        // Unregistered on the teardown thread after the work that used the range (its users
-        // record it in their own use sets and drop their registration only after it finished).
-        self.dev.destroy_after(After::Own(&self.uses), "cuMemHostUnregister", move || {
+        // Unregistered on the teardown thread once the work queued before the drop finished.
+        self.dev.destroy_after_work("cuMemHostUnregister", move || {
             // The table stays locked through the unregistration, so no other import registers
             // the range while it is being unregistered.
             let mut t = table();

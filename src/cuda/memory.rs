@@ -10,7 +10,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
 use super::result::check;
-use super::teardown::{succeeded, After, Uses};
+use super::teardown::succeeded;
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
@@ -70,8 +70,6 @@ struct Inner {
     dev: CudaGpu,
     /// `None` only once the drop has handed it to the teardown queue.
     source: Option<Source>,
-    /// Streams the import and its mappings were used on.
-    uses: Uses,
 }
 
 // SAFETY: a CUexternalMemory handle is usable from any thread that binds its context (done
@@ -84,7 +82,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         let raw = self.raw as usize;
         let source = self.source.take();
-        self.dev.destroy_after(After::Own(&self.uses), "cuDestroyExternalMemory", move || {
+        self.dev.destroy_after_work("cuDestroyExternalMemory", move || {
             if raw == 0 {
                 // Host memory: the registration unregisters (or leaks) on its own drop, now that
                 // the work that used the import has finished.
@@ -234,13 +232,7 @@ impl<A: Access> ExternalMemory<A> {
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                raw,
-                size,
-                dev: dev.clone(),
-                source: Some(source),
-                uses: Uses::default(),
-            }),
+            inner: Arc::new(Inner { raw, size, dev: dev.clone(), source: Some(source) }),
             _access: PhantomData,
         }
     }
@@ -575,7 +567,7 @@ impl<A: Access> Drop for MappedBuffer<A> {
         let ptr = self.ptr;
         let mem = self.mem.clone(); // the import outlives the mapping's release
         let dev = self.mem.inner.dev.clone();
-        dev.destroy_after(After::Borrowed(&self.mem.inner.uses), "cuMemFree of a mapped buffer", move || {
+        dev.destroy_after_work("cuMemFree of a mapped buffer", move || {
             // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
             // cuMemFree, as the driver documents, after the work that used it finished.
             succeeded("cuMemFree of a mapped buffer", unsafe { sys::cuMemFree_v2(ptr) });
@@ -591,30 +583,11 @@ impl<A: Access> std::fmt::Debug for MappedBuffer<A> {
 }
 
 impl<A: Access> MappedBuffer<A> {
-    /// The device address (valid while `self` lives).
-    ///
-    /// Work the application enqueues with a raw address is invisible to the crate, so handing
-    /// it out marks the import as used by unknown streams: its release (and the mapping's) then
-    /// waits for all work queued on the context, on the teardown thread (never in `Drop`). To
-    /// have it wait only for the streams that really used it, enqueue with
-    /// [`address`](Self::address) and call [`used_on`](Self::used_on) afterwards.
+    /// The device address (valid while `self` lives). Work the application enqueues with it on
+    /// any stream of the context is covered by the teardown: the mapping is freed, off the
+    /// dropping thread, only once the work queued on the context before the drop has finished.
     pub fn device_address(&self) -> sys::CUdeviceptr {
-        self.mem.inner.uses.note_unknown();
         self.ptr
-    }
-
-    /// The device address, without marking the mapping as used by unknown streams: whoever
-    /// enqueues work with it calls [`used_on`](Self::used_on) with that stream afterwards, or
-    /// makes sure the work has completed before the mapping and its import are dropped.
-    pub fn address(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Records that work using this mapping was enqueued on `stream` (of the import's
-    /// context; another context's stream counts as unknown): the mapping and its import are
-    /// released only after the work enqueued on `stream` so far. Call it after enqueueing.
-    pub fn used_on(&self, stream: &CudaStream) {
-        self.mem.inner.uses.note_stream(&self.mem.inner.dev, stream);
     }
 
     /// The memory this mapping belongs to.
@@ -633,20 +606,13 @@ impl<A: Access> DeviceSlice<u8> for MappedBuffer<A> {
 }
 
 impl<A: Access> DevicePtr<u8> for MappedBuffer<A> {
-    /// The address. The work is enqueued after this call returns, so it cannot be recorded
-    /// here: like [`device_address`](MappedBuffer::device_address), this marks the import as
-    /// used by unknown streams (call [`used_on`](MappedBuffer::used_on) after enqueueing and
-    /// use [`address`](MappedBuffer::address) for the precise record).
     fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.mem.inner.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
 
 impl DevicePtrMut<u8> for MappedBuffer<ReadWrite> {
-    /// As [`DevicePtr::device_ptr`].
     fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.mem.inner.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
@@ -665,7 +631,7 @@ impl<A: Access> Drop for MappedArray<A> {
         let raw = self.raw as usize;
         let mem = self.mem.clone(); // the import outlives the array's destroy
         let dev = self.mem.inner.dev.clone();
-        dev.destroy_after(After::Borrowed(&self.mem.inner.uses), "cuMipmappedArrayDestroy", move || {
+        dev.destroy_after_work("cuMipmappedArrayDestroy", move || {
             // SAFETY: destroyed once, as documented for arrays from
             // cuExternalMemoryGetMappedMipmappedArray, after the work that used it finished.
             succeeded("cuMipmappedArrayDestroy", unsafe {
@@ -867,9 +833,6 @@ impl<A: Access> MappedArray<A> {
         // its drop synchronises the context); `slice` is exactly the region's packed size
         // (checked) and stays borrowed until the copy completed (`finish_host_copy`).
         let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
-        if enqueued.is_ok() {
-            self.mem.inner.uses.note(stream.cu_stream());
-        }
         finish_host_copy(stream, guard, enqueued)
     }
 }
@@ -921,9 +884,6 @@ impl MappedArray<ReadWrite> {
         let c = memcpy2d(array, slice.as_ptr() as *mut _, false, r);
         // SAFETY: as in `copy_to_host_async`; the driver only reads `slice`.
         let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
-        if enqueued.is_ok() {
-            self.mem.inner.uses.note(stream.cu_stream());
-        }
         finish_host_copy(stream, guard, enqueued)
     }
 }

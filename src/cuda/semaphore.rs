@@ -5,7 +5,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::check;
-use super::teardown::{succeeded, After, Uses};
+use super::teardown::succeeded;
 use crate::error::{Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncObj};
 use crate::GpuInterop;
@@ -39,8 +39,6 @@ struct Raw {
     dev: CudaGpu,
     // The NvSciSync object an import refers to; leaked if the import cannot be destroyed.
     keep: Option<SyncObj>,
-    /// Streams this crate enqueued signals and waits on.
-    uses: Uses,
 }
 
 // SAFETY: a CUexternalSemaphore is usable from any thread that binds its context (done before
@@ -53,7 +51,7 @@ impl Drop for Raw {
     fn drop(&mut self) {
         let raw = self.raw as usize;
         let keep = self.keep.take();
-        self.dev.destroy_after(After::Own(&self.uses), "cuDestroyExternalSemaphore", move || {
+        self.dev.destroy_after_work("cuDestroyExternalSemaphore", move || {
             // SAFETY: destroyed once, after the signals and waits queued on it finished and
             // before the NvSciSync object it came from is released.
             let r = unsafe { sys::cuDestroyExternalSemaphore(raw as sys::CUexternalSemaphore) };
@@ -81,7 +79,7 @@ fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bo
         });
     }
     check("cuImportExternalSemaphore", r)?;
-    Ok(Raw { raw, dev: dev.clone(), keep: None, uses: Uses::default() })
+    Ok(Raw { raw, dev: dev.clone(), keep: None })
 }
 
 /// How a sync object reaches CUDA.
@@ -191,7 +189,7 @@ impl Notifier {
     }
 
     /// Enqueues the wake-up of `counter`'s waiters after the work queued on `after` so far.
-    fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void, uses: &Uses) -> Result<()> {
+    fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void) -> Result<()> {
         let _g = self.order.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the event and both streams are alive and belong to the bound context.
         check("cuEventRecord", unsafe { sys::cuEventRecord(self.event, after) })?;
@@ -199,9 +197,8 @@ impl Notifier {
         check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.stream, self.event, 0) })?;
         // SAFETY: `notify` has CUDA's host-function signature and makes no CUDA call; `counter`
         // is the object's counter, which stays allocated until the work on `self.stream` has
-        // completed (the stream is recorded in the registration's uses below).
+        // completed (the registration's destroy waits for the context's work queued before it).
         check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(self.stream, Some(self.notify), counter) })?;
-        uses.note(self.stream);
         Ok(())
     }
 }
@@ -312,16 +309,14 @@ impl CudaSyncObj {
                 // writes the new fence into the storage `params` points to before returning.
                 check("cuSignalExternalSemaphoresAsync", unsafe {
                     sys::cuSignalExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })?;
-                raw.uses.note(stream.cu_stream());
-                Ok(())
+                })
             }
             SyncHandle::Counter(reg) => {
                 self.obj.generate_engine_fence_into(fence)?;
                 let (_, value) = fence.id_value()?;
                 self.dev.bind()?;
                 // SAFETY: the counter is page-locked and mapped (the registration is alive while
-                // `self` is, and its destroy waits for the streams recorded in its uses); flags 0 keep
+                // `self` is, and its destroy waits for the work queued before it); flags 0 keep
                 // the memory barrier that orders earlier work before the write.
                 let r = check("cuStreamWriteValue64", unsafe {
                     stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0)
@@ -330,10 +325,9 @@ impl CudaSyncObj {
                     fence.clear(); // never hand out a fence nothing will signal
                     return r;
                 }
-                reg.uses().note(stream.cu_stream());
                 if let Some(n) = &self.notifier {
                     // Without the wake-up, CPU waits still see the store at their next look.
-                    if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr(), reg.uses()) {
+                    if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr()) {
                         log::warn!("cannot enqueue the CPU waiters' wake-up after a signal: {e}");
                     }
                 }
@@ -378,21 +372,17 @@ impl CudaSyncObj {
                 // what it needs from the fence before returning.
                 check("cuWaitExternalSemaphoresAsync", unsafe {
                     sys::cuWaitExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })?;
-                raw.uses.note(stream.cu_stream());
-                Ok(())
+                })
             }
             SyncHandle::Counter(reg) => {
                 let (_, value) = fence.id_value()?;
                 self.dev.bind()?;
                 let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-                // SAFETY: the counter is page-locked and mapped while `self` lives, and `self`
-                // outlives the queued wait (its drop synchronises before unregistering).
+                // SAFETY: the counter is page-locked and mapped while `self` lives, and the
+                // unregistration waits for the work queued before the drop.
                 check("cuStreamWaitValue64", unsafe {
                     stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq)
-                })?;
-                reg.uses().note(stream.cu_stream());
-                Ok(())
+                })
             }
         }
     }
@@ -453,9 +443,7 @@ impl CudaSemaphore {
         // SAFETY: the semaphore and parameters are alive for the call.
         check("cuSignalExternalSemaphoresAsync", unsafe {
             sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })?;
-        self.raw.uses.note(stream.cu_stream());
-        Ok(())
+        })
     }
 
     /// Enqueues a wait (timeline: until the value is at least `value`). `stream` must belong
@@ -467,8 +455,6 @@ impl CudaSemaphore {
         // SAFETY: the semaphore and parameters are alive for the call.
         check("cuWaitExternalSemaphoresAsync", unsafe {
             sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })?;
-        self.raw.uses.note(stream.cu_stream());
-        Ok(())
+        })
     }
 }

@@ -4,7 +4,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
-use super::teardown::{succeeded, After, Uses};
+use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -19,7 +19,6 @@ pub struct ExportableAllocation {
     reserved: usize,
     mapped: bool,
     size: usize,
-    uses: Uses,
 }
 
 // SAFETY: the allocation handle and address are usable from any thread that binds the context
@@ -90,7 +89,6 @@ impl ExportableAllocation {
             reserved: 0,
             mapped: false,
             size: rounded,
-            uses: Uses::default(),
         };
         // Each step records what it created so Drop undoes exactly that on a later failure.
         let mut h = 0;
@@ -140,19 +138,10 @@ impl ExportableAllocation {
         self.size
     }
 
-    /// The device address (valid while `self` lives). Work the application enqueues with it is
-    /// invisible to the crate, so handing it out makes the release wait for all work queued on
-    /// the context (off the dropping thread).
+    /// The device address (valid while `self` lives; the release waits, off the dropping
+    /// thread, for the work queued on the context before the drop).
     pub fn device_address(&self) -> sys::CUdeviceptr {
-        self.uses.note_unknown();
         self.ptr
-    }
-
-    /// Records that work using the allocation was enqueued on `stream` (of this allocation's
-    /// context; another context's stream counts as unknown): the release waits for the work
-    /// enqueued on it so far. Call it after enqueueing.
-    pub fn used_on(&self, stream: &CudaStream) {
-        self.uses.note_stream(&self.dev, stream);
     }
 }
 
@@ -160,7 +149,7 @@ impl Drop for ExportableAllocation {
     fn drop(&mut self) {
         let (ptr, reserved, mapped, handle) = (self.ptr, self.reserved, self.mapped, self.handle);
         let what = "releasing an exportable allocation";
-        self.dev.destroy_after(After::Own(&self.uses), what, move || {
+        self.dev.destroy_after_work(what, move || {
             // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in
             // reverse order, after the work that used the allocation finished. Exported fds keep
             // the physical memory alive on their own, as the driver documents.
@@ -190,18 +179,13 @@ impl DeviceSlice<u8> for ExportableAllocation {
 }
 
 impl DevicePtr<u8> for ExportableAllocation {
-    /// The address; marks the allocation as used by unknown streams, as
-    /// [`device_address`](ExportableAllocation::device_address) does.
     fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
 
 impl DevicePtrMut<u8> for ExportableAllocation {
-    /// As [`DevicePtr::device_ptr`].
     fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        self.uses.note_unknown();
         (self.ptr, SyncOnDrop::Sync(None))
     }
 }
