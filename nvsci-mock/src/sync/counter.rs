@@ -72,9 +72,10 @@ impl Counter {
         self.atomic().load(Ordering::Acquire)
     }
 
-    /// The counter's address, for the GPU entry points.
+    /// The counter's address, for the GPU entry points. Derived from the whole page (not from
+    /// the counter's atomic), so that the wake words after it are reachable through it.
     pub(crate) fn as_ptr(&self) -> *mut u64 {
-        self.atomic().as_ptr()
+        self.pages.as_ptr().cast()
     }
 
     /// Wakes every CPU waiter of this counter (after a store into it).
