@@ -23,8 +23,8 @@
 mod nv12_pattern;
 
 use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
+use nvsci::convert::nv12_to_rgba;
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::color::nv12_to_rgba;
 use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
 use nvsci::pipeline::{Engine, FrameFormat, FrameLayout};
 use nvsci::{Implementation, NvSci};
@@ -184,10 +184,9 @@ mod gpu {
     //! wait on the present fence, the NV12 -> RGBA kernel (with its per-frame RGB sum), and a
     //! stream signal of the release fence.
     use super::*;
-    use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
-    use nvsci::cuda::cudarc::nvrtc::Ptx;
+    use nvsci::convert::Nv12ToRgba;
+    use nvsci::cuda::cudarc::driver::DevicePtr;
     use nvsci::cuda::{CudaGpu, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
-    use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
 
     pub fn consume(a: &Args, lib: &NvSci, ep: IpcEndpoint, format: FrameFormat) -> Result<(), String> {
         let dev = CudaGpu::open(0).map_err(|e| e.to_string())?;
@@ -205,15 +204,9 @@ mod gpu {
         }
         let present = CudaSyncObj::import(&dev, c.present_object()).map_err(|e| e.to_string())?;
         let release = CudaSyncObj::import(&dev, c.release_object()).map_err(|e| e.to_string())?;
-        let module = dev.context().load_module(Ptx::from_src(NV12_TO_RGBA_PTX)).map_err(|e| e.to_string())?;
-        let kernel = module.load_function("nv12_to_rgba").map_err(|e| e.to_string())?;
+        let kernel = Nv12ToRgba::load(&dev).map_err(|e| e.to_string())?;
         let rgba = stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
         let sums = stream.alloc_zeros::<u64>(a.frames.max(1) as usize).map_err(|e| e.to_string())?;
-        let (y_pitch, uv_off, uv_pitch) = (
-            layout.planes[0].pitch,
-            layout.planes[1].offset - layout.planes[0].offset,
-            layout.planes[1].pitch,
-        );
         let fds = open_fds();
         let free_set_up = free(&dev);
         let mut seqs = Vec::new();
@@ -223,28 +216,13 @@ mod gpu {
                 return Err(format!("more than the {} frames announced", a.frames));
             }
             present.wait(&stream, f.present_fence(), MemSync::Auto).map_err(|e| e.to_string())?;
-            let src = mapped[f.slot()].1.device_address() + layout.planes[0].offset;
+            let src = mapped[f.slot()].1.device_address();
             let (dst, _g1) = rgba.device_ptr(&stream);
             let (sum0, _g2) = sums.device_ptr(&stream);
             let sum = sum0 + 8 * t;
-            let mut b = stream.launch_builder(&kernel);
-            b.arg(&src)
-                .arg(&y_pitch)
-                .arg(&uv_off)
-                .arg(&uv_pitch)
-                .arg(&a.width)
-                .arg(&a.height)
-                .arg(&dst)
-                .arg(&sum);
-            let cfg = LaunchConfig {
-                grid_dim: (a.width.div_ceil(16), a.height.div_ceil(16), 1),
-                block_dim: (16, 16, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: `src` is the luma plane of a whole NV12 frame of this layout (chroma at
-            // `uv_off`), mapped read-only; `dst` holds w*h*4 bytes; `sum` is element t < frames
-            // of `sums`; the arguments match the kernel's parameter list.
-            unsafe { b.launch(cfg) }.map_err(|e| e.to_string())?;
+            // SAFETY: `src` is a whole NV12 frame of this layout, mapped read-only; `dst` holds
+            // w*h*4 bytes; `sum` is element t < frames of `sums`.
+            unsafe { kernel.enqueue(&stream, &layout, src, dst, sum) }.map_err(|e| e.to_string())?;
             let done = release.signal(&stream, MemSync::Auto).map_err(|e| e.to_string())?;
             seqs.push(f.sequence());
             c.release_after(f, done).map_err(|e| e.to_string())?;
@@ -259,6 +237,8 @@ mod gpu {
         let frames = seqs.len() as u64;
         let free_frames = free(&dev);
         drop((present, release, mapped, rgba, sums, c));
+        // The drops queue the CUDA destroys for the teardown thread: let them run first.
+        dev.flush_teardown(std::time::Duration::from_secs(60));
         let free_teardown = free(&dev);
         println!(
             "consumer (CUDA): device memory free {free_set_up} MiB after set-up, {free_frames} MiB after the \

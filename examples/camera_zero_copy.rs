@@ -50,7 +50,7 @@ mod test_pattern;
 mod y4m;
 
 use nv12::{tight_layout, Nv12Planes};
-use nvsci::pipeline::color::{nv12_to_rgba, yuv_to_rgb};
+use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
 use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -59,9 +59,9 @@ use std::time::{Duration, Instant};
 use test_pattern::ColourBars;
 use y4m::{Y4mClip, Y4mPlayer};
 
-/// How the converters turn Y'CbCr into RGB (`nvsci::pipeline::color`, CPU and CUDA alike).
+/// How the converters turn Y'CbCr into RGB (`nvsci::convert`, CPU and CUDA alike).
 const CONVERSION: &str = "Y'CbCr to RGB: BT.601 matrix, limited range (Y 16-235, Cb/Cr 16-240), \
-     8-bit integer arithmetic (nvsci::pipeline::color)";
+     8-bit integer arithmetic (nvsci::convert)";
 
 const HELP: &str = "\
 camera_zero_copy: a camera feeding a zero-copy frame ring, an NV12 -> RGBA converter, pictures
@@ -685,25 +685,17 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
 mod gpu {
     //! The CUDA converter (one per backend: NvSci, mock on a GPU, Vulkan) and the copy pipeline.
     use super::*;
-    use nvsci::cuda::cudarc::driver::{
-        CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
-    };
-    use nvsci::cuda::cudarc::nvrtc::Ptx;
+    use nvsci::convert::Nv12ToRgba;
+    use nvsci::cuda::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
     use nvsci::cuda::{CudaGpu, MemSync};
-    use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
     use std::sync::Arc;
 
     /// The NV12 -> RGBA kernel and its outputs: the RGBA image and one statistic per frame.
     pub struct Kernel {
-        f: CudaFunction,
+        f: Nv12ToRgba,
         pub rgba: CudaSlice<u8>,
         sums: CudaSlice<u64>,
-        w: u32,
-        h: u32,
-        y_off: u64,
-        y_pitch: u32,
-        uv_off: u64,
-        uv_pitch: u32,
+        layout: FrameLayout,
     }
 
     impl Kernel {
@@ -713,47 +705,23 @@ mod gpu {
             layout: &FrameLayout,
             plan: &Plan,
         ) -> Result<Self, String> {
-            let m = dev
-                .context()
-                .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
-                .map_err(|e| format!("PTX: {e}"))?;
-            let f = m.load_function("nv12_to_rgba").map_err(|e| e.to_string())?;
+            let f = Nv12ToRgba::load(dev).map_err(|e| format!("PTX: {e}"))?;
             let rgba = stream
                 .alloc_zeros::<u8>((plan.width * plan.height * 4) as usize)
                 .map_err(|e| e.to_string())?;
             let sums = stream.alloc_zeros::<u64>(plan.frames as usize).map_err(|e| e.to_string())?;
-            Ok(Self {
-                f,
-                rgba,
-                sums,
-                w: plan.width,
-                h: plan.height,
-                y_off: layout.planes[0].offset,
-                y_pitch: layout.planes[0].pitch,
-                uv_off: layout.planes[1].offset - layout.planes[0].offset,
-                uv_pitch: layout.planes[1].pitch,
-            })
+            Ok(Self { f, rgba, sums, layout: layout.clone() })
         }
 
         /// Enqueues the conversion of the frame at `src` (buffer start) on `stream`, its
         /// statistic going to slot `t`.
         pub fn enqueue(&mut self, stream: &CudaStream, src: u64, t: u64) -> Result<(), String> {
-            let src = src + self.y_off;
             let (dst, _g1) = self.rgba.device_ptr(stream);
             let (sums, _g2) = self.sums.device_ptr(stream);
             let sum = sums + 8 * t;
-            let mut b = stream.launch_builder(&self.f);
-            b.arg(&src).arg(&self.y_pitch).arg(&self.uv_off).arg(&self.uv_pitch).arg(&self.w).arg(&self.h);
-            b.arg(&dst).arg(&sum);
-            let cfg = LaunchConfig {
-                grid_dim: (self.w.div_ceil(16), self.h.div_ceil(16), 1),
-                block_dim: (16, 16, 1),
-                shared_mem_bytes: 0,
-            };
-            // SAFETY: `src` points to the luma plane of a whole NV12 frame of this layout (the
-            // chroma plane at `uv_off` from it); `dst` holds w*h*4 bytes; `sum` is element `t`
-            // of the statistics array (t < frames); the arguments match the kernel's list.
-            unsafe { b.launch(cfg) }.map(drop).map_err(|e| e.to_string())
+            // SAFETY: `src` is a whole NV12 frame of this layout; `dst` holds w*h*4 bytes; `sum`
+            // is element `t` of the statistics array (t < frames).
+            unsafe { self.f.enqueue(stream, &self.layout, src, dst, sum) }.map_err(|e| e.to_string())
         }
 
         /// Waits for `stream` and reads back the statistics and the RGBA image.

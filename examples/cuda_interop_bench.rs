@@ -169,8 +169,9 @@ fn semaphore_round_trip(
     })
 }
 
-/// (b): ns per import+map+unmap+destroy, crate vs raw (and raw plus the context synchronise the
-/// crate's unmap performs).
+/// (b): ns per import+map+unmap+destroy, crate vs raw (and raw plus a context synchronise before
+/// the free). The crate's destroys run on its teardown thread: the interleaved rows time the
+/// caller, the batch line after them includes the destroys (`flush_teardown`).
 fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> Res<(Row, Row)> {
     let alloc = ExportableAllocation::new(dev, 2 << 20)?;
     let size = alloc.size() as u64;
@@ -262,11 +263,45 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
             }
         }
     }
+    dev.flush_teardown(Duration::from_secs(60));
     if open_fds() != fds {
         failures.push(format!("open fds changed from {fds} to {} over the import cycles", open_fds()));
     }
     let n = (blocks * block) as f64;
     let crate_ns = t_crate.as_nanos() as f64 / n;
+    // End to end: a batch of crate cycles and the teardown thread's destroys of all of them,
+    // against the same number of raw cycles (each destroying at once).
+    let t0 = Instant::now();
+    for _ in 0..blocks * block {
+        crate_cycle(false)?;
+    }
+    let left = dev.flush_teardown(Duration::from_secs(60));
+    let t_crate_all = t0.elapsed();
+    if left != 0 {
+        failures.push(format!("{left} destroys still queued after the batch"));
+    }
+    let t0 = Instant::now();
+    for _ in 0..blocks * block {
+        raw_cycle(false, false)?;
+    }
+    let t_raw_all = t0.elapsed();
+    // One at a time: each crate cycle waits for its own destroys (as the raw cycle does).
+    let t0 = Instant::now();
+    for _ in 0..blocks * block {
+        crate_cycle(false)?;
+        dev.flush_teardown(Duration::from_secs(60));
+    }
+    let t_crate_each = t0.elapsed();
+    println!(
+        "import+map+unmap, {} cycles: raw {:.0} ns/iter; crate, destroys completed at the end of the batch {:.0} \
+         ns/iter ({:.3}x), each cycle waiting for its own destroys {:.0} ns/iter ({:.3}x)",
+        blocks * block,
+        t_raw_all.as_nanos() as f64 / n,
+        t_crate_all.as_nanos() as f64 / n,
+        t_crate_all.as_secs_f64() / t_raw_all.as_secs_f64(),
+        t_crate_each.as_nanos() as f64 / n,
+        t_crate_each.as_secs_f64() / t_raw_all.as_secs_f64()
+    );
     Ok((
         Row {
             what: format!("import+map+unmap of a VMM fd, {} MiB (N={})", size >> 20, blocks * block),
@@ -275,7 +310,8 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
             target: "-",
         },
         Row {
-            what: "  same, raw side also calling cuCtxSynchronize before cuMemFree (as the crate does)"
+            what: "  same, raw side also calling cuCtxSynchronize before cuMemFree (as the crate did before its \
+                   teardown queue)"
                 .into(),
             crate_ns,
             raw_ns: t_raw_sync.as_nanos() as f64 / n,

@@ -92,12 +92,18 @@ fn run() -> Res<()> {
     for i in 0..100 {
         cycle(i)?; // warm-up: first-use allocations of the driver and the process
     }
+    // Dropped imports are destroyed on the teardown thread: sample settled states.
+    dev.flush_teardown(Duration::from_secs(60));
     let start = sample()?;
     let t0 = Instant::now();
     for i in 0..cycles {
         cycle(i)?;
     }
     let elapsed = t0.elapsed();
+    let left = dev.flush_teardown(Duration::from_secs(60));
+    if left != 0 {
+        return Err(format!("{left} destroys still queued 60 s after the last cycle"));
+    }
     let end = sample()?;
     println!("device: {}", dev.name().map_err(e)?);
     println!(

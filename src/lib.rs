@@ -52,6 +52,7 @@
 mod attr;
 mod attr_list;
 pub mod buf;
+pub mod convert;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;

@@ -81,12 +81,14 @@ fn failed_and_successful_imports_leave_no_descriptor_behind() {
         if oversized.is_ok() { "accepted" } else { "refused" }
     );
     drop(oversized);
+    common::settle(&dev);
     let before = open_fds();
     for _ in 0..N {
         let m = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size, false)
             .unwrap();
         drop(m.map_all().unwrap());
     }
+    common::settle(&dev);
     let cycles = open_fds() as isize - before as isize;
     eprintln!("{N} export/import/map/unmap cycles: open fds changed by {cycles}");
     assert_eq!(deltas, [0; 3], "failed imports leaked descriptors (per kind, in order)");

@@ -134,11 +134,13 @@ fn thousand_import_map_drop_cycles_leak_nothing() {
     for _ in 0..5 {
         cycle();
     }
+    common::settle(&dev);
     let fds = open_fds();
     let (free, _) = dev.context().mem_get_info().unwrap();
     for _ in 0..1000 {
         cycle();
     }
+    common::settle(&dev);
     let (free_after, _) = dev.context().mem_get_info().unwrap();
     assert_eq!(open_fds(), fds, "open fds changed over 1000 cycles");
     assert_eq!(free_after, free, "device free memory changed over 1000 cycles");

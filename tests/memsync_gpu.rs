@@ -99,6 +99,7 @@ fn a_cuda_consumer_never_reads_frames_needing_coherency_without_memory_synchroni
         (20, 0),
         "a wait skipped memory synchronisation on frames needing coherency"
     );
+    common::settle(&dev); // destroys of dropped imports run on the teardown thread
     assert_eq!(memsync::imports_needing_coherency(), 0, "dropped imports still counted");
 
     // EnableGpuCache = false for the GPU: no coherency needed, the waits skip it.

@@ -40,7 +40,7 @@ fn consumers_get_read_only_views_and_layout_comes_from_attributes() {
 
 #[test]
 fn yuv_to_rgb_matches_known_values() {
-    use nvsci::pipeline::color::yuv_to_rgb;
+    use nvsci::convert::yuv_to_rgb;
     // BT.601 studio range: black, white, mid grey and the primaries' usual 8-bit encodings.
     assert_eq!(yuv_to_rgb(16, 128, 128), [0, 0, 0]);
     assert_eq!(yuv_to_rgb(235, 128, 128), [255, 255, 255]);
@@ -54,7 +54,7 @@ fn yuv_to_rgb_matches_known_values() {
 #[test]
 fn nv12_conversion_through_the_ring_matches_the_pattern() {
     use nv12_pattern::{fill_test_pattern, test_pattern, test_pattern_statistic};
-    use nvsci::pipeline::color::{nv12_to_rgba, yuv_to_rgb};
+    use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
     let (w, h) = (96u32, 64u32);
     let (mut p, mut cs) = ring(FrameFormat::Nv12 { width: w, height: h }, 2, 1, 1000).split().unwrap();
     let layout = p.layout().clone();
@@ -92,7 +92,7 @@ fn packed_layout_matches_the_mock_reconciled_layout() {
 #[test]
 fn conversion_refuses_inconsistent_layouts() {
     use nv12_pattern::fill_test_pattern;
-    use nvsci::pipeline::color::nv12_to_rgba;
+    use nvsci::convert::nv12_to_rgba;
     use nvsci::pipeline::FrameLayout;
     let good = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 32 }, 256, 4096).unwrap();
     let src = vec![0u8; good.size as usize];

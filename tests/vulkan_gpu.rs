@@ -137,6 +137,7 @@ fn ping_pong(mode: HandoffMode, frames: u64) {
     let start = Instant::now();
     for frame in 0..frames {
         if frame == 10 {
+            common::settle(&dev);
             baseline = Some((open_fds(), dev.context().mem_get_info().unwrap().0));
         }
         let content = pattern(size as usize, frame);
@@ -158,6 +159,7 @@ fn ping_pong(mode: HandoffMode, frames: u64) {
     }
     let elapsed = start.elapsed();
     stream.synchronize().unwrap();
+    common::settle(&dev);
     if let Some((fds, free)) = baseline {
         assert_eq!(open_fds(), fds, "open fds changed during the run");
         let free_now = dev.context().mem_get_info().unwrap().0;
@@ -349,11 +351,13 @@ fn import_cycles_leak_no_fds_or_memory() {
     for _ in 0..5 {
         cycle();
     }
+    common::settle(&dev);
     let fds = open_fds();
     let free = dev.context().mem_get_info().unwrap().0;
     for _ in 0..200 {
         cycle();
     }
+    common::settle(&dev);
     assert_eq!(open_fds(), fds, "open fds changed over 200 import cycles");
     let free_now = dev.context().mem_get_info().unwrap().0;
     assert!(

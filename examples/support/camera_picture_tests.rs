@@ -13,6 +13,16 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 fn assert_ledger_clean(what: &str) {
+    // Dropped CUDA imports are destroyed on the teardown thread once their work finished: wait
+    // for that before counting.
+    #[cfg(feature = "cuda")]
+    if let Ok(dev) = nvsci::cuda::CudaGpu::open(0) {
+        assert_eq!(
+            dev.flush_teardown(std::time::Duration::from_secs(60)),
+            0,
+            "{what}: destroys still queued"
+        );
+    }
     assert_eq!(
         nvsci_mock::global_ledger().counts(),
         nvsci_mock::HandleCounts::default(),
@@ -383,7 +393,7 @@ fn clip_rgba(w: u32, h: u32, k: u64, mono: bool) -> Vec<u8> {
         for x in 0..w {
             let c = (row / 2) * (w / 2) + x / 2;
             let (cb, cr) = if mono { (128, 128) } else { (u[c], v[c]) };
-            out.extend(nvsci::pipeline::color::yuv_to_rgb(y[row * w + x], cb, cr));
+            out.extend(nvsci::convert::yuv_to_rgb(y[row * w + x], cb, cr));
             out.push(255);
         }
     }

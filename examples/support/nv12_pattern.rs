@@ -5,7 +5,7 @@
 //! exercised; chroma depends only on the 2x2 block, as in real 4:2:0 data. (The camera example
 //! shows colour bars instead, whose converted colours are known: `test_pattern.rs`.)
 
-use nvsci::pipeline::color::yuv_to_rgb;
+use nvsci::convert::yuv_to_rgb;
 use nvsci::pipeline::FrameLayout;
 
 /// `(y, u, v)` of pixel `(x, row)` in frame `t`.

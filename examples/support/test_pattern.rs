@@ -2,7 +2,7 @@
 //! drawn into every frame.
 //!
 //! Colour: BT.601 matrix, limited ("studio") range: Y 16 to 235, Cb and Cr 16 to 240 around 128.
-//! That is what the crate's converters implement (`nvsci::pipeline::color`, the CPU reference and
+//! That is what the crate's converters implement (`nvsci::convert`, the CPU reference and
 //! the CUDA kernel), so the converted bars have known RGB values.
 //!
 //! Layout of a `w` x `h` frame (every edge on an even row and column, so each 2x2 chroma block

@@ -6,7 +6,7 @@ mod common;
 
 use common::Input;
 use libfuzzer_sys::fuzz_target;
-use nvsci::pipeline::color::nv12_to_rgba;
+use nvsci::convert::nv12_to_rgba;
 use nvsci::pipeline::{FrameFormat, FrameLayout};
 
 fuzz_target!(|data: &[u8]| {

@@ -14,14 +14,26 @@ const FILL_SIGNAL: i32 = 1;
 /// `flags` bit of [`sync_attr_list_fill_gpu`]: the GPU waits (`CUDA_NVSCISYNC_ATTR_WAIT`).
 const FILL_WAIT: i32 = 2;
 
-/// The table of the four entry points.
+/// The table of the entry points.
 pub(crate) fn fns() -> NvSciHostGpuFns {
     NvSciHostGpuFns {
         BufObjGetHostMemory: Some(buf_obj_get_host_memory),
         SyncObjGetCounter: Some(sync_obj_get_counter),
         SyncObjGenerateEngineFence: Some(sync_obj_generate_engine_fence),
         SyncAttrListFillGpu: Some(sync_attr_list_fill_gpu),
+        SyncCounterNotify: Some(sync_counter_notify),
     }
+}
+
+/// Wakes the CPU waiters of the counter at `counter` (see `SyncCounterNotifyFn`). A NULL
+/// address is ignored.
+unsafe extern "C" fn sync_counter_notify(counter: *mut c_void) {
+    if counter.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes the address of a live counter of this mock (the entry point's
+    // contract); the wake words lie in the same page.
+    unsafe { sync::counter::notify_at(counter.cast()) }
 }
 
 unsafe extern "C" fn buf_obj_get_host_memory(

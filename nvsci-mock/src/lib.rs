@@ -84,13 +84,16 @@
 //!   that fails, 64 KiB, the largest aarch64 page size). `BufObjGetHostMemory` writes that base
 //!   and rounded size, the same for every duplicate; memory is zeroed on allocation. NULL
 //!   arguments or a handle that is not a buffer object are `BadParameter`.
-//! * Counter: each sync object's primitive is a 64-bit counter alone in its own page-aligned page,
-//!   freed with the last handle or fence of the object. `SyncObjGetCounter` writes its address.
-//!   A GPU stream may wait on it (`cuStreamWaitValue64`, greater-or-equal) and store fence values
-//!   into it (`cuStreamWriteValue64`) without telling the mock; every access must be an aligned
-//!   64-bit atomic one. `NvSciSyncFenceWait` therefore wakes at once for CPU signals and also
-//!   re-reads the counter after pauses of 20 µs doubling up to 1 ms, so an engine signal is seen
-//!   within about a millisecond; the timeout is respected.
+//! * Counter: each sync object's primitive is a 64-bit counter at the start of its own
+//!   page-aligned page (followed by the words CPU waiters sleep on), freed with the last handle or
+//!   fence of the object. `SyncObjGetCounter` writes its address. A GPU stream may wait on it
+//!   (`cuStreamWaitValue64`, greater-or-equal) and store fence values into it
+//!   (`cuStreamWriteValue64`); every access must be an aligned 64-bit atomic one. A store is
+//!   followed by `SyncCounterNotify` (a CUDA host function) to wake sleeping waiters.
+//!   `NvSciSyncFenceWait` spins on the counter for 30 µs, then sleeps on a futex in the page
+//!   (shared with every process the object is exported to), which CPU signals and
+//!   `SyncCounterNotify` wake; it also re-reads the counter at least every 2 ms, so a store
+//!   nobody notifies is still seen; the timeout is respected.
 //! * `SyncObjGenerateEngineFence`: for an object whose signaler is not the CPU, reserves the next
 //!   value (`Overflow` past `MaxPrimitiveValue`) and writes its fence exactly as
 //!   `NvSciSyncObjGenerateFence` does for a CPU signaler; a CPU-signaled object or NULL is

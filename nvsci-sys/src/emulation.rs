@@ -34,6 +34,13 @@ pub type SyncObjGetCounterFn = unsafe extern "C" fn(obj: NvSciSyncObj, counter: 
 pub type SyncObjGenerateEngineFenceFn =
     unsafe extern "C" fn(obj: NvSciSyncObj, fence: *mut NvSciSyncFence) -> NvSciError;
 
+/// Tells CPU waiters that a GPU stream stored into the counter at `counter` (an address
+/// `SyncObjGetCounter` handed out, of an object still alive), so that a sleeping wait wakes at
+/// once instead of at its next look. The signature is CUDA's `CUhostFn`: a binding enqueues it
+/// with `cuLaunchHostFunc` (user data: the counter's address) after the stream's store. Never
+/// fails; it must not call CUDA (host functions may not).
+pub type SyncCounterNotifyFn = unsafe extern "C" fn(counter: *mut c_void);
+
 /// Fills an unreconciled sync attribute list for the GPU `gpu`, as
 /// `cuDeviceGetNvSciSyncAttributes` does on Tegra: `flags` is `1` (signal), `2` (wait) or `3`
 /// (both), the values of `CUDA_NVSCISYNC_ATTR_SIGNAL` / `CUDA_NVSCISYNC_ATTR_WAIT`.
@@ -51,6 +58,9 @@ pub struct NvSciHostGpuFns {
     pub SyncObjGenerateEngineFence: Option<SyncObjGenerateEngineFenceFn>,
     /// See [`SyncAttrListFillGpuFn`].
     pub SyncAttrListFillGpu: Option<SyncAttrListFillGpuFn>,
+    /// See [`SyncCounterNotifyFn`]. Optional: without it, CPU waits see a stream's store at their
+    /// next look at the counter (the emulation's own latency bound).
+    pub SyncCounterNotify: Option<SyncCounterNotifyFn>,
 }
 
 impl NvSciHostGpuFns {
@@ -60,6 +70,7 @@ impl NvSciHostGpuFns {
         SyncObjGetCounter: None,
         SyncObjGenerateEngineFence: None,
         SyncAttrListFillGpu: None,
+        SyncCounterNotify: None,
     };
 
     /// Whether every entry point is present (the implementation's objects can reach a GPU).

@@ -4,19 +4,18 @@ use super::driver::driver_present;
 use super::result::from_driver;
 use crate::buf::GpuId;
 use crate::error::{Error, Result};
-use cudarc::driver::{sys, CudaContext, CudaStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a destroy waits for the context's queued work before it leaks the object instead
-/// (a stream may wait on a fence that never expires).
+/// How long a dropped import, mapping or semaphore waits for the work that used it before it is
+/// leaked instead of destroyed (a stream may wait on a fence that never expires).
 pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A CUDA GPU as this crate uses it: a cudarc [`CudaContext`] (the device's primary context
 /// when opened here, or the caller's own, adopted with [`from_context`](Self::from_context)),
-/// the device's UUID as an NvSci [`GpuId`], and the bookkeeping that lets imports be destroyed
-/// without hanging.
+/// and the device's UUID as an NvSci [`GpuId`]. Imports made with it are destroyed after the
+/// work that used them, off the dropping thread (see [`flush_teardown`](Self::flush_teardown)).
 ///
 /// This is not cudarc's `CudaDevice` (cudarc before 0.12): cudarc now splits that into
 /// [`CudaContext`] and [`CudaStream`], and both are used as they are. Work is enqueued on the
@@ -40,9 +39,6 @@ pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct CudaGpu {
     ctx: Arc<CudaContext>,
     gpu_id: GpuId,
-    /// Set while a context synchronisation started by a destroy has not returned within
-    /// [`DESTROY_TIMEOUT`]; later destroys leak at once instead of waiting again.
-    stuck: Arc<AtomicBool>,
 }
 
 /// The former name of [`CudaGpu`], kept so that code written against it still builds.
@@ -92,7 +88,7 @@ impl CudaGpu {
             *d = *s as u8;
         }
         log::debug!("CUDA device {} adopted for interop (context {:?})", ctx.ordinal(), ctx.cu_ctx());
-        Ok(Self { ctx, gpu_id: GpuId(id), stuck: Arc::new(AtomicBool::new(false)) })
+        Ok(Self { ctx, gpu_id: GpuId(id) })
     }
 
     /// The device UUID as an NvSci GPU id (what goes into `GpuId` attributes).
@@ -116,69 +112,25 @@ impl CudaGpu {
         self.ctx.name().map_err(|e| from_driver("cuDeviceGetName", e))
     }
 
-    /// Runs a driver destroy/free call once all work queued on the context has finished, so
-    /// nothing still in flight uses what is destroyed. Never panics and never hangs: the wait
-    /// for queued work is bounded by [`DESTROY_TIMEOUT`] (a stream waiting on a fence that never
-    /// expires would otherwise block forever); past it, or when the destroy call fails, nothing
-    /// is destroyed and the caller leaks whatever the driver object refers to. Returns whether
-    /// the driver object was destroyed.
-    pub(crate) fn destroy_when_idle(
-        &self,
-        what: &'static str,
-        destroy: impl FnOnce() -> sys::CUresult,
-    ) -> bool {
-        if let Err(e) = self.bind() {
-            log::warn!("cannot bind the CUDA context to run {what}: {e}; leaking it");
-            return false;
-        }
-        if !self.synchronize_bounded(what) {
-            return false;
-        }
-        let r = destroy();
-        if r != sys::CUresult::CUDA_SUCCESS {
-            log::warn!("{what} failed: {r:?}");
-            return false;
-        }
-        true
+    /// Queues `destroy` (a driver destroy/free call and whatever must outlive it) to run once the
+    /// work queued on the context before this call has finished; see the `teardown` module.
+    /// Never blocks.
+    pub(crate) fn destroy_after_work(&self, what: &'static str, destroy: impl FnOnce() + Send + 'static) {
+        super::teardown::destroy_after_work(&self.ctx, what, destroy);
     }
 
-    /// Synchronises the context on a helper thread, waiting at most [`DESTROY_TIMEOUT`].
-    fn synchronize_bounded(&self, what: &'static str) -> bool {
-        if self.stuck.load(Ordering::Acquire) {
-            log::error!("queued CUDA work did not finish earlier; leaking what {what} would destroy");
-            return false;
-        }
-        let (tx, rx) = std::sync::mpsc::channel();
-        let (ctx, stuck) = (self.ctx.clone(), self.stuck.clone());
-        let spawned = std::thread::Builder::new().name("nvsci-cuda-drain".into()).spawn(move || {
-            let r = ctx.bind_to_thread().and_then(|_| ctx.synchronize());
-            let _ = tx.send(r);
-            stuck.store(false, Ordering::Release); // after the send: see the timeout arm
-        });
-        if spawned.is_err() {
-            // No thread: synchronise here (unbounded, as the driver offers no timeout).
-            return self.ctx.synchronize().is_ok();
-        }
-        match rx.recv_timeout(DESTROY_TIMEOUT) {
-            Ok(Ok(())) => true,
-            Ok(Err(e)) => {
-                log::warn!("context synchronise before {what} failed: {e}");
-                true
-            }
-            Err(_) => {
-                self.stuck.store(true, Ordering::Release);
-                // The drain thread clears the flag after sending; if it sent in the meantime,
-                // its clear may have come before the store above.
-                if rx.try_recv().is_ok() {
-                    self.stuck.store(false, Ordering::Release);
-                }
-                log::error!(
-                    "queued CUDA work did not finish within {DESTROY_TIMEOUT:?} (a stream waits on a fence that \
-                     never expired?); leaking what {what} would destroy"
-                );
-                false
-            }
-        }
+    /// Destroys of this context's imports, mappings and semaphores that were dropped and are
+    /// still waiting for the work that used them (or for the teardown thread).
+    pub fn pending_teardown(&self) -> usize {
+        super::teardown::pending(&self.ctx)
+    }
+
+    /// Waits until every dropped import, mapping and semaphore of this context has been
+    /// destroyed (or leaked past [`DESTROY_TIMEOUT`]), at most `timeout`, and returns how many
+    /// are still queued (0 once flushed). Call it before tearing a context down when nothing of
+    /// it may outlive that point; `Drop` never waits.
+    pub fn flush_teardown(&self, timeout: Duration) -> usize {
+        super::teardown::flush(&self.ctx, timeout)
     }
 
     /// Whether `stream` belongs to this GPU's context (and so may be passed to the calls that

@@ -10,6 +10,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
+use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
 use std::sync::Mutex;
@@ -83,6 +84,11 @@ impl HostRegistration {
         Ok(me)
     }
 
+    /// The host address of the range's first byte.
+    pub(crate) fn host_ptr(&self) -> *mut core::ffi::c_void {
+        self.base as *mut core::ffi::c_void
+    }
+
     /// The device address of the range's first byte in the registering device's context.
     pub(crate) fn device_ptr(&self) -> sys::CUdeviceptr {
         self.device_ptr
@@ -91,27 +97,33 @@ impl HostRegistration {
 
 impl Drop for HostRegistration {
     fn drop(&mut self) {
-        // The table stays locked through the unregistration, so no other import registers the
-        // range while it is being unregistered.
-        let mut t = table();
-        let Some(i) = t.iter().position(|e| e.0 == self.base) else { return };
-        t[i].2 -= 1;
-        if t[i].2 > 0 {
-            return;
-        }
-        let base = self.base as *mut core::ffi::c_void;
-        // SAFETY: the range was registered by this table and its last user is gone; queued work
-        // that may still touch it has finished (destroy_when_idle synchronises first).
-        let done =
-            self.dev.destroy_when_idle("cuMemHostUnregister", || unsafe { sys::cuMemHostUnregister(base) });
-        if done {
-            t.swap_remove(i);
-        } else {
-            // The driver still has the pages locked: never free memory under it. The range stays
-            // in the table, registered for good, so a later import of it is counted, not
-            // registered twice.
-            t[i].2 = 1;
-            std::mem::forget(self.owner.take());
-        }
+        let base = self.base;
+        let owner = self.owner.take();
+        // Unregistered on the teardown thread once the work queued before the drop finished.
+        self.dev.destroy_after_work("cuMemHostUnregister", move || {
+            // The table stays locked through the unregistration, so no other import registers
+            // the range while it is being unregistered.
+            let mut t = table();
+            let Some(i) = t.iter().position(|e| e.0 == base) else { return };
+            t[i].2 -= 1;
+            if t[i].2 > 0 {
+                drop(owner); // another user keeps the range (and its own owner) registered
+                return;
+            }
+            // SAFETY: the range was registered by this table and its last user is gone; work
+            // that used it has finished (the teardown queue waited for it).
+            let r = unsafe { sys::cuMemHostUnregister(base as *mut core::ffi::c_void) };
+            if succeeded("cuMemHostUnregister", r) {
+                t.swap_remove(i);
+                drop(t);
+                drop(owner);
+            } else {
+                // The driver still has the pages locked: never free memory under it. The range
+                // stays in the table, registered for good, so a later import of it is counted,
+                // not registered twice.
+                t[i].2 = 1;
+                std::mem::forget(owner);
+            }
+        });
     }
 }

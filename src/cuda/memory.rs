@@ -10,6 +10,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
 use super::result::check;
+use super::teardown::succeeded;
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
@@ -67,7 +68,8 @@ struct Inner {
     raw: sys::CUexternalMemory,
     size: u64,
     dev: CudaGpu,
-    source: Source,
+    /// `None` only once the drop has handed it to the teardown queue.
+    source: Option<Source>,
 }
 
 // SAFETY: a CUexternalMemory handle is usable from any thread that binds its context (done
@@ -78,20 +80,28 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let raw = self.raw;
-        if raw.is_null() {
-            return; // host memory: the registration unregisters (or leaks) on its own drop
-        }
-        // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive; the
-        // handle is destroyed once, before the NvSciBuf object (a later field) is freed.
-        let destroyed = self
-            .dev
-            .destroy_when_idle("cuDestroyExternalMemory", || unsafe { sys::cuDestroyExternalMemory(raw) });
-        if !destroyed && matches!(self.source, Source::NvSciBuf { .. }) {
-            // CUDA still refers to the object: freeing it now would be undefined behaviour (the
-            // coherency count stays raised with it, which only makes `MemSync::Auto` safer).
-            std::mem::forget(std::mem::replace(&mut self.source, Source::Fd { dedicated: false }));
-        }
+        let raw = self.raw as usize;
+        let source = self.source.take();
+        self.dev.destroy_after_work("cuDestroyExternalMemory", move || {
+            if raw == 0 {
+                // Host memory: the registration unregisters (or leaks) on its own drop, now that
+                // the work that used the import has finished.
+                drop(source);
+                return;
+            }
+            // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive, and
+            // the work that used the import has finished; the handle is destroyed once, before
+            // the NvSciBuf object it came from is freed.
+            let r = unsafe { sys::cuDestroyExternalMemory(raw as sys::CUexternalMemory) };
+            if succeeded("cuDestroyExternalMemory", r) || !matches!(source, Some(Source::NvSciBuf { .. })) {
+                drop(source);
+            } else {
+                // CUDA still refers to the object: freeing it now would be undefined behaviour
+                // (the coherency count stays raised with it, which only makes `MemSync::Auto`
+                // safer).
+                std::mem::forget(source);
+            }
+        });
     }
 }
 
@@ -221,7 +231,10 @@ impl<A: Access> ExternalMemory<A> {
     }
 
     fn wrap(raw: sys::CUexternalMemory, size: u64, dev: &CudaGpu, source: Source) -> Self {
-        Self { inner: Arc::new(Inner { raw, size, dev: dev.clone(), source }), _access: PhantomData }
+        Self {
+            inner: Arc::new(Inner { raw, size, dev: dev.clone(), source: Some(source) }),
+            _access: PhantomData,
+        }
     }
 
     /// Imported size in bytes.
@@ -238,7 +251,7 @@ impl<A: Access> ExternalMemory<A> {
             ));
         }
         self.inner.dev.bind()?;
-        if let Source::HostMemory { reg, .. } = &self.inner.source {
+        if let Some(Source::HostMemory { reg, .. }) = &self.inner.source {
             return Ok(MappedBuffer {
                 ptr: reg.device_ptr() + offset,
                 len: len as usize,
@@ -311,7 +324,8 @@ impl<A: Access> ExternalMemory<A> {
     /// # Ok(()) }
     /// ```
     pub fn map_plane(&self, plane: &PlaneLayout, flags: u32) -> Result<MappedArray<A>> {
-        if let Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. } = &self.inner.source {
+        if let Some(Source::NvSciBuf { layout, .. } | Source::HostMemory { layout, .. }) = &self.inner.source
+        {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",
@@ -422,13 +436,13 @@ impl<A: Access> ExternalMemory<A> {
                 format!("{} levels; a {}x{} array has 1 to {full_chain}", a.levels, a.width, a.height),
             ));
         }
-        if matches!(self.inner.source, Source::HostMemory { .. }) {
+        if matches!(self.inner.source, Some(Source::HostMemory { .. })) {
             return Err(Error::Unsupported {
                 what: "mapping host-memory NvSciBuf objects as CUDA arrays",
                 reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",
             });
         }
-        if matches!(self.inner.source, Source::NvSciBuf { .. }) && a.levels != 1 {
+        if matches!(self.inner.source, Some(Source::NvSciBuf { .. })) && a.levels != 1 {
             return Err(invalid(
                 "array.levels",
                 format!(
@@ -443,7 +457,7 @@ impl<A: Access> ExternalMemory<A> {
         // and reads back correctly, H100). It bounds arrays carved out of linear memory; memory
         // that belongs to one image (a dedicated allocation, an NvSciBuf image laid out for this
         // GPU) already has the size its layout needs.
-        let carved = matches!(self.inner.source, Source::Fd { dedicated: false });
+        let carved = matches!(self.inner.source, Some(Source::Fd { dedicated: false }));
         let footprint = if carved { self.inner.dev.array_footprint(&a)? } else { None };
         if let Some(f) = footprint {
             if a.offset.checked_add(f.size).is_none_or(|end| end > self.inner.size) {
@@ -548,15 +562,17 @@ pub struct MappedBuffer<A: Access = ReadWrite> {
 impl<A: Access> Drop for MappedBuffer<A> {
     fn drop(&mut self) {
         if !self.owned {
-            return;
+            return; // host memory: the import's own teardown covers it
         }
         let ptr = self.ptr;
-        // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
-        // cuMemFree, as the driver documents, after all queued work finished.
-        self.mem
-            .inner
-            .dev
-            .destroy_when_idle("cuMemFree of a mapped buffer", || unsafe { sys::cuMemFree_v2(ptr) });
+        let mem = self.mem.clone(); // the import outlives the mapping's release
+        let dev = self.mem.inner.dev.clone();
+        dev.destroy_after_work("cuMemFree of a mapped buffer", move || {
+            // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
+            // cuMemFree, as the driver documents, after the work that used it finished.
+            succeeded("cuMemFree of a mapped buffer", unsafe { sys::cuMemFree_v2(ptr) });
+            drop(mem);
+        });
     }
 }
 
@@ -567,7 +583,9 @@ impl<A: Access> std::fmt::Debug for MappedBuffer<A> {
 }
 
 impl<A: Access> MappedBuffer<A> {
-    /// The device address (valid while `self` lives).
+    /// The device address (valid while `self` lives). Work the application enqueues with it on
+    /// any stream of the context is covered by the teardown: the mapping is freed, off the
+    /// dropping thread, only once the work queued on the context before the drop has finished.
     pub fn device_address(&self) -> sys::CUdeviceptr {
         self.ptr
     }
@@ -610,13 +628,17 @@ pub struct MappedArray<A: Access = ReadWrite> {
 
 impl<A: Access> Drop for MappedArray<A> {
     fn drop(&mut self) {
-        let raw = self.raw;
-        // SAFETY: destroyed once, as documented for arrays from
-        // cuExternalMemoryGetMappedMipmappedArray, after all queued work finished.
-        self.mem
-            .inner
-            .dev
-            .destroy_when_idle("cuMipmappedArrayDestroy", || unsafe { sys::cuMipmappedArrayDestroy(raw) });
+        let raw = self.raw as usize;
+        let mem = self.mem.clone(); // the import outlives the array's destroy
+        let dev = self.mem.inner.dev.clone();
+        dev.destroy_after_work("cuMipmappedArrayDestroy", move || {
+            // SAFETY: destroyed once, as documented for arrays from
+            // cuExternalMemoryGetMappedMipmappedArray, after the work that used it finished.
+            succeeded("cuMipmappedArrayDestroy", unsafe {
+                sys::cuMipmappedArrayDestroy(raw as sys::CUmipmappedArray)
+            });
+            drop(mem);
+        });
     }
 }
 

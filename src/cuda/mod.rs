@@ -61,6 +61,7 @@ pub mod memsync;
 mod result;
 mod semaphore;
 mod sync_attrs;
+mod teardown;
 mod vmm;
 
 #[cfg(feature = "vulkan")]
@@ -82,6 +83,7 @@ pub use memory::{
     ReadWrite,
 };
 pub use memsync::MemSync;
+pub(crate) use result::from_driver;
 pub use result::CUDA_ERROR_NOT_SUPPORTED;
 pub use semaphore::{CudaSemaphore, CudaSyncObj, SemaphoreKind};
 pub use sync_attrs::{

@@ -5,6 +5,7 @@ use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::check;
+use super::teardown::succeeded;
 use crate::error::{Error, Result};
 use crate::sync::{CpuWaitContext, Fence, SyncObj};
 use crate::GpuInterop;
@@ -48,16 +49,19 @@ unsafe impl Sync for Raw {}
 
 impl Drop for Raw {
     fn drop(&mut self) {
-        let raw = self.raw;
-        // SAFETY: destroyed once, after queued signals and waits finished and before the
-        // NvSciSync object it came from is released.
-        let destroyed = self.dev.destroy_when_idle("cuDestroyExternalSemaphore", || unsafe {
-            sys::cuDestroyExternalSemaphore(raw)
+        let raw = self.raw as usize;
+        let keep = self.keep.take();
+        self.dev.destroy_after_work("cuDestroyExternalSemaphore", move || {
+            // SAFETY: destroyed once, after the signals and waits queued on it finished and
+            // before the NvSciSync object it came from is released.
+            let r = unsafe { sys::cuDestroyExternalSemaphore(raw as sys::CUexternalSemaphore) };
+            if succeeded("cuDestroyExternalSemaphore", r) {
+                drop(keep);
+            } else {
+                // CUDA still refers to the sync object: keep it alive rather than free it.
+                std::mem::forget(keep);
+            }
         });
-        if !destroyed {
-            // CUDA still refers to the sync object: keep it alive rather than free it.
-            std::mem::forget(self.keep.take());
-        }
     }
 }
 
@@ -143,6 +147,71 @@ pub struct CudaSyncObj {
     /// For objects whose waiters require timestamps: a CPU wait context and the last fence
     /// signalled from CUDA (the driver allows one outstanding timestamp fence per object).
     timestamps: Option<std::sync::Mutex<(CpuWaitContext, Fence)>>,
+    /// Host-memory objects whose implementation offers `SyncCounterNotify`: how a signal wakes
+    /// sleeping CPU waiters.
+    notifier: Option<Notifier>,
+}
+
+/// Wakes the CPU waiters of a host counter after a stream's store, without holding up the
+/// stream: the store's stream records `event`, the object's own `stream` waits for it and runs
+/// the implementation's `SyncCounterNotify` as a host function (`cuLaunchHostFunc`), so the
+/// signalling stream never waits for the host function.
+struct Notifier {
+    stream: sys::CUstream,
+    event: sys::CUevent,
+    notify: nvsci_sys::emulation::SyncCounterNotifyFn,
+    /// Serialises record / wait / launch (the event is re-recorded by each signal).
+    order: std::sync::Mutex<()>,
+}
+
+// SAFETY: plain driver handles, used only after binding their context; the function pointer is
+// thread-safe by its contract.
+unsafe impl Send for Notifier {}
+// SAFETY: as above; the calls that use the event are serialised by `order`.
+unsafe impl Sync for Notifier {}
+
+impl Notifier {
+    fn new(notify: nvsci_sys::emulation::SyncCounterNotifyFn) -> Result<Self> {
+        let mut stream = core::ptr::null_mut();
+        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
+        // SAFETY: valid out-pointer; the context is bound by the caller.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
+        let mut event = core::ptr::null_mut();
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: valid out-pointer; the context is bound by the caller.
+        let r = check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, flags) });
+        if let Err(e) = r {
+            // SAFETY: created above, unused.
+            unsafe { sys::cuStreamDestroy_v2(stream) };
+            return Err(e);
+        }
+        Ok(Self { stream, event, notify, order: std::sync::Mutex::new(()) })
+    }
+
+    /// Enqueues the wake-up of `counter`'s waiters after the work queued on `after` so far.
+    fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void) -> Result<()> {
+        let _g = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the event and both streams are alive and belong to the bound context.
+        check("cuEventRecord", unsafe { sys::cuEventRecord(self.event, after) })?;
+        // SAFETY: as above.
+        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.stream, self.event, 0) })?;
+        // SAFETY: `notify` has CUDA's host-function signature and makes no CUDA call; `counter`
+        // is the object's counter, which stays allocated until the work on `self.stream` has
+        // completed (the registration's destroy waits for the context's work queued before it).
+        check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(self.stream, Some(self.notify), counter) })?;
+        Ok(())
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        // SAFETY: destroyed once; the driver releases a stream or event with pending work once
+        // that work completes, without blocking.
+        unsafe {
+            sys::cuEventDestroy_v2(self.event);
+            sys::cuStreamDestroy_v2(self.stream);
+        }
+    }
 }
 
 impl std::fmt::Debug for CudaSyncObj {
@@ -155,6 +224,7 @@ impl CudaSyncObj {
     /// Imports a sync object whose list was filled with CUDA's attributes
     /// ([`fill_sync_attrs`](super::fill_sync_attrs)). The import holds the object.
     pub fn import(dev: &CudaGpu, obj: &SyncObj) -> Result<Self> {
+        let mut notifier = None;
         let handle = if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             require_stream_mem_ops()?;
             let counter = obj.host_counter()?.ok_or(Error::Unsupported {
@@ -164,6 +234,10 @@ impl CudaSyncObj {
             // SAFETY: the counter lives as long as any clone of the object; the registration
             // owns one.
             let reg = unsafe { HostRegistration::new(dev, counter.cast(), 8, Box::new(obj.clone())) }?;
+            notifier = match obj.module().library().host_gpu().SyncCounterNotify {
+                Some(f) => Some(Notifier::new(f)?),
+                None => None,
+            };
             SyncHandle::Counter(reg)
         } else {
             let mut raw = import(dev, &desc::nvscisync_semaphore(obj.as_raw() as *const _), true)?;
@@ -176,7 +250,7 @@ impl CudaSyncObj {
             } else {
                 None
             };
-        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps })
+        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps, notifier })
     }
 
     /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
@@ -242,15 +316,22 @@ impl CudaSyncObj {
                 let (_, value) = fence.id_value()?;
                 self.dev.bind()?;
                 // SAFETY: the counter is page-locked and mapped (the registration is alive while
-                // `self` is, and `self` outlives queued work: its drop synchronises); flags 0 keep
+                // `self` is, and its destroy waits for the work queued before it); flags 0 keep
                 // the memory barrier that orders earlier work before the write.
                 let r = check("cuStreamWriteValue64", unsafe {
                     stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0)
                 });
                 if r.is_err() {
                     fence.clear(); // never hand out a fence nothing will signal
+                    return r;
                 }
-                r
+                if let Some(n) = &self.notifier {
+                    // Without the wake-up, CPU waits still see the store at their next look.
+                    if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr()) {
+                        log::warn!("cannot enqueue the CPU waiters' wake-up after a signal: {e}");
+                    }
+                }
+                Ok(())
             }
         }
     }
@@ -297,8 +378,8 @@ impl CudaSyncObj {
                 let (_, value) = fence.id_value()?;
                 self.dev.bind()?;
                 let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-                // SAFETY: the counter is page-locked and mapped while `self` lives, and `self`
-                // outlives the queued wait (its drop synchronises before unregistering).
+                // SAFETY: the counter is page-locked and mapped while `self` lives, and the
+                // unregistration waits for the work queued before the drop.
                 check("cuStreamWaitValue64", unsafe {
                     stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq)
                 })

@@ -4,6 +4,7 @@
 
 use super::device::CudaGpu;
 use super::result::check;
+use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -137,7 +138,8 @@ impl ExportableAllocation {
         self.size
     }
 
-    /// The device address.
+    /// The device address (valid while `self` lives; the release waits, off the dropping
+    /// thread, for the work queued on the context before the drop).
     pub fn device_address(&self) -> sys::CUdeviceptr {
         self.ptr
     }
@@ -146,10 +148,11 @@ impl ExportableAllocation {
 impl Drop for ExportableAllocation {
     fn drop(&mut self) {
         let (ptr, reserved, mapped, handle) = (self.ptr, self.reserved, self.mapped, self.handle);
-        self.dev.destroy_when_idle("releasing an exportable allocation", || {
+        let what = "releasing an exportable allocation";
+        self.dev.destroy_after_work(what, move || {
             // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in
-            // reverse order, after all queued work finished. Exported fds keep the physical
-            // memory alive on their own, as the driver documents.
+            // reverse order, after the work that used the allocation finished. Exported fds keep
+            // the physical memory alive on their own, as the driver documents.
             unsafe {
                 let unmap = if mapped { sys::cuMemUnmap(ptr, reserved) } else { sys::CUresult::CUDA_SUCCESS };
                 let free = if reserved != 0 {
@@ -158,10 +161,9 @@ impl Drop for ExportableAllocation {
                     sys::CUresult::CUDA_SUCCESS
                 };
                 let release = handle.map_or(sys::CUresult::CUDA_SUCCESS, |h| sys::cuMemRelease(h));
-                [unmap, free, release]
-                    .into_iter()
-                    .find(|r| *r != sys::CUresult::CUDA_SUCCESS)
-                    .unwrap_or(unmap)
+                for r in [unmap, free, release] {
+                    succeeded(what, r);
+                }
             }
         });
     }

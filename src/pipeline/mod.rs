@@ -26,7 +26,6 @@
 //! ```
 
 mod backend;
-pub mod color;
 mod config;
 #[cfg(feature = "cuda")]
 mod cuda;

@@ -263,9 +263,10 @@ impl Drop for TimelineSemaphore {
         }
         // SAFETY: VUID-vkDestroySemaphore-semaphore-01137: batches of this module that wait on or
         // signal the semaphore have completed (FrameProducer holds an Arc and waits for its
-        // frames when dropped; `signal`'s queue signals have executed: waited for above); CUDA
-        // imports are destroyed (and their streams synchronised) before the Vulkan semaphore they
-        // hold an Arc of.
+        // frames when dropped; `signal`'s queue signals have executed: waited for above). CUDA
+        // imports of it are dropped before the Vulkan semaphore they hold an Arc of; their
+        // destroy, queued until the CUDA work that used them completed, refers to the shared
+        // payload, not to this handle.
         unsafe { self.ctx.ash_device().destroy_semaphore(self.raw, None) };
     }
 }

@@ -83,6 +83,16 @@ pub fn gpu() -> Option<nvsci::cuda::CudaGpu> {
     }
 }
 
+/// Waits until every dropped import, mapping and semaphore of `dev`'s context has been destroyed
+/// (destroys run on the teardown thread once the work that used them finished), so that leak
+/// checks compare settled states.
+#[cfg(feature = "cuda")]
+#[allow(dead_code)]
+pub fn settle(dev: &nvsci::cuda::CudaGpu) {
+    let left = dev.flush_teardown(std::time::Duration::from_secs(60));
+    assert_eq!(left, 0, "{left} destroys still queued after 60 s");
+}
+
 /// The test kernels, shared with the examples.
 #[path = "../../examples/support/kernels.rs"]
 pub mod kernels;

@@ -288,12 +288,14 @@ pub fn engine_producer_feeds_two_engine_consumers_1000_frames(env: &Env) {
     run_frames(env, &e, &[e.clone(), e.clone()], FRAMES);
 }
 
-/// What a ring can leave behind: open fds, mock handles, device memory.
+/// What a ring can leave behind: open fds, mock handles, device memory, counted once the CUDA
+/// destroys queued by earlier drops have run.
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
 fn footprint(env: &Env) -> (usize, nvsci_mock::HandleCounts, usize) {
     #[cfg(feature = "cuda")]
     let mem = match env.dev() {
-        Some(_) => {
+        Some(dev) => {
+            super::common::settle(&dev);
             let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
             total - free
         }
@@ -429,21 +431,15 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
     #[cfg(feature = "cuda")]
     {
         use super::nv12_pattern::{fill_test_pattern, test_pattern_statistic};
-        use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
-        use nvsci::cuda::cudarc::nvrtc::Ptx;
-        use nvsci::pipeline::color::NV12_TO_RGBA_PTX;
+        use nvsci::convert::Nv12ToRgba;
+        use nvsci::cuda::cudarc::driver::DevicePtr;
         let dev = env.dev().unwrap();
         let (w, h) = (640u32, 360u32);
         let r =
             ring(env, FrameFormat::Nv12 { width: w, height: h }, config(1), &Engine::Cpu, &[env.engine()]);
         let layout = r.layout().clone();
         let (mut p, cs) = r.split().unwrap();
-        let kernel = dev
-            .context()
-            .load_module(Ptx::from_src(NV12_TO_RGBA_PTX))
-            .unwrap()
-            .load_function("nv12_to_rgba")
-            .unwrap();
+        let kernel = Nv12ToRgba::load(&dev).unwrap();
         let stream = dev.context().new_stream().unwrap();
         let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).unwrap();
         let frames = 200u64;
@@ -461,18 +457,9 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
                     let (sums_base, _b) = sums.device_ptr(s);
                     let sum = sums_base + t * 8;
                     let src = f.device_address();
-                    let (yp, uvo, uvp) =
-                        (layout.planes[0].pitch, layout.planes[1].offset, layout.planes[1].pitch);
-                    let mut b = s.launch_builder(&kernel);
-                    b.arg(&src).arg(&yp).arg(&uvo).arg(&uvp).arg(&w).arg(&h).arg(&dst).arg(&sum);
-                    let cfg = LaunchConfig {
-                        grid_dim: (w / 16, h.div_ceil(16), 1),
-                        block_dim: (16, 16, 1),
-                        shared_mem_bytes: 0,
-                    };
                     // SAFETY: the frame is a whole NV12 image of this layout; dst holds w*h RGBA
-                    // pixels and sum one u64.
-                    unsafe { b.launch(cfg) }.map(drop).map_err(gpu::cuda_err("cuLaunchKernel"))
+                    // pixels and sum one u64 (zeroed), all alive until the stream is read back.
+                    unsafe { kernel.enqueue(s, &layout, src, dst, sum) }
                 })
                 .unwrap();
         }

@@ -142,37 +142,53 @@ pub(crate) unsafe extern "C" fn wait(
     })
 }
 
-/// First pause between two looks at the counter while no CPU signal arrives.
-const POLL_FIRST: Duration = Duration::from_micros(20);
-/// Longest pause between two looks at the counter (the latency bound for engine signals).
-const POLL_MAX: Duration = Duration::from_millis(1);
+/// How long a wait first spins on the counter before it sleeps: engine -> CPU hand-offs that
+/// complete within it are seen at the latency of a spinning reader (a few microseconds on a
+/// desktop GPU), and a long wait costs at most this much CPU time before it sleeps.
+const SPIN: Duration = Duration::from_micros(30);
+/// Longest sleep between two looks at the counter: the latency bound for a store whose writer
+/// does not notify (a GPU stream whose binding enqueues no `SyncCounterNotify` after its store).
+const SLEEP_MAX: Duration = Duration::from_millis(2);
 
 /// Blocks until `core`'s counter reaches `value` (`Ok`) or `deadline` passes (`Timeout`; `None`
 /// waits forever).
 ///
-/// CPU signals change the counter under the state lock and notify the condition variable, so they
-/// wake the wait at once. An engine stores into the counter without either, so the wait also
-/// re-reads the counter after each pause, starting at [`POLL_FIRST`] and doubling up to
-/// [`POLL_MAX`].
+/// Spins for [`SPIN`] (not under Miri, whose clock makes spinning pointless), then sleeps on the
+/// counter's wake sequence ([`Counter::wait_moved`](super::counter::Counter::wait_moved)), which
+/// CPU signals and `SyncCounterNotify` advance: a signal wakes the wait at once, in this process
+/// or another that shares the object. Sleeps are bounded by [`SLEEP_MAX`] so that a store nobody
+/// notifies is still seen.
 fn wait_until(core: &SyncCore, value: u64, deadline: Option<Instant>) -> Res {
-    let mut pause = POLL_FIRST;
-    let mut st = lock(&core.state);
+    if core.counter.load() >= value {
+        return Ok(());
+    }
+    if !cfg!(miri) {
+        let start = Instant::now();
+        let spin_end = deadline.map_or(start + SPIN, |d| d.min(start + SPIN));
+        while Instant::now() < spin_end {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+            if core.counter.load() >= value {
+                return Ok(());
+            }
+        }
+    }
     loop {
         if core.counter.load() >= value {
             return Ok(());
         }
         let slice = match deadline {
-            None => pause,
+            None => SLEEP_MAX,
             Some(d) => {
                 let now = Instant::now();
                 if now >= d {
                     return Err(NvSciError_Timeout);
                 }
-                pause.min(d - now)
+                SLEEP_MAX.min(d - now)
             }
         };
-        st = core.cv.wait_timeout(st, slice).unwrap_or_else(|e| e.into_inner()).0;
-        pause = (pause * 2).min(POLL_MAX);
+        core.counter.wait_moved(value, Some(slice));
     }
 }
 

@@ -1,12 +1,13 @@
-//! NvSciSync objects: a 64-bit counter (the primitive, see [`super::counter`]) with a condition
-//! variable for CPU waits.
+//! NvSciSync objects: a 64-bit counter (the primitive, see [`super::counter`]), on which CPU
+//! waits sleep.
 //!
 //! The object state is shared by every object handle (`NvSciSyncObjDup`) and every non-cleared
 //! fence; it lives until the last of them is gone. `NvSciSyncObjGenerateFence` (CPU signaler) and
 //! `SyncObjGenerateEngineFence` (any other signaler) increment the "next" value and return a
 //! fence for it; `NvSciSyncObjSignal` advances the counter by one (never beyond the last generated
-//! fence value) and wakes waiters. An engine signaler stores fence values into the counter itself,
-//! without the mock's knowledge: CPU waits poll the counter as well as waiting for CPU signals.
+//! fence value) and wakes waiters. An engine signaler stores fence values into the counter itself
+//! and then calls `SyncCounterNotify` (or not: CPU waits also re-read the counter every few
+//! milliseconds).
 
 use super::counter::Counter;
 use super::fence;
@@ -245,7 +246,7 @@ pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
             st.stamps.push_back((value, now));
         }
         drop(st);
-        o.core.cv.notify_all();
+        o.core.counter.notify();
         Ok(())
     })
 }

@@ -6,7 +6,7 @@ use super::module::SyncModuleShared;
 use super::reconcile::SyncMeta;
 use crate::handle::Record;
 use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 
 /// Fence bookkeeping of one object (the value reached lives in [`SyncCore::counter`]).
 #[derive(Debug, Default)]
@@ -31,8 +31,6 @@ pub(crate) struct SyncCore {
     /// The primitive: the value reached.
     pub counter: Counter,
     pub state: Mutex<SyncState>,
-    /// Notified by CPU signals (engine signals are not).
-    pub cv: Condvar,
 }
 
 // SAFETY: repr(C) with the magic first.
@@ -59,7 +57,6 @@ impl SyncCore {
             meta,
             counter,
             state: Mutex::new(SyncState { next, ..SyncState::default() }),
-            cv: Condvar::new(),
         }
     }
 }
