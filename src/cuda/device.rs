@@ -8,10 +8,6 @@ use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long a dropped import, mapping or semaphore waits for the work that used it before it is
-/// leaked instead of destroyed (a stream may wait on a fence that never expires).
-pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// A CUDA GPU as this crate uses it: a cudarc [`CudaContext`] (the device's primary context
 /// when opened here, or the caller's own, adopted with [`from_context`](Self::from_context)),
 /// and the device's UUID as an NvSci [`GpuId`]. Imports made with it are destroyed after the
@@ -126,7 +122,7 @@ impl CudaGpu {
     }
 
     /// Waits until every dropped import, mapping and semaphore of this context has been
-    /// destroyed (or leaked past [`DESTROY_TIMEOUT`]), at most `timeout`, and returns how many
+    /// destroyed (or leaked past [`DESTROY_TIMEOUT`](super::DESTROY_TIMEOUT)), at most `timeout`, and returns how many
     /// are still queued (0 once flushed). Call it before tearing a context down when nothing of
     /// it may outlive that point; `Drop` never waits.
     pub fn flush_teardown(&self, timeout: Duration) -> usize {

@@ -76,7 +76,7 @@ pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as n
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
 #[allow(deprecated)]
 pub use device::CudaDevice;
-pub use device::{CudaGpu, DESTROY_TIMEOUT};
+pub use device::CudaGpu;
 pub use driver::driver_present;
 pub use memory::{
     array_format, probe_nvscibuf_import, Access, ExternalMemory, MappedArray, MappedBuffer, ReadOnly,
@@ -90,6 +90,7 @@ pub use sync_attrs::{
     fill_sync_attrs, nvsci_sync_attrs_available, probe_sync_attrs_entry, CUDA_NVSCISYNC_ATTR_SIGNAL,
     CUDA_NVSCISYNC_ATTR_WAIT,
 };
+pub use teardown::DESTROY_TIMEOUT;
 pub use vmm::ExportableAllocation;
 
 /// The cudarc crate this module is built on (same version).

@@ -21,12 +21,15 @@
 //! waits until the queue holds nothing more of a context (for example before the context itself
 //! is torn down, or before counting leaks).
 
-use super::device::DESTROY_TIMEOUT;
 use cudarc::driver::{sys, CudaContext};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+/// How long a dropped import, mapping or semaphore waits for the work that used it before it is
+/// leaked instead of destroyed (a stream may wait on a fence that never expires).
+pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Destroy = Box<dyn FnOnce() + Send>;
 
