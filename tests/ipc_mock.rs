@@ -521,3 +521,54 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_frame_counts() {
     drop(ipc);
     ledger_is_clean();
 }
+
+/// nvsciipc.h (DRIVE OS 6.0.10, `NvSciIpcDeinit`): no reference counting, and "before calling
+/// this API, the user shall ensure all existing opened endpoints are closed". Two `Ipc` values in
+/// one process share one initialisation: dropping the first while the second has connected
+/// endpoints must not de-initialise the library under them (the mock forgets every endpoint on
+/// `NvSciIpcDeinit`, as the library does, and counts a Deinit with endpoints still open).
+#[test]
+fn two_ipc_values_share_one_initialisation() {
+    let dir = ipc_dir("init", &[("i_0", "i_1")]);
+    let _g = use_dir(&dir);
+    let first = Ipc::mock().unwrap();
+    let second = Ipc::mock().unwrap();
+    let (a, b) = pair(&second, "i_0", "i_1");
+    drop(first);
+    a.write(b"still here", T).unwrap();
+    let mut buf = [0u8; 4096];
+    let n = b.read(&mut buf, T).unwrap();
+    assert_eq!(&buf[..10], b"still here");
+    assert!(n >= 10);
+    // A third value made and dropped meanwhile changes nothing either.
+    drop(Ipc::mock().unwrap());
+    b.write(b"x", T).unwrap();
+    assert!(a.read(&mut buf, T).is_ok());
+    drop((a, b, second));
+    assert_eq!(nvsci_mock::ipc::deinit_with_open_endpoints(), 0);
+    // Once the last user is gone the library is de-initialised and can start again.
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "i_0", "i_1");
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// DRIVE OS safety builds keep only `NvSciIpcCloseEndpointSafe` working (the deprecated
+/// `NvSciIpcCloseEndpoint` does nothing there; nvsciipc.h names the Safe call as the one that
+/// closes endpoints before `NvSciIpcDeinit`). With the mock in safety-build mode, an endpoint
+/// the crate dropped must be closed: opening the same name again succeeds instead of answering
+/// `NvSciError_Busy` ("the endpoint is already in use"), and nothing is left in the ledger.
+#[test]
+fn dropped_endpoints_are_closed_with_the_safe_call() {
+    let dir = ipc_dir("close", &[("c_0", "c_1")]);
+    let _g = use_dir(&dir);
+    nvsci_mock::ipc::set_safety_build(true);
+    let ipc = Ipc::mock().unwrap();
+    let a = IpcEndpoint::open(&ipc, "c_0").unwrap();
+    drop(a);
+    let again = IpcEndpoint::open(&ipc, "c_0");
+    nvsci_mock::ipc::set_safety_build(false);
+    let again = again.expect("the dropped endpoint is still open: closed with the deprecated call");
+    drop((again, ipc));
+    ledger_is_clean();
+}

@@ -18,7 +18,8 @@ pub struct EndpointInfo {
     pub frame_size: u32,
 }
 
-/// An open NvSciIpc endpoint (`NvSciIpcOpenEndpoint`; `NvSciIpcCloseEndpoint` on drop).
+/// An open NvSciIpc endpoint (`NvSciIpcOpenEndpoint`; `NvSciIpcCloseEndpointSafe` on drop, or
+/// `NvSciIpcCloseEndpoint` where the library lacks it).
 ///
 /// Frames are the channel's unit: each [`write`](Self::write) sends one frame of at most
 /// [`EndpointInfo::frame_size`] bytes and each [`read`](Self::read) receives one.
@@ -48,8 +49,23 @@ unsafe impl Sync for IpcEndpoint {}
 
 impl Drop for IpcEndpoint {
     fn drop(&mut self) {
-        if let Some(close) = self.ipc.0.fns.NvSciIpcCloseEndpoint {
-            // SAFETY: `raw` is our open endpoint, closed exactly once.
+        let fns = &self.ipc.0.fns;
+        // NvSciIpcCloseEndpointSafe where the library has it: the deprecated NvSciIpcCloseEndpoint
+        // does nothing in DRIVE OS safety builds, and nvsciipc.h names the Safe call as the one
+        // that closes endpoints before NvSciIpcDeinit.
+        if let Some(close) = fns.NvSciIpcCloseEndpointSafe {
+            // SAFETY: `raw` is our open endpoint, closed exactly once; `clear = false` asks for
+            // no extra clean-up of the channel.
+            let rc = unsafe { close(self.raw, false) };
+            if rc != nvsci_sys::NvSciError_Success {
+                log::warn!(
+                    "NvSciIpcCloseEndpointSafe({}) failed: {}",
+                    self.name,
+                    crate::error::NvSciError(rc)
+                );
+            }
+        } else if let Some(close) = fns.NvSciIpcCloseEndpoint {
+            // SAFETY: as above, through the older entry point (libraries without the Safe one).
             unsafe { close(self.raw) };
         }
     }

@@ -3,7 +3,18 @@
 use crate::error::{check, Result};
 use nvsci_sys::loader::NvSciIpcLibrary;
 use nvsci_sys::NvSciIpcFns;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// Users of each NvSciIpc implementation in this process, keyed by the address of its
+/// `NvSciIpcInit`. nvsciipc.h documents no reference counting: one `NvSciIpcDeinit` ends the
+/// library for the whole process, and it requires every endpoint closed first. So the first user
+/// initialises, the last one de-initialises, and any number of [`Ipc`] values (each holding its
+/// endpoints' users) share one initialisation.
+static USERS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+fn users() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+    USERS.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 pub(crate) struct IpcInner {
     pub(crate) fns: NvSciIpcFns,
@@ -14,16 +25,29 @@ pub(crate) struct IpcInner {
 
 impl Drop for IpcInner {
     fn drop(&mut self) {
+        let Some(init) = self.fns.NvSciIpcInit else { return };
+        let mut users = users();
+        let Some(i) = users.iter().position(|(k, _)| *k == init as usize) else { return };
+        users[i].1 -= 1;
+        if users[i].1 > 0 {
+            return;
+        }
+        users.swap_remove(i);
         if let Some(deinit) = self.fns.NvSciIpcDeinit {
-            // SAFETY: balances the NvSciIpcInit made when this value was created; every endpoint
-            // holds this value, so none is open any more.
+            // SAFETY: this was the last user of this implementation in the process: every
+            // endpoint holds its `Ipc`, so none is open, and the initialisation it balances
+            // succeeded (a user is counted only after a successful NvSciIpcInit). The lock is
+            // held, so no other thread initialises meanwhile.
             unsafe { deinit() };
         }
     }
 }
 
-/// An initialised NvSciIpc (`NvSciIpcInit` on creation, `NvSciIpcDeinit` when the last clone and
-/// the last endpoint opened through it are gone). Cheap to clone.
+/// An initialised NvSciIpc. Cheap to clone. `NvSciIpcInit` runs when the process's first `Ipc` of
+/// an implementation is created and `NvSciIpcDeinit` once the last one of them, with every
+/// endpoint opened through it, is gone: the library counts nothing itself and requires every
+/// endpoint of the process closed before `NvSciIpcDeinit` (nvsciipc.h), so values made
+/// independently (two libraries of one program, parallel tests) share one initialisation.
 #[derive(Clone)]
 pub struct Ipc(pub(crate) Arc<IpcInner>);
 
@@ -63,9 +87,17 @@ impl Ipc {
 
     fn init(fns: NvSciIpcFns, mock: bool, lib: Option<NvSciIpcLibrary>) -> Result<Self> {
         let init = crate::library::nvfn!(fns, NvSciIpcInit);
-        // SAFETY: NvSciIpcInit takes no arguments; it is balanced by Deinit in `IpcInner::drop`,
-        // which only runs once the init succeeded (the value is built after the check).
-        check("NvSciIpcInit", unsafe { init() })?;
+        let mut users = users();
+        match users.iter_mut().find(|(k, _)| *k == init as usize) {
+            Some((_, n)) => *n += 1,
+            None => {
+                // SAFETY: NvSciIpcInit takes no arguments. It runs for the first user of this
+                // implementation only (under the lock); `IpcInner::drop` of the last user
+                // balances it, and a user is counted only once it succeeded.
+                check("NvSciIpcInit", unsafe { init() })?;
+                users.push((init as usize, 1));
+            }
+        }
         Ok(Self(Arc::new(IpcInner { fns, mock, _lib: lib })))
     }
 

@@ -15,7 +15,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::raw::{c_char, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,17 @@ const TAG_FD: u8 = 3;
 const MAJOR: u32 = 1;
 const MINOR: u32 = 4;
 
-static INIT_COUNT: Mutex<u32> = Mutex::new(0);
+/// Whether NvSciIpc is initialised. Not a count: nvsciipc.h (DRIVE OS 6.0.10, `NvSciIpcInit` /
+/// `NvSciIpcDeinit`) documents no reference counting, so one `NvSciIpcDeinit` ends what any
+/// number of `NvSciIpcInit` calls began.
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// `NvSciIpcDeinit` calls made while endpoints were still open, which nvsciipc.h forbids
+/// ("Before calling this API, the user shall ensure all existing opened endpoints are closed by
+/// NvSciIpcCloseEndpointSafe()"); the function returns nothing, so the mock counts them.
+static DEINIT_WITH_OPEN_ENDPOINTS: AtomicU64 = AtomicU64::new(0);
+/// Safety-build behaviour: the deprecated `NvSciIpcCloseEndpoint` does nothing (DRIVE OS safety
+/// builds keep only the `*Safe` entry points working).
+static SAFETY_BUILD: AtomicBool = AtomicBool::new(false);
 static ENDPOINTS: Mutex<Option<HashMap<u64, Arc<Endpoint>>>> = Mutex::new(None);
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(0x4e53_4950_0000_0001); // "NSIP"...
 
@@ -339,11 +349,15 @@ fn registry<R>(f: impl FnOnce(&mut HashMap<u64, Arc<Endpoint>>) -> R) -> R {
 }
 
 pub(crate) fn get(h: NvSciIpcEndpoint) -> Res<Arc<Endpoint>> {
-    registry(|m| m.get(&h).cloned()).ok_or(NvSciError_BadParameter)
+    let ep = registry(|m| m.get(&h).cloned()).ok_or(NvSciError_BadParameter)?;
+    // After NvSciIpcDeinit the endpoint database is gone (nvsciipc.h: Deinit "cleans up the
+    // NvSciIpc endpoint internal database created by NvSciIpcInit()").
+    initialized()?;
+    Ok(ep)
 }
 
 fn initialized() -> Res {
-    if *lock(&INIT_COUNT) == 0 {
+    if !INITIALIZED.load(Ordering::Acquire) {
         Err(NvSciError_NotInitialized)
     } else {
         Ok(())
@@ -422,15 +436,17 @@ pub(crate) fn take_fd(h: NvSciIpcEndpoint, id: u64, timeout_us: i64) -> Res<Owne
 
 pub(crate) unsafe extern "C" fn init() -> NvSciError {
     guard("NvSciIpcInit", || {
-        *lock(&INIT_COUNT) += 1;
+        INITIALIZED.store(true, Ordering::Release);
         Ok(())
     })
 }
 
 pub(crate) unsafe extern "C" fn deinit() {
     guard_void(|| {
-        let mut n = lock(&INIT_COUNT);
-        *n = n.saturating_sub(1);
+        if registry(|m| !m.is_empty()) {
+            DEINIT_WITH_OPEN_ENDPOINTS.fetch_add(1, Ordering::Relaxed);
+        }
+        INITIALIZED.store(false, Ordering::Release);
     })
 }
 
@@ -494,6 +510,9 @@ fn close(h: NvSciIpcEndpoint) -> Res {
 
 pub(crate) unsafe extern "C" fn close_endpoint(h: NvSciIpcEndpoint) {
     guard_void(|| {
+        if SAFETY_BUILD.load(Ordering::Relaxed) {
+            return;
+        }
         let _ = close(h);
     });
 }
@@ -700,4 +719,15 @@ pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, ok: *mut b
         // SAFETY: `ok` is NULL (rejected) or caller storage.
         unsafe { write_out(ok, major == MAJOR && minor <= MINOR) }
     })
+}
+
+/// How many `NvSciIpcDeinit` calls found endpoints still open (a contract violation the library
+/// cannot report, since the function returns nothing).
+pub(crate) fn deinit_with_open_endpoints() -> u64 {
+    DEINIT_WITH_OPEN_ENDPOINTS.load(Ordering::Relaxed)
+}
+
+/// Switches the safety-build behaviour of the deprecated close on or off.
+pub(crate) fn set_safety_build(on: bool) {
+    SAFETY_BUILD.store(on, Ordering::Relaxed);
 }

@@ -9,6 +9,21 @@ pub(crate) mod lists;
 
 use nvsci_sys::NvSciIpcFns;
 
+/// How many `NvSciIpcDeinit` calls in this process found endpoints still open. nvsciipc.h
+/// (DRIVE OS 6.0.10) requires every endpoint closed with `NvSciIpcCloseEndpointSafe` first and
+/// documents no reference counting of `NvSciIpcInit`; the function returns nothing, so the mock
+/// counts the violation here (and, like the library, forgets every endpoint: later calls on them
+/// answer `NvSciError_NotInitialized`).
+pub fn deinit_with_open_endpoints() -> u64 {
+    endpoint::deinit_with_open_endpoints()
+}
+
+/// Behave as a DRIVE OS safety build, where the deprecated `NvSciIpcCloseEndpoint` does nothing
+/// and only `NvSciIpcCloseEndpointSafe` closes an endpoint (process-wide; off by default).
+pub fn set_safety_build(on: bool) {
+    endpoint::set_safety_build(on)
+}
+
 /// The NvSciIpc function table backed by the emulation (every entry present).
 pub fn fns() -> NvSciIpcFns {
     NvSciIpcFns {
