@@ -146,8 +146,9 @@ impl BufObj {
     ///   uses (the same `libnvscibuf.so.1` instance, or the mock when `module` is the mock's):
     ///   NvSci aborts the process on a handle it did not make.
     /// * Nothing frees `raw` while this call runs.
-    /// * The module the object was allocated under stays open while the returned object lives,
-    ///   unless it is `module`: NvSci does not document that objects outlive their module.
+    /// * Nothing about the module the object was allocated under: its maker may close it while the
+    ///   returned object lives, since a module is de-initialised only once it is closed and every
+    ///   object bound to it is freed (`NvSciBufModuleClose` in nvscibuf.h).
     /// * CPU accesses stay exclusive. The crate orders CPU reads and writes only among the
     ///   returned object and its duplicates ([`dup`](Self::dup)); nobody else (the foreign owner
     ///   through `raw`, another adoption of the same allocation, any other reference to it) may

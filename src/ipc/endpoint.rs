@@ -436,6 +436,18 @@ impl IpcEndpoint {
                 what,
                 reason: "the imported reconciled list does not satisfy this process's unreconciled lists".into(),
             },
+            // NvSciSync reports a permission mismatch on import as BadParameter too
+            // (NvSciSyncIpcImportAttrListAndObj / NvSciSyncObjIpcImport, nvscisync.h), so its
+            // explanation names both causes.
+            sys::NvSciError_BadParameter if function.starts_with("NvSciSync") => Error::InvalidDescriptor {
+                what,
+                reason: format!(
+                    "{function} refused it: either the descriptor was exported through another endpoint, \
+                     truncated or corrupted, or does not match the list it was imported with; or the permission \
+                     asked for ({requested}) is more than the export grants (NvSciSync reports both as \
+                     BadParameter)"
+                ),
+            },
             sys::NvSciError_BadParameter => Error::InvalidDescriptor {
                 what,
                 reason: format!(

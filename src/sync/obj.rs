@@ -105,8 +105,9 @@ impl SyncObj {
     ///   uses (the same `libnvscisync.so.1` instance, or the mock when `module` is the mock's):
     ///   NvSci aborts the process on a handle it did not make.
     /// * Nothing frees `raw` while this call runs.
-    /// * The module the object was allocated under stays open while the returned object lives,
-    ///   unless it is `module`: NvSci does not document that objects outlive their module.
+    /// * Nothing about the module the object was allocated under: its maker may close it while the
+    ///   returned object lives, since a module is de-initialised only once it is closed and every
+    ///   object bound to it is freed (`NvSciSyncModuleClose` in nvscisync.h).
     ///
     /// After the call the two references are independent: each side frees its own.
     pub unsafe fn from_foreign(module: &SyncModule, raw: sys::NvSciSyncObj) -> Result<Self> {
