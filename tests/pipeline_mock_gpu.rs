@@ -49,11 +49,7 @@ fn consume_all(c: &mut Consumer, results: &mut CudaSlice<u8>) {
     for t in 0..FRAMES {
         c.process(|f| {
             let mut dst = results.slice_mut(t * N..(t + 1) * N);
-            f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(|e| Error::Cuda {
-                function: "cuMemcpyDtoDAsync",
-                code: e.0 as u32,
-                name: "copy",
-            })?;
+            f.stream().memcpy_dtod(f.buffer(), &mut dst)?;
             Ok(())
         })
         .unwrap();
@@ -204,11 +200,7 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_returns_and_frees_after_the
         p.present_after(f, obj.generate_fence().unwrap()).unwrap();
         c.process(|f| {
             let mut dst = results.slice_mut(..);
-            f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(|e| Error::Cuda {
-                function: "cuMemcpyDtoDAsync",
-                code: e.0 as u32,
-                name: "copy",
-            })
+            f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(Error::from)
         })
         .unwrap();
         let (go, wait_go) = std::sync::mpsc::channel::<()>();
@@ -243,11 +235,7 @@ fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
         &[Engine::Cuda(dev.clone())],
     )?;
     let (mut p, cs) = ring.split()?;
-    let stream = dev.context().new_stream().map_err(|e| Error::Cuda {
-        function: "cuStreamCreate",
-        code: e.0 as u32,
-        name: "stream",
-    })?;
+    let stream = dev.context().new_stream()?;
     let mut c = cs.into_iter().next().unwrap();
     c.set_stream(stream.clone())?;
     c.set_mem_sync(MemSync::Perform)?;
@@ -257,11 +245,7 @@ fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
         p.present(f)?;
         c.process(|_| Ok(()))?;
     }
-    stream.synchronize().map_err(|e| Error::Cuda {
-        function: "cuStreamSynchronize",
-        code: e.0 as u32,
-        name: "sync",
-    })?;
+    stream.synchronize()?;
     Ok(())
 }
 

@@ -59,6 +59,14 @@ pub(crate) fn from_driver(function: &'static str, e: DriverError) -> Error {
     Error::Cuda { function, code, name: name(code) }
 }
 
+/// cudarc's errors become [`Error::Cuda`], so code mixing cudarc calls with the crate's keeps `?`
+/// (the failing function is not known here: `function` reads "a CUDA driver call").
+impl From<DriverError> for Error {
+    fn from(e: DriverError) -> Self {
+        from_driver("a CUDA driver call", e)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +89,16 @@ mod tests {
         assert_eq!(name(CUDA_ERROR_NOT_SUPPORTED), "CUDA_ERROR_NOT_SUPPORTED");
         assert_eq!(name(909), "CUDA_ERROR_TIMEOUT");
         assert_eq!(name(123_456), UNNAMED);
+    }
+
+    /// A cudarc error converts with `?`, keeping its code.
+    #[test]
+    fn cudarc_errors_convert() {
+        fn fails() -> Result<()> {
+            Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
+            Ok(())
+        }
+        assert!(matches!(fails(), Err(Error::Cuda { code: 1, .. })));
     }
 
     /// Without a driver nothing is named, and nothing panics.

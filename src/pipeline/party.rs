@@ -16,7 +16,7 @@ use crate::cuda::cudarc::driver::CudaStream;
 #[cfg(feature = "cuda")]
 use crate::cuda::{Access, CudaGpu, MappedBuffer, MemSync, ReadOnly, ReadWrite};
 #[cfg(feature = "cuda")]
-use crate::error::{invalid, Error};
+use crate::error::invalid;
 #[cfg(feature = "cuda")]
 use std::sync::Arc;
 
@@ -152,11 +152,7 @@ impl<A: Access> CudaParty<A> {
             // Fences signalled on the old stream cover the work queued for frames already
             // handed back, but a frame still held would be released from the new stream
             // without waiting for it: finish the old stream's work first.
-            self.stream.synchronize().map_err(|e| Error::Cuda {
-                function: "cuStreamSynchronize",
-                code: e.0 as u32,
-                name: "",
-            })?;
+            self.stream.synchronize().map_err(|e| crate::cuda::from_driver("cuStreamSynchronize", e))?;
             self.stream = stream;
         }
         Ok(())

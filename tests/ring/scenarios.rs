@@ -79,15 +79,9 @@ mod gpu {
     //! The CUDA sides of the scenarios.
     pub use super::super::common::kernels::FILL_PATTERN_PTX;
     use super::*;
-    use nvsci::cuda::cudarc::driver::{
-        CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
-    };
+    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
     use nvsci::cuda::cudarc::nvrtc::Ptx;
     use std::sync::Arc;
-
-    pub fn cuda_err(function: &'static str) -> impl Fn(DriverError) -> Error {
-        move |e| Error::Cuda { function, code: e.0 as u32, name: "see the CUresult" }
-    }
 
     pub fn fill_kernel(dev: &nvsci::cuda::CudaGpu) -> CudaFunction {
         dev.context()
@@ -119,7 +113,7 @@ mod gpu {
                 .process(|f| {
                     assert_eq!(f.sequence(), t as u64);
                     let mut dst = results.slice_mut(t * N..(t + 1) * N);
-                    f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(cuda_err("cuMemcpyDtoDAsync"))
+                    f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(Error::from)
                 })
                 .unwrap();
         }
@@ -144,7 +138,7 @@ mod gpu {
                 shared_mem_bytes: 0,
             };
             // SAFETY: `ptr` maps N writable bytes of the frame; the kernel writes p[0..n].
-            unsafe { b.launch(cfg) }.map(drop).map_err(cuda_err("cuLaunchKernel"))
+            unsafe { b.launch(cfg) }.map(drop).map_err(Error::from)
         })
         .unwrap();
     }
