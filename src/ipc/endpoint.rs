@@ -306,8 +306,13 @@ impl IpcEndpoint {
         }
     }
 
-    /// Reads one frame into `buf` (which should hold [`EndpointInfo::frame_size`] bytes; a
-    /// longer frame is cut), waiting up to `timeout` for one to arrive. Returns its length.
+    /// Reads one frame into `buf`, waiting up to `timeout` for one to arrive, and returns how many
+    /// bytes were copied: `buf.len()` or [`EndpointInfo::frame_size`], whichever is smaller.
+    ///
+    /// NvSciIpc frames carry no length: `NvSciIpcReadSafe` copies the number of bytes asked for,
+    /// and the bytes of a frame its writer did not fill are undefined (nvsciipc.h,
+    /// `NvSciIpcReadSafe` / `NvSciIpcWriteSafe`). So the returned count is not the length the peer
+    /// wrote: a protocol carries its own lengths, as [`send_message`](Self::send_message) does.
     pub fn read(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
         let size = buf.len().min(self.info.frame_size as usize);
         if size == 0 {
@@ -335,6 +340,7 @@ impl IpcEndpoint {
                 }
             };
             match code {
+                // The library reports the size asked for; a shorter count would not say more.
                 sys::NvSciError_Success => return Ok(n.min(size)),
                 sys::NvSciError_ConnectionReset => {
                     return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" })

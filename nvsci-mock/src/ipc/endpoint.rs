@@ -559,11 +559,23 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
         return Err(if st.closed { NvSciError_ConnectionReset } else { NvSciError_InsufficientMemory });
     };
     ep.pump(&mut st);
+    // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
+    // copy from the frame", NvSciIpcReadSafe, nvsciipc.h) and reports them all as read. Bytes the
+    // writer did not fill are undefined ("If size is less than the frame size, then the remaining
+    // bytes of the frame are undefined", NvSciIpcWriteSafe): the mock fills them with
+    // `UNWRITTEN`, not zero, so nothing comes to rely on their value.
     let n = frame.len().min(size);
-    // SAFETY: the caller provides `size` writable bytes at `buf`; `n <= size`.
-    unsafe { std::ptr::copy_nonoverlapping(frame.as_ptr(), buf.cast::<u8>(), n) };
-    Ok(n)
+    // SAFETY: the caller provides `size` writable bytes at `buf`; `n <= size`, and the fill
+    // covers the remaining `size - n` bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(frame.as_ptr(), buf.cast::<u8>(), n);
+        std::ptr::write_bytes(buf.cast::<u8>().add(n), UNWRITTEN, size - n);
+    }
+    Ok(size)
 }
+
+/// What the bytes of a frame beyond those written read as (undefined in NvSciIpc).
+const UNWRITTEN: u8 = 0xa5;
 
 fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usize> {
     initialized()?;
