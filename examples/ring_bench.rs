@@ -239,27 +239,16 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
 /// GPU time of `f` enqueued `reps` times on `stream`, per repetition, in microseconds (CUDA
 /// events around the whole batch).
 fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
-    let (mut a, mut b) = (std::ptr::null_mut(), std::ptr::null_mut());
-    // SAFETY: valid out-pointers; the events are recorded on a live stream of the bound context
-    // and destroyed below.
-    unsafe {
-        stream.context().bind_to_thread().map_err(e)?;
-        sys::cuEventCreate(&mut a, 0);
-        sys::cuEventCreate(&mut b, 0);
-        sys::cuEventRecord(a, stream.cu_stream());
-    }
+    let ctx = stream.context();
+    let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    let (a, b) = (ctx.new_event(timing).map_err(e)?, ctx.new_event(timing).map_err(e)?);
+    a.record(stream).map_err(e)?;
     for _ in 0..reps {
         f()?;
     }
-    let mut ms = 0f32;
-    // SAFETY: as above.
-    unsafe {
-        sys::cuEventRecord(b, stream.cu_stream());
-        sys::cuEventSynchronize(b);
-        sys::cuEventElapsedTime(&mut ms, a, b);
-        sys::cuEventDestroy_v2(a);
-        sys::cuEventDestroy_v2(b);
-    }
+    b.record(stream).map_err(e)?;
+    b.synchronize().map_err(e)?;
+    let ms = a.elapsed_ms(&b).map_err(e)?;
     Ok(ms as f64 * 1000.0 / reps as f64)
 }
 
