@@ -108,6 +108,9 @@ struct ZeroCopy {
     /// Host-relayed hand-off: the host waits for each side's signal before the other side's
     /// wait is enqueued, so no GPU queue ever waits on the other API's queue.
     host_relay: bool,
+    /// Host-relayed frames: time of the host wait for the Vulkan-signalled value, of the host
+    /// wait for the CUDA-signalled value, and of the return submit with its host wait.
+    relay_steps: [Vec<Duration>; 3],
 }
 
 impl ZeroCopy {
@@ -121,7 +124,7 @@ impl ZeroCopy {
         let mut producer = FrameProducer::new(vk, &buffer, &sems, config)?;
         producer.staging_mut()?.copy_from_slice(source);
         producer.commit_source()?;
-        Ok(Self { producer, handoff, imported, frame: 0, host_relay: false })
+        Ok(Self { producer, handoff, imported, frame: 0, host_relay: false, relay_steps: Default::default() })
     }
 
     fn frame(
@@ -135,17 +138,25 @@ impl ZeroCopy {
         let t0 = Instant::now();
         let v = self.producer.submit_produce()?;
         let relay = if self.host_relay { self.handoff.vulkan().timeline().cloned() } else { None };
+        let step = Instant::now();
         if let Some(t) = &relay {
             t.wait(v.produced, WAIT)?; // the CUDA wait below finds its value reached
+            self.relay_steps[0].push(step.elapsed());
         }
         self.handoff.wait_produced(stream, &v)?;
         launch_xor(stream, xor, self.imported.device_address(), source.len() as u64, key)?;
         self.handoff.signal_done(stream, &v)?;
+        let step = Instant::now();
         if let Some(t) = &relay {
             t.wait(v.cuda_done, WAIT)?; // the return submit's wait finds its value reached
+            self.relay_steps[1].push(step.elapsed());
         }
+        let step = Instant::now();
         self.producer.submit_return()?;
         self.producer.wait_returned(WAIT)?;
+        if relay.is_some() {
+            self.relay_steps[2].push(step.elapsed());
+        }
         stats.latencies.push(t0.elapsed());
         if !verify(self.producer.readback_regions(), self.producer.readback(), source, key) {
             stats.failures.push(self.frame);
@@ -297,6 +308,20 @@ fn breakdown(dev: &CudaGpu, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames:
     println!("| the kernel alone (launch + synchronise) | {kernel:.3} |");
     println!("| zero-copy hand-off, Vulkan queue <-> CUDA stream waits on each other | {direct:.3} |");
     println!("| zero-copy hand-off relayed by the host (each wait enqueued after its value is reached) | {relayed:.3} |");
+    let median = |v: &[Duration]| {
+        let mut v = v.to_vec();
+        v.sort();
+        v.get(v.len() / 2).map_or(0.0, |d| ms(*d))
+    };
+    let [produced, cuda_done, returned] = &zero.relay_steps;
+    println!(
+        "|   of which: host wait for the Vulkan-signalled value | {:.3} |\n\
+         |   of which: host wait for the CUDA-signalled value | {:.3} |\n\
+         |   of which: return submit + host wait for it | {:.3} |",
+        median(produced),
+        median(cuda_done),
+        median(returned)
+    );
     Ok(())
 }
 
