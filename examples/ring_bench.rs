@@ -18,6 +18,10 @@
 //! 3. The NV12 -> RGBA converter ([`nvsci::convert::Nv12ToRgba`]) alone on a 3840x2160 frame in
 //!    device memory, beside its bandwidth floor (the bytes it moves at the bandwidth of a
 //!    device-to-device copy in the same run).
+//! 4. The ring's own cost per frame: a GPU producer (`cuMemsetD8Async` over the frame) and a
+//!    CUDA consumer running an empty kernel, through the ring in place at 3840x2160, against the
+//!    same two operations on the same memory on one stream with no hand-off. The difference per
+//!    frame is what the ring's fences cost the GPU timeline.
 //!
 //! On the mock backend the ring's memory is page-locked host memory (as on Tegra, where the
 //! GPU and CPU share DRAM); on a discrete GPU every access to it crosses PCIe. On the Vulkan
@@ -27,7 +31,10 @@
 mod rusage;
 
 use nvsci::convert::Nv12ToRgba;
-use nvsci::cuda::cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr};
+use nvsci::cuda::cudarc::driver::{
+    sys, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+};
+use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::process::ExitCode;
@@ -236,6 +243,102 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
     Ok((zero_copy, copy))
 }
 
+/// `empty(u64)`: a kernel that does nothing (the consumer of measurement 4).
+const EMPTY_PTX: &str = "
+.version 7.0
+.target sm_52
+.address_size 64
+.visible .entry empty(.param .u64 p) { ret; }
+";
+
+fn memset(stream: &CudaStream, at: u64, value: u8, size: usize) -> Res<()> {
+    // SAFETY: `at` maps at least `size` writable bytes in the stream's context (a slot of the
+    // ring held by the producer, or the same slot while the producer still holds its mapping).
+    let r = unsafe { sys::cuMemsetD8Async(at, value, size, stream.cu_stream()) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("cuMemsetD8Async: {r:?}"));
+    }
+    Ok(())
+}
+
+fn launch_empty(stream: &CudaStream, f: &CudaFunction, at: u64) -> Res<()> {
+    let mut b = stream.launch_builder(f);
+    b.arg(&at);
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the kernel takes one u64 and touches no memory.
+    unsafe { b.launch(cfg) }.map(drop).map_err(e)
+}
+
+/// Measurement 4: microseconds per frame through the ring (GPU producer, empty CUDA consumer)
+/// and on one stream without hand-off, same memory, same operations.
+fn ring_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
+    let format = FrameFormat::Nv12 { width, height };
+    let config =
+        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
+    let gpu = b.gpu_engine();
+    let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let size = ring.layout().size as usize;
+    let (mut producer, cs) = ring.split().map_err(e)?;
+    let ps = dev.context().new_stream().map_err(e)?;
+    let cstream = dev.context().new_stream().map_err(e)?;
+    producer.set_stream(ps.clone()).map_err(e)?;
+    let mut consumer = cs.into_iter().next().ok_or("consumer")?;
+    consumer.set_stream(cstream.clone()).map_err(e)?;
+    let empty = dev
+        .context()
+        .load_module(Ptx::from_src(EMPTY_PTX))
+        .and_then(|m| m.load_function("empty"))
+        .map_err(e)?;
+    let mut slots = [0u64; 4];
+    let mut step = |t: u64| -> Res<()> {
+        let mut r = Ok(());
+        producer
+            .produce(|f| {
+                slots[f.index() % 4] = f.device_address();
+                r = memset(f.stream(), f.device_address(), t as u8, size);
+                Ok(())
+            })
+            .map_err(e)?;
+        r?;
+        let mut r = Ok(());
+        consumer
+            .process(|f| {
+                r = launch_empty(f.stream(), &empty, f.device_address());
+                Ok(())
+            })
+            .map_err(e)?;
+        r
+    };
+    for t in 0..16 {
+        step(t)?;
+    }
+    cstream.synchronize().map_err(e)?;
+    let start = Instant::now();
+    for t in 0..frames {
+        step(t)?;
+    }
+    cstream.synchronize().map_err(e)?;
+    let ring_us = start.elapsed().as_secs_f64() * 1e6 / frames as f64;
+    // The same work on one stream, on the same slots (the producer still holds their mappings).
+    let one = dev.context().new_stream().map_err(e)?;
+    let step = |t: u64| -> Res<()> {
+        let at = slots[(t % 4) as usize];
+        memset(&one, at, t as u8, size)?;
+        launch_empty(&one, &empty, at)
+    };
+    for t in 0..16 {
+        step(t)?;
+    }
+    one.synchronize().map_err(e)?;
+    let start = Instant::now();
+    for t in 0..frames {
+        step(t)?;
+    }
+    one.synchronize().map_err(e)?;
+    let one_us = start.elapsed().as_secs_f64() * 1e6 / frames as f64;
+    Ok((ring_us, one_us))
+}
+
 /// GPU time of `f` enqueued `reps` times on `stream`, per repetition, in microseconds (CUDA
 /// events around the whole batch).
 fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
@@ -313,6 +416,12 @@ fn run() -> Res<()> {
         "NV12 -> RGBA 3840x2160 alone: {conv:.1} us per frame; floor {floor:.1} us (45.6 MB at the {gbps:.0} GB/s \
          of a device-to-device copy, same run); ratio {:.2}x",
         conv / floor
+    );
+    let (ring_us, one_us) = ring_cost(&b, &dev, 3840, 2160, frames)?;
+    println!(
+        "ring cost 3840x2160 (GPU producer memset, empty CUDA consumer kernel): through the ring {ring_us:.1} us \
+         per frame, same work on one stream without hand-off {one_us:.1} us; the ring adds {:.1} us per frame",
+        ring_us - one_us
     );
     for (w, h) in [(1920, 1080), (3840, 2160)] {
         let (zc, cp) = gpu_producer(&b, &dev, w, h, frames)?;
