@@ -139,9 +139,20 @@ fn streams_of_another_context_are_refused() {
     .unwrap();
     let (_p, cs) = ring.split().unwrap();
     let mut c = cs.into_iter().next().unwrap();
-    match c.set_stream(foreign) {
+    match c.set_stream(foreign.clone()) {
         Err(Error::InvalidArgument { name: "stream", .. }) => {}
         r => panic!("expected a refusal, got {r:?}"),
     }
+    // A mapped buffer hands cudarc its address for streams of its own context only: for the
+    // other context's stream it answers 0 (a copy there then fails with a CUDA error instead of
+    // touching an address that means nothing in that context).
+    use nvsci::cuda::cudarc::driver::DevicePtr;
+    let m = BufModule::open(&lib).unwrap();
+    let obj = nv12(&m, ImageLayout::PitchLinear, dev.gpu_id());
+    let mem = ExternalMemory::<ReadOnly>::from_buf_obj(&dev, &obj).unwrap();
+    let mapped = mem.map_buffer(0, 4096).unwrap();
+    let own = dev.default_stream();
+    assert_eq!(mapped.device_ptr(&own).0, mapped.device_address());
+    assert_eq!(mapped.device_ptr(&foreign).0, 0);
     dev.default_stream().synchronize().unwrap();
 }

@@ -529,7 +529,10 @@ pub fn array_format(f: ColorFormat) -> Option<(sys::CUarray_format, u32)> {
 }
 
 /// A linear device mapping of imported memory. `MappedBuffer<ReadOnly>` implements only
-/// cudarc's [`DevicePtr`]; `MappedBuffer<ReadWrite>` also implements [`DevicePtrMut`].
+/// cudarc's [`DevicePtr`]; `MappedBuffer<ReadWrite>` also implements [`DevicePtrMut`]. Asked
+/// for its address on a stream of another CUDA context, it answers 0 (and logs the mistake): a
+/// copy or memset through cudarc then fails with a CUDA error instead of touching an address that
+/// means nothing in that context.
 ///
 /// A writable mapping hands out mutable device pointers:
 ///
@@ -605,15 +608,36 @@ impl<A: Access> DeviceSlice<u8> for MappedBuffer<A> {
     }
 }
 
+impl<A: Access> MappedBuffer<A> {
+    /// The address for work on `stream`: the mapping's address when the stream belongs to the
+    /// mapping's context, else 0. An address of this context means nothing in another one (a
+    /// kernel there would fault and poison that context); the null address makes cudarc's copies
+    /// and memsets fail with a CUDA error instead, and the mistake is logged.
+    fn address_for(&self, stream: &CudaStream) -> sys::CUdeviceptr {
+        if stream.context().cu_ctx() == self.stream.context().cu_ctx() {
+            self.ptr
+        } else {
+            log::error!(
+                "a mapped buffer of CUDA context {:?} was used on a stream of context {:?}: handing out address 0",
+                self.stream.context().cu_ctx(),
+                stream.context().cu_ctx()
+            );
+            0
+        }
+    }
+}
+
 impl<A: Access> DevicePtr<u8> for MappedBuffer<A> {
-    fn device_ptr<'a>(&'a self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        (self.ptr, SyncOnDrop::Sync(None))
+    /// The mapping's address, or 0 for a stream of another CUDA context (see the type's docs).
+    fn device_ptr<'a>(&'a self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.address_for(stream), SyncOnDrop::Sync(None))
     }
 }
 
 impl DevicePtrMut<u8> for MappedBuffer<ReadWrite> {
-    fn device_ptr_mut<'a>(&'a mut self, _stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
-        (self.ptr, SyncOnDrop::Sync(None))
+    /// As [`DevicePtr::device_ptr`].
+    fn device_ptr_mut<'a>(&'a mut self, stream: &'a CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'a>) {
+        (self.address_for(stream), SyncOnDrop::Sync(None))
     }
 }
 
