@@ -63,7 +63,10 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
     gate.signal().unwrap();
     let mut ctx = m.cpu_wait_context().unwrap();
     first.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
-    // Expired: the next signal is accepted.
+    // The crate tracks the outstanding fence with an event recorded after the signal (the
+    // signalling process need not be a CPU waiter); once the stream passed it, the next signal
+    // is accepted.
+    stream.synchronize().unwrap();
     let second = imported.signal(&stream, MemSync::Perform).unwrap();
     second.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
 }

@@ -7,7 +7,7 @@ use super::memsync::{self, MemSync};
 use super::result::check;
 use super::teardown::succeeded;
 use crate::error::{Error, Result};
-use crate::sync::{CpuWaitContext, Fence, SyncObj};
+use crate::sync::{Fence, SyncObj};
 use crate::GpuInterop;
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
@@ -144,9 +144,14 @@ pub struct CudaSyncObj {
     handle: SyncHandle,
     dev: CudaGpu,
     obj: SyncObj,
-    /// For objects whose waiters require timestamps: a CPU wait context and the last fence
-    /// signalled from CUDA (the driver allows one outstanding timestamp fence per object).
-    timestamps: Option<std::sync::Mutex<(CpuWaitContext, Fence)>>,
+    /// For objects whose waiters require timestamps: an event recorded after the last signal
+    /// from CUDA (the driver allows one outstanding timestamp fence per object). An event, not a
+    /// CPU wait on the fence: the signalling process need not be a CPU waiter of the object
+    /// (`NvSciSyncFenceWait` needs CPU wait permission, which a remote CPU waiter does not give
+    /// this process).
+    timestamps: Option<cudarc::driver::CudaEvent>,
+    /// Serialises the check and re-record of `timestamps`.
+    timestamp_lock: std::sync::Mutex<()>,
     /// Host-memory objects whose implementation offers `SyncCounterNotify`: how a signal wakes
     /// sleeping CPU waiters.
     notifier: Option<Notifier>,
@@ -246,37 +251,42 @@ impl CudaSyncObj {
         };
         let timestamps =
             if obj.attr_list()?.get_one(crate::sync::key::WAITER_REQUIRE_TIMESTAMPS)? == Some(true) {
-                Some(std::sync::Mutex::new((obj.module().cpu_wait_context()?, Fence::cleared())))
+                Some(dev.context().new_event(None).map_err(|e| super::from_driver("cuEventCreate", e))?)
             } else {
                 None
             };
-        Ok(Self { handle, dev: dev.clone(), obj: obj.clone(), timestamps, notifier })
+        Ok(Self {
+            handle,
+            dev: dev.clone(),
+            obj: obj.clone(),
+            timestamps,
+            timestamp_lock: std::sync::Mutex::new(()),
+            notifier,
+        })
     }
 
     /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
     /// has not expired, and remembers the new one once `signal` filled it.
     fn one_timestamp_fence(
         &self,
+        stream: &CudaStream,
         signal: impl FnOnce(&mut Fence) -> Result<()>,
         fence: &mut Fence,
     ) -> Result<()> {
-        let Some(ts) = &self.timestamps else { return signal(fence) };
-        let mut g = ts.lock().unwrap_or_else(|e| e.into_inner());
-        let (ctx, last) = &mut *g;
-        match last.wait(ctx, Some(std::time::Duration::ZERO)) {
-            Ok(()) => {}
-            Err(Error::Timeout { .. }) => {
-                return Err(crate::error::invalid(
-                    "fence",
-                    "the object's waiters require timestamps and its previous CUDA-signalled fence has not \
-                     expired: the driver allows one outstanding timestamp fence per NvSciSync object",
-                ))
-            }
-            Err(e) => return Err(e),
+        let Some(last) = &self.timestamps else { return signal(fence) };
+        // The event follows the previous signal on its stream: complete once that signal ran.
+        // (A never-recorded event counts as complete.) Checked and re-recorded under the
+        // timestamp lock, so two threads cannot both find it complete.
+        let _g = self.timestamp_lock.lock().unwrap_or_else(|e| e.into_inner());
+        if !last.try_is_complete().map_err(|e| super::from_driver("cuEventQuery", e))? {
+            return Err(crate::error::invalid(
+                "fence",
+                "the object's waiters require timestamps and its previous CUDA-signalled fence has not \
+                 expired: the driver allows one outstanding timestamp fence per NvSciSync object",
+            ));
         }
         signal(fence)?;
-        *last = fence.try_clone()?;
-        Ok(())
+        last.record(stream).map_err(|e| super::from_driver("cuEventRecord", e))
     }
 
     /// Enqueues a signal on `stream` (of the import's context, else `InvalidArgument` naming
@@ -291,11 +301,13 @@ impl CudaSyncObj {
     /// nothing.
     ///
     /// For an object whose waiters require timestamps (`WaiterRequireTimestamps`), a signal while
-    /// the previous CUDA-signalled fence has not expired is refused (`InvalidArgument` naming
-    /// `fence`): the driver allows one outstanding timestamp fence per object.
+    /// the previous CUDA-signalled fence may be outstanding (its stream has not yet passed an
+    /// event recorded right after it) is refused (`InvalidArgument` naming `fence`): the driver
+    /// allows one outstanding timestamp fence per object. The event, not a CPU wait on the fence,
+    /// keeps this working where this process is no CPU waiter of the object.
     pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
         self.dev.check_stream(stream)?;
-        self.one_timestamp_fence(|fence| self.enqueue_signal(stream, policy, fence), fence)
+        self.one_timestamp_fence(stream, |fence| self.enqueue_signal(stream, policy, fence), fence)
     }
 
     fn enqueue_signal(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
