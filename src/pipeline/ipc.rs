@@ -102,7 +102,6 @@ fn parse_fence_msg(ep: &IpcEndpoint, msg: &[u8], tag: u8) -> Result<(u32, u64, F
 
 /// The producer side: owns the frames and presents them to the consumer process.
 pub struct IpcProducer {
-    ep: IpcEndpoint,
     layout: FrameLayout,
     frames: Vec<BufObj>,
     present: SyncObj,
@@ -114,6 +113,10 @@ pub struct IpcProducer {
     ctx: CpuWaitContext,
     seq: u64,
     timeout: Option<Duration>,
+    /// Declared last, so dropped last: frames, sync objects and fences are freed before the
+    /// endpoint closes (NVIDIA's rawstream sample frees its objects first; inter-chip endpoints
+    /// require it).
+    ep: IpcEndpoint,
 }
 
 impl std::fmt::Debug for IpcProducer {
@@ -280,7 +283,6 @@ impl IpcFrame {
 
 /// The consumer side: imports the producer's frames read-only and returns release fences.
 pub struct IpcConsumer {
-    ep: IpcEndpoint,
     layout: FrameLayout,
     frames: Vec<ReadOnlyBufObj>,
     present: SyncObj,
@@ -288,6 +290,10 @@ pub struct IpcConsumer {
     engine: Engine,
     ctx: CpuWaitContext,
     timeout: Option<Duration>,
+    /// Declared last, so dropped last: frames, sync objects and fences are freed before the
+    /// endpoint closes (NVIDIA's rawstream sample frees its objects first; inter-chip endpoints
+    /// require it).
+    ep: IpcEndpoint,
 }
 
 impl std::fmt::Debug for IpcConsumer {
