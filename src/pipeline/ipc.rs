@@ -322,10 +322,15 @@ impl IpcConsumer {
         let prod_waiter = sync.import_unreconciled(&ep, &AttrListDescriptor::from_bytes(&msg[1..])?)?;
         // 2. Our lists. The CPU always waits too (teardown waits on the CPU).
         let own_buf = format.attr_list(&bufm, Perm::ReadOnly, true, engine.gpu_id(), true)?;
+        // NvSciSync reconciles NeedCpuAccess per peer and NvSciSyncFenceWait needs CPU wait
+        // permission, so an engine consumer that may also wait on the CPU (`wait_cpu`, teardown)
+        // sends the CPU's waiter list beside its engine's.
         let own_wait = party_list(&sync, &engine, false, true)?;
+        let cpu_wait = party_list(&sync, &Engine::Cpu, false, true)?;
+        let waiters: &[&SyncAttrList] = if engine.is_cpu() { &[&own_wait] } else { &[&own_wait, &cpu_wait] };
         let mut m = vec![CONSUMER_LISTS];
         put(&mut m, BufAttrList::export_unreconciled(&[&own_buf], &ep)?.as_bytes());
-        put(&mut m, SyncAttrList::export_unreconciled(&[&own_wait], &ep)?.as_bytes());
+        put(&mut m, SyncAttrList::export_unreconciled(waiters, &ep)?.as_bytes());
         ep.send_message(&m, timeout)?;
         // 3. The producer's frames and present object.
         let msg = ep.recv_message(timeout)?;
@@ -344,7 +349,7 @@ impl IpcConsumer {
         let present = sync.import_attr_list_and_obj(
             &ep,
             &AttrListDescriptor::from_bytes(f.field().ok_or_else(bad)?)?,
-            &[&own_wait],
+            waiters,
             SyncPerm::WaitOnly,
             timeout,
         )?;
