@@ -579,3 +579,34 @@ fn dropped_endpoints_are_closed_with_the_safe_call() {
     drop((again, ipc));
     ledger_is_clean();
 }
+
+/// nvsciipc.h: `NvSciIpcWriteSafe` / `NvSciIpcReadSafe` answer `NvSciError_InvalidState` for "an
+/// invalid operation state" (an endpoint not connected, or being reset). That is an error to
+/// report, not a transient to retry: a write without a timeout on an endpoint nobody connects to
+/// must come back, not loop for ever.
+#[test]
+fn reads_and_writes_on_an_unconnected_endpoint_fail_instead_of_retrying() {
+    let dir = ipc_dir("unconnected", &[("u_0", "u_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let a = std::sync::Arc::new(IpcEndpoint::open(&ipc, "u_0").unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = {
+        let a = a.clone();
+        std::thread::spawn(move || {
+            let w = a.write(b"nobody there", None);
+            let mut buf = [0u8; 16];
+            let r = a.read(&mut buf, None).map(drop);
+            let _ = tx.send((w, r));
+        })
+    };
+    let (w, r) =
+        rx.recv_timeout(Duration::from_secs(10)).expect("a write or read on an unconnected endpoint hung");
+    worker.join().unwrap();
+    let invalid_state = nvsci::NvSciError(nvsci::sys::NvSciError_InvalidState);
+    assert!(matches!(w, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{w:?}");
+    assert!(matches!(r, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{r:?}");
+    drop(a);
+    drop(ipc);
+    ledger_is_clean();
+}

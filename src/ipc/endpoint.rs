@@ -292,10 +292,13 @@ impl IpcEndpoint {
                 sys::NvSciError_ConnectionReset => {
                     return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "write" })
                 }
-                sys::NvSciError_InsufficientMemory | sys::NvSciError_InvalidState => {}
+                sys::NvSciError_InsufficientMemory => {}
+                sys::NvSciError_InvalidState => return Err(self.not_connected("NvSciIpcWrite", code)),
                 c => return self.check("NvSciIpcWrite", c),
             }
-            let _ = self.events()?;
+            if self.events()?.reset() {
+                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "write" });
+            }
             if !self.wait_event(until) {
                 return Err(Error::IpcTimeout {
                     endpoint: self.name.clone(),
@@ -345,7 +348,8 @@ impl IpcEndpoint {
                 sys::NvSciError_ConnectionReset => {
                     return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" })
                 }
-                sys::NvSciError_InsufficientMemory | sys::NvSciError_InvalidState => {}
+                sys::NvSciError_InsufficientMemory => {}
+                sys::NvSciError_InvalidState => return Err(self.not_connected("NvSciIpcRead", code)),
                 c => return self.check("NvSciIpcRead", c).map(|_| 0),
             }
             if self.events()?.reset() {
@@ -412,6 +416,18 @@ impl IpcEndpoint {
             return Err(bad(format!("message length {} does not match its header {len}", msg.len())));
         }
         Ok(msg)
+    }
+
+    /// `InvalidState` from a read or write: the endpoint is not connected (yet) or is being
+    /// reset. An error, not something to retry: retrying would loop for ever without a timeout.
+    fn not_connected(&self, function: &'static str, code: sys::NvSciError) -> Error {
+        Error::Ipc {
+            endpoint: self.name.clone(),
+            reason: format!(
+                "{function}: the endpoint is not connected or is being reset (call wait_connected first)"
+            ),
+            code: Some(crate::error::NvSciError(code)),
+        }
     }
 
     pub(crate) fn peer_gone(&self, during: &'static str) -> Error {

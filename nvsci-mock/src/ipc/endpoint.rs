@@ -556,7 +556,15 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
     let mut st = lock(&ep.st);
     ep.pump(&mut st);
     let Some(frame) = st.frames.pop_front() else {
-        return Err(if st.closed { NvSciError_ConnectionReset } else { NvSciError_InsufficientMemory });
+        return Err(if st.closed {
+            NvSciError_ConnectionReset
+        } else if !Endpoint::connected(&st) {
+            // As for writes: no connection established yet is "an invalid operation state"
+            // (NvSciError_InvalidState, NvSciIpcReadSafe in nvsciipc.h), not an empty channel.
+            NvSciError_InvalidState
+        } else {
+            NvSciError_InsufficientMemory
+        });
     };
     ep.pump(&mut st);
     // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
