@@ -178,6 +178,7 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
     dev.context().bind_to_thread()?;
     // SAFETY: the allocation is mapped read-write on this device and `size` bytes long.
     check("cuMemsetD8", unsafe { sys::cuMemsetD8_v2(alloc.device_address(), 0x5a, size as usize) })?;
+    // SAFETY: the context is current on this thread; synchronising has no other precondition.
     check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })?;
 
     let raw_cycle = |sync: bool, verify: bool| -> Res<Duration> {

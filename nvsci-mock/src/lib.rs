@@ -106,6 +106,7 @@
 //!   left unset. Such a list reconciles with CPU lists under the usual rules: a GPU signaler
 //!   gives an object whose CPU may only wait.
 #![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

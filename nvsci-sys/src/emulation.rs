@@ -13,6 +13,7 @@
 //!   counter reaches its value;
 //! * lists can be filled for a GPU engine the way `cuDeviceGetNvSciSyncAttributes` fills them on
 //!   Tegra.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use crate::{NvSciBufObj, NvSciError, NvSciRmGpuId, NvSciSyncAttrList, NvSciSyncFence, NvSciSyncObj};
 use core::ffi::c_void;

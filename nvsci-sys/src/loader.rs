@@ -10,6 +10,7 @@
 //! NvSciBuf is opened first: NvSciSync depends on it, and the dynamic linker then reuses the copy
 //! already loaded instead of searching for it again. Loading never panics; every failure is a
 //! [`LoadError`] that names what was looked for and where.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use crate::{NvSciBufFns, NvSciError_Success, NvSciIpcFns, NvSciSyncFns};
 use std::fmt;

@@ -4,6 +4,7 @@
 //! emulation. A field that is `None` means "this library does not provide the function"; callers
 //! turn that into an "unsupported" error instead of crashing. Required functions are checked at load
 //! time, so for a table that came from the loader they are always `Some`.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 use crate::*;
 
@@ -55,6 +56,7 @@ macro_rules! fn_table {
                         // SAFETY: the caller guarantees the symbol has this signature; a function
                         // pointer and `Option<fn>` share the layout of a nullable pointer.
                         $req: match unsafe { lookup(lib, stringify!($req)) } {
+                            // SAFETY: `p` is the non-NULL address of that symbol (see above).
                             Some(p) => unsafe { core::mem::transmute::<*const core::ffi::c_void, $req_ty>(p) },
                             None => return Err(stringify!($req)),
                         },
@@ -62,6 +64,7 @@ macro_rules! fn_table {
                     $(
                         // SAFETY: as above; a missing optional symbol stays `None`.
                         $opt: match unsafe { lookup(lib, stringify!($opt)) } {
+                            // SAFETY: `p` is the non-NULL address of that symbol (see above).
                             Some(p) => unsafe { core::mem::transmute::<*const core::ffi::c_void, $opt_ty>(p) },
                             None => None,
                         },

@@ -150,7 +150,7 @@ impl Drop for ExportableAllocation {
         let (ptr, reserved, mapped, handle) = (self.ptr, self.reserved, self.mapped, self.handle);
         let what = "releasing an exportable allocation";
         self.dev.destroy_after_work(what, move || {
-            // SAFETY (all three): each call undoes a step that succeeded in `new`, once, in
+            // SAFETY: (all three calls) each undoes a step that succeeded in `new`, once, in
             // reverse order, after the work that used the allocation finished. Exported fds keep
             // the physical memory alive on their own, as the driver documents.
             unsafe {
