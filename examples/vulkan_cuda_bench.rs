@@ -21,6 +21,8 @@
 
 #[path = "support/kernels.rs"]
 mod kernels;
+#[path = "support/vk_cuda_raw.rs"]
+mod vk_cuda_raw;
 
 use kernels::{frame_key, xor_expected, XOR_WORDS_PTX};
 use nvsci::cuda::cudarc::driver::{CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -298,6 +300,32 @@ fn breakdown(dev: &CudaGpu, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames:
     if !stats.failures.is_empty() {
         return Err(format!("{} hand-off frames failed verification", stats.failures.len()).into());
     }
+    // 5. The raw reproduction (ash + CUDA driver calls, same GPU work), direct and relayed.
+    let mut raw = vk_cuda_raw::RawChain::new(vk, dev, &source)?;
+    let mut raw_failures = 0u64;
+    let mut raw_frame = 0u64;
+    let mut raw_p50 = |relay: vk_cuda_raw::Relay, raw: &mut vk_cuda_raw::RawChain| {
+        p50(frames, || {
+            let key = frame_key(raw_frame);
+            raw.frame(&stream, xor, key, relay)?;
+            if !verify(raw.regions(), raw.readback(), &source, key) {
+                raw_failures += 1;
+            }
+            raw_frame += 1;
+            Ok(())
+        })
+    };
+    use vk_cuda_raw::Relay;
+    let raw_direct = raw_p50(Relay::None, &mut raw)?;
+    let mut raw_relays = Vec::new();
+    for relay in [Relay::VkWaitSemaphores, Relay::CudaSync, Relay::CounterSpin] {
+        raw.relay_waits = Default::default();
+        let total = raw_p50(relay, &mut raw)?;
+        raw_relays.push((relay, total, raw.relay_waits.clone()));
+    }
+    if raw_failures > 0 {
+        return Err(format!("{raw_failures} raw hand-off frames failed verification").into());
+    }
     println!();
     println!("hand-off breakdown at {w}x{h} (p50 of {frames} runs each):");
     println!("| stage | p50 (ms) |");
@@ -322,6 +350,21 @@ fn breakdown(dev: &CudaGpu, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames:
         median(cuda_done),
         median(returned)
     );
+    println!();
+    println!("raw reproduction (ash + CUDA driver calls, same GPU work, same run):");
+    println!("| variant | p50 (ms) | host wait, Vulkan value (ms) | host wait, CUDA value (ms) |");
+    println!("|---|---:|---:|---:|");
+    println!("| raw chain, queue and stream wait on each other | {raw_direct:.3} | | |");
+    for (relay, total, [vk_wait, cuda_wait]) in &raw_relays {
+        let name = match relay {
+            Relay::VkWaitSemaphores => "raw relay: vkWaitSemaphores for both values",
+            Relay::CudaSync => "raw relay: vkWaitSemaphores, then cuStreamSynchronize for CUDA's value",
+            Relay::CounterSpin => "raw relay: spinning on vkGetSemaphoreCounterValue for both values",
+            Relay::None => "raw chain",
+        };
+        println!("| {name} | {total:.3} | {:.3} | {:.3} |", median(vk_wait), median(cuda_wait));
+    }
+    println!("crate / raw (direct chain): {:.2}x", direct / raw_direct);
     Ok(())
 }
 
