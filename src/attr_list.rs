@@ -8,13 +8,6 @@ use core::ffi::c_void;
 use core::marker::PhantomData;
 use nvsci_sys as sys;
 
-/// Why the mock answers `NotSupported` to a reconciliation: what it lays out.
-pub(crate) const MOCK_LAYOUTS: &str =
-    "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
-    progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \
-    pyramids, surface-based image keys, VPR and video memory are left to NVIDIA's library (see \
-    docs/mock.md)";
-
 /// An attribute family: NvSciBuf ([`BufFamily`](crate::buf::BufFamily)) or NvSciSync
 /// ([`SyncFamily`](crate::sync::SyncFamily)), the type parameter of every [`Key`] and
 /// [`AttrList`]. Key numbers overlap between the two libraries; with the family in the types, a
@@ -541,7 +534,10 @@ impl<F: Family> AttrList<F> {
                 }
             }
             if F::library(module).implementation() == Implementation::Mock {
-                return Err(Error::Unsupported { what: function, reason: MOCK_LAYOUTS });
+                return Err(Error::Unsupported {
+                    what: function,
+                    reason: crate::error::UnsupportedReason::MockLayout,
+                });
             }
         }
         check(function, code)

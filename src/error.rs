@@ -94,6 +94,148 @@ impl fmt::Display for NvSciError {
 /// Keys named by a failed reconciliation (at most this many are kept).
 pub const MAX_CONFLICT_KEYS: usize = 16;
 
+/// Why an operation is not supported where it ran: the `reason` of [`Error::Unsupported`].
+///
+/// Programs match on it to choose a fallback (another backend, another mapping); its `Display`
+/// says what to use instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UnsupportedReason {
+    /// The loaded NvSci library does not export the function `what` names.
+    MissingFunction,
+    /// The implementation reports host-memory GPU interop but lacks the entry point `what`
+    /// names.
+    MissingHostGpuEntryPoint,
+    /// This CUDA driver cannot import NvSciBuf objects (desktop drivers answer
+    /// `CUDA_ERROR_NOT_SUPPORTED`; only Jetson / DRIVE drivers can).
+    CudaWithoutNvSciBuf,
+    /// This CUDA driver cannot import NvSciSync objects (only Jetson / DRIVE drivers can).
+    CudaWithoutNvSciSync,
+    /// The CUDA driver is older than the version that introduced the entry point (`since`, as
+    /// the driver reports versions: 11070 is 11.7).
+    CudaDriverTooOld {
+        /// The first driver version with the entry point.
+        since: i32,
+    },
+    /// No CUDA driver library (`libcuda.so`) was found.
+    CudaDriverMissing,
+    /// `cuInit` failed: the driver found no usable device or could not start.
+    CudaInitFailed,
+    /// The CUDA driver does not export the entry point `what` names.
+    CudaEntryPointMissing,
+    /// CUDA array mappings of NvSciBuf planes exist for block-linear images only (NVIDIA's
+    /// documentation); pitch-linear planes map as buffers.
+    ArrayOfPitchLinearPlane,
+    /// The object's memory reaches CUDA as registered host memory, which cannot back an array.
+    ArrayOfHostMemory,
+    /// Planes whose pixels are not whole bytes cannot be addressed per pixel.
+    SubBytePixels,
+    /// The mock NvSci library does not lay out this kind of buffer (see docs/mock.md).
+    MockLayout,
+    /// The Vulkan device cannot export this semaphore type as an opaque fd.
+    VulkanSemaphoreExport,
+    /// The semaphore was created without `OPAQUE_FD` export.
+    SemaphoreNotExportable,
+    /// The Vulkan device cannot export this image (format, usage) as an opaque fd.
+    VulkanImageExport,
+    /// The Vulkan device cannot export this buffer usage as an opaque fd.
+    VulkanBufferExport,
+    /// No memory type of the Vulkan device has the required properties.
+    VulkanMemoryType,
+    /// No memory type allowed for an exportable buffer is host-visible and host-coherent.
+    VulkanHostVisibleExport,
+    /// The buffer lives in device-local memory, which the host cannot map.
+    DeviceLocalBuffer,
+    /// The ring's backend has no NvSci objects (NvSciBuf or NvSciSync) to hand out.
+    NoNvSciObjects,
+    /// The ring has no consumer of that index.
+    NoSuchConsumer,
+    /// The object was made by another ring backend.
+    OtherBackend,
+    /// No backend is usable: no NvSci, no CUDA + Vulkan GPU, and the `mock` feature is off.
+    NoBackend,
+    /// The crate was built without the cargo feature named.
+    FeatureDisabled(&'static str),
+}
+
+impl fmt::Display for UnsupportedReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use UnsupportedReason::*;
+        match self {
+            MissingFunction => f.write_str("the loaded NvSci library does not export this function"),
+            MissingHostGpuEntryPoint => {
+                f.write_str("the implementation reports host-memory GPU interop without this entry point")
+            }
+            CudaWithoutNvSciBuf => f.write_str(
+                "this CUDA driver does not support NvSciBuf (desktop GPUs answer CUDA_ERROR_NOT_SUPPORTED; \
+                 only Jetson/DRIVE do); use the mock NvSci library or Vulkan / CUDA-exported memory instead",
+            ),
+            CudaWithoutNvSciSync => f.write_str(
+                "this CUDA driver does not support NvSciSync (only Jetson/DRIVE do); use timeline \
+                 semaphores from the Vulkan backend instead",
+            ),
+            CudaDriverTooOld { since } => write!(
+                f,
+                "the CUDA driver is older than {}.{}, which introduced this entry point: build nvsci with \
+                 the CUDA version feature of the driver (e.g. cuda-11040 for JetPack 5 / DRIVE OS 6)",
+                since / 1000,
+                since % 1000 / 10
+            ),
+            CudaDriverMissing => f.write_str("no CUDA driver library (libcuda.so) was found"),
+            CudaInitFailed => {
+                f.write_str("cuInit failed: the CUDA driver found no usable device or could not start")
+            }
+            CudaEntryPointMissing => f.write_str("the CUDA driver does not export this entry point"),
+            ArrayOfPitchLinearPlane => f.write_str(
+                "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images only; \
+                 map the plane with map_buffer(plane.offset, pitch * height)",
+            ),
+            ArrayOfHostMemory => f.write_str(
+                "the memory reaches CUDA as registered host memory, which cannot back an array; map \
+                 the buffer with map_buffer instead",
+            ),
+            SubBytePixels => {
+                f.write_str("planes whose pixels are not whole bytes cannot be addressed per pixel")
+            }
+            MockLayout => f.write_str(
+                "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
+                 progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \
+                 pyramids, surface-based image keys, VPR and video memory are left to NVIDIA's library \
+                 (see docs/mock.md)",
+            ),
+            VulkanSemaphoreExport => f.write_str(
+                "the Vulkan device cannot export this semaphore type as an opaque fd (no \
+                 VK_KHR_external_semaphore_fd, or OPAQUE_FD not exportable); software drivers such as \
+                 lavapipe cannot",
+            ),
+            SemaphoreNotExportable => {
+                f.write_str("the semaphore was created without OPAQUE_FD export (use new_exportable)")
+            }
+            VulkanImageExport => {
+                f.write_str("the device does not support this image format and usage with OPAQUE_FD export")
+            }
+            VulkanBufferExport => {
+                f.write_str("the device does not report OPAQUE_FD as exportable for this buffer usage")
+            }
+            VulkanMemoryType => f.write_str("no memory type of the device has the required properties"),
+            VulkanHostVisibleExport => f.write_str(
+                "no memory type allowed for an OPAQUE_FD-exportable buffer is both HOST_VISIBLE and \
+                 HOST_COHERENT",
+            ),
+            DeviceLocalBuffer => f.write_str(
+                "the buffer is in device-local memory; create it with ExportableBuffer::new_host_visible",
+            ),
+            NoNvSciObjects => f.write_str(
+                "this ring's backend has no NvSci objects; use cpu_read/cpu_write, CUDA or the ring's fences",
+            ),
+            NoSuchConsumer => f.write_str("no such consumer in this ring"),
+            OtherBackend => f.write_str("it was made by another ring backend"),
+            NoBackend => f.write_str("no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled"),
+            FeatureDisabled(feature) => write!(f, "built without the `{feature}` feature"),
+        }
+    }
+}
+
 /// Every error this crate returns.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -115,8 +257,8 @@ pub enum Error {
     Unsupported {
         /// The operation or symbol.
         what: &'static str,
-        /// Why, and what to use instead.
-        reason: &'static str,
+        /// Why (match on it to choose a fallback); its text says what to use instead.
+        reason: UnsupportedReason,
     },
     /// Reconciliation failed; `keys` names the conflicting attributes the library reported and
     /// `dump` holds its textual description of the conflict (may be empty).

@@ -139,7 +139,7 @@ macro_rules! nvfn {
             None => {
                 return Err($crate::error::Error::Unsupported {
                     what: stringify!($name),
-                    reason: "the loaded NvSci library does not export this function",
+                    reason: $crate::error::UnsupportedReason::MissingFunction,
                 })
             }
         }
@@ -149,5 +149,5 @@ pub(crate) use nvfn;
 
 /// Unsupported-function error for use outside `nvfn!`.
 pub(crate) fn missing(what: &'static str) -> Error {
-    Error::Unsupported { what, reason: "the loaded NvSci library does not export this function" }
+    Error::Unsupported { what, reason: crate::error::UnsupportedReason::MissingFunction }
 }

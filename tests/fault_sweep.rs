@@ -32,7 +32,7 @@ fn buffer_flow(lib: &NvSci) -> nvsci::Result<()> {
     let dup = obj.dup()?;
     let ro = dup.dup_with_reduced_perm(Perm::ReadOnly)?;
     if ro.cpu_read()?[planes[1].offset as usize] != 7 {
-        return Err(nvsci::Error::Unsupported { what: "test", reason: "bytes differ" });
+        return Err(nvsci::Error::InvalidArgument { name: "test", reason: "bytes differ".into() });
     }
     Ok(())
 }
@@ -142,7 +142,10 @@ fn foreign_flow(lib: &NvSci) -> nvsci::Result<()> {
     drop((obj, reconciled, list));
     buf.cpu_write()?[0] = 7;
     if read_only.cpu_read()?[0] != 7 || read_only.perm() != Perm::ReadOnly {
-        return Err(nvsci::Error::Unsupported { what: "test", reason: "not the same read-only memory" });
+        return Err(nvsci::Error::InvalidArgument {
+            name: "test",
+            reason: "not the same read-only memory".into(),
+        });
     }
     let _again = BufObj::alloc(&BufAttrList::reconcile(&[&adopted])?)?;
     let _more = BufObj::alloc(&adopted_reconciled)?;
@@ -203,7 +206,7 @@ fn ring_flow(lib: &NvSci) -> nvsci::Result<()> {
             let seen = c.cpu_read(&g)?[0];
             c.release(g)?;
             if seen != t {
-                return Err(nvsci::Error::Unsupported { what: "test", reason: "stale frame" });
+                return Err(nvsci::Error::InvalidArgument { name: "test", reason: "stale frame".into() });
             }
         }
     }

@@ -115,7 +115,7 @@ fn a_dropped_producer_frame_is_discarded_and_its_slot_handed_out_again() {
     // Dropped after an error path (`?` in a helper): still not jammed.
     fn fails(p: &mut nvsci::pipeline::Producer) -> nvsci::Result<()> {
         let _f = p.acquire()?;
-        Err(Error::Unsupported { what: "test", reason: "early return" })
+        Err(Error::InvalidArgument { name: "test", reason: "early return".into() })
     }
     assert!(fails(&mut p).is_err());
     assert_eq!(p.acquire().unwrap().sequence(), 1);

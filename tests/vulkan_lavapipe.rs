@@ -258,8 +258,11 @@ fn host_visible_buffer_round_trips_in_place() {
     // Device-local buffers have no host view.
     let local = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     assert_eq!(local.placement(), MemoryPlacement::DeviceLocal);
-    assert!(matches!(local.host_slice(), Err(Error::Unsupported { .. })));
-    assert!(matches!(local.host_slice_mut(), Err(Error::Unsupported { .. })));
+    let local_buffer = nvsci::UnsupportedReason::DeviceLocalBuffer;
+    assert!(matches!(local.host_slice(), Err(Error::Unsupported { reason, .. }) if reason == local_buffer));
+    assert!(
+        matches!(local.host_slice_mut(), Err(Error::Unsupported { reason, .. }) if reason == local_buffer)
+    );
     assert!(matches!(
         ExportableBuffer::new_host_visible(&ctx, 0, vk::BufferUsageFlags::empty()),
         Err(Error::InvalidArgument { .. })
@@ -493,7 +496,10 @@ fn timeline_semaphore_signal_and_wait_on_the_host() {
     t.join().unwrap();
     assert_eq!(sem.value().unwrap(), 9);
     assert!(!sem.is_exportable());
-    assert!(matches!(sem.export_fd(), Err(Error::Unsupported { .. })));
+    assert!(matches!(
+        sem.export_fd(),
+        Err(Error::Unsupported { reason: nvsci::UnsupportedReason::SemaphoreNotExportable, .. })
+    ));
 }
 
 #[test]
@@ -509,7 +515,13 @@ fn semaphore_export_probe_is_consistent() {
         }
         Err(e) => {
             assert!(!support.timeline);
-            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Unsupported { reason: nvsci::UnsupportedReason::VulkanSemaphoreExport, .. }
+                ),
+                "{e}"
+            );
         }
     }
     match HandoffSemaphores::new(&ctx) {
@@ -519,7 +531,13 @@ fn semaphore_export_probe_is_consistent() {
         }
         Err(e) => {
             assert!(!support.timeline && !support.binary);
-            assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+            assert!(
+                matches!(
+                    e,
+                    Error::Unsupported { reason: nvsci::UnsupportedReason::VulkanSemaphoreExport, .. }
+                ),
+                "{e}"
+            );
         }
     }
 }

@@ -126,7 +126,7 @@ impl BufObj {
             if !p.bits_per_pixel.is_multiple_of(8) {
                 return Err(Error::Unsupported {
                     what: "pixel access",
-                    reason: "planes whose pixels are not whole bytes cannot be addressed per pixel",
+                    reason: crate::error::UnsupportedReason::SubBytePixels,
                 });
             }
             let r = rect.in_plane(first, p);

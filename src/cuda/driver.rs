@@ -42,13 +42,16 @@ pub(crate) fn driver_version() -> Option<i32> {
 #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050")))]
 /// `Ok` when the driver provides `what`, an entry point introduced in CUDA `since` (e.g. 11070),
 /// or when the driver version is unknown (the call itself then reports what is wrong); otherwise
-/// [`Error::Unsupported`] with `reason`, which names the `cuda-*` feature that avoids the entry
-/// point.
+/// [`Error::Unsupported`] with [`CudaDriverTooOld`](crate::UnsupportedReason::CudaDriverTooOld),
+/// whose text names the `cuda-*` feature that avoids the entry point.
 // Builds for CUDA 11.6 check only the driver version itself (array footprints).
 #[cfg_attr(feature = "cuda-11060", allow(dead_code))]
-pub(crate) fn require_driver(what: &'static str, since: i32, reason: &'static str) -> Result<()> {
+pub(crate) fn require_driver(what: &'static str, since: i32) -> Result<()> {
     match driver_version() {
-        Some(v) if v < since => Err(Error::Unsupported { what, reason }),
+        Some(v) if v < since => Err(Error::Unsupported {
+            what,
+            reason: crate::error::UnsupportedReason::CudaDriverTooOld { since },
+        }),
         _ => Ok(()),
     }
 }

@@ -139,9 +139,7 @@ fn import(
     if r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED && what == "NvSciBuf" {
         return Err(Error::Unsupported {
             what: "importing NvSciBuf memory into CUDA",
-            reason: "this CUDA driver does not support NvSciBuf (desktop GPUs answer \
-                     CUDA_ERROR_NOT_SUPPORTED; only Jetson/DRIVE do); use the Vulkan backend or \
-                     CUDA-exported memory instead",
+            reason: crate::error::UnsupportedReason::CudaWithoutNvSciBuf,
         });
     }
     check("cuImportExternalMemory", r)?;
@@ -189,7 +187,7 @@ impl<A: Access> ExternalMemory<A> {
         if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
             let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
                 what: "BufObjGetHostMemory",
-                reason: "the implementation reports host-memory GPU interop without the entry point",
+                reason: crate::error::UnsupportedReason::MissingHostGpuEntryPoint,
             })?;
             let len = usize::try_from(len)
                 .map_err(|_| invalid("obj", "host memory larger than the address space"))?;
@@ -329,9 +327,7 @@ impl<A: Access> ExternalMemory<A> {
             if *layout != Some(ImageLayout::BlockLinear) {
                 return Err(Error::Unsupported {
                     what: "mapping a plane of a pitch-linear (or non-image) NvSciBuf object as a CUDA array",
-                    reason:
-                        "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images \
-                             only; map the plane with map_buffer(plane.offset, pitch * height)",
+                    reason: crate::error::UnsupportedReason::ArrayOfPitchLinearPlane,
                 });
             }
         }
@@ -439,7 +435,7 @@ impl<A: Access> ExternalMemory<A> {
         if matches!(self.inner.source, Some(Source::HostMemory { .. })) {
             return Err(Error::Unsupported {
                 what: "mapping host-memory NvSciBuf objects as CUDA arrays",
-                reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",
+                reason: crate::error::UnsupportedReason::ArrayOfHostMemory,
             });
         }
         if matches!(self.inner.source, Some(Source::NvSciBuf { .. })) && a.levels != 1 {

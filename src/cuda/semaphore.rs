@@ -25,12 +25,7 @@ use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2
 /// this build calls, instead of letting cudarc panic on the missing symbol at the first wait.
 fn require_stream_mem_ops() -> Result<()> {
     #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
-    super::driver::require_driver(
-        "cuStreamWaitValue64_v2 / cuStreamWriteValue64_v2",
-        11070,
-        "the CUDA driver is older than 11.7, which introduced these entry points: build nvsci with the \
-         CUDA version feature of the driver (e.g. cuda-11040 for JetPack 5 / DRIVE OS 6)",
-    )?;
+    super::driver::require_driver("cuStreamWaitValue64_v2 / cuStreamWriteValue64_v2", 11070)?;
     Ok(())
 }
 
@@ -74,8 +69,7 @@ fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bo
     if nvsci && r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED {
         return Err(Error::Unsupported {
             what: "importing an NvSciSync object into CUDA",
-            reason: "this CUDA driver does not support NvSciSync (only Jetson/DRIVE do); use \
-                     timeline semaphores from the Vulkan backend instead",
+            reason: crate::error::UnsupportedReason::CudaWithoutNvSciSync,
         });
     }
     check("cuImportExternalSemaphore", r)?;
@@ -234,7 +228,7 @@ impl CudaSyncObj {
             require_stream_mem_ops()?;
             let counter = obj.host_counter()?.ok_or(Error::Unsupported {
                 what: "SyncObjGetCounter",
-                reason: "the implementation reports host-memory GPU interop without the entry point",
+                reason: crate::error::UnsupportedReason::MissingHostGpuEntryPoint,
             })?;
             // SAFETY: the counter lives as long as any clone of the object; the registration
             // owns one.

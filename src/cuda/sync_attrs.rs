@@ -4,7 +4,7 @@
 use super::device::CudaGpu;
 use super::driver::driver_present;
 use super::result::name;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, UnsupportedReason};
 use crate::sync::SyncAttrList;
 use cudarc::driver::sys;
 use std::sync::OnceLock;
@@ -24,9 +24,6 @@ struct Resolved {
 /// exists unchanged since CUDA 10.2; 11.4 is JetPack 5's CUDA).
 const PROC_ADDRESS_VERSION: i32 = 11040;
 
-/// Why the entry point is not available when the driver does not export it.
-const NOT_EXPORTED: &str = "the CUDA driver does not export it (NvSci interop needs a Jetson/DRIVE driver)";
-
 /// `cuGetProcAddress` as CUDA 11.3 to 11.8 define it (no symbol status; cudarc binds the
 /// `_v2` form, new in CUDA 12.0, only from its 12.0 bindings on).
 #[cfg(any(
@@ -36,13 +33,13 @@ const NOT_EXPORTED: &str = "the CUDA driver does not export it (NvSci interop ne
     feature = "cuda-11070",
     feature = "cuda-11080"
 ))]
-fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, &'static str> {
+fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
     let mut pfn = core::ptr::null_mut();
     // SAFETY: a NUL-terminated symbol name and a valid out-pointer; flags 0 is
     // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`).
     let r = unsafe { sys::cuGetProcAddress(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0) };
     if r != sys::CUresult::CUDA_SUCCESS || pfn.is_null() {
-        return Err(NOT_EXPORTED);
+        return Err(UnsupportedReason::CudaEntryPointMissing);
     }
     Ok(pfn)
 }
@@ -56,11 +53,9 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
     feature = "cuda-11070",
     feature = "cuda-11080"
 )))]
-fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, &'static str> {
+fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
     if super::driver::driver_version().is_some_and(|v| v < 12000) {
-        return Err("the CUDA driver is older than 12.0 and lacks cuGetProcAddress_v2, which this build \
-                    calls: build nvsci with the CUDA version feature of the driver (e.g. cuda-11040 for \
-                    JetPack 5 / DRIVE OS 6)");
+        return Err(UnsupportedReason::CudaDriverTooOld { since: 12000 });
     }
     let mut pfn = core::ptr::null_mut();
     let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
@@ -73,7 +68,7 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
         || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
         || pfn.is_null()
     {
-        return Err(NOT_EXPORTED);
+        return Err(UnsupportedReason::CudaEntryPointMissing);
     }
     Ok(pfn)
 }
@@ -81,16 +76,16 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
 /// Resolves the function through `cuGetProcAddress` of the driver library cudarc loaded, so it
 /// always comes from the same libcuda as every other call (a second `dlopen` could find another
 /// file, e.g. a stub earlier on the library path). `Err` says why it is not available.
-fn resolve() -> std::result::Result<&'static Resolved, &'static str> {
-    static CELL: OnceLock<std::result::Result<Resolved, &'static str>> = OnceLock::new();
+fn resolve() -> std::result::Result<&'static Resolved, UnsupportedReason> {
+    static CELL: OnceLock<std::result::Result<Resolved, UnsupportedReason>> = OnceLock::new();
     CELL.get_or_init(|| {
         if !driver_present() {
-            return Err("no CUDA driver library (libcuda.so) was found");
+            return Err(UnsupportedReason::CudaDriverMissing);
         }
         // SAFETY: cudarc's driver library is present (checked above, so its lazy loader does not
         // panic); cuInit(0) is idempotent and documented as callable at any time.
         if unsafe { sys::cuInit(0) } != sys::CUresult::CUDA_SUCCESS {
-            return Err("cuInit failed: the CUDA driver found no usable device or could not start");
+            return Err(UnsupportedReason::CudaInitFailed);
         }
         let pfn = proc_address(c"cuDeviceGetNvSciSyncAttributes")?;
         // SAFETY: the documented signature is

@@ -562,7 +562,7 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> 
 fn not_nvsci() -> Error {
     Error::Unsupported {
         what: "NvSciBuf access to a frame",
-        reason: "this ring's backend has no NvSciBuf objects; use cpu_read/cpu_write or CUDA",
+        reason: crate::error::UnsupportedReason::NoNvSciObjects,
     }
 }
 

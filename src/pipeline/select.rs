@@ -144,7 +144,7 @@ impl Backend {
         log::info!("no frame-ring backend is usable: {}", why.join("; "));
         Err(Error::Unsupported {
             what: "every frame-ring backend",
-            reason: "no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled",
+            reason: crate::error::UnsupportedReason::NoBackend,
         })
     }
 
@@ -155,7 +155,10 @@ impl Backend {
 
     #[cfg(not(feature = "mock"))]
     fn mock_library(_gpu: GivenGpu<'_>) -> Result<Self> {
-        Err(Error::Unsupported { what: "the mock NvSci library", reason: "built without the `mock` feature" })
+        Err(Error::Unsupported {
+            what: "the mock NvSci library",
+            reason: crate::error::UnsupportedReason::FeatureDisabled("mock"),
+        })
     }
 
     /// Exactly the backend asked for, or the error that rules it out: [`BackendKind::NvSci`]
@@ -265,7 +268,7 @@ impl Backend {
                     let _ = lib;
                     Err(Error::Unsupported {
                         what: "the NvSci backend",
-                        reason: "built without the `cuda` feature",
+                        reason: crate::error::UnsupportedReason::FeatureDisabled("cuda"),
                     })
                 }
             }
@@ -280,7 +283,7 @@ impl Backend {
                 {
                     Err(Error::Unsupported {
                         what: "the Vulkan backend",
-                        reason: "built without the `vulkan` feature (cargo run --features vulkan)",
+                        reason: crate::error::UnsupportedReason::FeatureDisabled("vulkan"),
                     })
                 }
             }

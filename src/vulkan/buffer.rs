@@ -195,7 +195,7 @@ impl ExportableBuffer {
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
             return Err(Error::Unsupported {
                 what: "exporting Vulkan buffer memory as an opaque fd",
-                reason: "the device does not report OPAQUE_FD as exportable for this buffer usage",
+                reason: crate::error::UnsupportedReason::VulkanBufferExport,
             });
         }
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(OPAQUE_FD);
@@ -230,8 +230,7 @@ impl ExportableBuffer {
                 let index = host_visible_type(ctx.memory_types(), reqs.memory_type_bits).ok_or(
                     Error::Unsupported {
                         what: "host-visible exportable Vulkan memory",
-                        reason: "no memory type allowed for an OPAQUE_FD-exportable buffer is both \
-                                 HOST_VISIBLE and HOST_COHERENT",
+                        reason: crate::error::UnsupportedReason::VulkanHostVisibleExport,
                     },
                 )?;
                 alloc_exportable_in(ctx, &reqs, index, Dedicated::Buffer(buffer))?
@@ -306,8 +305,7 @@ impl ExportableBuffer {
         if self.mapped.is_null() {
             return Err(Error::Unsupported {
                 what: "host access to a Vulkan buffer",
-                reason: "the buffer is in device-local memory; create it with \
-                         ExportableBuffer::new_host_visible",
+                reason: crate::error::UnsupportedReason::DeviceLocalBuffer,
             });
         }
         Ok(())

@@ -629,7 +629,7 @@ impl VulkanContext {
             .map(|i| i as u32)
             .ok_or(Error::Unsupported {
                 what: "allocating Vulkan memory",
-                reason: "no memory type of the device has the required properties",
+                reason: crate::error::UnsupportedReason::VulkanMemoryType,
             })
     }
 

@@ -145,7 +145,7 @@ impl ExportableImage {
             Err(vk::Result::ERROR_FORMAT_NOT_SUPPORTED) => {
                 return Err(Error::Unsupported {
                     what: "this exportable image format/usage",
-                    reason: "the device does not support the format with this usage and OPAQUE_FD export",
+                    reason: crate::error::UnsupportedReason::VulkanImageExport,
                 })
             }
             Err(e) => return Err(vk_err("vkGetPhysicalDeviceImageFormatProperties2")(e)),
@@ -171,7 +171,7 @@ impl ExportableImage {
         if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) {
             return Err(Error::Unsupported {
                 what: "exporting Vulkan image memory as an opaque fd",
-                reason: "the device does not report OPAQUE_FD as exportable for this image",
+                reason: crate::error::UnsupportedReason::VulkanImageExport,
             });
         }
         let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(OPAQUE_FD);

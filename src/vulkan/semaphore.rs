@@ -73,8 +73,7 @@ fn create_semaphore(
         if !ok {
             return Err(Error::Unsupported {
                 what: "exporting a Vulkan semaphore as an opaque fd",
-                reason: "the device cannot export this semaphore type (no VK_KHR_external_semaphore_fd, \
-                         or OPAQUE_FD not exportable); software drivers such as lavapipe cannot",
+                reason: crate::error::UnsupportedReason::VulkanSemaphoreExport,
             });
         }
         info = info.push_next(&mut export_info);
@@ -91,7 +90,7 @@ fn export_semaphore_fd(ctx: &VulkanContext, semaphore: vk::Semaphore, exportable
         _ => {
             return Err(Error::Unsupported {
                 what: "exporting this semaphore",
-                reason: "it was created without OPAQUE_FD export (use new_exportable)",
+                reason: crate::error::UnsupportedReason::SemaphoreNotExportable,
             })
         }
     };
@@ -374,8 +373,7 @@ impl HandoffSemaphores {
         } else {
             Err(Error::Unsupported {
                 what: "exporting Vulkan semaphores to CUDA",
-                reason: "the device can export neither timeline nor binary semaphores as opaque fds \
-                         (VK_KHR_external_semaphore_fd missing or OPAQUE_FD not exportable)",
+                reason: crate::error::UnsupportedReason::VulkanSemaphoreExport,
             })
         }
     }

@@ -48,7 +48,7 @@ pub(crate) struct CudaSyncImport(pub(crate) Box<dyn Any + Send>);
 
 /// The error for a wait state or import handed to a backend that did not make it.
 pub(crate) fn foreign_state(what: &'static str) -> Error {
-    Error::Unsupported { what, reason: "it was made by another ring backend" }
+    Error::Unsupported { what, reason: crate::error::UnsupportedReason::OtherBackend }
 }
 
 /// A usable source of ring buffers and fences.
@@ -107,7 +107,7 @@ pub(crate) trait RingBackend: Send + Sync {
                 Point::Present => "presenting with an NvSciSync fence",
                 Point::Release(_) => "releasing with an NvSciSync fence",
             },
-            reason: "this ring's backend has no NvSciSync objects",
+            reason: crate::error::UnsupportedReason::NoNvSciObjects,
         })
     }
 

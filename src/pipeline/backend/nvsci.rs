@@ -167,7 +167,7 @@ impl NvSciRing {
 }
 
 fn no_consumer() -> Error {
-    Error::Unsupported { what: "a consumer view", reason: "no such consumer in this ring" }
+    Error::Unsupported { what: "a consumer view", reason: crate::error::UnsupportedReason::NoSuchConsumer }
 }
 
 fn no_slot(slot: usize) -> Error {

@@ -63,7 +63,7 @@ pub(crate) fn open(dev: &crate::cuda::CudaGpu) -> Result<VulkanProvider> {
     if !semaphore_export_support(&ctx).timeline {
         return Err(Error::Unsupported {
             what: "the Vulkan backend",
-            reason: "the Vulkan device cannot export timeline semaphores to CUDA",
+            reason: crate::error::UnsupportedReason::VulkanSemaphoreExport,
         });
     }
     Ok(VulkanProvider { ctx })
@@ -173,10 +173,7 @@ impl VulkanRing {
         if !semaphore_export_support(ctx).timeline {
             return Err(Error::Unsupported {
                 what: "the Vulkan frame ring",
-                reason: "the Vulkan device cannot export timeline semaphores as opaque fds \
-                         (VK_KHR_external_semaphore_fd missing, or OPAQUE_FD not exportable for a \
-                         timeline semaphore), and the ring's fences are exported timeline semaphores; \
-                         software drivers such as lavapipe cannot export them",
+                reason: crate::error::UnsupportedReason::VulkanSemaphoreExport,
             });
         }
         let layout = FrameLayout::packed(format, PITCH_ALIGN, PLANE_ALIGN)?;
@@ -236,7 +233,7 @@ impl VulkanRing {
 }
 
 fn no_consumer() -> Error {
-    Error::Unsupported { what: "a consumer view", reason: "no such consumer in this ring" }
+    Error::Unsupported { what: "a consumer view", reason: crate::error::UnsupportedReason::NoSuchConsumer }
 }
 
 impl RingBackend for VulkanRing {
@@ -432,7 +429,7 @@ mod tests {
             match r {
                 Err(Error::Unsupported { what, reason }) => {
                     assert_eq!(what, "the Vulkan frame ring");
-                    assert!(reason.contains("timeline semaphores"), "{reason}");
+                    assert_eq!(reason, crate::UnsupportedReason::VulkanSemaphoreExport);
                 }
                 other => panic!("expected Unsupported, got {other:?}"),
             }
