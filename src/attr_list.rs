@@ -370,7 +370,9 @@ impl<F: Family> AttrList<F> {
             // (NvSciSyncAttrListSlotGetAttrs, nvscisync.h).
             let slot_count = self.slot_count();
             match e {
-                Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER && slot >= slot_count => {
+                Error::NvSci { function, code }
+                    if code == NvSciError::BAD_PARAMETER && slot >= slot_count =>
+                {
                     Error::Refused { function, code, culprit: Culprit::SlotOutOfRange { slot, slot_count } }
                 }
                 other => other,

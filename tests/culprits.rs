@@ -4,7 +4,9 @@
 //! [`Culprit`]). Each test quotes the header sentence the refusal follows.
 #![cfg(feature = "mock")]
 
-use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType};
+use nvsci::buf::{
+    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ImageLayout, Perm, ScanType,
+};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Culprit, Error, NvSci, NvSciError};
 use std::time::Duration;
@@ -161,7 +163,10 @@ fn lists_of_two_modules_are_named() {
     assert_eq!((function, code), ("NvSciBufAttrListReconcile", NvSciError::BAD_PARAMETER));
     assert_eq!(culprit, Culprit::ListsOfTwoModules { index: 1 });
     assert_eq!(refused(BufAttrList::append(&[&one, &two])).2, Culprit::ListsOfTwoModules { index: 1 });
-    assert_eq!(refused(BufObj::reconcile_and_alloc(&[&one, &two])).2, Culprit::ListsOfTwoModules { index: 1 });
+    assert_eq!(
+        refused(BufObj::reconcile_and_alloc(&[&one, &two])).2,
+        Culprit::ListsOfTwoModules { index: 1 }
+    );
 
     let (a, b) = (SyncModule::open(&lib).unwrap(), SyncModule::open(&lib).unwrap());
     let (s, w) = (sync_list(&a, SyncPerm::SignalOnly, true), sync_list(&b, SyncPerm::WaitOnly, true));
@@ -203,7 +208,10 @@ fn the_same_list_twice_is_named() {
 
     let m = sync_module();
     let (s, w) = (sync_list(&m, SyncPerm::SignalOnly, true), sync_list(&m, SyncPerm::WaitOnly, true));
-    assert_eq!(refused(SyncAttrList::reconcile(&[&s, &w, &w])).2, Culprit::SameListTwice { first: 1, second: 2 });
+    assert_eq!(
+        refused(SyncAttrList::reconcile(&[&s, &w, &w])).2,
+        Culprit::SameListTwice { first: 1, second: 2 }
+    );
 }
 
 /// nvscibuf.h, NvSciBufAttrListSlotGetAttrs: "NvSciError_BadParameter if ... slotIndex >= slot

@@ -62,14 +62,18 @@ impl Family for BufFamily {
     /// value considering the data type(s)" with `BadParameter` (nvscibuf.h).
     fn unsupported_value(lists: &[&BufAttrList]) -> Option<Culprit> {
         let slots = || lists.iter().flat_map(|l| (0..l.slot_count().max(1)).map(move |s| (*l, s)));
-        let count = |l: &BufAttrList, s| l.slot_get(s, key::PLANE_COUNT).ok().and_then(|v| v.first().copied());
+        let count =
+            |l: &BufAttrList, s| l.slot_get(s, key::PLANE_COUNT).ok().and_then(|v| v.first().copied());
         let plane_count = slots().find_map(|(l, s)| count(l, s))?;
         for (l, s) in slots() {
             let plane_count = count(l, s).unwrap_or(plane_count);
             let lens = [
                 (key::PLANE_COLOR_FORMAT.name(), l.slot_get(s, key::PLANE_COLOR_FORMAT).map(|v| v.len())),
                 (key::PLANE_COLOR_STD.name(), l.slot_get(s, key::PLANE_COLOR_STD).map(|v| v.len())),
-                (key::PLANE_BASE_ADDR_ALIGN.name(), l.slot_get(s, key::PLANE_BASE_ADDR_ALIGN).map(|v| v.len())),
+                (
+                    key::PLANE_BASE_ADDR_ALIGN.name(),
+                    l.slot_get(s, key::PLANE_BASE_ADDR_ALIGN).map(|v| v.len()),
+                ),
                 (key::PLANE_WIDTH.name(), l.slot_get(s, key::PLANE_WIDTH).map(|v| v.len())),
                 (key::PLANE_HEIGHT.name(), l.slot_get(s, key::PLANE_HEIGHT).map(|v| v.len())),
                 (key::TOP_PADDING.name(), l.slot_get(s, key::TOP_PADDING).map(|v| v.len())),

@@ -344,7 +344,8 @@ impl BufObj {
         let mut guard = CpuRead { obj: self, ptr: core::ptr::null() };
         let mut ptr = core::ptr::null();
         // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
-        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) }).map_err(|e| self.explain_cpu(e))?;
+        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })
+            .map_err(|e| self.explain_cpu(e))?;
         if ptr.is_null() {
             return Err(Error::NvSci {
                 function: "NvSciBufObjGetConstCpuPtr",
