@@ -503,7 +503,9 @@ impl<F: Family> AttrList<F> {
         Ok(Self::wrap(raw, &self.module).adopted(self.adopted))
     }
 
-    /// Concatenates unreconciled lists into one multi-slot list.
+    /// Concatenates unreconciled lists into one multi-slot list. A list that is reconciled,
+    /// given twice, of another module or (NvSciBuf) without `Types` is refused with
+    /// [`Error::Refused`] naming it ([`Culprit`]).
     pub fn append(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
         let mut raw = F::RawList::NULL;
@@ -519,7 +521,10 @@ impl<F: Family> AttrList<F> {
     /// Reconciles unreconciled lists into one reconciled list.
     ///
     /// On a conflict the error is [`Error::ReconcileConflict`], naming the keys the library
-    /// reported and carrying its dump of the conflict list. The outcome is logged at debug level.
+    /// reported and carrying its dump of the conflict list. A list that is reconciled, given twice
+    /// or of another module, or (NvSciBuf) a plane array whose length is not `PlaneCount`, is
+    /// refused by the library with `BadParameter`, reported as [`Error::Refused`] naming it
+    /// ([`Culprit`]). The outcome is logged at debug level.
     pub fn reconcile(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
         let reconcile = F::fns(&module).reconcile;

@@ -337,7 +337,8 @@ impl BufObj {
     }
 
     /// Read access to the memory from the CPU. Fails while a [`CpuWrite`] of any duplicate of
-    /// this allocation exists, or when the list did not ask for CPU access.
+    /// this allocation exists, or when the list did not ask for CPU access ([`Error::Refused`]
+    /// with [`Culprit::CpuAccessNotRequested`]).
     pub fn cpu_read(&self) -> Result<CpuRead<'_>> {
         let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetConstCpuPtr);
         self.borrow(false)?;

@@ -192,7 +192,9 @@ impl Fence {
     /// Waits on the CPU until the fence expires. `None` (or a timeout beyond NvSci's maximum of
     /// about 292,000 years) waits forever.
     ///
-    /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`].
+    /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`]. An object
+    /// without CPU wait permission, or a context of another module, is refused with
+    /// [`Error::Refused`] ([`Culprit::NotCpuWaiter`], [`Culprit::WaitContextOfAnotherModule`]).
     pub fn wait(&self, ctx: &mut CpuWaitContext, timeout: Option<Duration>) -> Result<()> {
         let Some(obj) = &self.obj else { return Ok(()) };
         if self.is_cleared() {

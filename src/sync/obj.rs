@@ -165,7 +165,9 @@ impl SyncObj {
         Ok(fence)
     }
 
-    /// Signals from the CPU, expiring the oldest outstanding generated fence.
+    /// Signals from the CPU, expiring the oldest outstanding generated fence. An object whose
+    /// signaler is not this process's CPU is refused with [`Error::Refused`] and
+    /// [`Culprit::NotCpuSignaler`].
     pub fn signal(&self) -> Result<()> {
         let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjSignal);
         // SAFETY: the object is alive.
