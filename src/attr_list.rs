@@ -2,7 +2,7 @@
 //! sealed [`Family`] trait, which supplies each library's handle types and list functions.
 
 use crate::attr::{sealed_access::Sealed, AttrElem, AttrValue, Key};
-use crate::error::{check, invalid, Error, NvSciError, Result};
+use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
 use crate::library::{missing, Implementation, NvSci};
 use core::ffi::c_void;
 use core::marker::PhantomData;
@@ -69,10 +69,26 @@ pub trait Family: Sealed + Sized + 'static {
     fn missing_mandatory(_lists: &[&AttrList<Self>]) -> Option<&'static str> {
         None
     }
+    /// Whether two modules are one (lists of different modules may not be combined).
+    #[doc(hidden)]
+    fn same_module(a: &Self::Module, b: &Self::Module) -> bool;
+    /// Whether a slot of `list` lacks a key the family requires of every list it clones or
+    /// appends (NvSciBuf: `Types`).
+    #[doc(hidden)]
+    fn lacks_types(_list: &AttrList<Self>) -> bool {
+        false
+    }
+    /// A value of `lists` the family documents as unsupported for a reconciliation (NvSciBuf: a
+    /// plane array whose length is not `PlaneCount`), the likely reason of a reconciliation
+    /// refused with `BadParameter` once the lists themselves and the mandatory keys are in order.
+    #[doc(hidden)]
+    fn unsupported_value(_lists: &[&AttrList<Self>]) -> Option<Culprit> {
+        None
+    }
 }
 
 /// A C handle: a pointer that may be NULL.
-pub trait Handle: Copy {
+pub trait Handle: Copy + PartialEq {
     /// The NULL handle.
     const NULL: Self;
     /// Whether this is the NULL handle.
@@ -181,6 +197,9 @@ pub struct AttrList<F: Family> {
     pub(crate) module: F::Module,
     // False for lists borrowed from an object: those are never freed by us.
     owned: bool,
+    // True for copies of lists another library made (`from_foreign`, `from_raw_owned`): their
+    // module in the library is the maker's, which `module` need not be.
+    adopted: bool,
 }
 
 // SAFETY: an attribute list is a heap object of the library with no thread affinity, so the
@@ -221,7 +240,13 @@ impl<F: Family> AttrList<F> {
 
     /// Takes ownership of `raw`, a list created under `module`.
     pub(crate) fn wrap(raw: F::RawList, module: &F::Module) -> Self {
-        Self { raw, module: module.clone(), owned: true }
+        Self { raw, module: module.clone(), owned: true, adopted: false }
+    }
+
+    /// Marks the list as a copy of a list another library made (or not).
+    fn adopted(mut self, adopted: bool) -> Self {
+        self.adopted = adopted;
+        self
     }
 
     /// Sets attributes. Each key may be set once per list; the whole call fails if any value is
@@ -329,8 +354,23 @@ impl<F: Family> AttrList<F> {
     /// The value pointer and byte length the library returns for `key` in `slot`.
     pub(crate) fn raw_get(&self, slot: usize, key: u32) -> Result<(*const c_void, usize)> {
         let mut pair = F::pair(key, core::ptr::null(), 0);
+        let get = F::fns(&self.module).slot_get_attrs;
         // SAFETY: one valid pair with its key set; the library fills value and len.
-        F::fns(&self.module).slot_get_attrs.call(|f| unsafe { f(self.raw, slot, &mut pair, 1) })?;
+        get.call(|f| unsafe { f(self.raw, slot, &mut pair, 1) }).map_err(|e| {
+            // With one valid pair of a key this crate binds, the documented reason left is the
+            // slot: "slotIndex >= slot count of NvSciBufAttrList" (NvSciBufAttrListSlotGetAttrs,
+            // nvscibuf.h); "slotIndex is not a valid slot in attrList"
+            // (NvSciSyncAttrListSlotGetAttrs, nvscisync.h).
+            let slot_count = self.slot_count();
+            match e {
+                Error::NvSci { function, code }
+                    if code == NvSciError::BAD_PARAMETER && slot >= slot_count =>
+                {
+                    Error::Refused { function, code, culprit: Culprit::SlotOutOfRange { slot, slot_count } }
+                }
+                other => other,
+            }
+        })?;
         Ok(F::pair_value(&pair))
     }
 
@@ -405,7 +445,7 @@ impl<F: Family> AttrList<F> {
         // SAFETY: `raw` is live and not freed during the call (caller contract); `copy` receives
         // a new list that we own.
         F::fns(module).clone.call(|f| unsafe { f(raw, &mut copy) })?;
-        Ok(Self::wrap(copy, module))
+        Ok(Self::wrap(copy, module).adopted(true))
     }
 
     /// Takes ownership of an attribute list handle given away by its maker (one another library
@@ -429,7 +469,7 @@ impl<F: Family> AttrList<F> {
             return Err(Error::NullHandle { what: F::RAW_LIST_NAME });
         }
         // Owned from here: freed on every path below.
-        let list = Self::wrap(raw, module);
+        let list = Self::wrap(raw, module).adopted(true);
         // SAFETY: `raw` is a live list of `module`'s implementation (caller contract).
         let found = unsafe { Self::state_of(module, list.raw) }?;
         if found != expected {
@@ -439,26 +479,45 @@ impl<F: Family> AttrList<F> {
     }
 
     /// A deep copy of this list.
+    ///
+    /// NvSciBuf copies only lists whose every slot sets `Types`: another list is refused with
+    /// [`Error::Refused`] and [`Culprit::ListWithoutTypes`].
     pub fn try_clone(&self) -> Result<Self> {
         let mut raw = F::RawList::NULL;
         // SAFETY: the list is alive; `raw` receives a new owned list.
-        F::fns(&self.module).clone.call(|f| unsafe { f(self.raw, &mut raw) })?;
-        Ok(Self::wrap(raw, &self.module))
+        F::fns(&self.module).clone.call(|f| unsafe { f(self.raw, &mut raw) }).map_err(|e| match e {
+            // "the NvSciBufGeneralAttrKey_Types key is not set on origAttrList"
+            // (NvSciBufAttrListClone, nvscibuf.h).
+            Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER && F::lacks_types(self) => {
+                Error::Refused { function, code, culprit: Culprit::ListWithoutTypes { index: 0 } }
+            }
+            other => other,
+        })?;
+        Ok(Self::wrap(raw, &self.module).adopted(self.adopted))
     }
 
-    /// Concatenates unreconciled lists into one multi-slot list.
+    /// Concatenates unreconciled lists into one multi-slot list. A list that is reconciled,
+    /// given twice, of another module or (NvSciBuf) without `Types` is refused with
+    /// [`Error::Refused`] naming it ([`Culprit`]).
     pub fn append(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
         let mut raw = F::RawList::NULL;
         // SAFETY: every handle in `raws` is alive (borrowed from `lists`).
-        F::fns(&module).append.call(|f| unsafe { f(raws.as_ptr(), raws.len(), &mut raw) })?;
-        Ok(Self::wrap(raw, &module))
+        F::fns(&module).append.call(|f| unsafe { f(raws.as_ptr(), raws.len(), &mut raw) }).map_err(|e| {
+            Self::explain_refusal(e, lists, |lists| {
+                lists.iter().position(|l| F::lacks_types(l)).map(|index| Culprit::ListWithoutTypes { index })
+            })
+        })?;
+        Ok(Self::wrap(raw, &module).adopted(lists.iter().any(|l| l.adopted)))
     }
 
     /// Reconciles unreconciled lists into one reconciled list.
     ///
     /// On a conflict the error is [`Error::ReconcileConflict`], naming the keys the library
-    /// reported and carrying its dump of the conflict list. The outcome is logged at debug level.
+    /// reported and carrying its dump of the conflict list. A list that is reconciled, given twice
+    /// or of another module, or (NvSciBuf) a plane array whose length is not `PlaneCount`, is
+    /// refused by the library with `BadParameter`, reported as [`Error::Refused`] naming it
+    /// ([`Culprit`]). The outcome is logged at debug level.
     pub fn reconcile(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
         let reconcile = F::fns(&module).reconcile;
@@ -468,8 +527,8 @@ impl<F: Family> AttrList<F> {
         // SAFETY: every input handle is alive; both out-pointers are valid.
         let code = unsafe { f(raws.as_ptr(), raws.len(), &mut out, &mut conflict) };
         Self::reconcile_status(reconcile.name, code, conflict, &module, lists.len())
-            .map_err(|e| Self::name_missing_key(e, lists))?;
-        let list = Self::wrap(out, &module);
+            .map_err(|e| Self::explain_reconcile(e, lists))?;
+        let list = Self::wrap(out, &module).adopted(lists.iter().any(|l| l.adopted));
         if log::log_enabled!(log::Level::Debug) {
             log::debug!(
                 "{} reconciled {} lists: {}",
@@ -481,13 +540,17 @@ impl<F: Family> AttrList<F> {
         Ok(list)
     }
 
-    /// A `BadParameter` refusal of a reconciliation, turned into [`Error::AttrRefused`] naming
-    /// the mandatory key none of `lists` sets (other errors unchanged).
-    pub(crate) fn name_missing_key(e: Error, lists: &[&Self]) -> Error {
+    /// A `BadParameter` refusal of a reconciliation, explained: [`Error::Refused`] naming the
+    /// list that is reconciled, given twice or of another module, or [`Error::AttrRefused`]
+    /// naming the mandatory key none of `lists` sets, or [`Error::Refused`] naming a value the
+    /// family documents as unsupported (other errors, and refusals none of these explain,
+    /// unchanged).
+    pub(crate) fn explain_reconcile(e: Error, lists: &[&Self]) -> Error {
+        let e = Self::explain_refusal(e, lists, |_| None);
         match e {
-            Error::NvSci { function, code } if code.0 == sys::NvSciError_BadParameter => {
-                match F::missing_mandatory(lists) {
-                    Some(key) => Error::AttrRefused {
+            Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER => {
+                if let Some(key) = F::missing_mandatory(lists) {
+                    return Error::AttrRefused {
                         function,
                         key,
                         value: format!(
@@ -495,11 +558,53 @@ impl<F: Family> AttrList<F> {
                             lists.len()
                         ),
                         code,
-                    },
+                    };
+                }
+                match F::unsupported_value(lists) {
+                    Some(culprit) => Error::Refused { function, code, culprit },
                     None => Error::NvSci { function, code },
                 }
             }
             other => other,
+        }
+    }
+
+    /// A `BadParameter` refusal of a call taking several lists (reconcile, append), explained
+    /// by the first documented rule of those calls that `lists` break: "any of the lists in
+    /// inputArray is reconciled", "an attribute list appears multiple times in inputArray",
+    /// "not all the lists in inputArray are bound to the same module"
+    /// (NvSciBufAttrListReconcile / NvSciBufAttrListAppendUnreconciled in nvscibuf.h,
+    /// NvSciSyncAttrListReconcile / NvSciSyncAttrListAppendUnreconciled in nvscisync.h), then
+    /// by `more`. Reads the lists only after the library has refused them. Module identity is
+    /// judged only between lists this crate created: an adopted list's module is its maker's.
+    pub(crate) fn explain_refusal(
+        e: Error,
+        lists: &[&Self],
+        more: impl FnOnce(&[&Self]) -> Option<Culprit>,
+    ) -> Error {
+        let Error::NvSci { function, code } = e else { return e };
+        if code != NvSciError::BAD_PARAMETER {
+            return e;
+        }
+        let reconciled = lists.iter().position(|l| l.is_reconciled().unwrap_or(false));
+        let twice = lists.iter().enumerate().find_map(|(second, l)| {
+            lists[..second].iter().position(|k| k.raw == l.raw).map(|first| (first, second))
+        });
+        let other_module = lists.first().filter(|first| !first.adopted).and_then(|first| {
+            lists.iter().position(|l| !l.adopted && !F::same_module(&l.module, &first.module))
+        });
+        let culprit = if let Some(index) = reconciled {
+            Some(Culprit::AlreadyReconciled { index })
+        } else if let Some((first, second)) = twice {
+            Some(Culprit::SameListTwice { first, second })
+        } else if let Some(index) = other_module {
+            Some(Culprit::ListsOfTwoModules { index })
+        } else {
+            more(lists)
+        };
+        match culprit {
+            Some(culprit) => Error::Refused { function, code, culprit },
+            None => e,
         }
     }
 
@@ -625,7 +730,10 @@ impl<F: Family> AttrListRef<'_, F> {
     /// # Safety
     /// `raw` must stay valid for the returned lifetime and must not be freed by the caller.
     pub(crate) unsafe fn new(raw: F::RawList, module: &F::Module) -> Self {
-        Self { list: AttrList { raw, module: module.clone(), owned: false }, _owner: PhantomData }
+        Self {
+            list: AttrList { raw, module: module.clone(), owned: false, adopted: false },
+            _owner: PhantomData,
+        }
     }
 }
 

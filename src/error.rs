@@ -432,6 +432,20 @@ pub enum Error {
         /// The state the library reports for the list.
         found: crate::ListState,
     },
+    /// An NvSci call refused its arguments (`code` is the library's status, usually
+    /// `NvSciError_BadParameter`) and the crate names why: `culprit` says which key, argument or
+    /// documented rule of the call was broken. The crate explains a refusal only when the
+    /// arguments it passed leave one documented reason; otherwise the error stays
+    /// [`Error::NvSci`].
+    #[error("{function} failed: {code}: {culprit}")]
+    Refused {
+        /// The C function that refused the call.
+        function: &'static str,
+        /// The library's status code.
+        code: NvSciError,
+        /// The key, argument or rule that was broken.
+        culprit: Culprit,
+    },
     /// A fixed-capacity container was full.
     #[error("capacity of {what} exceeded (max {max})")]
     Capacity {
@@ -449,6 +463,161 @@ impl Error {
         match self {
             Error::ReconcileConflict { keys, .. } => Some(keys),
             _ => None,
+        }
+    }
+}
+
+impl Error {
+    /// The key, argument or rule a refused NvSci call broke ([`Error::Refused`]), `None` for any
+    /// other error.
+    pub fn culprit(&self) -> Option<&Culprit> {
+        match self {
+            Error::Refused { culprit, .. } => Some(culprit),
+            _ => None,
+        }
+    }
+}
+
+/// What a refused NvSci call did wrong ([`Error::Refused`]), each case a sentence of NVIDIA's
+/// headers (nvscibuf.h / nvscisync.h) the crate can check: [`key`](Self::key) and
+/// [`argument`](Self::argument) name the attribute key and the argument involved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Culprit {
+    /// CPU access to a buffer whose lists did not ask for it: the reconciled
+    /// `NvSciBufGeneralAttrKey_NeedCpuAccess` is unset or false ("NvSciBufObj either did not
+    /// request for CPU access by setting NvSciBufGeneralAttrKey_NeedCpuAccess to true",
+    /// `NvSciBufObjGetCpuPtr` / `NvSciBufObjGetConstCpuPtr`). Set it in the list of the process
+    /// that maps the buffer.
+    CpuAccessNotRequested,
+    /// A CPU fence generation or signal on a sync object whose signaler is not this process's
+    /// CPU ("syncObj is not a CPU Signaler" or "does not own the backing primitive",
+    /// `NvSciSyncObjSignal` / `NvSciSyncObjGenerateFence`): the signaler's list must set
+    /// `NvSciSyncAttrKey_NeedCpuAccess` with a signal permission, and the object must not be an
+    /// import.
+    NotCpuSignaler,
+    /// A CPU wait on a fence whose object gives this process no CPU wait permission ("caller
+    /// doesn't have CPU wait permissions in NvSciSyncObj associated with syncFence",
+    /// `NvSciSyncFenceWait`): no list set `NvSciSyncAttrKey_NeedCpuAccess` with a wait
+    /// permission.
+    NotCpuWaiter,
+    /// A CPU wait with a wait context of another module than the fence's object ("syncFence and
+    /// context are associated with different NvSciSyncModule", `NvSciSyncFenceWait`).
+    WaitContextOfAnotherModule,
+    /// An image plane array of `len` elements in a list whose `NvSciBufImageAttrKey_PlaneCount`
+    /// is `plane_count` (an attribute "set to an unsupported value considering the data type(s)",
+    /// `NvSciBufAttrListReconcile`): every per-plane key holds one element per plane.
+    PlaneArrayLength {
+        /// The per-plane key whose length differs.
+        key: &'static str,
+        /// Elements it holds.
+        len: usize,
+        /// The plane count of the lists.
+        plane_count: u32,
+    },
+    /// Lists bound to different modules in one call ("not all the lists in inputArray are
+    /// bound to the same module", `Nv*AttrListReconcile` / `Nv*AttrListAppendUnreconciled`):
+    /// list `index` belongs to another module than list 0.
+    ListsOfTwoModules {
+        /// Position of the first list of another module in the call's input.
+        index: usize,
+    },
+    /// A reconciled list where only unreconciled ones are accepted ("any of the lists in
+    /// inputArray is reconciled", `Nv*AttrListReconcile` / `Nv*AttrListAppendUnreconciled`).
+    AlreadyReconciled {
+        /// Position of the reconciled list in the call's input.
+        index: usize,
+    },
+    /// One list given twice in one call ("an attribute list appears multiple times in
+    /// inputArray", `Nv*AttrListReconcile` / `Nv*AttrListAppendUnreconciled`).
+    SameListTwice {
+        /// Its first position in the call's input.
+        first: usize,
+        /// Its second position.
+        second: usize,
+    },
+    /// A slot index past the list's slots ("slotIndex >= slot count",
+    /// `Nv*AttrListSlotGetAttrs`).
+    SlotOutOfRange {
+        /// The slot asked for.
+        slot: usize,
+        /// The list's slot count.
+        slot_count: usize,
+    },
+    /// An NvSciBuf list without `NvSciBufGeneralAttrKey_Types` where the call needs it ("the
+    /// NvSciBufGeneralAttrKey_Types key is not set on origAttrList", `NvSciBufAttrListClone`;
+    /// the same for `NvSciBufAttrListAppendUnreconciled`): set `Types` first.
+    ListWithoutTypes {
+        /// Position of the list in the call's input (0 for a clone).
+        index: usize,
+    },
+}
+
+impl Culprit {
+    /// The C name of the attribute key involved, if one is.
+    pub fn key(&self) -> Option<&'static str> {
+        Some(match self {
+            Culprit::CpuAccessNotRequested => "NvSciBufGeneralAttrKey_NeedCpuAccess",
+            Culprit::NotCpuSignaler | Culprit::NotCpuWaiter => "NvSciSyncAttrKey_NeedCpuAccess",
+            Culprit::PlaneArrayLength { key, .. } => key,
+            Culprit::ListWithoutTypes { .. } => "NvSciBufGeneralAttrKey_Types",
+            _ => return None,
+        })
+    }
+
+    /// The C name of the argument of the refused call that was wrong.
+    pub fn argument(&self) -> &'static str {
+        match self {
+            Culprit::CpuAccessNotRequested => "bufObj",
+            Culprit::NotCpuSignaler => "syncObj",
+            Culprit::NotCpuWaiter => "syncFence",
+            Culprit::WaitContextOfAnotherModule => "context",
+            Culprit::PlaneArrayLength { .. }
+            | Culprit::ListsOfTwoModules { .. }
+            | Culprit::AlreadyReconciled { .. }
+            | Culprit::SameListTwice { .. } => "inputArray",
+            Culprit::SlotOutOfRange { .. } => "slotIndex",
+            Culprit::ListWithoutTypes { .. } => "origAttrList",
+        }
+    }
+}
+
+impl fmt::Display for Culprit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Culprit::CpuAccessNotRequested => f.write_str(
+                "CPU access to a buffer whose lists did not ask for it \
+                 (set NvSciBufGeneralAttrKey_NeedCpuAccess = true)",
+            ),
+            Culprit::NotCpuSignaler => f.write_str(
+                "the CPU of this process is not the object's signaler (the signaler's list must set \
+                 NvSciSyncAttrKey_NeedCpuAccess with SignalOnly or WaitSignal)",
+            ),
+            Culprit::NotCpuWaiter => f.write_str(
+                "the object gives this process no CPU wait permission (a list must set \
+                 NvSciSyncAttrKey_NeedCpuAccess with WaitOnly or WaitSignal)",
+            ),
+            Culprit::WaitContextOfAnotherModule => {
+                f.write_str("the CPU wait context belongs to another module than the fence's object")
+            }
+            Culprit::PlaneArrayLength { key, len, plane_count } => {
+                write!(f, "{key} holds {len} elements but PlaneCount is {plane_count}")
+            }
+            Culprit::ListsOfTwoModules { index } => {
+                write!(f, "list {index} belongs to another module than list 0")
+            }
+            Culprit::AlreadyReconciled { index } => {
+                write!(f, "list {index} is already reconciled (only unreconciled lists are accepted)")
+            }
+            Culprit::SameListTwice { first, second } => {
+                write!(f, "the same list is given twice (positions {first} and {second})")
+            }
+            Culprit::SlotOutOfRange { slot, slot_count } => {
+                write!(f, "slot {slot} is out of range (the list has {slot_count} slots)")
+            }
+            Culprit::ListWithoutTypes { index } => {
+                write!(f, "list {index} does not set NvSciBufGeneralAttrKey_Types")
+            }
         }
     }
 }

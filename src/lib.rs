@@ -69,7 +69,7 @@ pub mod vulkan;
 
 pub use attr::{AttrElem, Key};
 pub use attr_list::{AttrList, AttrListRef, Family, ListState};
-pub use error::{Error, NvSciError, Result, UnsupportedReason, MAX_CONFLICT_KEYS};
+pub use error::{Culprit, Error, NvSciError, Result, UnsupportedReason, MAX_CONFLICT_KEYS};
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use nvsci_sys as sys;

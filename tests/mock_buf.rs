@@ -342,10 +342,15 @@ fn cpu_access_requires_need_cpu_access() {
     let obj =
         BufObj::alloc(&BufAttrList::reconcile(&[&raw_list(&m, 256, 1, Perm::ReadWrite, false)]).unwrap())
             .unwrap();
-    assert!(matches!(obj.cpu_read(), Err(Error::NvSci { function: "NvSciBufObjGetConstCpuPtr", .. })));
-    assert!(matches!(obj.cpu_write(), Err(Error::NvSci { function: "NvSciBufObjGetCpuPtr", .. })));
+    let refused = nvsci::Culprit::CpuAccessNotRequested;
+    assert!(
+        matches!(obj.cpu_read(), Err(Error::Refused { function: "NvSciBufObjGetConstCpuPtr", culprit, .. }) if culprit == refused)
+    );
+    assert!(
+        matches!(obj.cpu_write(), Err(Error::Refused { function: "NvSciBufObjGetCpuPtr", culprit, .. }) if culprit == refused)
+    );
     // The failed attempts released their borrow.
-    assert!(matches!(obj.cpu_read(), Err(Error::NvSci { .. })));
+    assert!(matches!(obj.cpu_read(), Err(Error::Refused { .. })));
 }
 
 #[test]

@@ -136,8 +136,13 @@ fn waiter_only_objects_cannot_cpu_signal() {
     let s = list(&m, SyncPerm::SignalOnly, false);
     let w = list(&m, SyncPerm::WaitOnly, true);
     let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &w]).unwrap()).unwrap();
-    assert!(matches!(obj.generate_fence(), Err(Error::NvSci { function: "NvSciSyncObjGenerateFence", .. })));
-    assert!(matches!(obj.signal(), Err(Error::NvSci { .. })));
+    let refused = nvsci::Culprit::NotCpuSignaler;
+    assert!(
+        matches!(obj.generate_fence(), Err(Error::Refused { function: "NvSciSyncObjGenerateFence", culprit, .. }) if culprit == refused)
+    );
+    assert!(
+        matches!(obj.signal(), Err(Error::Refused { function: "NvSciSyncObjSignal", culprit, .. }) if culprit == refused)
+    );
 }
 
 #[test]

@@ -41,6 +41,11 @@ pub(crate) unsafe fn unreconciled_inputs<'a, R: ListRecord + 'a, H>(
     // SAFETY: forwarded contract.
     let handles = unsafe { slice_in(inputs, count) }?;
     let mut lists: Vec<&R> = Vec::with_capacity(handles.len());
+    // NvSciBufAttrListReconcile / NvSciBufAttrListAppendUnreconciled (nvscibuf.h) and their
+    // NvSciSync twins (nvscisync.h) answer BadParameter when "an NvSciBufAttrList appears
+    // multiple times in inputArray[]", "any of the NvSciBufAttrList in inputArray is
+    // reconciled" and "not all the NvSciBufAttrLists in inputArray are bound to the same
+    // NvSciBufModule".
     for (i, h) in handles.iter().enumerate() {
         if handles[..i].contains(h) {
             return bad();

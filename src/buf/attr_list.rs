@@ -4,6 +4,7 @@ use super::keys::{key, BufAttr, ALL_KEYS};
 use super::{BufModule, BufType};
 use crate::attr::sealed_access::Sealed;
 use crate::attr_list::{entry, AttrList, AttrListRef, Family, ListFns};
+use crate::error::Culprit;
 use crate::library::NvSci;
 use core::ffi::c_void;
 use nvsci_sys as sys;
@@ -41,6 +42,55 @@ impl Family for BufFamily {
 
     fn raw_module(module: &BufModule) -> sys::NvSciBufModule {
         module.as_raw()
+    }
+
+    fn same_module(a: &BufModule, b: &BufModule) -> bool {
+        std::sync::Arc::ptr_eq(&a.0, &b.0)
+    }
+
+    /// A slot without `Types`: "the NvSciBufGeneralAttrKey_Types key is not set on
+    /// origAttrList" (NvSciBufAttrListClone, nvscibuf.h), and the same rule of
+    /// NvSciBufAttrListAppendUnreconciled.
+    fn lacks_types(list: &BufAttrList) -> bool {
+        (0..list.slot_count().max(1)).any(|s| list.slot_get(s, key::TYPES).is_ok_and(|t| t.is_empty()))
+    }
+
+    /// A per-plane image key (`PlaneColorFormat`, `PlaneColorStd`, `PlaneBaseAddrAlign`,
+    /// `PlaneWidth`, `PlaneHeight`, the paddings) whose element count in some slot is not the
+    /// `PlaneCount` of that slot (or of the first slot that sets it): each holds one element per
+    /// plane, and NvSciBufAttrListReconcile refuses "an attribute key ... set to an unsupported
+    /// value considering the data type(s)" with `BadParameter` (nvscibuf.h).
+    fn unsupported_value(lists: &[&BufAttrList]) -> Option<Culprit> {
+        let slots = || lists.iter().flat_map(|l| (0..l.slot_count().max(1)).map(move |s| (*l, s)));
+        let count =
+            |l: &BufAttrList, s| l.slot_get(s, key::PLANE_COUNT).ok().and_then(|v| v.first().copied());
+        let plane_count = slots().find_map(|(l, s)| count(l, s))?;
+        for (l, s) in slots() {
+            let plane_count = count(l, s).unwrap_or(plane_count);
+            let lens = [
+                (key::PLANE_COLOR_FORMAT.name(), l.slot_get(s, key::PLANE_COLOR_FORMAT).map(|v| v.len())),
+                (key::PLANE_COLOR_STD.name(), l.slot_get(s, key::PLANE_COLOR_STD).map(|v| v.len())),
+                (
+                    key::PLANE_BASE_ADDR_ALIGN.name(),
+                    l.slot_get(s, key::PLANE_BASE_ADDR_ALIGN).map(|v| v.len()),
+                ),
+                (key::PLANE_WIDTH.name(), l.slot_get(s, key::PLANE_WIDTH).map(|v| v.len())),
+                (key::PLANE_HEIGHT.name(), l.slot_get(s, key::PLANE_HEIGHT).map(|v| v.len())),
+                (key::TOP_PADDING.name(), l.slot_get(s, key::TOP_PADDING).map(|v| v.len())),
+                (key::BOTTOM_PADDING.name(), l.slot_get(s, key::BOTTOM_PADDING).map(|v| v.len())),
+                (key::LEFT_PADDING.name(), l.slot_get(s, key::LEFT_PADDING).map(|v| v.len())),
+                (key::RIGHT_PADDING.name(), l.slot_get(s, key::RIGHT_PADDING).map(|v| v.len())),
+            ];
+            for (key, len) in lens {
+                match len {
+                    Ok(len) if len > 0 && len != plane_count as usize => {
+                        return Some(Culprit::PlaneArrayLength { key, len, plane_count })
+                    }
+                    _ => {}
+                }
+            }
+        }
+        None
     }
 
     fn fns(module: &BufModule) -> ListFns<Self> {

@@ -2,7 +2,7 @@
 
 use super::types::{BufType, ColorFormat, GpuId, Perm};
 use super::{key, BufAttrList, BufAttrListRef, BufModule};
-use crate::error::{check, invalid, Error, Result};
+use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
 use crate::library::{nvfn, Implementation};
 use core::sync::atomic::{AtomicIsize, Ordering};
 use nvsci_sys as sys;
@@ -117,7 +117,7 @@ impl BufObj {
         // any, is ours to free (`reconcile_status` does).
         let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
         BufAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())
-            .map_err(|e| BufAttrList::name_missing_key(e, lists))?;
+            .map_err(|e| BufAttrList::explain_reconcile(e, lists))?;
         if raw.is_null() {
             return Err(Error::UnexpectedValue {
                 key: "NvSciBufObj",
@@ -337,14 +337,16 @@ impl BufObj {
     }
 
     /// Read access to the memory from the CPU. Fails while a [`CpuWrite`] of any duplicate of
-    /// this allocation exists, or when the list did not ask for CPU access.
+    /// this allocation exists, or when the list did not ask for CPU access ([`Error::Refused`]
+    /// with [`Culprit::CpuAccessNotRequested`]).
     pub fn cpu_read(&self) -> Result<CpuRead<'_>> {
         let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetConstCpuPtr);
         self.borrow(false)?;
         let mut guard = CpuRead { obj: self, ptr: core::ptr::null() };
         let mut ptr = core::ptr::null();
         // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
-        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
+        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })
+            .map_err(|e| self.explain_cpu(e))?;
         if ptr.is_null() {
             return Err(Error::NvSci {
                 function: "NvSciBufObjGetConstCpuPtr",
@@ -366,7 +368,7 @@ impl BufObj {
         let mut guard = CpuWrite { obj: self, ptr: core::ptr::null_mut() };
         let mut ptr = core::ptr::null_mut();
         // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
-        check("NvSciBufObjGetCpuPtr", unsafe { f(self.raw, &mut ptr) })?;
+        check("NvSciBufObjGetCpuPtr", unsafe { f(self.raw, &mut ptr) }).map_err(|e| self.explain_cpu(e))?;
         if ptr.is_null() {
             return Err(Error::NvSci {
                 function: "NvSciBufObjGetCpuPtr",
@@ -375,6 +377,27 @@ impl BufObj {
         }
         guard.ptr = ptr as *mut u8;
         Ok(guard)
+    }
+
+    /// A `BadParameter` refusal of a CPU mapping, explained when the reconciled list shows why:
+    /// "NvSciBufObj either did not request for CPU access by setting
+    /// NvSciBufGeneralAttrKey_NeedCpuAccess to true OR does not have" the permission
+    /// (NvSciBufObjGetCpuPtr / NvSciBufObjGetConstCpuPtr, nvscibuf.h). A list that does ask
+    /// for CPU access leaves the error unexplained (the permission, or a peer's view of the
+    /// list, is the library's to judge).
+    fn explain_cpu(&self, e: Error) -> Error {
+        match e {
+            Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER => {
+                let asked = self.attr_list().and_then(|l| l.get_one(key::NEED_CPU_ACCESS));
+                match asked {
+                    Ok(None | Some(false)) => {
+                        Error::Refused { function, code, culprit: Culprit::CpuAccessNotRequested }
+                    }
+                    _ => e,
+                }
+            }
+            other => other,
+        }
     }
 
     /// Flushes the CPU cache for a byte range (needed when `cpu_need_sw_cache_coherency`).

@@ -46,6 +46,10 @@ impl Family for SyncFamily {
         module.as_raw()
     }
 
+    fn same_module(a: &SyncModule, b: &SyncModule) -> bool {
+        std::sync::Arc::ptr_eq(&a.0, &b.0)
+    }
+
     fn fns(module: &SyncModule) -> ListFns<Self> {
         let t = module.library().sync();
         ListFns {

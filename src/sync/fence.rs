@@ -1,7 +1,7 @@
 //! Fences and CPU waits.
 
 use super::{SyncModule, SyncObj};
-use crate::error::{check, invalid, Error, Result};
+use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
 use crate::library::nvfn;
 use core::time::Duration;
 use nvsci_sys as sys;
@@ -192,7 +192,9 @@ impl Fence {
     /// Waits on the CPU until the fence expires. `None` (or a timeout beyond NvSci's maximum of
     /// about 292,000 years) waits forever.
     ///
-    /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`].
+    /// A cleared fence returns at once. Expiry of the timeout gives [`Error::Timeout`]. An object
+    /// without CPU wait permission, or a context of another module, is refused with
+    /// [`Error::Refused`] ([`Culprit::NotCpuWaiter`], [`Culprit::WaitContextOfAnotherModule`]).
     pub fn wait(&self, ctx: &mut CpuWaitContext, timeout: Option<Duration>) -> Result<()> {
         let Some(obj) = &self.obj else { return Ok(()) };
         if self.is_cleared() {
@@ -213,7 +215,7 @@ impl Fence {
         if code == sys::NvSciError_Timeout {
             return Err(Error::Timeout { function: "NvSciSyncFenceWait", timeout_us });
         }
-        check("NvSciSyncFenceWait", code)
+        check("NvSciSyncFenceWait", code).map_err(|e| explain_wait(e, obj, ctx))
     }
 
     /// The fence's primitive id and value (NvSciSyncFenceExtractFence; NvSciSync 2.3+).
@@ -245,6 +247,30 @@ impl Fence {
     pub(crate) fn as_raw_mut(&mut self) -> *mut sys::NvSciSyncFence {
         &mut self.raw
     }
+}
+
+/// A `BadParameter` refusal of a CPU wait, explained. The crate passes a live fence, a live
+/// context and a timeout in range, so the documented reasons left are "syncFence and context
+/// are associated with different NvSciSyncModule" and "caller doesn't have CPU wait permissions
+/// in NvSciSyncObj associated with syncFence" (NvSciSyncFenceWait, nvscisync.h). The module is
+/// judged only for an object this crate allocated or imported (an adopted object's module is
+/// its maker's); a reconciled list without `NeedCpuAccess` proves the missing permission
+/// whatever the module.
+fn explain_wait(e: Error, obj: &SyncObj, ctx: &CpuWaitContext) -> Error {
+    let Error::NvSci { function, code } = e else { return e };
+    if code != NvSciError::BAD_PARAMETER {
+        return e;
+    }
+    let same_module = std::sync::Arc::ptr_eq(&obj.0.module.0, &ctx.module.0);
+    let cpu = obj.attr_list().and_then(|l| l.get_one(super::key::NEED_CPU_ACCESS));
+    let culprit = if !obj.0.adopted && !same_module {
+        Culprit::WaitContextOfAnotherModule
+    } else if matches!(cpu, Ok(None | Some(false))) || !obj.0.adopted {
+        Culprit::NotCpuWaiter
+    } else {
+        return e;
+    };
+    Error::Refused { function, code, culprit }
 }
 
 /// Waits for every fence of a list (each with the same timeout).

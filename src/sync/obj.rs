@@ -1,7 +1,7 @@
 //! NvSciSync objects.
 
 use super::{Fence, SyncAttrList, SyncAttrListRef, SyncModule};
-use crate::error::{check, invalid, Error, Result};
+use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
 use crate::library::{nvfn, Implementation};
 use nvsci_sys as sys;
 use std::sync::Arc;
@@ -9,6 +9,9 @@ use std::sync::Arc;
 pub(crate) struct ObjInner {
     pub(crate) raw: sys::NvSciSyncObj,
     pub(crate) module: SyncModule,
+    /// A reference to an object another library allocated (`from_foreign`, `from_raw_owned`):
+    /// its module in the library is the maker's, which `module` need not be.
+    pub(crate) adopted: bool,
 }
 
 // SAFETY: NvSciSync object functions are documented thread-safe and the handle has no thread
@@ -50,7 +53,7 @@ impl SyncObj {
         let mut raw = core::ptr::null_mut();
         // SAFETY: the list is alive and reconciled; `raw` receives a new object.
         check("NvSciSyncObjAlloc", unsafe { f(list.raw, &mut raw) })?;
-        Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone() })))
+        Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone(), adopted: false })))
     }
 
     /// Reconciles `lists` and allocates a sync object from the result in one call
@@ -71,7 +74,8 @@ impl SyncObj {
         // valid. On success `raw` is a new object that we own; the conflict list, if any, is
         // ours to free (`reconcile_status` does).
         let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
-        SyncAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())?;
+        SyncAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())
+            .map_err(|e| SyncAttrList::explain_reconcile(e, lists))?;
         if raw.is_null() {
             return Err(Error::UnexpectedValue {
                 key: "NvSciSyncObj",
@@ -83,7 +87,7 @@ impl SyncObj {
 
     /// Takes ownership of `raw`, an object created under `module`.
     pub(crate) fn from_raw(raw: sys::NvSciSyncObj, module: &SyncModule) -> Self {
-        Self(Arc::new(ObjInner { raw, module: module.clone() }))
+        Self(Arc::new(ObjInner { raw, module: module.clone(), adopted: false }))
     }
 
     /// Adopts a sync object that another library in this process allocated (the object a camera
@@ -119,7 +123,7 @@ impl SyncObj {
         // SAFETY: `raw` is a live object of this implementation, not freed during the call
         // (caller contract); `copy` receives a new reference that we own.
         check("NvSciSyncObjDup", unsafe { f(raw, &mut copy) })?;
-        Ok(Self(Arc::new(ObjInner { raw: copy, module: module.clone() })))
+        Ok(Self(Arc::new(ObjInner { raw: copy, module: module.clone(), adopted: true })))
     }
 
     /// Takes ownership of a sync object reference given away by its maker (one another library
@@ -137,7 +141,7 @@ impl SyncObj {
         if raw.is_null() {
             return Err(Error::NullHandle { what: "NvSciSyncObj" });
         }
-        Ok(Self(Arc::new(ObjInner { raw, module: module.clone() })))
+        Ok(Self(Arc::new(ObjInner { raw, module: module.clone(), adopted: true })))
     }
 
     /// The object's reconciled attribute list (borrowed from the object).
@@ -156,15 +160,18 @@ impl SyncObj {
         let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGenerateFence);
         let mut fence = Fence::for_object(self);
         // SAFETY: the object is alive and the fence storage is zeroed (cleared) as required.
-        check("NvSciSyncObjGenerateFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })?;
+        check("NvSciSyncObjGenerateFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })
+            .map_err(not_cpu_signaler)?;
         Ok(fence)
     }
 
-    /// Signals from the CPU, expiring the oldest outstanding generated fence.
+    /// Signals from the CPU, expiring the oldest outstanding generated fence. An object whose
+    /// signaler is not this process's CPU is refused with [`Error::Refused`] and
+    /// [`Culprit::NotCpuSignaler`].
     pub fn signal(&self) -> Result<()> {
         let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjSignal);
         // SAFETY: the object is alive.
-        check("NvSciSyncObjSignal", unsafe { f(self.0.raw) })
+        check("NvSciSyncObjSignal", unsafe { f(self.0.raw) }).map_err(not_cpu_signaler)
     }
 
     /// The host address of the object's 64-bit counter, on implementations whose sync objects
@@ -207,5 +214,18 @@ impl SyncObj {
     /// The raw handle (valid while any clone lives; do not free it).
     pub fn as_raw(&self) -> sys::NvSciSyncObj {
         self.0.raw
+    }
+}
+
+/// A `BadParameter` refusal of a CPU signal or fence generation, explained. The crate passes a
+/// live object (and zeroed fence storage), so the documented reasons left are "syncObj is not a
+/// CPU Signaler" and "syncObj does not own the backing primitive" (NvSciSyncObjSignal,
+/// NvSciSyncObjGenerateFence, nvscisync.h): both mean this process's CPU is not the signaler.
+fn not_cpu_signaler(e: Error) -> Error {
+    match e {
+        Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER => {
+            Error::Refused { function, code, culprit: Culprit::NotCpuSignaler }
+        }
+        other => other,
     }
 }

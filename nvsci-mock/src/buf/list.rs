@@ -163,6 +163,8 @@ pub(crate) unsafe extern "C" fn get_slot_count(list: NvSciBufAttrList) -> usize 
 /// Fills `pairs` from slot `index`, enforcing the documented direction rules.
 fn fill_pairs(l: &BufAttrListRec, index: usize, pairs: &mut [NvSciBufAttrKeyValuePair]) -> Res {
     let slots = lock(&l.slots);
+    // "slotIndex >= slot count of NvSciBufAttrList" is BadParameter (NvSciBufAttrListSlotGetAttrs,
+    // nvscibuf.h).
     let slot = slots.get(index).ok_or(NvSciError_BadParameter)?;
     for p in pairs.iter() {
         let spec = attrs::find(BUF_KEYS, p.key).ok_or(NvSciError_BadParameter)?;
@@ -295,6 +297,8 @@ pub(crate) unsafe extern "C" fn clone(list: NvSciBufAttrList, out: *mut NvSciBuf
         let l = unsafe { get(list) }?;
         non_null(out)?;
         let slots = l.snapshot();
+        // "the NvSciBufGeneralAttrKey_Types key is not set on origAttrList" is BadParameter
+        // (NvSciBufAttrListClone, nvscibuf.h).
         if slots.iter().any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none()) {
             return bad();
         }
@@ -321,6 +325,9 @@ pub(crate) unsafe extern "C" fn append_unreconciled(
         // SAFETY: `inputs` is NULL or `count` list handles of this mock.
         let lists = unsafe { unreconciled_inputs(inputs, count) }?;
         let slots = gather(&lists);
+        // "the NvSciBufGeneralAttrKey_Types key is not set on any of the NvSciBufAttrList(s) in
+        // inputUnreconciledAttrListArray" is BadParameter (NvSciBufAttrListAppendUnreconciled,
+        // nvscibuf.h); the mock reads it as: on any one of them.
         if slots.iter().any(|s| s.get(NvSciBufGeneralAttrKey_Types).is_none()) {
             return bad();
         }

@@ -236,6 +236,9 @@ pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_v
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
+        // "NvSciError_BadParameter NvSciBufObj either did not request for CPU access by setting
+        // NvSciBufGeneralAttrKey_NeedCpuAccess to true OR does not have
+        // NvSciBufAccessPerm_ReadWrite to the buffer" (NvSciBufObjGetCpuPtr, nvscibuf.h).
         if !o.mem.need_cpu_access || o.perm != NvSciBufAccessPerm_ReadWrite {
             return bad();
         }
@@ -249,6 +252,9 @@ pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *c
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         non_null(out)?;
+        // "NvSciError_BadParameter NvSciBufObj either did not request for CPU access by setting
+        // NvSciBufGeneralAttrKey_NeedCpuAccess to true OR does not have at least
+        // NvSciBufAccessPerm_ReadOnly" (NvSciBufObjGetConstCpuPtr, nvscibuf.h).
         if !o.mem.need_cpu_access {
             return bad();
         }

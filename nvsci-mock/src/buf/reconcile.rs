@@ -376,6 +376,10 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
     // input value: Any value defined by" the enum); SetAttrs has already refused the others.
     let block_linear = layout == NvSciBufImage_BlockLinearType;
     let interlaced = scan == NvSciBufScan_InterlaceType;
+    // Every per-plane key holds one element per plane (`PlaneCount`); another length is "an
+    // attribute key ... set to an unsupported value considering the data type(s)", which
+    // NvSciBufAttrListReconcile refuses with BadParameter (nvscibuf.h). The same below for
+    // `PlaneColorStd`, the paddings and `PlaneBaseAddrAlign`.
     if formats.len() != n || widths.len() != n || heights.len() != n {
         return Err(bad());
     }

@@ -130,6 +130,9 @@ pub(crate) unsafe extern "C" fn wait(
         let Some(core) = core_of(&fence)? else {
             return Ok(());
         };
+        // BadParameter when "syncFence and context are associated with different
+        // NvSciSyncModule" or "caller doesn't have CPU wait permissions in NvSciSyncObj
+        // associated with syncFence" (NvSciSyncFenceWait, nvscisync.h).
         if !Arc::ptr_eq(&core.module, &ctx.module) || !core.meta.cpu_waiter {
             return bad();
         }

@@ -172,6 +172,8 @@ fn lookup(slot: &Slot, key: u32) -> Res<(*const c_void, usize)> {
 
 fn fill_pairs(l: &SyncAttrListRec, index: usize, pairs: &mut [NvSciSyncAttrKeyValuePair]) -> Res {
     let slots = lock(&l.slots);
+    // "slotIndex is not a valid slot in attrList" is BadParameter
+    // (NvSciSyncAttrListSlotGetAttrs, nvscisync.h).
     let slot = slots.get(index).ok_or(NvSciError_BadParameter)?;
     let found = pairs.iter().map(|p| lookup(slot, p.attrKey)).collect::<Res<Vec<_>>>()?;
     for (p, (value, len)) in pairs.iter_mut().zip(found) {

@@ -193,6 +193,7 @@ pub(crate) unsafe fn generate(obj: NvSciSyncObj, out: *mut NvSciSyncFence, by: S
     // SAFETY: forwarded contract.
     let o = unsafe { get(obj) }?;
     non_null(out)?;
+    // "syncObj is not a CPU signaler" is BadParameter (NvSciSyncObjGenerateFence, nvscisync.h).
     if o.core.meta.cpu_signaler != (by == Signaler::Cpu) {
         return bad();
     }
@@ -224,6 +225,7 @@ pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
     guard("NvSciSyncObjSignal", || {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
+        // "syncObj is not a CPU Signaler" is BadParameter (NvSciSyncObjSignal, nvscisync.h).
         if !o.core.meta.cpu_signaler {
             return bad();
         }
