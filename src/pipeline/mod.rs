@@ -36,6 +36,7 @@ mod party;
 mod ring;
 mod select;
 
+pub use backend::ipc::RingConsumer;
 pub use backend::{FrameRead, FrameWrite};
 pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
