@@ -329,6 +329,172 @@ fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
     ledger_is_clean();
 }
 
+const MULTICAST_FRAMES: u64 = 1000;
+
+/// Starts the two consumer processes of the multicast tests (ring indices 1 and 2): `a` runs
+/// scenario `a` with `a_frames`, `b` a CPU consumer of `b_frames`.
+fn spawn_pair(dir: &Path, a: &str, a_frames: u64, b: &str, b_frames: u64) -> (Child, Child) {
+    let env = |ep: &str, frames: u64, index: usize| {
+        [(CHILD_EP, ep.to_owned()), (CHILD_FRAMES, frames.to_string()), (CHILD_INDEX, index.to_string())]
+    };
+    (
+        spawn_child_with(a, dir, &env("mc_a_1", a_frames, 1)),
+        spawn_child_with(b, dir, &env("mc_b_1", b_frames, 2)),
+    )
+}
+
+/// A ring of three consumers: consumer 0 in this process on `local`, consumers 1 and 2 in the
+/// processes at the other ends of `mc_a_0` and `mc_b_0`.
+fn multicast_ring(lib: &NvSci, ipc: &Ipc, local: Engine, timeout: Duration) -> (Producer, Consumer) {
+    let consumers = vec![
+        RingConsumer::Local(local),
+        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_a_0").unwrap()),
+        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_b_0").unwrap()),
+    ];
+    let ring = FrameRing::with_consumers(
+        lib,
+        FrameFormat::Raw { size: FRAME },
+        config(3, timeout),
+        &Engine::Cpu,
+        consumers,
+    )
+    .unwrap();
+    let (p, mut local) = ring.split().unwrap();
+    assert_eq!(local.len(), 1, "one consumer in this process");
+    let c = local.pop().unwrap();
+    assert_eq!((c.id(), c.ring_index()), (0, 0));
+    (p, c)
+}
+
+/// Takes `frames` frames on a CPU consumer, checking each.
+fn take_cpu(c: &mut Consumer, frames: u64) {
+    for seq in 0..frames {
+        let f = c.acquire().unwrap();
+        assert_eq!(f.sequence(), seq, "in-process consumer: frames arrive in order");
+        check(&c.cpu_read(&f).unwrap(), seq, "in-process consumer");
+        c.release(f).unwrap();
+    }
+}
+
+/// One producer, one consumer in this process and two in other processes: every consumer
+/// reads every one of 1000 frames, checked byte by byte against the frame's pattern, and a slot
+/// is rewritten only after all three released it (a consumer that read a slot the producer had
+/// already rewritten would see another frame's pattern).
+#[test]
+fn two_consumer_processes_and_one_in_process_consumer_each_verify_a_thousand_frames() {
+    let dir = ipc_dir("multicast", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let (a, b) = spawn_pair(&dir, "consumer", MULTICAST_FRAMES, "consumer", MULTICAST_FRAMES);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cpu, RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        take_cpu(&mut c, MULTICAST_FRAMES);
+        c
+    });
+    produce(&mut p, MULTICAST_FRAMES);
+    let c = local.join().unwrap();
+    drop(p);
+    for (name, child) in [("a", a), ("b", b)] {
+        let status = wait_child(child, Duration::from_secs(120));
+        assert!(status.success(), "consumer process {name} failed: {status}");
+    }
+    drop((c, ipc));
+    ledger_is_clean();
+}
+
+/// A consumer process that dies mid-stream does not hang the producer: its next acquire
+/// reports `IpcPeerGone` naming that consumer's endpoint once, the consumer is dropped from the
+/// multicast, and the other process and the in-process consumer receive every frame.
+#[test]
+fn a_consumer_process_that_dies_mid_stream_is_dropped_from_the_multicast() {
+    let dir = ipc_dir("multicast-death", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let frames = 200;
+    let (a, b) = spawn_pair(&dir, "dies", 5, "consumer", frames);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cpu, RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        take_cpu(&mut c, frames);
+        c
+    });
+    let mut errors = Vec::new();
+    let mut seq = 0;
+    while seq < frames {
+        match p.acquire() {
+            Ok(f) => {
+                assert_eq!(f.sequence(), seq);
+                fill(&mut p.cpu_write(&f).unwrap(), seq);
+                p.present(f).unwrap();
+                seq += 1;
+            }
+            Err(e) => {
+                errors.push(e);
+                assert!(errors.len() < 10, "the producer keeps failing: {errors:?}");
+            }
+        }
+    }
+    assert_eq!(errors.len(), 1, "one error, once: {errors:?}");
+    assert!(
+        matches!(&errors[0], Error::IpcPeerGone { endpoint, .. } if endpoint == "mc_a_0"),
+        "expected IpcPeerGone naming mc_a_0, got {errors:?}"
+    );
+    let c = local.join().unwrap();
+    drop(p);
+    let _ = wait_child(a, Duration::from_secs(30));
+    let status = wait_child(b, Duration::from_secs(120));
+    assert!(status.success(), "surviving consumer process failed: {status}");
+    drop((c, ipc));
+    ledger_is_clean();
+}
+
+/// The multicast with CUDA consumers (the mock in GPU mode): two consumer processes and one
+/// in-process consumer each copy every one of 1000 frames on their streams (a stream wait on
+/// the present fence, a stream signal of the release fence) and check the copies.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_thousand_frames() {
+    use nvsci::cuda::cudarc::driver::CudaSlice;
+    let Some(dev) = common::gpu() else { return };
+    let dir = ipc_dir("multicast-cuda", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let frames = MULTICAST_FRAMES;
+    let (a, b) = spawn_pair(&dir, "cuda_consumer", frames, "cuda_consumer", frames);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cuda(dev), RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        let stream = c.stream().unwrap().context().new_stream().unwrap();
+        c.set_stream(stream.clone()).unwrap();
+        let n = FRAME as usize;
+        let mut copies: CudaSlice<u8> = stream.alloc_zeros(n * frames as usize).unwrap();
+        for t in 0..frames as usize {
+            c.process(|f| {
+                assert_eq!(f.sequence(), t as u64);
+                let mut dst = copies.slice_mut(t * n..(t + 1) * n);
+                f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(Error::from)
+            })
+            .unwrap();
+        }
+        let host = stream.clone_dtoh(&copies).unwrap();
+        for t in 0..frames as usize {
+            check(&host[t * n..(t + 1) * n], t as u64, "in-process CUDA consumer");
+        }
+        drop(copies);
+        c
+    });
+    produce(&mut p, frames);
+    let c = local.join().unwrap();
+    drop(p);
+    for (name, child) in [("a", a), ("b", b)] {
+        let status = wait_child(child, Duration::from_secs(300));
+        assert!(status.success(), "CUDA consumer process {name} failed: {status}");
+    }
+    drop((c, ipc));
+}
+
 #[test]
 fn permissions_hold_across_processes() {
     let dir = ipc_dir("perm", &[("perm_0", "perm_1")]);
