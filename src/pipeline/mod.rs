@@ -31,7 +31,6 @@ mod config;
 mod cuda;
 mod engine;
 mod format;
-pub mod ipc;
 mod party;
 mod ring;
 mod select;
