@@ -7,10 +7,13 @@
 //! cargo run --release --example camera_ipc -- --cuda --frames 1000 --width 1920 --height 1080
 //! ```
 //!
-//! The producer ("camera") allocates NV12 frames, writes the moving test pattern into each and
-//! presents it with a fence; the consumer imports the frames read-only, waits on the fence,
-//! converts the frame to RGBA (on a CUDA stream with `--cuda`, else on the CPU) and returns a
-//! release fence. Every frame is verified: its RGB sum must equal the sum computed from the
+//! The producer ("camera") is a frame ring whose consumer is in another process: it is built
+//! with `FrameRing::with_consumers(.., vec![RingConsumer::Remote(endpoint)])` and acquires,
+//! writes the moving test pattern and presents exactly as it would for a consumer in its own
+//! process. The consumer process connects with `Consumer::connect`, which imports the frames
+//! read-only, and gets the same `Consumer` as an in-process one: its acquire waits on the
+//! present fence (on a CUDA stream with `--cuda`, else on the CPU), it converts the frame to
+//! RGBA, and its release returns a release fence to the producer. Every frame is verified: its RGB sum must equal the sum computed from the
 //! pattern itself. The consumer exits non-zero on any mismatch.
 //!
 //! With NVIDIA's NvSci and NvSciIpc libraries present (Jetson, DRIVE OS) the endpoints are
@@ -25,9 +28,8 @@ mod nv12_pattern;
 use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
 use nvsci::convert::nv12_to_rgba;
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
-use nvsci::pipeline::{Engine, FrameFormat, FrameLayout};
-use nvsci::{Implementation, NvSci};
+use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameLayout, FrameRing, RingConfig, RingConsumer};
+use nvsci::{Error, Implementation, NvSci};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -105,20 +107,24 @@ fn mock_dir(p: &str, c: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-const TIMEOUT: Option<Duration> = Some(Duration::from_secs(10));
+const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
     let format = FrameFormat::Nv12 { width: a.width, height: a.height };
-    let mut p = IpcProducer::connect(lib, ep, format, a.buffers, TIMEOUT).map_err(|e| e.to_string())?;
+    let config = RingConfig { frames: a.buffers, consumers: 1, timeout: TIMEOUT, ..Default::default() };
+    let ring = FrameRing::with_consumers(lib, format, config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
+        .map_err(|e| e.to_string())?;
+    let (mut p, _) = ring.split().map_err(|e| e.to_string())?;
     let layout = p.layout().clone();
     let start = Instant::now();
     for _ in 0..a.frames {
-        let mut fill = Ok(());
-        p.produce(|buf, seq| fill = fill_test_pattern(&layout, seq, buf)).map_err(|e| e.to_string())?;
-        fill?;
+        let f = p.acquire().map_err(|e| e.to_string())?;
+        fill_test_pattern(&layout, f.sequence(), &mut p.cpu_write(&f).map_err(|e| e.to_string())?)?;
+        p.present(f).map_err(|e| e.to_string())?;
     }
-    p.finish().map_err(|e| e.to_string())?;
+    // Dropping the producer ends the stream and takes every frame back.
+    drop(p);
     let s = start.elapsed().as_secs_f64();
     println!(
         "producer: {} frames of {}x{} NV12 presented in {s:.2} s ({:.1} frames/s, pattern generation included)",
@@ -144,16 +150,19 @@ fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     if a.cuda {
         return Err("--cuda needs the `cuda` feature".into());
     }
-    let mut c = IpcConsumer::connect(lib, ep, format, Engine::Cpu, TIMEOUT).map_err(|e| e.to_string())?;
+    let mut c = Consumer::connect(lib, ep, format, Engine::Cpu, TIMEOUT).map_err(|e| e.to_string())?;
     let layout: FrameLayout = c.layout().clone();
     let mut rgba = vec![0u8; (a.width * a.height * 4) as usize];
     let (mut frames, mut bad) = (0u64, 0u64);
     let fds = open_fds();
-    while let Some(f) = c.next_frame().map_err(|e| e.to_string())? {
-        c.wait_cpu(&f).map_err(|e| e.to_string())?;
+    loop {
+        let f = match c.acquire() {
+            Ok(f) => f,
+            Err(Error::RingEnded { .. }) => break,
+            Err(e) => return Err(e.to_string()),
+        };
         let sum = {
-            let bytes =
-                c.buffer(f.slot()).ok_or("slot out of range")?.cpu_read().map_err(|e| e.to_string())?;
+            let bytes = c.cpu_read(&f).map_err(|e| e.to_string())?;
             nv12_to_rgba(&layout, &bytes[..layout.size as usize], &mut rgba).map_err(|e| e.to_string())?
         };
         if sum != test_pattern_statistic(a.width, a.height, f.sequence()) {
@@ -180,52 +189,49 @@ fn report(frames: u64, bad: u64, fds_before: usize, engine: &str) -> Result<(), 
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    //! The CUDA consumer: the frames and both sync objects are imported once; per frame a stream
-    //! wait on the present fence, the NV12 -> RGBA kernel (with its per-frame RGB sum), and a
-    //! stream signal of the release fence.
+    //! The CUDA consumer: `Consumer::connect` imports the frames and both sync objects into CUDA
+    //! once; per frame `process` enqueues a stream wait on the present fence, the NV12 -> RGBA
+    //! kernel (with its per-frame RGB sum), and a stream signal of the release fence.
     use super::*;
     use nvsci::convert::Nv12ToRgba;
     use nvsci::cuda::cudarc::driver::DevicePtr;
-    use nvsci::cuda::{CudaGpu, CudaSyncObj, ExternalMemory, MemSync, ReadOnly};
+    use nvsci::cuda::CudaGpu;
 
     pub fn consume(a: &Args, lib: &NvSci, ep: IpcEndpoint, format: FrameFormat) -> Result<(), String> {
         let dev = CudaGpu::open(0).map_err(|e| e.to_string())?;
         let free = |dev: &CudaGpu| dev.context().mem_get_info().map(|m| m.0 >> 20).unwrap_or(0);
-        let mut c = IpcConsumer::connect(lib, ep, format, Engine::Cuda(dev.clone()), TIMEOUT)
+        let mut c = Consumer::connect(lib, ep, format, Engine::Cuda(dev.clone()), TIMEOUT)
             .map_err(|e| e.to_string())?;
         let layout = c.layout().clone();
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
-        let mut mapped = Vec::new();
-        for b in c.buffers() {
-            let m =
-                ExternalMemory::<ReadOnly>::from_buf_obj(&dev, b.as_buf_obj()).map_err(|e| e.to_string())?;
-            let map = m.map_all().map_err(|e| e.to_string())?;
-            mapped.push((m, map));
-        }
-        let present = CudaSyncObj::import(&dev, c.present_object()).map_err(|e| e.to_string())?;
-        let release = CudaSyncObj::import(&dev, c.release_object()).map_err(|e| e.to_string())?;
+        c.set_stream(stream.clone()).map_err(|e| e.to_string())?;
         let kernel = Nv12ToRgba::load(&dev).map_err(|e| e.to_string())?;
         let rgba = stream.alloc_zeros::<u8>((a.width * a.height * 4) as usize).map_err(|e| e.to_string())?;
         let sums = stream.alloc_zeros::<u64>(a.frames.max(1) as usize).map_err(|e| e.to_string())?;
         let fds = open_fds();
         let free_set_up = free(&dev);
         let mut seqs = Vec::new();
-        while let Some(f) = c.next_frame().map_err(|e| e.to_string())? {
+        loop {
             let t = seqs.len() as u64;
-            if t >= a.frames {
-                return Err(format!("more than the {} frames announced", a.frames));
+            let done = c.process(|f| {
+                if t >= a.frames {
+                    return Ok(None);
+                }
+                let s = f.stream();
+                let (dst, _g1) = rgba.device_ptr(s);
+                let (sum0, _g2) = sums.device_ptr(s);
+                let sum = sum0 + 8 * t;
+                // SAFETY: the frame is a whole NV12 image of this layout, mapped read-only; `dst`
+                // holds w*h*4 bytes; `sum` is element t < frames of `sums`.
+                unsafe { kernel.enqueue(s, &layout, f.device_address(), dst, sum) }?;
+                Ok(Some(f.sequence()))
+            });
+            match done {
+                Ok(Some(seq)) => seqs.push(seq),
+                Ok(None) => return Err(format!("more than the {} frames announced", a.frames)),
+                Err(Error::RingEnded { .. }) => break,
+                Err(e) => return Err(e.to_string()),
             }
-            present.wait(&stream, f.present_fence(), MemSync::Auto).map_err(|e| e.to_string())?;
-            let src = mapped[f.slot()].1.device_address();
-            let (dst, _g1) = rgba.device_ptr(&stream);
-            let (sum0, _g2) = sums.device_ptr(&stream);
-            let sum = sum0 + 8 * t;
-            // SAFETY: `src` is a whole NV12 frame of this layout, mapped read-only; `dst` holds
-            // w*h*4 bytes; `sum` is element t < frames of `sums`.
-            unsafe { kernel.enqueue(&stream, &layout, src, dst, sum) }.map_err(|e| e.to_string())?;
-            let done = release.signal(&stream, MemSync::Auto).map_err(|e| e.to_string())?;
-            seqs.push(f.sequence());
-            c.release_after(f, done).map_err(|e| e.to_string())?;
         }
         let got = stream.clone_dtoh(&sums).map_err(|e| e.to_string())?;
         stream.synchronize().map_err(|e| e.to_string())?;
@@ -236,7 +242,7 @@ mod gpu {
             .count() as u64;
         let frames = seqs.len() as u64;
         let free_frames = free(&dev);
-        drop((present, release, mapped, rgba, sums, c));
+        drop((rgba, sums, c));
         // The drops queue the CUDA destroys for the teardown thread: let them run first.
         dev.flush_teardown(std::time::Duration::from_secs(60));
         let free_teardown = free(&dev);

@@ -307,6 +307,13 @@ pub enum Error {
         /// What was being done.
         during: &'static str,
     },
+    /// The producer at the other end of an IPC endpoint ended its frame stream (its ring's
+    /// producer was dropped): no more frames will come.
+    #[error("IPC endpoint `{endpoint}`: the producer ended the frame stream")]
+    RingEnded {
+        /// The endpoint's name.
+        endpoint: String,
+    },
     /// An IPC operation ran out of time.
     #[error("IPC endpoint `{endpoint}`: {during} timed out after {timeout_us} us")]
     IpcTimeout {

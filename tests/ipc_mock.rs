@@ -1,15 +1,16 @@
 //! Cross-process sharing on the mock: endpoints, export/import of lists, buffers, sync objects
-//! and fences, the IPC frame ring, and every bad input the IPC issue names. The two-process
-//! tests re-run this test binary as the peer process (`child_process_entry`), under
-//! `$NVSCI_CHILD_RUNNER` when set (qemu for cross-compiled runs).
+//! and fences, the frame ring with consumers in other processes (one, and a multicast of
+//! several processes beside an in-process consumer), and every bad input the IPC issue names.
+//! The multi-process tests re-run this test binary as the peer processes
+//! (`child_process_entry`), under `$NVSCI_CHILD_RUNNER` when set (qemu for cross-compiled
+//! runs).
 #![cfg(feature = "mock")]
 
 mod common;
 
 use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
-use nvsci::pipeline::ipc::{IpcConsumer, IpcProducer};
-use nvsci::pipeline::{Engine, FrameFormat};
+use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, NvSci};
 use std::path::{Path, PathBuf};
@@ -17,8 +18,15 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 const T: Option<Duration> = Some(Duration::from_secs(10));
+const RING_TIMEOUT: Duration = Duration::from_secs(10);
 const FRAME: u64 = 64 * 1024;
 const CHILD_ENV: &str = "NVSCI_IPC_TEST_CHILD";
+/// The peer's endpoint name.
+const CHILD_EP: &str = "NVSCI_IPC_TEST_EP";
+/// How many frames the peer expects (`consumer` scenarios) or takes before it dies (`dies`).
+const CHILD_FRAMES: &str = "NVSCI_IPC_TEST_FRAMES";
+/// The ring index the peer expects the producer to give it.
+const CHILD_INDEX: &str = "NVSCI_IPC_TEST_INDEX";
 
 /// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
@@ -46,6 +54,10 @@ fn pattern(seq: u64, i: usize) -> u8 {
 }
 
 fn spawn_child(scenario: &str, dir: &Path) -> Child {
+    spawn_child_with(scenario, dir, &[])
+}
+
+fn spawn_child_with(scenario: &str, dir: &Path, env: &[(&str, String)]) -> Child {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = match std::env::var("NVSCI_CHILD_RUNNER").ok().filter(|r| !r.is_empty()) {
         Some(runner) => {
@@ -59,6 +71,9 @@ fn spawn_child(scenario: &str, dir: &Path) -> Child {
     cmd.args(["child_process_entry", "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, scenario)
         .env(nvsci_mock::IPC_DIR_ENV, dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     cmd.spawn().unwrap()
 }
 
@@ -73,6 +88,54 @@ fn wait_child(mut c: Child, within: Duration) -> std::process::ExitStatus {
             panic!("child process did not finish within {within:?}");
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Writes frame `seq`'s pattern into `bytes`.
+fn fill(bytes: &mut [u8], seq: u64) {
+    for (i, b) in bytes.iter_mut().take(FRAME as usize).enumerate() {
+        *b = pattern(seq, i);
+    }
+}
+
+/// Checks that `bytes` hold frame `seq`'s pattern.
+fn check(bytes: &[u8], seq: u64, who: &str) {
+    assert!(bytes.len() >= FRAME as usize, "{who}: frame of {} bytes", bytes.len());
+    for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
+        assert_eq!(*b, pattern(seq, i), "{who}: frame {seq} byte {i}");
+    }
+}
+
+/// Ring parameters for `consumers` consumers over 4 frames.
+fn config(consumers: usize, timeout: Duration) -> RingConfig {
+    RingConfig { frames: 4, consumers, timeout, ..Default::default() }
+}
+
+/// Presents `frames` frames with their patterns (each acquire waits until every consumer
+/// released the slot).
+fn produce(p: &mut Producer, frames: u64) {
+    for seq in 0..frames {
+        let f = p.acquire().unwrap();
+        assert_eq!(f.sequence(), seq);
+        fill(&mut p.cpu_write(&f).unwrap(), seq);
+        p.present(f).unwrap();
+    }
+}
+
+/// A CPU consumer's loop: takes and checks frames in order until the producer ends the stream;
+/// returns how many it took.
+fn consume(c: &mut Consumer, who: &str) -> u64 {
+    let mut n = 0u64;
+    loop {
+        let f = match c.acquire() {
+            Ok(f) => f,
+            Err(Error::RingEnded { .. }) => return n,
+            Err(e) => panic!("{who}: acquire failed after {n} frames: {e:?}"),
+        };
+        assert_eq!(f.sequence(), n, "{who}: frames arrive in order");
+        check(&c.cpu_read(&f).unwrap(), f.sequence(), who);
+        c.release(f).unwrap();
+        n += 1;
     }
 }
 
@@ -114,34 +177,55 @@ fn child_process_entry() {
     let Ok(scenario) = std::env::var(CHILD_ENV) else { return };
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
+    let ep_name = std::env::var(CHILD_EP).unwrap_or_else(|_| "ring_1".into());
+    let frames: u64 = std::env::var(CHILD_FRAMES).map_or(200, |v| v.parse().unwrap());
+    let index: Option<usize> = std::env::var(CHILD_INDEX).ok().map(|v| v.parse().unwrap());
+    let connect = |engine: Engine| {
+        let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
+        let c = Consumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, engine, RING_TIMEOUT).unwrap();
+        if let Some(i) = index {
+            assert_eq!(c.ring_index(), i, "the producer's index for this consumer");
+        }
+        assert_eq!(c.id(), 0);
+        c
+    };
     match scenario.as_str() {
         "consumer" => {
-            let ep = IpcEndpoint::open(&ipc, "ring_1").unwrap();
-            let mut c =
-                IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
-            let mut frames = 0u64;
-            while let Some(f) = c.next_frame().unwrap() {
-                c.wait_cpu(&f).unwrap();
-                let bytes = c.buffer(f.slot()).unwrap().cpu_read().unwrap();
-                for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
-                    assert_eq!(*b, pattern(f.sequence(), i), "frame {} byte {i}", f.sequence());
-                }
-                drop(bytes);
-                assert_eq!(f.sequence(), frames, "frames arrive in order");
-                c.release(f).unwrap();
-                frames += 1;
-            }
-            assert_eq!(frames, 200);
+            let mut c = connect(Engine::Cpu);
+            assert_eq!(consume(&mut c, &ep_name), frames);
             drop(c);
             ledger_is_clean();
         }
+        #[cfg(feature = "cuda")]
+        "cuda_consumer" => {
+            use nvsci::cuda::cudarc::driver::CudaSlice;
+            let dev = common::gpu().expect("the parent found a GPU");
+            let mut c = connect(Engine::Cuda(dev));
+            let stream = c.stream().unwrap().context().new_stream().unwrap();
+            c.set_stream(stream.clone()).unwrap();
+            let n = FRAME as usize;
+            let mut copies: CudaSlice<u8> = stream.alloc_zeros(n * frames as usize).unwrap();
+            for t in 0..frames as usize {
+                // Stream wait on the present fence, a copy of the frame, stream signal of the
+                // release fence: the CPU waits on no fence.
+                c.process(|f| {
+                    assert_eq!(f.sequence(), t as u64);
+                    let mut dst = copies.slice_mut(t * n..(t + 1) * n);
+                    f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(Error::from)
+                })
+                .unwrap();
+            }
+            assert!(matches!(c.acquire(), Err(Error::RingEnded { .. })), "the producer ended the stream");
+            let host = stream.clone_dtoh(&copies).unwrap();
+            for t in 0..frames as usize {
+                check(&host[t * n..(t + 1) * n], t as u64, &ep_name);
+            }
+            drop((copies, c));
+        }
         "dies" => {
-            let ep = IpcEndpoint::open(&ipc, "ring_1").unwrap();
-            let mut c =
-                IpcConsumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
-            for _ in 0..3 {
-                let f = c.next_frame().unwrap().unwrap();
-                c.wait_cpu(&f).unwrap();
+            let mut c = connect(Engine::Cpu);
+            for _ in 0..frames {
+                let f = c.acquire().unwrap();
                 c.release(f).unwrap();
             }
             // Dies mid-stream, holding everything: no destructor, no exit handler runs (and,
@@ -183,6 +267,23 @@ fn child_process_entry() {
 // Two processes.
 // ------------------------------------------------------------------------------------------
 
+/// A ring whose consumers are all in other processes (`Remote` endpoints).
+fn remote_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], timeout: Duration) -> Producer {
+    let consumers =
+        endpoints.iter().map(|n| RingConsumer::Remote(IpcEndpoint::open(ipc, n).unwrap())).collect();
+    let ring = FrameRing::with_consumers(
+        lib,
+        FrameFormat::Raw { size: FRAME },
+        config(endpoints.len(), timeout),
+        &Engine::Cpu,
+        consumers,
+    )
+    .unwrap();
+    let (p, local) = ring.split().unwrap();
+    assert!(local.is_empty(), "every consumer is in another process");
+    p
+}
+
 #[test]
 fn two_processes_share_frames_and_fences() {
     let dir = ipc_dir("ring", &[("ring_0", "ring_1")]);
@@ -190,17 +291,10 @@ fn two_processes_share_frames_and_fences() {
     let child = spawn_child("consumer", &dir);
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
-    let ep = IpcEndpoint::open(&ipc, "ring_0").unwrap();
-    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 4, T).unwrap();
-    for _ in 0..200 {
-        p.produce(|buf, seq| {
-            for (i, b) in buf.iter_mut().take(FRAME as usize).enumerate() {
-                *b = pattern(seq, i);
-            }
-        })
-        .unwrap();
-    }
-    p.finish().unwrap();
+    let mut p = remote_ring(&lib, &ipc, &["ring_0"], RING_TIMEOUT);
+    produce(&mut p, 200);
+    // Dropping the producer ends the stream and takes the frames back.
+    drop(p);
     let status = wait_child(child, Duration::from_secs(60));
     assert!(status.success(), "consumer process failed: {status}");
     drop(ipc);
@@ -211,18 +305,18 @@ fn two_processes_share_frames_and_fences() {
 fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
     let dir = ipc_dir("death", &[("ring_0", "ring_1")]);
     let _g = use_dir(&dir);
-    let child = spawn_child("dies", &dir);
+    let child = spawn_child_with("dies", &dir, &[(CHILD_FRAMES, "3".into())]);
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
-    let ep = IpcEndpoint::open(&ipc, "ring_0").unwrap();
-    let timeout = Some(Duration::from_secs(5));
-    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 2, timeout).unwrap();
+    let mut p = remote_ring(&lib, &ipc, &["ring_0"], Duration::from_secs(5));
     let started = Instant::now();
     let err = loop {
-        match p.produce(|buf, _| buf[0] = 1) {
-            Ok(_) => continue,
+        let f = match p.acquire() {
+            Ok(f) => f,
             Err(e) => break e,
-        }
+        };
+        p.cpu_write(&f).unwrap()[0] = 1;
+        p.present(f).unwrap();
     };
     assert!(
         matches!(err, Error::IpcPeerGone { ref endpoint, .. } if endpoint == "ring_0"),
@@ -233,6 +327,172 @@ fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
     drop(p);
     drop(ipc);
     ledger_is_clean();
+}
+
+const MULTICAST_FRAMES: u64 = 1000;
+
+/// Starts the two consumer processes of the multicast tests (ring indices 1 and 2): `a` runs
+/// scenario `a` with `a_frames`, `b` a CPU consumer of `b_frames`.
+fn spawn_pair(dir: &Path, a: &str, a_frames: u64, b: &str, b_frames: u64) -> (Child, Child) {
+    let env = |ep: &str, frames: u64, index: usize| {
+        [(CHILD_EP, ep.to_owned()), (CHILD_FRAMES, frames.to_string()), (CHILD_INDEX, index.to_string())]
+    };
+    (
+        spawn_child_with(a, dir, &env("mc_a_1", a_frames, 1)),
+        spawn_child_with(b, dir, &env("mc_b_1", b_frames, 2)),
+    )
+}
+
+/// A ring of three consumers: consumer 0 in this process on `local`, consumers 1 and 2 in the
+/// processes at the other ends of `mc_a_0` and `mc_b_0`.
+fn multicast_ring(lib: &NvSci, ipc: &Ipc, local: Engine, timeout: Duration) -> (Producer, Consumer) {
+    let consumers = vec![
+        RingConsumer::Local(local),
+        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_a_0").unwrap()),
+        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_b_0").unwrap()),
+    ];
+    let ring = FrameRing::with_consumers(
+        lib,
+        FrameFormat::Raw { size: FRAME },
+        config(3, timeout),
+        &Engine::Cpu,
+        consumers,
+    )
+    .unwrap();
+    let (p, mut local) = ring.split().unwrap();
+    assert_eq!(local.len(), 1, "one consumer in this process");
+    let c = local.pop().unwrap();
+    assert_eq!((c.id(), c.ring_index()), (0, 0));
+    (p, c)
+}
+
+/// Takes `frames` frames on a CPU consumer, checking each.
+fn take_cpu(c: &mut Consumer, frames: u64) {
+    for seq in 0..frames {
+        let f = c.acquire().unwrap();
+        assert_eq!(f.sequence(), seq, "in-process consumer: frames arrive in order");
+        check(&c.cpu_read(&f).unwrap(), seq, "in-process consumer");
+        c.release(f).unwrap();
+    }
+}
+
+/// One producer, one consumer in this process and two in other processes: every consumer
+/// reads every one of 1000 frames, checked byte by byte against the frame's pattern, and a slot
+/// is rewritten only after all three released it (a consumer that read a slot the producer had
+/// already rewritten would see another frame's pattern).
+#[test]
+fn two_consumer_processes_and_one_in_process_consumer_each_verify_a_thousand_frames() {
+    let dir = ipc_dir("multicast", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let (a, b) = spawn_pair(&dir, "consumer", MULTICAST_FRAMES, "consumer", MULTICAST_FRAMES);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cpu, RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        take_cpu(&mut c, MULTICAST_FRAMES);
+        c
+    });
+    produce(&mut p, MULTICAST_FRAMES);
+    let c = local.join().unwrap();
+    drop(p);
+    for (name, child) in [("a", a), ("b", b)] {
+        let status = wait_child(child, Duration::from_secs(120));
+        assert!(status.success(), "consumer process {name} failed: {status}");
+    }
+    drop((c, ipc));
+    ledger_is_clean();
+}
+
+/// A consumer process that dies mid-stream does not hang the producer: its next acquire
+/// reports `IpcPeerGone` naming that consumer's endpoint once, the consumer is dropped from the
+/// multicast, and the other process and the in-process consumer receive every frame.
+#[test]
+fn a_consumer_process_that_dies_mid_stream_is_dropped_from_the_multicast() {
+    let dir = ipc_dir("multicast-death", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let frames = 200;
+    let (a, b) = spawn_pair(&dir, "dies", 5, "consumer", frames);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cpu, RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        take_cpu(&mut c, frames);
+        c
+    });
+    let mut errors = Vec::new();
+    let mut seq = 0;
+    while seq < frames {
+        match p.acquire() {
+            Ok(f) => {
+                assert_eq!(f.sequence(), seq);
+                fill(&mut p.cpu_write(&f).unwrap(), seq);
+                p.present(f).unwrap();
+                seq += 1;
+            }
+            Err(e) => {
+                errors.push(e);
+                assert!(errors.len() < 10, "the producer keeps failing: {errors:?}");
+            }
+        }
+    }
+    assert_eq!(errors.len(), 1, "one error, once: {errors:?}");
+    assert!(
+        matches!(&errors[0], Error::IpcPeerGone { endpoint, .. } if endpoint == "mc_a_0"),
+        "expected IpcPeerGone naming mc_a_0, got {errors:?}"
+    );
+    let c = local.join().unwrap();
+    drop(p);
+    let _ = wait_child(a, Duration::from_secs(30));
+    let status = wait_child(b, Duration::from_secs(120));
+    assert!(status.success(), "surviving consumer process failed: {status}");
+    drop((c, ipc));
+    ledger_is_clean();
+}
+
+/// The multicast with CUDA consumers (the mock in GPU mode): two consumer processes and one
+/// in-process consumer each copy every one of 1000 frames on their streams (a stream wait on
+/// the present fence, a stream signal of the release fence) and check the copies.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_thousand_frames() {
+    use nvsci::cuda::cudarc::driver::CudaSlice;
+    let Some(dev) = common::gpu() else { return };
+    let dir = ipc_dir("multicast-cuda", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    let _g = use_dir(&dir);
+    let frames = MULTICAST_FRAMES;
+    let (a, b) = spawn_pair(&dir, "cuda_consumer", frames, "cuda_consumer", frames);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cuda(dev), RING_TIMEOUT);
+    let local = std::thread::spawn(move || {
+        let stream = c.stream().unwrap().context().new_stream().unwrap();
+        c.set_stream(stream.clone()).unwrap();
+        let n = FRAME as usize;
+        let mut copies: CudaSlice<u8> = stream.alloc_zeros(n * frames as usize).unwrap();
+        for t in 0..frames as usize {
+            c.process(|f| {
+                assert_eq!(f.sequence(), t as u64);
+                let mut dst = copies.slice_mut(t * n..(t + 1) * n);
+                f.stream().memcpy_dtod(f.buffer(), &mut dst).map_err(Error::from)
+            })
+            .unwrap();
+        }
+        let host = stream.clone_dtoh(&copies).unwrap();
+        for t in 0..frames as usize {
+            check(&host[t * n..(t + 1) * n], t as u64, "in-process CUDA consumer");
+        }
+        drop(copies);
+        c
+    });
+    produce(&mut p, frames);
+    let c = local.join().unwrap();
+    drop(p);
+    for (name, child) in [("a", a), ("b", b)] {
+        let status = wait_child(child, Duration::from_secs(300));
+        assert!(status.success(), "CUDA consumer process {name} failed: {status}");
+    }
+    drop((c, ipc));
 }
 
 #[test]
@@ -495,36 +755,39 @@ fn a_thousand_export_import_cycles_leak_no_fd_and_no_handle() {
 }
 
 #[test]
-fn the_ring_runs_between_two_threads_and_rejects_bad_frame_counts() {
+fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
     let dir = ipc_dir("threads", &[("t_0", "t_1")]);
     let _g = use_dir(&dir);
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
+    let raw = FrameFormat::Raw { size: FRAME };
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
+    // One frame is no ring; two consumers named for a ring of one.
+    let bad = RingConfig { frames: 1, ..config(1, RING_TIMEOUT) };
     assert!(matches!(
-        IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 0, T),
-        Err(Error::InvalidArgument { name: "frames", .. })
+        FrameRing::with_consumers(&lib, raw, bad, &Engine::Cpu, vec![RingConsumer::Remote(ep)]),
+        Err(Error::InvalidArgument { name: "config.frames", .. })
     ));
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
+    let two = vec![RingConsumer::Remote(ep), RingConsumer::Local(Engine::Cpu)];
+    assert!(matches!(
+        FrameRing::with_consumers(&lib, raw, config(1, RING_TIMEOUT), &Engine::Cpu, two),
+        Err(Error::InvalidArgument { name: "consumers", .. })
+    ));
     let (lib2, ipc2) = (lib.clone(), ipc.clone());
     let consumer = std::thread::spawn(move || {
         let ep = IpcEndpoint::open(&ipc2, "t_1").unwrap();
-        let mut c =
-            IpcConsumer::connect(&lib2, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
-        let mut n = 0;
-        while let Some(f) = c.next_frame().unwrap() {
-            c.wait_cpu(&f).unwrap();
-            assert_eq!(c.buffer(f.slot()).unwrap().cpu_read().unwrap()[3], pattern(f.sequence(), 3));
-            c.release(f).unwrap();
-            n += 1;
-        }
-        n
+        let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT).unwrap();
+        assert_eq!(c.config().frames, 3, "the producer's frame count");
+        consume(&mut c, "thread")
     });
-    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 3, T).unwrap();
-    for _ in 0..50 {
-        p.produce(|b, seq| b[3] = pattern(seq, 3)).unwrap();
-    }
-    p.finish().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
+    let cfg = RingConfig { frames: 3, ..config(1, RING_TIMEOUT) };
+    let ring =
+        FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)]).unwrap();
+    let (mut p, _) = ring.split().unwrap();
+    produce(&mut p, 50);
+    drop(p);
     assert_eq!(consumer.join().unwrap(), 50);
     drop(ipc);
     ledger_is_clean();

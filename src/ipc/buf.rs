@@ -99,6 +99,11 @@ impl ReadOnlyBufObj {
     pub fn size(&self) -> u64 {
         self.0.size()
     }
+
+    /// The object itself, its permission capped at read-only (writes are refused).
+    pub(crate) fn into_buf_obj(self) -> BufObj {
+        self.0
+    }
 }
 
 impl BufObj {

@@ -13,7 +13,9 @@
 //! 3. per frame, fences travel as [`FenceDescriptor`]s ([`Fence::export`],
 //!    [`SyncObj::import_fence`]).
 //!
-//! [`pipeline::ipc`](crate::pipeline::ipc) builds a producer/consumer frame ring on these steps.
+//! The frame ring runs these steps for consumers in other processes
+//! ([`FrameRing::with_consumers`](crate::pipeline::FrameRing::with_consumers),
+//! [`Consumer::connect`](crate::pipeline::Consumer::connect)).
 //! Every descriptor is only valid through the endpoint pair it was exported on.
 //!
 //! [`BufAttrList::export_unreconciled`]: crate::buf::BufAttrList::export_unreconciled

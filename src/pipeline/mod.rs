@@ -31,11 +31,11 @@ mod config;
 mod cuda;
 mod engine;
 mod format;
-pub mod ipc;
 mod party;
 mod ring;
 mod select;
 
+pub use backend::ipc::RingConsumer;
 pub use backend::{FrameRead, FrameWrite};
 pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]

@@ -20,6 +20,7 @@
 //! any other ring. Steady-state frames allocate nothing: bookkeeping lives in fixed-capacity
 //! containers and the backend replaces fences in place.
 
+use super::backend::ipc::{Received, RemoteConsumer, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
@@ -43,6 +44,14 @@ struct State {
     next: u64,
     /// Whether the producer holds a frame.
     producer_held: bool,
+    /// Bit `c` set while consumer `c` is served (a consumer in another process that went away
+    /// is dropped from the multicast).
+    live: u32,
+    /// An error to report from the producer's next acquire: a consumer in another process that
+    /// went away while a frame was sent to it.
+    deferred: Option<Error>,
+    /// Whether the producer in another process ended the stream (a consumer process).
+    ended: bool,
 }
 
 /// What the parties of one ring share.
@@ -54,6 +63,14 @@ pub(crate) struct Inner {
     producer_engine: Engine,
     consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
     pub(crate) backend: Arc<dyn RingBackend>,
+    /// Bit `c` set when consumer `c` is in another process.
+    remote_mask: u32,
+    // Endpoints after the backend: they close after the frames, sync objects and fences
+    // exported through them are freed.
+    /// The consumers in other processes (a producer's process).
+    remotes: Vec<RemoteConsumer>,
+    /// The producer in another process (a consumer's process).
+    upstream: Option<Upstream>,
 }
 
 /// Ring identities: never reused within a process.
@@ -117,10 +134,165 @@ impl Inner {
         )
     }
 
-    /// Takes the frame back from consumer `consumer` (its release fence is recorded already).
-    fn give_back(&self, index: usize, consumer: usize) {
-        self.state().pending[index] &= !(1u32 << consumer);
+    /// Takes the frame back from consumer `consumer` (its release fence is recorded already);
+    /// in a consumer's process, sends the release fence to the producer's.
+    fn give_back(&self, index: usize, consumer: usize) -> Result<()> {
+        let sequence = {
+            let mut st = self.state();
+            st.pending[index] &= !(1u32 << consumer);
+            st.sequence[index]
+        };
         self.changed.notify_all();
+        match &self.upstream {
+            Some(up) => up.send_release(self.backend.as_ref(), index, sequence, self.config.timeout),
+            None => Ok(()),
+        }
+    }
+
+    /// The consumer in another process with ring index `consumer`.
+    fn remote(&self, consumer: usize) -> Option<&RemoteConsumer> {
+        self.remotes.iter().find(|r| r.consumer == consumer)
+    }
+
+    /// Drops consumer `consumer` (in another process, gone or out of step) from the multicast:
+    /// the producer no longer waits for it.
+    fn drop_remote(&self, consumer: usize, why: &Error) {
+        let bit = 1u32 << consumer;
+        {
+            let mut st = self.state();
+            if st.live & bit == 0 {
+                return;
+            }
+            st.live &= !bit;
+            for s in 0..self.config.frames {
+                st.pending[s] &= !bit;
+                // Its process no longer signals: nothing of it is left to wait for.
+                self.backend.clear(s, Point::Release(consumer));
+            }
+        }
+        log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
+        self.changed.notify_all();
+    }
+
+    /// Sends a presented frame to every consumer in another process still served; one that
+    /// cannot be reached is dropped and the error reported by the next acquire.
+    fn send_to_remotes(&self, index: usize, sequence: u64) {
+        for r in &self.remotes {
+            if self.state().live & (1 << r.consumer) == 0 {
+                continue;
+            }
+            if let Err(e) = r.send_frame(self.backend.as_ref(), index, sequence, self.config.timeout) {
+                self.drop_remote(r.consumer, &e);
+                self.state().deferred.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Takes one release message of a consumer in another process.
+    fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
+        let c = r.consumer;
+        let (slot, seq, desc) = r.recv_release(timeout)?;
+        {
+            let st = self.state();
+            let held = slot < self.config.frames && st.pending[slot] & (1 << c) != 0;
+            if !held || st.sequence[slot] != seq {
+                return Err(r.protocol_error(format!(
+                    "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
+                )));
+            }
+        }
+        self.backend.import_fence(slot, Point::Release(c), &desc)?;
+        self.state().pending[slot] &= !(1 << c);
+        self.changed.notify_all();
+        Ok(())
+    }
+
+    /// Takes the releases of consumers in other processes until none of them holds slot
+    /// `index`, or `deadline` passes. A consumer that went away or broke the protocol is
+    /// dropped from the multicast and its error returned.
+    fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
+        loop {
+            let waiting = self.state().pending[index] & self.remote_mask;
+            if waiting == 0 {
+                return Ok(());
+            }
+            let c = waiting.trailing_zeros() as usize;
+            let Some(r) = self.remote(c) else { return Ok(()) };
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.take_remote_release(r, left) {
+                Ok(()) => {}
+                Err(Error::IpcTimeout { .. }) => {
+                    let st = self.state();
+                    return Err(ring_timeout(
+                        format!(
+                            "pipeline::Producer::acquire timed out after {:?}: consumer {c} (in another process, \
+                             endpoint `{}`) has not released slot {index} (frame {})",
+                            self.config.timeout,
+                            r.name(),
+                            st.sequence[index]
+                        ),
+                        self.config.timeout,
+                    ));
+                }
+                Err(e) => {
+                    self.drop_remote(c, &e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Ends the stream for every consumer in another process still served and takes back the
+    /// frames they hold (up to the ring's timeout).
+    fn end_remotes(&self) {
+        let deadline = deadline_after(self.config.timeout);
+        for r in &self.remotes {
+            let c = r.consumer;
+            if self.state().live & (1 << c) == 0 {
+                continue;
+            }
+            if let Err(e) = r.send_end(self.config.timeout) {
+                self.drop_remote(c, &e);
+                continue;
+            }
+            for s in 0..self.config.frames {
+                if let Err(e) = self.reclaim_remotes(s, deadline) {
+                    log::warn!("frame ring {}: consumer {c} did not hand every frame back: {e}", self.id);
+                    break;
+                }
+            }
+        }
+    }
+
+    /// A consumer process: receives the next frame from the producer's process and records its
+    /// present fence.
+    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<(usize, u64)> {
+        let timeout = self.config.timeout;
+        if self.state().ended {
+            return Err(up.ended());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match up.recv(left) {
+            Ok(Received::Frame(slot, seq, desc)) => {
+                if slot >= self.config.frames || self.state().pending[slot] != 0 {
+                    return Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")));
+                }
+                self.backend.import_fence(slot, Point::Present, &desc)?;
+                let mut st = self.state();
+                st.pending[slot] = 1;
+                st.sequence[slot] = seq;
+                Ok((slot, seq))
+            }
+            Ok(Received::End) => {
+                self.state().ended = true;
+                Err(up.ended())
+            }
+            Err(Error::IpcTimeout { .. }) => Err(ring_timeout(
+                format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
+                timeout,
+            )),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -177,6 +349,19 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Self> {
+        Self::with_links(config, backend, producer, consumers, Vec::new(), None)
+    }
+
+    /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
+    /// producer's process) or the producer in another process (a consumer's process).
+    pub(crate) fn with_links(
+        config: RingConfig,
+        backend: Arc<dyn RingBackend>,
+        producer: &Engine,
+        consumers: &[Engine],
+        remotes: Vec<RemoteConsumer>,
+        upstream: Option<Upstream>,
+    ) -> Result<Self> {
         config.validate()?;
         let mut consumer_engines = heapless::Vec::new();
         for c in consumers {
@@ -204,11 +389,17 @@ impl FrameRing {
                 queues: core::array::from_fn(|_| heapless::Deque::new()),
                 next: 0,
                 producer_held: false,
+                live: (1u32 << config.consumers) - 1,
+                deferred: None,
+                ended: false,
             }),
             changed: Condvar::new(),
             producer_engine: producer.clone(),
             consumer_engines,
             backend,
+            remote_mask: remotes.iter().fold(0, |m, r| m | 1 << r.consumer),
+            remotes,
+            upstream,
         };
         Ok(Self { inner: Arc::new(inner) })
     }
@@ -228,8 +419,10 @@ impl FrameRing {
         self.inner.id
     }
 
-    /// Splits the ring into its producer and its consumers (consumer `i` at index `i`), each on
-    /// the engine the ring was built for. A CUDA party imports every slot (the producer
+    /// Splits the ring into its producer and the consumers of this process, in index order
+    /// (consumer `i` at index `i` where every consumer is in this process; consumers in other
+    /// processes are served by the producer through their endpoints), each on the engine the
+    /// ring was built for. A CUDA party imports every slot (the producer
     /// read-write, a consumer its read-only view) and the sync objects it waits on and signals
     /// into its device once, here, and works on the device's default stream until given
     /// another ([`Producer::set_stream`], [`Consumer::set_stream`]).
@@ -239,10 +432,23 @@ impl FrameRing {
         let producer = Producer { engine, inner: inner.clone() };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
         for (id, e) in inner.consumer_engines.iter().enumerate() {
+            if inner.remote_mask & (1 << id) != 0 {
+                continue;
+            }
             let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
             consumers.push(Consumer { engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
+    }
+}
+
+impl FrameRing {
+    /// The one consumer of a consumer process's view of a ring (no producer here).
+    pub(crate) fn into_consumer(self) -> Result<Consumer> {
+        let inner = &self.inner;
+        let engine =
+            ConsumerEngine::new(inner.backend.as_ref(), inner.config, &inner.consumer_engines[0], 0)?;
+        Ok(Consumer { engine, inner: inner.clone(), id: 0 })
     }
 }
 
@@ -360,7 +566,9 @@ impl Drop for ConsumerFrame {
                 }
                 log::debug!("frame {} dropped by consumer {}: released", self.sequence, self.consumer);
                 b.clear(self.index, Point::Release(self.consumer));
-                inner.give_back(self.index, self.consumer);
+                if let Err(e) = inner.give_back(self.index, self.consumer) {
+                    log::error!("frame {} dropped by consumer {}: {e}", self.sequence, self.consumer);
+                }
             }
             Err(e) => log::error!(
                 "frame {} dropped by consumer {} before its present fence expired ({e}); the slot stays held",
@@ -383,6 +591,12 @@ pub struct Producer {
 impl std::fmt::Debug for Producer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Producer").field("ring", &self.inner.id).field("engine", &self.engine).finish()
+    }
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        self.inner.end_remotes();
     }
 }
 
@@ -486,16 +700,19 @@ impl Producer {
         {
             let mut st = inner.state();
             let n = inner.config.consumers;
-            st.pending[frame.index] = (1u32 << n) - 1;
+            st.pending[frame.index] = st.live;
             st.sequence[frame.index] = frame.sequence;
-            for q in st.queues.iter_mut().take(n) {
-                // Cannot overflow: a consumer has at most one entry per slot.
-                let _ = q.push_back((frame.index, frame.sequence));
+            for (c, q) in st.queues.iter_mut().take(n).enumerate() {
+                if inner.remote_mask & (1 << c) == 0 {
+                    // Cannot overflow: a consumer has at most one entry per slot.
+                    let _ = q.push_back((frame.index, frame.sequence));
+                }
             }
             st.next += 1;
             st.producer_held = false;
         }
         inner.changed.notify_all();
+        inner.send_to_remotes(frame.index, frame.sequence);
     }
 
     /// The NvSciSync object present fences come from (NvSci backend): generate a fence from it
@@ -537,6 +754,16 @@ impl Producer {
 /// Waits (until `deadline`) for the producer's next slot to be free and takes it.
 fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> {
     let frames = inner.config.frames as u64;
+    if !inner.remotes.is_empty() {
+        let index = {
+            let mut st = inner.state();
+            if let Some(e) = st.deferred.take() {
+                return Err(e);
+            }
+            (st.next % frames) as usize
+        };
+        inner.reclaim_remotes(index, deadline)?;
+    }
     let mut held_already = false;
     let (index, sequence) = inner.wait_state(
         deadline,
@@ -627,16 +854,21 @@ impl Consumer {
     fn acquire_until(&mut self, deadline: Instant) -> Result<ConsumerFrame> {
         let id = self.id;
         let timeout = self.inner.config.timeout;
-        let (index, sequence) = self.inner.wait_state(
-            deadline,
-            |st| st.queues[id].pop_front(),
-            |_| {
-                ring_timeout(
-                    format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
-                    timeout,
-                )
-            },
-        )?;
+        let queued = self.inner.state().queues[id].pop_front();
+        let (index, sequence) = match (&self.inner.upstream, queued) {
+            (_, Some(f)) => f,
+            (Some(up), None) => self.inner.receive(up, deadline)?,
+            (None, None) => self.inner.wait_state(
+                deadline,
+                |st| st.queues[id].pop_front(),
+                |_| {
+                    ring_timeout(
+                        format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
+                        timeout,
+                    )
+                },
+            )?,
+        };
         Ok(ConsumerFrame {
             inner: self.inner.clone(),
             index,
@@ -705,8 +937,8 @@ impl Consumer {
         if signalled.is_err() {
             b.clear(frame.index, point);
         }
-        self.finish(frame);
-        signalled
+        let sent = self.finish(frame);
+        signalled.and(sent)
     }
 
     /// Releases a frame with an NvSciSync fence that another engine signals once it is done
@@ -716,13 +948,12 @@ impl Consumer {
     pub fn release_after(&mut self, frame: ConsumerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
         self.inner.backend.set_nvsci_fence(frame.index, Point::Release(self.id), fence)?;
-        self.finish(frame);
-        Ok(())
+        self.finish(frame)
     }
 
-    fn finish(&mut self, mut frame: ConsumerFrame) {
+    fn finish(&mut self, mut frame: ConsumerFrame) -> Result<()> {
         frame.live = false;
-        self.inner.give_back(frame.index, self.id);
+        self.inner.give_back(frame.index, self.id)
     }
 
     /// The NvSciSync object this consumer's release fences come from (NvSci backend).
@@ -744,6 +975,13 @@ impl Consumer {
     /// This consumer's index.
     pub fn id(&self) -> usize {
         self.id
+    }
+
+    /// This consumer's index in the producer's ring: its [`id`](Self::id), or for a consumer
+    /// connected from another process ([`connect`](Self::connect)) the index the producer gave
+    /// it.
+    pub fn ring_index(&self) -> usize {
+        self.inner.upstream.as_ref().map_or(self.id, |u| u.index)
     }
 
     /// The engine this consumer works on.

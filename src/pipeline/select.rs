@@ -1,13 +1,14 @@
 //! Choosing where frames come from: an NvSci library (NVIDIA's, or the mock) or the Vulkan
 //! fallback. The choice is a [`Backend`]; the rings it builds hold one dynamic backend.
 
+use super::backend::ipc::RingConsumer;
 use super::backend::nvsci::NvSciProvider;
 use super::backend::Provider;
 use super::config::RingConfig;
 use super::config::MAX_CONSUMERS;
 use super::engine::Engine;
 use super::format::FrameFormat;
-use super::ring::FrameRing;
+use super::ring::{Consumer, FrameRing};
 use crate::error::{invalid, Error, Result};
 use crate::NvSci;
 use std::sync::Arc;
@@ -400,5 +401,75 @@ impl FrameRing {
         consumers: &[Engine],
     ) -> Result<Self> {
         build(&NvSciProvider { lib: lib.clone() }, format, config, producer, consumers)
+    }
+}
+
+impl FrameRing {
+    /// As [`with_engines`](Self::with_engines), with consumers in this process and in others:
+    /// each [`RingConsumer::Remote`] endpoint leads to a process that connects with
+    /// [`Consumer::connect`]. Every consumer's lists take part in one reconciliation; the frames
+    /// and sync objects are exported to each consumer process (read-only, wait-only), and each
+    /// exports its release object back. `consumers` has `config.consumers` entries, consumer
+    /// `i` at index `i`; [`split`](Self::split) hands out the consumers of this process, and the
+    /// producer serves the others through their endpoints: its
+    /// [`present`](crate::pipeline::Producer::present) sends them the frame and its present fence, and its
+    /// [`acquire`](crate::pipeline::Producer::acquire) reuses a slot only once every consumer, here or there,
+    /// released it (a remote release fence arrives over the endpoint).
+    ///
+    /// A consumer process that goes away (its endpoint reset or closed) or breaks the protocol
+    /// is dropped from the multicast; the producer's next acquire reports it once
+    /// ([`Error::IpcPeerGone`] naming its endpoint, or the error met), and the ring serves the
+    /// others. Dropping the producer ends the stream for every consumer process
+    /// ([`Error::RingEnded`] from their next acquire) and takes back the frames they hold.
+    /// Connecting waits up to `config.timeout` for each peer.
+    pub fn with_consumers(
+        lib: &NvSci,
+        format: FrameFormat,
+        config: RingConfig,
+        producer: &Engine,
+        consumers: Vec<RingConsumer>,
+    ) -> Result<Self> {
+        format.validate()?;
+        config.validate()?;
+        if consumers.len() != config.consumers {
+            return Err(invalid(
+                "consumers",
+                format!("{} consumers for config.consumers = {}", consumers.len(), config.consumers),
+            ));
+        }
+        let (ring, engines, remotes) =
+            super::backend::ipc::build_producer(lib, format, config, producer, consumers)?;
+        FrameRing::with_links(config, Arc::new(ring), producer, &engines, remotes, None)
+    }
+}
+
+impl Consumer {
+    /// Connects to the producer at the other end of `ep` (a ring built with
+    /// [`FrameRing::with_consumers`] in another process) as a consumer of `format` frames
+    /// working on `engine`: imports the frames read-only and the present object, allocates and
+    /// exports this consumer's release object. The consumer acquires, reads and releases as
+    /// any other (its [`id`](Self::id) is 0, the only consumer of this process's view); an
+    /// acquire after the producer ended the stream fails with [`Error::RingEnded`]. Every wait
+    /// (connecting, a frame, a fence) is bounded by `timeout`. The endpoint is closed last,
+    /// after the imported objects are freed.
+    pub fn connect(
+        lib: &NvSci,
+        ep: crate::ipc::IpcEndpoint,
+        format: FrameFormat,
+        engine: Engine,
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
+        let (ring, frames, upstream) =
+            super::backend::ipc::connect_consumer(lib, ep, format, &engine, timeout)?;
+        let config = RingConfig { frames, consumers: 1, timeout, ..Default::default() };
+        let ring = FrameRing::with_links(
+            config,
+            Arc::new(ring),
+            &Engine::Cpu,
+            &[engine],
+            Vec::new(),
+            Some(upstream),
+        )?;
+        ring.into_consumer()
     }
 }

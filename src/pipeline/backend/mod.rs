@@ -13,6 +13,7 @@
 //! slot's present fence, or a consumer's release fence), replaced in place: the ring names a
 //! fence by slot and point, so no fence value crosses the interface and no frame allocates.
 
+pub(crate) mod ipc;
 pub(crate) mod nvsci;
 #[cfg(feature = "vulkan")]
 pub(crate) mod vulkan;
@@ -22,6 +23,7 @@ use super::engine::Engine;
 use super::format::{FrameFormat, FrameLayout};
 use crate::buf::BufObj;
 use crate::error::{Error, Result};
+use crate::ipc::{FenceDescriptor, IpcEndpoint};
 use crate::sync::{Fence, SyncObj};
 use std::any::Any;
 use std::sync::Arc;
@@ -49,6 +51,14 @@ pub(crate) struct CudaSyncImport(pub(crate) Box<dyn Any + Send>);
 /// The error for a wait state or import handed to a backend that did not make it.
 pub(crate) fn foreign_state(what: &'static str) -> Error {
     Error::Unsupported { what, reason: crate::error::UnsupportedReason::OtherBackend }
+}
+
+/// The error of a backend asked to move fences across processes without NvSciSync objects.
+fn no_ipc() -> Error {
+    Error::Unsupported {
+        what: "a consumer in another process",
+        reason: crate::error::UnsupportedReason::NoNvSciObjects,
+    }
 }
 
 /// A usable source of ring buffers and fences.
@@ -109,6 +119,17 @@ pub(crate) trait RingBackend: Send + Sync {
             },
             reason: crate::error::UnsupportedReason::NoNvSciObjects,
         })
+    }
+
+    /// Exports the fence at (`slot`, `point`) through `ep` (backends built on NvSciSync).
+    fn export_fence(&self, _slot: usize, _point: Point, _ep: &IpcEndpoint) -> Result<FenceDescriptor> {
+        Err(no_ipc())
+    }
+
+    /// Imports a fence of `point`'s sync object from `desc` as the fence at (`slot`, `point`)
+    /// (backends built on NvSciSync).
+    fn import_fence(&self, _slot: usize, _point: Point, _desc: &FenceDescriptor) -> Result<()> {
+        Err(no_ipc())
     }
 
     /// CPU write access to slot `slot` (the ring's tokens order it against the engines).

@@ -10,6 +10,7 @@
 use super::{foreign_state, CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
+use crate::ipc::{FenceDescriptor, IpcEndpoint};
 use crate::pipeline::config::{RingConfig, MAX_CONSUMERS};
 use crate::pipeline::engine::Engine;
 use crate::pipeline::format::{FrameFormat, FrameLayout};
@@ -37,9 +38,15 @@ pub(crate) fn party_list(m: &SyncModule, engine: &Engine, signal: bool, wait: bo
     Ok(l)
 }
 
-/// A sync object signalled by `signaler` and waited on by `waiters`, with the CPU always among
-/// the waiters (the ring waits on the CPU before it frees anything).
-fn sync_object(m: &SyncModule, signaler: &Engine, waiters: &[&Engine]) -> Result<SyncObj> {
+/// A sync object signalled by `signaler` and waited on by `waiters` and by the parties of the
+/// `remote` waiter lists (imported from other processes), with the CPU always among the waiters
+/// (the ring waits on the CPU before it frees anything).
+fn sync_object(
+    m: &SyncModule,
+    signaler: &Engine,
+    waiters: &[&Engine],
+    remote: &[&SyncAttrList],
+) -> Result<SyncObj> {
     let mut lists = vec![party_list(m, signaler, true, false)?];
     for w in waiters {
         lists.push(party_list(m, w, false, true)?);
@@ -47,8 +54,23 @@ fn sync_object(m: &SyncModule, signaler: &Engine, waiters: &[&Engine]) -> Result
     if !waiters.iter().any(|w| matches!(w, Engine::Cpu)) {
         lists.push(party_list(m, &Engine::Cpu, false, true)?);
     }
-    let refs: Vec<&SyncAttrList> = lists.iter().collect();
+    let mut refs: Vec<&SyncAttrList> = lists.iter().collect();
+    refs.extend_from_slice(remote);
     SyncObj::alloc(&SyncAttrList::reconcile(&refs)?)
+}
+
+/// What a consumer in another process brings to a ring's reconciliation: its buffer list and
+/// the waiter lists for the present object (imported through its endpoint).
+pub(crate) struct RemoteLists {
+    pub(crate) buf: BufAttrList,
+    pub(crate) waiters: SyncAttrList,
+}
+
+/// A consumer of a ring being built: one in this process on its engine, or one in another
+/// process by its lists (its release object comes later, [`NvSciRing::set_remote_release`]).
+pub(crate) enum Member<'a> {
+    Local(&'a Engine),
+    Remote(&'a RemoteLists),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,7 +90,9 @@ impl Provider for NvSciProvider {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Arc<dyn RingBackend>> {
-        Ok(Arc::new(NvSciRing::new(&self.lib, format, config, producer, consumers)?))
+        let members: Vec<Member<'_>> = consumers.iter().map(Member::Local).collect();
+        let (bufm, syncm) = (BufModule::open(&self.lib)?, SyncModule::open(&self.lib)?);
+        Ok(Arc::new(NvSciRing::new(&bufm, &syncm, format, config, producer, &members)?.0))
     }
 
     fn nvsci(&self) -> Option<&NvSci> {
@@ -83,51 +107,84 @@ impl Provider for NvSciProvider {
     }
 }
 
-/// One slot: the buffer, a read-only duplicate per consumer, and the slot's fences.
+/// One slot: the buffer, a read-only duplicate per consumer of this process, and the slot's
+/// fences.
 struct Slot {
-    buffer: BufObj,
-    views: heapless::Vec<BufObj, MAX_CONSUMERS>,
+    /// The read-write buffer (`None` in a consumer process, which holds only its view).
+    buffer: Option<BufObj>,
+    /// Per consumer, its read-only view (`None` for a consumer in another process).
+    views: heapless::Vec<Option<BufObj>, MAX_CONSUMERS>,
     present: Mutex<Fence>,
     releases: heapless::Vec<Mutex<Fence>, MAX_CONSUMERS>,
 }
 
-/// One ring's NvSciBuf objects and NvSciSync objects.
-struct NvSciRing {
+/// One ring's NvSciBuf objects and NvSciSync objects, in the producer's process, or the
+/// imported view of them in a consumer's process.
+pub(crate) struct NvSciRing {
     layout: FrameLayout,
     slots: Vec<Slot>,
     present: SyncObj,
-    releases: heapless::Vec<SyncObj, MAX_CONSUMERS>,
+    /// Per consumer, its release object (`None` for a consumer in another process until its
+    /// object is imported).
+    releases: heapless::Vec<Option<SyncObj>, MAX_CONSUMERS>,
     module: SyncModule,
 }
 
 impl NvSciRing {
-    fn new(
-        lib: &NvSci,
+    /// Reconciles one buffer list per party, allocates the frames, the present object and the
+    /// release object of each consumer of this process; returns the ring and the reconciled
+    /// buffer list (for consumers in other processes). The lists of remote members must come
+    /// from these modules.
+    pub(crate) fn new(
+        bufm: &BufModule,
+        module: &SyncModule,
         format: FrameFormat,
         config: RingConfig,
         producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<Self> {
-        let bufm = BufModule::open(lib)?;
+        consumers: &[Member<'_>],
+    ) -> Result<(Self, BufAttrList)> {
         let mut lists = vec![format.attr_list(
-            &bufm,
+            bufm,
             Perm::ReadWrite,
             producer.is_cpu(),
             producer.gpu_id(),
             config.gpu_cache,
         )?];
         for c in consumers {
-            lists.push(format.attr_list(&bufm, Perm::ReadOnly, c.is_cpu(), c.gpu_id(), config.gpu_cache)?);
+            if let Member::Local(c) = c {
+                lists.push(format.attr_list(
+                    bufm,
+                    Perm::ReadOnly,
+                    c.is_cpu(),
+                    c.gpu_id(),
+                    config.gpu_cache,
+                )?);
+            }
         }
-        let refs: Vec<&BufAttrList> = lists.iter().collect();
+        let mut refs: Vec<&BufAttrList> = lists.iter().collect();
+        let local: Vec<&Engine> = consumers
+            .iter()
+            .filter_map(|c| match c {
+                Member::Local(e) => Some(*e),
+                Member::Remote(_) => None,
+            })
+            .collect();
+        let mut remote_waiters = Vec::new();
+        for c in consumers {
+            if let Member::Remote(r) = c {
+                refs.push(&r.buf);
+                remote_waiters.push(&r.waiters);
+            }
+        }
         let reconciled = BufAttrList::reconcile(&refs)?;
 
-        let module = SyncModule::open(lib)?;
-        let consumer_refs: Vec<&Engine> = consumers.iter().collect();
-        let present = sync_object(&module, producer, &consumer_refs)?;
-        let mut releases = heapless::Vec::<SyncObj, MAX_CONSUMERS>::new();
+        let present = sync_object(module, producer, &local, &remote_waiters)?;
+        let mut releases = heapless::Vec::<Option<SyncObj>, MAX_CONSUMERS>::new();
         for c in consumers {
-            let _ = releases.push(sync_object(&module, c, &[producer])?);
+            let _ = releases.push(match c {
+                Member::Local(c) => Some(sync_object(module, c, &[producer], &[])?),
+                Member::Remote(_) => None,
+            });
         }
 
         let mut slots = Vec::with_capacity(config.frames);
@@ -139,14 +196,63 @@ impl NvSciRing {
             }
             let mut views = heapless::Vec::new();
             let mut fences = heapless::Vec::new();
-            for _ in 0..config.consumers {
-                let _ = views.push(buffer.dup_with_reduced_perm(Perm::ReadOnly)?);
+            for c in consumers {
+                let _ = views.push(match c {
+                    Member::Local(_) => Some(buffer.dup_with_reduced_perm(Perm::ReadOnly)?),
+                    Member::Remote(_) => None,
+                });
                 let _ = fences.push(Mutex::new(Fence::cleared()));
             }
-            slots.push(Slot { buffer, views, present: Mutex::new(Fence::cleared()), releases: fences });
+            slots.push(Slot {
+                buffer: Some(buffer),
+                views,
+                present: Mutex::new(Fence::cleared()),
+                releases: fences,
+            });
         }
         let layout = layout.ok_or_else(|| invalid("config.frames", "a ring needs frames"))?;
-        Ok(Self { layout, slots, present, releases, module })
+        Ok((Self { layout, slots, present, releases, module: module.clone() }, reconciled))
+    }
+
+    /// A consumer process's view of a ring: the imported read-only frames and present object,
+    /// and its own release object (consumer 0 of this process).
+    pub(crate) fn imported(
+        module: SyncModule,
+        layout: FrameLayout,
+        frames: Vec<BufObj>,
+        present: SyncObj,
+        release: SyncObj,
+    ) -> Self {
+        let slots = frames
+            .into_iter()
+            .map(|view| {
+                let mut views = heapless::Vec::new();
+                let _ = views.push(Some(view));
+                let mut releases = heapless::Vec::new();
+                let _ = releases.push(Mutex::new(Fence::cleared()));
+                Slot { buffer: None, views, present: Mutex::new(Fence::cleared()), releases }
+            })
+            .collect();
+        let mut releases = heapless::Vec::new();
+        let _ = releases.push(Some(release));
+        Self { layout, slots, present, releases, module }
+    }
+
+    /// The read-write buffer of slot `slot` (producer side).
+    pub(crate) fn buffer(&self, slot: usize) -> Option<&BufObj> {
+        self.slots.get(slot).and_then(|s| s.buffer.as_ref())
+    }
+
+    /// The present object.
+    pub(crate) fn present_object(&self) -> &SyncObj {
+        &self.present
+    }
+
+    /// Records the release object consumer `consumer` (in another process) allocated.
+    pub(crate) fn set_remote_release(&mut self, consumer: usize, obj: SyncObj) -> Result<()> {
+        let r = self.releases.get_mut(consumer).ok_or_else(no_consumer)?;
+        *r = Some(obj);
+        Ok(())
     }
 
     fn fence(&self, slot: usize, point: Point) -> Result<&Mutex<Fence>> {
@@ -161,7 +267,7 @@ impl NvSciRing {
     fn object(&self, point: Point) -> Result<&SyncObj> {
         match point {
             Point::Present => Ok(&self.present),
-            Point::Release(c) => self.releases.get(c).ok_or_else(no_consumer),
+            Point::Release(c) => self.releases.get(c).and_then(Option::as_ref).ok_or_else(no_consumer),
         }
     }
 }
@@ -225,9 +331,19 @@ impl RingBackend for NvSciRing {
         Ok(())
     }
 
+    fn export_fence(&self, slot: usize, point: Point, ep: &IpcEndpoint) -> Result<FenceDescriptor> {
+        lock(self.fence(slot, point)?).export(ep)
+    }
+
+    fn import_fence(&self, slot: usize, point: Point, desc: &FenceDescriptor) -> Result<()> {
+        let fence = self.object(point)?.import_fence(desc)?;
+        *lock(self.fence(slot, point)?) = fence;
+        Ok(())
+    }
+
     fn cpu_write(&self, slot: usize) -> Result<FrameWrite<'_>> {
-        let s = self.slots.get(slot).ok_or_else(|| no_slot(slot))?;
-        Ok(s.buffer.cpu_write()?.into())
+        let b = self.buffer(slot).ok_or_else(|| no_slot(slot))?;
+        Ok(b.cpu_write()?.into())
     }
 
     fn cpu_read(&self, slot: usize, consumer: usize) -> Result<FrameRead<'_>> {
@@ -236,11 +352,11 @@ impl RingBackend for NvSciRing {
     }
 
     fn nvsci_buffer(&self, slot: usize) -> Option<&BufObj> {
-        self.slots.get(slot).map(|s| &s.buffer)
+        self.buffer(slot)
     }
 
     fn nvsci_view(&self, slot: usize, consumer: usize) -> Option<&BufObj> {
-        self.slots.get(slot).and_then(|s| s.views.get(consumer))
+        self.slots.get(slot).and_then(|s| s.views.get(consumer)).and_then(Option::as_ref)
     }
 
     fn nvsci_sync(&self, point: Point) -> Option<&SyncObj> {
