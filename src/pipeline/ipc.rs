@@ -246,14 +246,22 @@ impl IpcProducer {
         Ok(self.seq - 1)
     }
 
-    /// Tells the consumer there are no more frames and waits until every frame is back.
+    /// Tells the consumer there are no more frames, waits until every frame is back and the
+    /// consumer has read the end (or closed its endpoint), so that closing this endpoint cannot
+    /// reset the channel under a message the consumer has yet to read (nvsciipc.h: once a reset
+    /// is reported, reads fail and "all existing data in channel will be discarded").
     pub fn finish(mut self) -> Result<()> {
         self.ep.send_message(&[END], self.timeout)?;
         for slot in 0..self.frames.len() {
             self.reclaim(slot)?;
             self.released[slot].wait(&mut self.ctx, self.timeout)?;
         }
-        Ok(())
+        match self.ep.recv_message(self.timeout) {
+            Ok(m) => expect(&self.ep, &m, END),
+            // Every frame is back: a consumer that closed after reading the end is done too.
+            Err(Error::IpcPeerGone { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 }
 
@@ -415,6 +423,8 @@ impl IpcConsumer {
     pub fn next_frame(&mut self) -> Result<Option<IpcFrame>> {
         let msg = self.ep.recv_message(self.timeout)?;
         if msg.first() == Some(&END) {
+            // Acknowledged, so the producer keeps the channel open until the end was read.
+            self.ep.send_message(&[END], self.timeout)?;
             return Ok(None);
         }
         let (slot, seq, desc) = parse_fence_msg(&self.ep, &msg, FRAME)?;
