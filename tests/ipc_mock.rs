@@ -22,12 +22,17 @@ const CHILD_ENV: &str = "NVSCI_IPC_TEST_CHILD";
 
 /// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
+    ipc_dir_sized(tag, pairs, 16, 4096)
+}
+
+/// As [`ipc_dir`], with channels of `nframes` frames of `frame_size` bytes.
+fn ipc_dir_sized(tag: &str, pairs: &[(&str, &str)], nframes: u32, frame_size: u32) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("nvsci-ipc-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut cfg = String::from("# test channels\n");
     for (a, b) in pairs {
-        cfg.push_str(&format!("INTER_PROCESS {a} {b} 16 4096\n"));
+        cfg.push_str(&format!("INTER_PROCESS {a} {b} {nframes} {frame_size}\n"));
     }
     std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
     dir
@@ -653,6 +658,10 @@ fn connection_events_are_reported_once_and_fifo_events_while_they_hold() {
     events_until(&a, |e| e.readable());
     assert!(a.events().unwrap().readable(), "READ is reported as long as a frame waits");
     drop(b);
+    // What the peer wrote before it closed is read first; the reset follows.
+    let mut one = [0u8; 1];
+    a.read(&mut one, T).unwrap();
+    assert_eq!(one, *b"x");
     let gone = events_until(&a, |e| e.reset());
     assert!(!gone.writable());
     assert!(!a.events().unwrap().reset(), "CONN_RESET reported twice");
@@ -738,5 +747,80 @@ fn a_reset_collected_by_a_write_is_not_lost() {
     let w = a.write(b"stale", T);
     assert!(matches!(w, Err(Error::IpcPeerGone { .. })), "{w:?}");
     drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// nvsciipc.h: a channel holds `nframes` frames per direction (`NvSciIpcEndpointInfo`), and
+/// `NvSciIpcWriteSafe` on a full one answers `InsufficientMemory` ("write channel is full and
+/// the write operation aborted"); a WRITE event follows "each time the endpoint's sending FIFO
+/// ceases to be full". The mock enforces it; a write waits for room up to its timeout.
+#[test]
+fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
+    let dir = ipc_dir_sized("full", &[("f_0", "f_1")], 4, 64);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "f_0", "f_1");
+    assert_eq!(a.info().frames, 4);
+    for i in 0..4u8 {
+        a.write(&[i], T).unwrap();
+    }
+    let full = a.write(&[4], Some(Duration::from_millis(50)));
+    assert!(
+        matches!(full, Err(Error::IpcTimeout { during: "write", ref endpoint, .. }) if endpoint == "f_0"),
+        "a fifth frame fit in a channel of four: {full:?}"
+    );
+    let mut one = [0u8; 1];
+    b.read(&mut one, T).unwrap();
+    assert_eq!(one, [0]);
+    // The read made room for exactly one more.
+    a.write(&[4], T).unwrap();
+    assert!(matches!(a.write(&[5], Some(Duration::from_millis(50))), Err(Error::IpcTimeout { .. })));
+    for want in 1..=4u8 {
+        b.read(&mut one, T).unwrap();
+        assert_eq!(one, [want]);
+    }
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// A ring with more frames in flight than the channel holds could leave producer and consumer
+/// both waiting to write: set-up refuses it with a typed error naming the frame count and
+/// `nframes`. A ring that fits runs over a channel of four frames (its set-up messages span
+/// many frames, so writes wait for room on the way).
+#[test]
+fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
+    let dir = ipc_dir_sized("nframes", &[("n_0", "n_1")], 4, 4096);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
+    let short = Some(Duration::from_millis(200));
+    match IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 4, short) {
+        Err(Error::InvalidArgument { name: "frames", reason }) => {
+            assert!(reason.contains("nframes = 4") && reason.contains("4 frames"), "{reason}")
+        }
+        other => panic!("expected InvalidArgument naming frames and nframes, got {other:?}"),
+    }
+    let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let ep = IpcEndpoint::open(&ipc2, "n_1").unwrap();
+        let mut c =
+            IpcConsumer::connect(&lib2, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, T).unwrap();
+        let mut n = 0;
+        while let Some(f) = c.next_frame().unwrap() {
+            c.wait_cpu(&f).unwrap();
+            c.release(f).unwrap();
+            n += 1;
+        }
+        n
+    });
+    let mut p = IpcProducer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, 3, T).unwrap();
+    for _ in 0..30 {
+        p.produce(|b, seq| b[0] = seq as u8).unwrap();
+    }
+    p.finish().unwrap();
+    assert_eq!(consumer.join().unwrap(), 30);
+    drop(ipc);
     ledger_is_clean();
 }

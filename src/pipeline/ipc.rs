@@ -46,6 +46,31 @@ fn protocol(ep: &IpcEndpoint, what: String) -> Error {
     }
 }
 
+/// Checks that the channel holds every message a ring of `frames` slots can have in flight in
+/// one direction: a fence message per slot and the end. NvSciIpc holds `nframes` frames per
+/// direction and a write to a full channel fails ("write channel is full", nvsciipc.h,
+/// `NvSciIpcWriteSafe`); with more in flight, producer and consumer could both wait to write
+/// while neither reads.
+fn check_channel(ep: &IpcEndpoint, frames: usize) -> Result<()> {
+    let info = ep.info();
+    let fs = info.frame_size as usize;
+    // `send_message`: a 4-byte length, then the message, over frames of `fs` bytes.
+    let len = 4 + 1 + 4 + 8 + FenceDescriptor::SIZE;
+    let per_message = if fs == 0 { usize::MAX } else { len.div_ceil(fs) };
+    let needed = frames.saturating_mul(per_message).saturating_add(1);
+    if needed > info.frames as usize {
+        return Err(invalid(
+            "frames",
+            format!(
+                "{frames} frames need {needed} NvSciIpc frames in flight ({per_message} per fence message of                  {len} bytes in frames of {fs} bytes, and the end), but endpoint {} holds nframes = {}",
+                ep.name(),
+                info.frames
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn put(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
     out.extend_from_slice(bytes);
@@ -128,6 +153,11 @@ impl std::fmt::Debug for IpcProducer {
 impl IpcProducer {
     /// Runs the set-up with the consumer at the other end of `ep` (connecting first): allocates
     /// `frames` buffers of `format` on `lib` (written by the CPU) and shares them.
+    ///
+    /// The endpoint's channel must hold a fence message per frame and one more
+    /// ([`EndpointInfo::frames`](crate::ipc::EndpointInfo::frames), `nframes` in
+    /// nvsciipc.cfg): with frames of at least 73 bytes that is `frames + 1 <= nframes`;
+    /// otherwise [`Error::InvalidArgument`] names both counts.
     pub fn connect(
         lib: &NvSci,
         ep: IpcEndpoint,
@@ -139,6 +169,7 @@ impl IpcProducer {
             return Err(invalid("frames", format!("1 to {MAX_IPC_FRAMES} frames, not {frames}")));
         }
         format.validate()?;
+        check_channel(&ep, frames)?;
         ep.wait_connected(timeout)?;
         let sync = SyncModule::open(lib)?;
         let bufm = BufModule::open(lib)?;
@@ -349,6 +380,7 @@ impl IpcConsumer {
         if count == 0 || count > MAX_IPC_FRAMES {
             return Err(protocol(&ep, format!("{count} frames (1 to {MAX_IPC_FRAMES} expected)")));
         }
+        check_channel(&ep, count)?;
         let reconciled = bufm.import_reconciled(
             &ep,
             &AttrListDescriptor::from_bytes(f.field().ok_or_else(bad)?)?,

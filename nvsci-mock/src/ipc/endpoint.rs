@@ -75,6 +75,8 @@ struct State {
     /// This endpoint was reset in De-Init mode (`NvSciIpcResetEndpointSafe` after the connection
     /// was established): it stays down until closed.
     local_reset: bool,
+    /// The connection was lost with frames still queued: `reset_edge` follows once they are read.
+    reset_after_drain: bool,
     /// Frames posted to the peer that it has not read yet (at most `nframes`).
     in_flight: u32,
     /// The sending FIFO ceased to be full and `NvSciIpcGetEvent` has not reported it yet.
@@ -285,19 +287,27 @@ impl Endpoint {
         st.write_edge = false;
     }
 
-    /// The peer closed, died or reset: report `CONN_RESET` once and wait for the next peer (a
-    /// restarted peer process connects to the same channel again).
+    /// The connection is gone: this endpoint was reset, or the peer closed, died or reset.
+    /// `CONN_RESET` is reported once, then the endpoint waits for the next peer (a restarted
+    /// peer process connects to the same channel again). What the peer wrote before it went
+    /// away stays readable first: the reset is raised once those frames were read (a peer's
+    /// close is not documented to discard what it sent; nvsciipc.h documents discarding for
+    /// `NvSciIpcResetEndpointSafe` only).
     fn lost(&self, st: &mut State) {
         if let Some(sock) = st.sock.take() {
             epoll_del(&self.epoll, sock.as_raw_fd());
         }
         st.link = None;
         st.closed = true;
-        st.reset_edge = true;
+        st.reset_after_drain = true;
     }
 
     fn pump(&self, st: &mut State) {
-        if st.sock.is_none() && !st.local_reset {
+        if st.reset_after_drain && st.frames.is_empty() {
+            st.reset_after_drain = false;
+            st.reset_edge = true;
+        }
+        if st.sock.is_none() && !st.local_reset && !st.reset_after_drain {
             if self.cfg.listens && st.listener.is_none() {
                 // Listen again for the peer's next connection.
                 if let Ok(l) = listen_at(&self.cfg.socket) {
@@ -390,6 +400,10 @@ impl Endpoint {
             }
         }
         st.scratch = scratch;
+        if st.reset_after_drain && st.frames.is_empty() {
+            st.reset_after_drain = false;
+            st.reset_edge = true;
+        }
         if st.acks_owed > 0 {
             if let Some(sock) = &st.sock {
                 let mut m = [TAG_ACK, 0, 0, 0, 0];
@@ -619,6 +633,8 @@ fn reset(h: NvSciIpcEndpoint) -> Res {
     // nothing; once the application has seen the connection, a reset ends it for both ends.
     if st.app_up && Endpoint::connected(&st) {
         ep.lost(&mut st);
+        // "all existing data in channel will be discarded".
+        st.frames.clear();
         st.local_reset = true;
     }
     ep.pump(&mut st);
@@ -818,9 +834,9 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
         if st.in_flight == 0 {
             ev |= NV_SCI_IPC_EVENT_WRITE_EMPTY;
         }
-        if !st.frames.is_empty() {
-            ev |= NV_SCI_IPC_EVENT_READ;
-        }
+    }
+    if st.app_up && !st.frames.is_empty() {
+        ev |= NV_SCI_IPC_EVENT_READ;
     }
     ep.pump(&mut st);
     Ok(ev)
