@@ -30,12 +30,17 @@ const CHILD_INDEX: &str = "NVSCI_IPC_TEST_INDEX";
 
 /// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
+    ipc_dir_sized(tag, pairs, 16, 4096)
+}
+
+/// As [`ipc_dir`], with channels of `nframes` frames of `frame_size` bytes.
+fn ipc_dir_sized(tag: &str, pairs: &[(&str, &str)], nframes: u32, frame_size: u32) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("nvsci-ipc-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let mut cfg = String::from("# test channels\n");
     for (a, b) in pairs {
-        cfg.push_str(&format!("INTER_PROCESS {a} {b} 16 4096\n"));
+        cfg.push_str(&format!("INTER_PROCESS {a} {b} {nframes} {frame_size}\n"));
     }
     std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
     dir
@@ -870,6 +875,210 @@ fn reads_and_writes_on_an_unconnected_endpoint_fail_instead_of_retrying() {
     assert!(matches!(w, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{w:?}");
     assert!(matches!(r, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{r:?}");
     drop(a);
+    drop(ipc);
+    ledger_is_clean();
+}
+
+/// Calls `events` until `want` holds for one of its answers (or panics after 10 s); returns
+/// that answer.
+fn events_until(ep: &IpcEndpoint, want: impl Fn(nvsci::ipc::IpcEvents) -> bool) -> nvsci::ipc::IpcEvents {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let ev = ep.events().unwrap();
+        if want(ev) {
+            return ev;
+        }
+        assert!(Instant::now() < until, "{} never reported the event", ep.name());
+        let mut p = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&ep.event_fd()),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, 10) };
+    }
+}
+
+/// nvsciipc.h (DRIVE OS 6.0.10, `NvSciIpcGetEventSafe`): "NV_SCI_IPC_EVENT_CONN_EST and
+/// NV_SCI_IPC_EVENT_CONN_RESET events are connection event. They're edge-triggered events and
+/// once they're read by user, events are cleared", while READ and WRITE are FIFO status events
+/// reported "as long as free buffer is available on write FIFO or data are available in read
+/// FIFO".
+#[test]
+fn connection_events_are_reported_once_and_fifo_events_while_they_hold() {
+    let dir = ipc_dir("edges", &[("e_0", "e_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let a = IpcEndpoint::open(&ipc, "e_0").unwrap();
+    let b = IpcEndpoint::open(&ipc, "e_1").unwrap();
+    b.wait_connected(T).unwrap();
+    let first = events_until(&a, |e| e.connected());
+    assert!(first.writable() && !first.reset());
+    let again = a.events().unwrap();
+    assert!(!again.connected(), "CONN_EST reported twice");
+    assert!(again.writable(), "WRITE is reported as long as the FIFO has room");
+    b.write(b"x", T).unwrap();
+    events_until(&a, |e| e.readable());
+    assert!(a.events().unwrap().readable(), "READ is reported as long as a frame waits");
+    drop(b);
+    // What the peer wrote before it closed is read first; the reset follows.
+    let mut one = [0u8; 1];
+    a.read(&mut one, T).unwrap();
+    assert_eq!(one, *b"x");
+    let gone = events_until(&a, |e| e.reset());
+    assert!(!gone.writable());
+    assert!(!a.events().unwrap().reset(), "CONN_RESET reported twice");
+    drop((a, ipc));
+    ledger_is_clean();
+}
+
+/// nvsciipc.h: "Before using any Read/Write APIs, the user must check if NV_SCI_IPC_EVENT_READ
+/// or NV_SCI_IPC_EVENT_WRITE event is available through NvSciIpcGetEventSafe()", and the
+/// connection is established through it ("NvSciIpcGetEventSafe() has additional support to
+/// establish connection"). The mock refuses a read or write on an endpoint whose events never
+/// reported the connection; the crate polls the events before each attempt, so a write without
+/// an explicit `wait_connected` works once the peer is there.
+#[test]
+fn reads_and_writes_poll_events_first() {
+    let dir = ipc_dir("getevent", &[("g_0", "g_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let a = IpcEndpoint::open(&ipc, "g_0").unwrap();
+    let b = IpcEndpoint::open(&ipc, "g_1").unwrap();
+    b.wait_connected(T).unwrap();
+    a.write(b"no wait_connected", T).unwrap();
+    let mut buf = [0u8; 17];
+    assert_eq!(b.read(&mut buf, T).unwrap(), 17);
+    assert_eq!(&buf, b"no wait_connected");
+    b.write(b"back", T).unwrap();
+    let mut buf = [0u8; 4];
+    a.read(&mut buf, T).unwrap();
+    assert_eq!(&buf, b"back");
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// A peer that closes its endpoint and opens it again (a restarted process) is a new session:
+/// the channel is re-established and NvSciIpc reports CONN_RESET, then CONN_EST, each once. An
+/// endpoint that saw the reset, whoever collected the event, keeps failing with `IpcPeerGone`
+/// instead of writing the old session's frames to the new peer.
+#[test]
+fn a_restarted_peer_is_not_the_old_session() {
+    let dir = ipc_dir("restart", &[("r_0", "r_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "r_0", "r_1");
+    a.write(b"one", T).unwrap();
+    let mut buf = [0u8; 3];
+    b.read(&mut buf, T).unwrap();
+    drop(b);
+    // The application's own event loop collects the reset edge ...
+    events_until(&a, |e| e.reset());
+    // ... and the peer comes back on the same channel.
+    let ipc2 = ipc.clone();
+    let restarted = std::thread::spawn(move || {
+        let b = IpcEndpoint::open(&ipc2, "r_1").unwrap();
+        b.wait_connected(T).unwrap();
+        b
+    });
+    events_until(&a, |e| e.connected());
+    let b = restarted.join().unwrap();
+    let peer_gone =
+        |r: &nvsci::Result<()>| matches!(r, Err(Error::IpcPeerGone { endpoint, .. }) if endpoint == "r_0");
+    let w = a.write(b"two", T);
+    assert!(peer_gone(&w), "a write after a reset reached the restarted peer: {w:?}");
+    let r = a.read(&mut buf, Some(Duration::from_millis(50))).map(drop);
+    assert!(peer_gone(&r), "{r:?}");
+    let c = a.wait_connected(T);
+    assert!(peer_gone(&c), "{c:?}");
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// The same, with nobody looking at the events in between: the reset and the new connection
+/// are both pending when the endpoint is next used, and the write must not go to the new peer.
+#[test]
+fn a_reset_collected_by_a_write_is_not_lost() {
+    let dir = ipc_dir("restart2", &[("s_0", "s_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "s_0", "s_1");
+    drop(b);
+    let b = IpcEndpoint::open(&ipc, "s_1").unwrap();
+    // The peer opened again and connects as soon as `a` listens again, which it does once it is
+    // used: a write on the old session must come back as IpcPeerGone.
+    let w = a.write(b"stale", T);
+    assert!(matches!(w, Err(Error::IpcPeerGone { .. })), "{w:?}");
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// nvsciipc.h: a channel holds `nframes` frames per direction (`NvSciIpcEndpointInfo`), and
+/// `NvSciIpcWriteSafe` on a full one answers `InsufficientMemory` ("write channel is full and
+/// the write operation aborted"); a WRITE event follows "each time the endpoint's sending FIFO
+/// ceases to be full". The mock enforces it; a write waits for room up to its timeout.
+#[test]
+fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
+    let dir = ipc_dir_sized("full", &[("f_0", "f_1")], 4, 64);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let (a, b) = pair(&ipc, "f_0", "f_1");
+    assert_eq!(a.info().frames, 4);
+    for i in 0..4u8 {
+        a.write(&[i], T).unwrap();
+    }
+    let full = a.write(&[4], Some(Duration::from_millis(50)));
+    assert!(
+        matches!(full, Err(Error::IpcTimeout { during: "write", ref endpoint, .. }) if endpoint == "f_0"),
+        "a fifth frame fit in a channel of four: {full:?}"
+    );
+    let mut one = [0u8; 1];
+    b.read(&mut one, T).unwrap();
+    assert_eq!(one, [0]);
+    // The read made room for exactly one more.
+    a.write(&[4], T).unwrap();
+    assert!(matches!(a.write(&[5], Some(Duration::from_millis(50))), Err(Error::IpcTimeout { .. })));
+    for want in 1..=4u8 {
+        b.read(&mut one, T).unwrap();
+        assert_eq!(one, [want]);
+    }
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
+/// A ring with more frames in flight than the channel holds could leave producer and consumer
+/// both waiting to write: set-up refuses it with a typed error naming the frame count and
+/// `nframes`. A ring that fits runs over a channel of four frames (its set-up messages span
+/// many frames, so writes wait for room on the way).
+#[test]
+fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
+    let dir = ipc_dir_sized("nframes", &[("n_0", "n_1")], 4, 4096);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
+    let raw = FrameFormat::Raw { size: FRAME };
+    let ring = |frames: usize, ep: IpcEndpoint, timeout: Duration| {
+        let cfg = RingConfig { frames, ..config(1, timeout) };
+        FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
+    };
+    match ring(4, ep, Duration::from_millis(200)) {
+        Err(Error::InvalidArgument { name: "frames", reason }) => {
+            assert!(reason.contains("nframes = 4") && reason.contains("4 frames"), "{reason}")
+        }
+        other => panic!("expected InvalidArgument naming frames and nframes, got {:?}", other.err()),
+    }
+    let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let ep = IpcEndpoint::open(&ipc2, "n_1").unwrap();
+        let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT).unwrap();
+        consume(&mut c, "thread")
+    });
+    let (mut p, _) = ring(3, ep, RING_TIMEOUT).unwrap().split().unwrap();
+    produce(&mut p, 30);
+    drop(p);
+    assert_eq!(consumer.join().unwrap(), 30);
     drop(ipc);
     ledger_is_clean();
 }

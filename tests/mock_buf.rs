@@ -916,3 +916,75 @@ fn block_linear_nv12_frames_from_the_examples_support() {
         "the first 16 bytes of row 0 lead the first GOB"
     );
 }
+
+/// nvscibuf.h (NvSciBuf 2.10), `NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency`: "Indicates
+/// whether the CPU is required to flush before reads and after writes. [...] It is set to true
+/// in reconciled NvSciBufAttrList if both NvSciBufGeneralAttrKey_EnableCpuCache and
+/// NvSciBufGeneralAttrKey_NeedCpuAccess are requested [...] and any of the ISO engines would
+/// operate on the buffer." With an ISO engine (VI) named, the CPU views flush the whole buffer
+/// (before a read, after a write); with only a non-ISO engine, or without CPU caching, the
+/// attribute is false and nothing is flushed. The mock records each
+/// `NvSciBufObjFlushCpuCacheRange` in the module's ledger.
+#[test]
+fn cpu_views_flush_where_an_iso_engine_needs_it() {
+    let m = module();
+    // SAFETY: `m` is a live module of the mock.
+    let ledger = unsafe { nvsci_mock::buf_module_ledger(m.as_raw()) }.unwrap();
+    let engine = |engine| PeerHwEngine { engine, platform: Platform::ORIN };
+    let make = |engines: &[PeerHwEngine], cache: bool| {
+        let mut l = raw_list(&m, 4096, 64, Perm::ReadWrite, true);
+        l.set(&[BufAttr::EnableCpuCache(cache), BufAttr::PeerHwEngineArray(engines)]).unwrap();
+        BufObj::reconcile_and_alloc(&[&l]).unwrap()
+    };
+    let whole = nvsci_mock::Flush { offset: 0, len: 4096 };
+
+    let iso = make(&[engine(HwEngine::VI), engine(HwEngine::GPU)], true);
+    assert!(iso.cpu_need_sw_cache_coherency().unwrap());
+    ledger.take_flushes();
+    {
+        let mut w = iso.cpu_write().unwrap();
+        w[..4].copy_from_slice(b"nvsc");
+        assert_eq!(ledger.take_flushes(), [whole], "before the CPU may read through the write view");
+    }
+    assert_eq!(ledger.take_flushes(), [whole], "after the CPU wrote");
+    assert_eq!(&iso.cpu_read().unwrap()[..4], b"nvsc");
+    assert_eq!(ledger.take_flushes(), [whole], "before the CPU read");
+    iso.cpu_write().unwrap().finish().unwrap();
+    assert_eq!(ledger.take_flushes(), [whole, whole]);
+
+    for obj in [make(&[engine(HwEngine::GPU)], true), make(&[engine(HwEngine::VI)], false)] {
+        assert!(!obj.cpu_need_sw_cache_coherency().unwrap());
+        obj.cpu_write().unwrap()[0] = 1;
+        assert_eq!(obj.cpu_read().unwrap()[0], 1);
+        assert_eq!(ledger.take_flushes(), [], "no flush where the list does not ask for one");
+    }
+}
+
+/// The same for the pixel calls: `put_pixels` flushes the rows it wrote after writing them and
+/// `get_pixels` the rows it reads before reading them, in every plane of a pitch-linear NV12
+/// image a display engine reads.
+#[test]
+fn pixel_transfers_flush_the_rows_they_touch_where_an_iso_engine_needs_it() {
+    let m = module();
+    // SAFETY: `m` is a live module of the mock.
+    let ledger = unsafe { nvsci_mock::buf_module_ledger(m.as_raw()) }.unwrap();
+    let mut l = nv12(&m, 64, 16);
+    let display = [PeerHwEngine { engine: HwEngine::DISPLAY, platform: Platform::ORIN }];
+    l.set(&[BufAttr::EnableCpuCache(true), BufAttr::PeerHwEngineArray(&display)]).unwrap();
+    let obj = BufObj::reconcile_and_alloc(&[&l]).unwrap();
+    assert!(obj.cpu_need_sw_cache_coherency().unwrap());
+    let p = obj.planes().unwrap();
+    // Rows 4..10 of the luma plane; NV12's chroma plane has half the rows: 2..5.
+    let r = PixelRect::new(8, 4, 40, 10);
+    let expected = [
+        nvsci_mock::Flush { offset: p[0].offset + 4 * u64::from(p[0].pitch), len: 6 * u64::from(p[0].pitch) },
+        nvsci_mock::Flush { offset: p[1].offset + 2 * u64::from(p[1].pitch), len: 3 * u64::from(p[1].pitch) },
+    ];
+    ledger.take_flushes();
+    put(&obj, Some(r), &frame(&obj, r, 7, 0)).unwrap();
+    assert_eq!(ledger.take_flushes(), expected, "after put_pixels");
+    let mut back = frame(&obj, r, 0, 0);
+    get(&obj, Some(r), &mut back).unwrap();
+    assert_eq!(back, frame(&obj, r, 7, 0));
+    assert_eq!(ledger.take_flushes(), expected, "before get_pixels");
+}

@@ -24,6 +24,18 @@ const KINDS: usize = 7;
 #[derive(Debug, Default)]
 struct Counters {
     counts: [AtomicUsize; KINDS],
+    /// `NvSciBufObjFlushCpuCacheRange` calls, in order.
+    flushes: std::sync::Mutex<Vec<Flush>>,
+}
+
+/// One `NvSciBufObjFlushCpuCacheRange` call: the range flushed, in bytes from the start of the
+/// object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flush {
+    /// First byte flushed.
+    pub offset: u64,
+    /// Bytes flushed.
+    pub len: u64,
 }
 
 /// A snapshot of live handle counts.
@@ -119,6 +131,19 @@ impl Ledger {
         if !self.is_global() {
             dec(&global().counters.counts[kind as usize]);
         }
+    }
+
+    /// Records a CPU cache flush of objects of this module (and in the process-wide ledger).
+    pub(crate) fn record_flush(&self, flush: Flush) {
+        crate::ffi::lock(&self.counters.flushes).push(flush);
+        if !self.is_global() {
+            crate::ffi::lock(&global().counters.flushes).push(flush);
+        }
+    }
+
+    /// The CPU cache flushes recorded since the last call, oldest first (and forgets them).
+    pub fn take_flushes(&self) -> Vec<Flush> {
+        std::mem::take(&mut *crate::ffi::lock(&self.counters.flushes))
     }
 
     /// Counts a new handle and returns a guard that uncounts it when dropped.

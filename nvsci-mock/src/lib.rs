@@ -132,7 +132,7 @@ pub use buf::image::{
     MOCK_PLANE_ALIGN,
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
-pub use ledger::{global_ledger, HandleCounts, Ledger};
+pub use ledger::{global_ledger, Flush, HandleCounts, Ledger};
 
 use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciHostGpuFns, NvSciSyncFns, NvSciSyncModule};
 use std::sync::atomic::Ordering;

@@ -46,6 +46,8 @@ pub struct BufObj {
     perm: Perm,
     size: u64,
     cpu: Arc<CpuBorrow>,
+    /// The reconciled list's `CpuNeedSwCacheCoherency`, read once: CPU accesses flush when set.
+    cpu_flush: bool,
 }
 
 // SAFETY: NvSciBufObj functions are documented thread-safe and the handle has no thread affinity.
@@ -201,7 +203,8 @@ impl BufObj {
 
     /// Takes ownership of `raw` (freed on error too).
     pub(crate) fn wrap(raw: sys::NvSciBufObj, module: &BufModule, cpu: Arc<CpuBorrow>) -> Result<Self> {
-        let mut obj = Self { raw, module: module.clone(), perm: Perm::ReadOnly, size: 0, cpu };
+        let mut obj =
+            Self { raw, module: module.clone(), perm: Perm::ReadOnly, size: 0, cpu, cpu_flush: false };
         // From here on `obj` owns `raw` and frees it on any error below.
         let list = obj.attr_list()?;
         let perm = list.get_one(key::ACTUAL_PERM)?.unwrap_or(Perm::ReadOnly);
@@ -218,9 +221,11 @@ impl BufObj {
             Some(k) => list.get_one(k)?.unwrap_or(0),
             None => 0,
         };
+        let cpu_flush = list.get_one(key::CPU_NEED_SW_CACHE_COHERENCY)?.unwrap_or(false);
         drop(list);
         obj.perm = perm;
         obj.size = size;
+        obj.cpu_flush = cpu_flush;
         Ok(obj)
     }
 
@@ -339,6 +344,10 @@ impl BufObj {
     /// Read access to the memory from the CPU. Fails while a [`CpuWrite`] of any duplicate of
     /// this allocation exists, or when the list did not ask for CPU access ([`Error::Refused`]
     /// with [`Culprit::CpuAccessNotRequested`]).
+    ///
+    /// Where the reconciled list sets `CpuNeedSwCacheCoherency`, the whole buffer is flushed
+    /// before the view is handed out: nvscibuf.h asks the CPU "to flush before reads and after
+    /// writes" there ([`cpu_need_sw_cache_coherency`](Self::cpu_need_sw_cache_coherency)).
     pub fn cpu_read(&self) -> Result<CpuRead<'_>> {
         let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetConstCpuPtr);
         self.borrow(false)?;
@@ -353,12 +362,20 @@ impl BufObj {
                 code: crate::NvSciError::BAD_ADDRESS,
             });
         }
+        if self.cpu_flush {
+            self.flush_cpu_cache(0, self.size)?;
+        }
         guard.ptr = ptr as *const u8;
         Ok(guard)
     }
 
     /// Write access to the memory from the CPU. Needs a read-write reference; fails while any
     /// other CPU access to this allocation exists.
+    ///
+    /// Where the reconciled list sets `CpuNeedSwCacheCoherency`, the whole buffer is flushed
+    /// before the view is handed out (it may be read through) and again when it is dropped
+    /// ("flush before reads and after writes", nvscibuf.h). A flush that fails on drop is
+    /// logged; call [`CpuWrite::finish`] to see its error.
     pub fn cpu_write(&self) -> Result<CpuWrite<'_>> {
         if self.perm != Perm::ReadWrite {
             return Err(Error::PermissionDenied("CPU write access needs a read-write buffer reference"));
@@ -374,6 +391,9 @@ impl BufObj {
                 function: "NvSciBufObjGetCpuPtr",
                 code: crate::NvSciError::BAD_ADDRESS,
             });
+        }
+        if self.cpu_flush {
+            self.flush_cpu_cache(0, self.size)?;
         }
         guard.ptr = ptr as *mut u8;
         Ok(guard)
@@ -400,7 +420,17 @@ impl BufObj {
         }
     }
 
+    /// Whether this crate's CPU accesses flush the CPU cache (the reconciled list's
+    /// `CpuNeedSwCacheCoherency`, read when the object was made).
+    pub(crate) fn needs_cpu_flush(&self) -> bool {
+        self.cpu_flush
+    }
+
     /// Flushes the CPU cache for a byte range (needed when `cpu_need_sw_cache_coherency`).
+    /// [`cpu_read`](Self::cpu_read), [`cpu_write`](Self::cpu_write),
+    /// [`put_pixels`](Self::put_pixels) and [`get_pixels`](Self::get_pixels) do this
+    /// themselves; memory the CPU reaches otherwise (a pointer kept from elsewhere) is the
+    /// caller's to flush.
     pub fn flush_cpu_cache(&self, offset: u64, len: u64) -> Result<()> {
         if offset.checked_add(len).is_none_or(|end| end > self.size) {
             return Err(invalid("range", format!("{offset}+{len} exceeds buffer size {}", self.size)));
@@ -512,8 +542,31 @@ pub struct CpuWrite<'a> {
     ptr: *mut u8,
 }
 
+impl CpuWrite<'_> {
+    /// Ends the write access, flushing the CPU cache where the buffer needs it (see
+    /// [`BufObj::cpu_write`]), and returns the flush's error instead of logging it.
+    pub fn finish(mut self) -> Result<()> {
+        let r = self.flush();
+        self.ptr = core::ptr::null_mut();
+        r
+    }
+
+    fn flush(&self) -> Result<()> {
+        if self.obj.cpu_flush && !self.ptr.is_null() {
+            self.obj.flush_cpu_cache(0, self.obj.size)
+        } else {
+            Ok(())
+        }
+    }
+}
+
 impl Drop for CpuWrite<'_> {
     fn drop(&mut self) {
+        // "after writes" (nvscibuf.h, CpuNeedSwCacheCoherency): before the borrow ends, so no
+        // other party reads the buffer before the flush.
+        if let Err(e) = self.flush() {
+            log::error!("CPU cache flush after a CPU write failed: {e}");
+        }
         self.obj.cpu.0.store(0, Ordering::Release);
     }
 }

@@ -3,7 +3,7 @@
 //! pitch-linear and the object's planes in whatever layout they have (pitch-linear or
 //! block-linear, progressive or interlaced, padded or not).
 
-use super::{key, BufObj, PlaneLayout};
+use super::{key, BufObj, ImageLayout, PlaneLayout};
 use crate::error::{check, invalid, Error, Result};
 use crate::library::nvfn;
 use core::ffi::c_void;
@@ -179,8 +179,40 @@ impl BufObj {
             // writes it.
             let code =
                 unsafe { f(self.as_raw(), &rect, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()) };
-            check("NvSciBufObjPutPixels", code)
+            check("NvSciBufObjPutPixels", code)?;
+            // The CPU wrote the rectangle: flush it where the buffer needs it ("after writes").
+            self.flush_rect(&rect)
         })
+    }
+
+    /// Flushes the bytes of `rect` in every plane when the reconciled list sets
+    /// `CpuNeedSwCacheCoherency` (nothing otherwise): the rows it covers of a pitch-linear plane,
+    /// the whole plane of a block-linear one (its tiles interleave rows).
+    fn flush_rect(&self, rect: &sys::NvSciBufRect) -> Result<()> {
+        if !self.needs_cpu_flush() {
+            return Ok(());
+        }
+        let planes = self.planes()?;
+        let Some(first) = planes.first() else { return Ok(()) };
+        let pitch_linear = self.attr_list()?.get_one(key::IMAGE_LAYOUT)? == Some(ImageLayout::PitchLinear);
+        // The rectangle's corners came from `u32`s (`check_pixels`).
+        let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        let r = PixelRect::new(c(rect.x0), c(rect.y0), c(rect.x1), c(rect.y1));
+        for p in &planes {
+            let (start, len) = if pitch_linear {
+                let pr = r.in_plane(first, p);
+                (
+                    p.offset + u64::from(pr.y0) * u64::from(p.pitch),
+                    u64::from(pr.height()) * u64::from(p.pitch),
+                )
+            } else {
+                (p.offset, p.aligned_size)
+            };
+            if len > 0 {
+                self.flush_cpu_cache(start, len)?;
+            }
+        }
+        Ok(())
     }
 
     /// Reads the rectangle `rect` of the image (`None`: the whole image) into `planes` (one per
@@ -199,6 +231,9 @@ impl BufObj {
         }
         let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjGetPixels);
         self.with_cpu_borrow(false, || {
+            // The CPU is about to read the rectangle: flush it where the buffer needs it
+            // ("before reads").
+            self.flush_rect(&rect)?;
             // SAFETY: the object is alive; one entry of `ptrs`, `sizes`, `pitches` per plane
             // describes a caller buffer, exclusively borrowed through `planes`, of at least
             // `sizes[i]` writable bytes covering the plane's rectangle at its pitch (checked above).

@@ -7,6 +7,8 @@ use crate::library::nvfn;
 use nvsci_sys as sys;
 use std::ffi::CString;
 use std::os::fd::{BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The geometry of an endpoint's channel.
@@ -27,12 +29,38 @@ pub struct EndpointInfo {
 /// messages (attribute-list descriptors) over several frames. The endpoint's event descriptor
 /// ([`event_fd`](Self::event_fd)) can be registered with poll, epoll or an async runtime; after
 /// it becomes readable, [`events`](Self::events) says what happened.
+///
+/// # Sessions
+///
+/// nvsciipc.h requires `NvSciIpcGetEventSafe` before reads and writes and reports the
+/// connection events (`CONN_EST`, `CONN_RESET`) once each ("edge-triggered events and once
+/// they're read by user, events are cleared"). Every read and write here asks for the events
+/// first, and the endpoint remembers what they said, whichever call or thread collected them:
+/// once the connection was established and then reset, the session is over and every later
+/// [`read`](Self::read), [`write`](Self::write) and [`wait_connected`](Self::wait_connected)
+/// fails with [`Error::IpcPeerGone`], even if a restarted peer has connected to the channel
+/// meanwhile. Open the endpoint again to talk to the new peer.
+///
+/// # Threads
+///
+/// The endpoint is `Send` and `Sync`. nvsciipc.h documents its calls as thread-safe but asks
+/// for two endpoints where reads and writes run concurrently ("Client processes who want
+/// concurrent read and write operation on endpoints need to open two endpoints"): this type
+/// serialises its library calls on one endpoint (never while it waits for the peer), so a
+/// reader and a writer thread sharing it are correct, just not concurrent inside the library.
 pub struct IpcEndpoint {
     ipc: Ipc,
     raw: sys::NvSciIpcEndpoint,
     name: String,
     event_fd: RawFd,
     info: EndpointInfo,
+    /// Held around each event, read and write call of the library (never while waiting).
+    calls: Mutex<()>,
+    /// An event reported the connection (`CONN_EST`, or a FIFO event, which "also mean that
+    /// connection is established").
+    established: AtomicBool,
+    /// The established connection was reset: the session is over.
+    gone: AtomicBool,
 }
 
 impl std::fmt::Debug for IpcEndpoint {
@@ -44,7 +72,8 @@ impl std::fmt::Debug for IpcEndpoint {
 // SAFETY: NvSciIpc documents its read, write, event and info functions as thread-safe and the
 // handle is a plain integer without thread affinity.
 unsafe impl Send for IpcEndpoint {}
-// SAFETY: as above; `&IpcEndpoint` only reaches those thread-safe calls.
+// SAFETY: as above; `&IpcEndpoint` only reaches those thread-safe calls, serialised by `calls`
+// where nvsciipc.h asks for one endpoint per concurrent reader and writer.
 unsafe impl Sync for IpcEndpoint {}
 
 impl Drop for IpcEndpoint {
@@ -144,6 +173,9 @@ impl IpcEndpoint {
             name: name.to_owned(),
             event_fd: -1,
             info: EndpointInfo { frames: 0, frame_size: 0 },
+            calls: Mutex::new(()),
+            established: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
         };
         let get_fd = nvfn!(fns, NvSciIpcGetLinuxEventFd);
         let mut fd = -1;
@@ -206,8 +238,19 @@ impl IpcEndpoint {
         unsafe { BorrowedFd::borrow_raw(self.event_fd) }
     }
 
-    /// The events that occurred since the last call (`NvSciIpcGetEvent`).
+    /// The events that occurred since the last call (`NvSciIpcGetEventSafe`). The connection
+    /// events are reported once each; the endpoint also remembers them (see the type's
+    /// "Sessions").
     pub fn events(&self) -> Result<IpcEvents> {
+        let _calls = self.lock_calls();
+        self.events_locked()
+    }
+
+    fn lock_calls(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.calls.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn events_locked(&self) -> Result<IpcEvents> {
         let mut ev = 0;
         let code = match self.ipc.0.fns.NvSciIpcGetEventSafe {
             // SAFETY: the endpoint is open; `ev` is a valid out-pointer.
@@ -219,11 +262,40 @@ impl IpcEndpoint {
             }
         };
         self.check("NvSciIpcGetEvent", code)?;
-        Ok(IpcEvents(ev))
+        let ev = IpcEvents(ev);
+        // A reset of an established connection ends the session. A reset reported before the
+        // first connection, or with it in one answer, is part of establishing it (both ends
+        // reset their endpoint to start the channel), not the loss of a peer.
+        if ev.reset() && self.established.load(Ordering::Acquire) {
+            self.gone.store(true, Ordering::Release);
+        }
+        if ev.connected() || ev.writable() || ev.readable() {
+            self.established.store(true, Ordering::Release);
+        }
+        Ok(ev)
+    }
+
+    /// The connection was established and then reset (or a read or write was told so).
+    fn session_over(&self) -> bool {
+        self.gone.load(Ordering::Acquire)
+    }
+
+    /// `ConnectionReset` from a read or write: the peer is gone if the connection was ever
+    /// established (remembered: the session is over); before that, the endpoint is not
+    /// connected yet.
+    fn reset_answer(&self, function: &'static str, during: &'static str, code: sys::NvSciError) -> Error {
+        if self.established.load(Ordering::Acquire) {
+            self.gone.store(true, Ordering::Release);
+            self.peer_gone(during)
+        } else {
+            self.not_connected(function, code)
+        }
     }
 
     /// Waits until the event descriptor is readable or `until` passes (spurious wake-ups are
-    /// fine: callers re-check). Returns false once the deadline has passed.
+    /// fine: callers re-check). Returns false once the deadline has passed. Each call waits at
+    /// most 100 ms, so a loop around it re-checks its deadline at least that often; with no
+    /// deadline (`timeout: None` from the caller) the loop waits for the peer without a limit.
     fn wait_event(&self, until: Option<Instant>) -> bool {
         let ms = match until {
             Some(d) => {
@@ -241,16 +313,18 @@ impl IpcEndpoint {
         true
     }
 
-    /// Waits until the connection with the peer endpoint is established.
+    /// Waits until the connection with the peer endpoint is established, up to `timeout`
+    /// (`None`: without a limit). [`Error::IpcPeerGone`] once the session is over (see the
+    /// type's "Sessions").
     pub fn wait_connected(&self, timeout: Option<Duration>) -> Result<()> {
         let until = deadline(timeout);
         loop {
-            let ev = self.events()?;
-            if ev.connected() || ev.writable() {
-                return Ok(());
+            self.events()?;
+            if self.session_over() {
+                return Err(self.peer_gone("connecting"));
             }
-            if ev.reset() {
-                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "connecting" });
+            if self.established.load(Ordering::Acquire) {
+                return Ok(());
             }
             if !self.wait_event(until) {
                 return Err(Error::IpcTimeout {
@@ -263,7 +337,14 @@ impl IpcEndpoint {
     }
 
     /// Writes one frame (at most [`EndpointInfo::frame_size`] bytes), waiting up to `timeout`
-    /// for room in the channel.
+    /// (`None`: without a limit) for room in the channel.
+    ///
+    /// The channel holds [`EndpointInfo::frames`] frames per direction: once the peer has that
+    /// many unread, `NvSciIpcWriteSafe` answers "write channel is full" (`InsufficientMemory`)
+    /// and this waits for the `WRITE` event, which comes when the peer reads. A write that
+    /// finds no room within `timeout` is [`Error::IpcTimeout`]; [`Error::IpcPeerGone`] once
+    /// the session is over; [`Error::Ipc`] (code `InvalidState`) before the connection was
+    /// ever established.
     pub fn write(&self, frame: &[u8], timeout: Option<Duration>) -> Result<()> {
         if frame.is_empty() || frame.len() > self.info.frame_size as usize {
             return Err(Error::Ipc {
@@ -274,6 +355,23 @@ impl IpcEndpoint {
         }
         let until = deadline(timeout);
         loop {
+            let calls = self.lock_calls();
+            // nvsciipc.h: "Before using any Read/Write APIs, the user must check if
+            // NV_SCI_IPC_EVENT_READ or NV_SCI_IPC_EVENT_WRITE event is available through
+            // NvSciIpcGetEventSafe()".
+            let ev = self.events_locked()?;
+            if self.session_over() {
+                return Err(self.peer_gone("write"));
+            }
+            // Without WRITE, an established channel is full: wait. Before the first connection
+            // the library's own answer (InvalidState) says why the write cannot proceed.
+            if !ev.writable() && self.established.load(Ordering::Acquire) {
+                drop(calls);
+                if !self.wait_event(until) {
+                    return Err(self.timed_out("write", timeout));
+                }
+                continue;
+            }
             let code = match self.ipc.0.fns.NvSciIpcWriteSafe {
                 Some(f) => {
                     let mut n = 0u32;
@@ -287,30 +385,26 @@ impl IpcEndpoint {
                     unsafe { f(self.raw, frame.as_ptr().cast(), frame.len(), &mut n) }
                 }
             };
+            drop(calls);
             match code {
                 sys::NvSciError_Success => return Ok(()),
                 sys::NvSciError_ConnectionReset => {
-                    return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "write" })
+                    return Err(self.reset_answer("NvSciIpcWrite", "write", code))
                 }
+                // "write channel is full and the write operation aborted": wait for room.
                 sys::NvSciError_InsufficientMemory => {}
                 sys::NvSciError_InvalidState => return Err(self.not_connected("NvSciIpcWrite", code)),
                 c => return self.check("NvSciIpcWrite", c),
             }
-            if self.events()?.reset() {
-                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "write" });
-            }
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout {
-                    endpoint: self.name.clone(),
-                    during: "write",
-                    timeout_us: timeout_micros(timeout),
-                });
+                return Err(self.timed_out("write", timeout));
             }
         }
     }
 
-    /// Reads one frame into `buf`, waiting up to `timeout` for one to arrive, and returns how many
-    /// bytes were copied: `buf.len()` or [`EndpointInfo::frame_size`], whichever is smaller.
+    /// Reads one frame into `buf`, waiting up to `timeout` (`None`: without a limit) for one to
+    /// arrive, and returns how many bytes were copied: `buf.len()` or
+    /// [`EndpointInfo::frame_size`], whichever is smaller. Errors as for [`write`](Self::write).
     ///
     /// NvSciIpc frames carry no length: `NvSciIpcReadSafe` copies the number of bytes asked for,
     /// and the bytes of a frame its writer did not fill are undefined (nvsciipc.h,
@@ -327,6 +421,19 @@ impl IpcEndpoint {
         }
         let until = deadline(timeout);
         loop {
+            let calls = self.lock_calls();
+            // Events first, as for writes.
+            let ev = self.events_locked()?;
+            if self.session_over() {
+                return Err(self.peer_gone("read"));
+            }
+            if !ev.readable() && self.established.load(Ordering::Acquire) {
+                drop(calls);
+                if !self.wait_event(until) {
+                    return Err(self.timed_out("read", timeout));
+                }
+                continue;
+            }
             let (code, n) = match self.ipc.0.fns.NvSciIpcReadSafe {
                 Some(f) => {
                     let mut n = 0u32;
@@ -342,25 +449,20 @@ impl IpcEndpoint {
                     (c, usize::try_from(n).unwrap_or(0))
                 }
             };
+            drop(calls);
             match code {
                 // The library reports the size asked for; a shorter count would not say more.
                 sys::NvSciError_Success => return Ok(n.min(size)),
                 sys::NvSciError_ConnectionReset => {
-                    return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" })
+                    return Err(self.reset_answer("NvSciIpcRead", "read", code))
                 }
+                // "read channel is empty and the read operation aborted": wait for a frame.
                 sys::NvSciError_InsufficientMemory => {}
                 sys::NvSciError_InvalidState => return Err(self.not_connected("NvSciIpcRead", code)),
                 c => return self.check("NvSciIpcRead", c).map(|_| 0),
             }
-            if self.events()?.reset() {
-                return Err(Error::IpcPeerGone { endpoint: self.name.clone(), during: "read" });
-            }
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout {
-                    endpoint: self.name.clone(),
-                    during: "read",
-                    timeout_us: timeout_micros(timeout),
-                });
+                return Err(self.timed_out("read", timeout));
             }
         }
     }

@@ -21,7 +21,9 @@
 //!   another GPU is uncached or any slot needs CPU access (the documented sysmem rule).
 //! * `EnableGpuCompression`: entries must name GPUs of the union and agree per GPU (else
 //!   conflict); the mock never compresses, so every GPU reconciles to `None`.
-//! * `CpuNeedSwCacheCoherency`: the module setting (see `set_cpu_need_sw_cache_coherency`).
+//! * `CpuNeedSwCacheCoherency`: true if NeedCpuAccess and EnableCpuCache are set and an ISO engine
+//!   (VI, ISP, display) is named in PeerHwEngineArray, or the module setting says so (see
+//!   `set_cpu_need_sw_cache_coherency`).
 //! * `VidMem_GpuId`: must agree; video memory is not emulated → `NotSupported`.
 //! * `PeerLocationInfo`, `PeerHwEngineArray`: union of the elements (each element once, compared
 //!   byte for byte, in order of first appearance; absent when no slot sets the key). Element
@@ -189,15 +191,28 @@ fn reconcile_types(c: &mut Conflicts<'_>) -> Res<Vec<u32>> {
     Ok(ordered)
 }
 
+/// The isochronous engines of `NvSciBufHwEngName` (camera input, image signal processor,
+/// display): an ISO engine operating on a buffer with CPU caching makes the CPU responsible for
+/// cache maintenance (`CpuNeedSwCacheCoherency`).
+const ISO_ENGINES: [u32; 3] = [NvSciBufHwEngName_Vi, NvSciBufHwEngName_Isp, NvSciBufHwEngName_Display];
+
 /// General keys; conflicts are recorded in `c`.
 fn general(c: &mut Conflicts<'_>, out: &mut Slot, env: &Env) {
-    let cpu_sw_coherency = env.cpu_sw_coherency;
     let need_cpu = c.any_true(NvSciBufGeneralAttrKey_NeedCpuAccess);
+    let cpu_cache = c.any_true(NvSciBufGeneralAttrKey_EnableCpuCache);
+    // nvscibuf.h (NvSciBuf 2.10), NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency: "It is set to
+    // true in reconciled NvSciBufAttrList if both NvSciBufGeneralAttrKey_EnableCpuCache and
+    // NvSciBufGeneralAttrKey_NeedCpuAccess are requested by setting them to true in any of the
+    // unreconciled NvSciBufAttrList(s) from which reconciled NvSciBufAttrList is obtained and any
+    // of the ISO engines would operate on the buffer." The engines the public keys can name are
+    // those of PeerHwEngineArray; the ISO (isochronous) ones among them are `ISO_ENGINES`. The
+    // module setting (`set_cpu_need_sw_cache_coherency`) forces it on as well.
+    let iso = c.setters(NvSciBufGeneralAttrKey_PeerHwEngineArray).iter().any(|(_, v)| {
+        v.bytes().chunks_exact(8).any(|e| ISO_ENGINES.contains(&u32::from_ne_bytes([e[0], e[1], e[2], e[3]])))
+    });
+    let cpu_sw_coherency = env.cpu_sw_coherency || (need_cpu && cpu_cache && iso);
     out.insert(NvSciBufGeneralAttrKey_NeedCpuAccess, Value::from_bool(need_cpu));
-    out.insert(
-        NvSciBufGeneralAttrKey_EnableCpuCache,
-        Value::from_bool(c.any_true(NvSciBufGeneralAttrKey_EnableCpuCache)),
-    );
+    out.insert(NvSciBufGeneralAttrKey_EnableCpuCache, Value::from_bool(cpu_cache));
     out.insert(NvSciBufGeneralAttrKey_CpuNeedSwCacheCoherency, Value::from_bool(cpu_sw_coherency));
     let perm = c
         .setters(NvSciBufGeneralAttrKey_RequiredPerm)

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 const TAG_HELLO: u8 = 1;
 const TAG_FRAME: u8 = 2;
 const TAG_FD: u8 = 3;
+/// The reader took frames off its queue: the writer may post that many more (`u32` count).
+const TAG_ACK: u8 = 4;
 
 /// The NvSciIpc version the emulation reports (the DRIVE OS 6.0.10 header: 1.4).
 const MAJOR: u32 = 1;
@@ -55,11 +57,32 @@ struct State {
     sock: Option<OwnedFd>,
     retry: Option<OwnedFd>,
     link: Option<u64>,
+    /// A connection was established and `NvSciIpcGetEvent` has not reported it yet.
     est_edge: bool,
-    /// `NvSciIpcGetEvent` reported the connection: a reset from now on ends it.
-    est_reported: bool,
+    /// The connection as the application sees it: established once `NvSciIpcGetEvent` reported
+    /// `CONN_EST` for the live connection, and not any more once it reported `CONN_RESET`.
+    /// nvsciipc.h: reads and writes need the connection established through
+    /// `NvSciIpcGetEventSafe` ("Before using any Read/Write APIs, the user must check if
+    /// NV_SCI_IPC_EVENT_READ or NV_SCI_IPC_EVENT_WRITE event is available through
+    /// NvSciIpcGetEventSafe()"; "NvSciIpcGetEventSafe() has additional support to establish
+    /// connection between two endpoint software entities"), and the state a reset leaves only
+    /// takes effect "until the next event notification on the local endpoint".
+    app_up: bool,
+    /// The connection was lost (or reset) and `NvSciIpcGetEvent` has not reported it yet.
     reset_edge: bool,
+    /// The transport is down: the peer closed, died or reset, and no new peer connected yet.
     closed: bool,
+    /// This endpoint was reset in De-Init mode (`NvSciIpcResetEndpointSafe` after the connection
+    /// was established): it stays down until closed.
+    local_reset: bool,
+    /// The connection was lost with frames still queued: `reset_edge` follows once they are read.
+    reset_after_drain: bool,
+    /// Frames posted to the peer that it has not read yet (at most `nframes`).
+    in_flight: u32,
+    /// The sending FIFO ceased to be full and `NvSciIpcGetEvent` has not reported it yet.
+    write_edge: bool,
+    /// Frames this endpoint read whose acknowledgement has not reached the socket yet.
+    acks_owed: u32,
     notified: bool,
     frames: VecDeque<Vec<u8>>,
     fds: HashMap<u64, OwnedFd>,
@@ -145,6 +168,19 @@ fn listen_at(path: &std::path::Path) -> Res<OwnedFd> {
         let _ = std::fs::remove_file(path);
     }
     Err(NvSciError_Busy)
+}
+
+/// A timer that wakes the connecting endpoint every millisecond to retry its connection.
+fn retry_timer() -> Res<OwnedFd> {
+    // SAFETY: plain descriptor creation.
+    let t = owned(unsafe {
+        libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
+    })?;
+    let every = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+    let spec = libc::itimerspec { it_interval: every, it_value: every };
+    // SAFETY: `t` is a live timerfd and `spec` a valid setting.
+    unsafe { libc::timerfd_settime(t.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+    Ok(t)
 }
 
 fn random_link() -> u64 {
@@ -240,8 +276,51 @@ fn recv(sock: &OwnedFd, buf: &mut [u8]) -> Received {
 }
 
 impl Endpoint {
+    /// A new connection replaces whatever the last one left: its frames are discarded
+    /// (nvsciipc.h, `NvSciIpcResetEndpointSafe`: "all existing data in channel will be
+    /// discarded") and the peer's FIFO starts empty.
+    fn new_connection(st: &mut State) {
+        st.closed = false;
+        st.frames.clear();
+        st.in_flight = 0;
+        st.acks_owed = 0;
+        st.write_edge = false;
+    }
+
+    /// The connection is gone: this endpoint was reset, or the peer closed, died or reset.
+    /// `CONN_RESET` is reported once, then the endpoint waits for the next peer (a restarted
+    /// peer process connects to the same channel again). What the peer wrote before it went
+    /// away stays readable first: the reset is raised once those frames were read (a peer's
+    /// close is not documented to discard what it sent; nvsciipc.h documents discarding for
+    /// `NvSciIpcResetEndpointSafe` only).
+    fn lost(&self, st: &mut State) {
+        if let Some(sock) = st.sock.take() {
+            epoll_del(&self.epoll, sock.as_raw_fd());
+        }
+        st.link = None;
+        st.closed = true;
+        st.reset_after_drain = true;
+    }
+
     fn pump(&self, st: &mut State) {
-        if st.sock.is_none() && !st.closed {
+        if st.reset_after_drain && st.frames.is_empty() {
+            st.reset_after_drain = false;
+            st.reset_edge = true;
+        }
+        if st.sock.is_none() && !st.local_reset && !st.reset_after_drain {
+            if self.cfg.listens && st.listener.is_none() {
+                // Listen again for the peer's next connection.
+                if let Ok(l) = listen_at(&self.cfg.socket) {
+                    epoll_add(&self.epoll, l.as_raw_fd());
+                    st.listener = Some(l);
+                }
+            }
+            if !self.cfg.listens && st.retry.is_none() {
+                if let Ok(t) = retry_timer() {
+                    epoll_add(&self.epoll, t.as_raw_fd());
+                    st.retry = Some(t);
+                }
+            }
             if self.cfg.listens {
                 if let Some(l) = &st.listener {
                     // SAFETY: `l` is a listening socket; NULL address outputs are allowed.
@@ -262,6 +341,7 @@ impl Endpoint {
                         }
                         let _ = std::fs::remove_file(&self.cfg.socket);
                         st.sock = Some(sock);
+                        Self::new_connection(st);
                     }
                 }
             } else if let Some(sock) = try_connect(&self.cfg.socket) {
@@ -279,6 +359,7 @@ impl Endpoint {
                     st.sock = Some(sock);
                     st.link = Some(link);
                     st.est_edge = true;
+                    Self::new_connection(st);
                 }
             }
         }
@@ -292,18 +373,23 @@ impl Endpoint {
         while let Some(sock) = &st.sock {
             match recv(sock, &mut scratch) {
                 Received::Empty => break,
-                Received::Closed => {
-                    epoll_del(&self.epoll, sock.as_raw_fd());
-                    st.sock = None;
-                    st.closed = true;
-                    st.reset_edge = true;
-                }
+                Received::Closed => self.lost(st),
                 Received::Message(n, fd) => match (scratch[..n].first().copied(), fd) {
                     (Some(TAG_HELLO), _) if n == 9 => {
                         st.link = scratch[1..9].try_into().ok().map(u64::from_le_bytes);
                         st.est_edge = true;
                     }
                     (Some(TAG_FRAME), _) => st.frames.push_back(scratch[1..n].to_vec()),
+                    (Some(TAG_ACK), _) if n == 5 => {
+                        let k = scratch[1..5].try_into().map_or(0, u32::from_le_bytes);
+                        let was_full = st.in_flight >= self.cfg.nframes;
+                        st.in_flight = st.in_flight.saturating_sub(k);
+                        // nvsciipc.h, NvSciIpcGetEventSafe: a WRITE event occurs "each time
+                        // the endpoint's sending FIFO ceases to be full".
+                        if was_full && st.in_flight < self.cfg.nframes {
+                            st.write_edge = true;
+                        }
+                    }
                     (Some(TAG_FD), Some(fd)) if n == 9 => {
                         if let Ok(id) = <[u8; 8]>::try_from(&scratch[1..9]) {
                             st.fds.insert(u64::from_le_bytes(id), fd);
@@ -314,7 +400,20 @@ impl Endpoint {
             }
         }
         st.scratch = scratch;
-        let level = !st.frames.is_empty() || st.est_edge || st.reset_edge;
+        if st.reset_after_drain && st.frames.is_empty() {
+            st.reset_after_drain = false;
+            st.reset_edge = true;
+        }
+        if st.acks_owed > 0 {
+            if let Some(sock) = &st.sock {
+                let mut m = [TAG_ACK, 0, 0, 0, 0];
+                m[1..].copy_from_slice(&st.acks_owed.to_le_bytes());
+                if send(sock, &m, None).is_ok() {
+                    st.acks_owed = 0;
+                }
+            }
+        }
+        let level = !st.frames.is_empty() || st.est_edge || st.reset_edge || st.write_edge;
         if level != st.notified {
             let mut v = 1u64;
             // SAFETY: 8-byte read/write of a u64 on a non-blocking eventfd.
@@ -331,6 +430,19 @@ impl Endpoint {
 
     fn connected(st: &State) -> bool {
         st.link.is_some() && st.sock.is_some() && !st.closed
+    }
+
+    /// The error of a read or write the application's view of the connection does not allow.
+    fn not_usable(st: &State) -> NvSciError {
+        if st.local_reset || st.closed {
+            // "the endpoint is being reset" (NvSciIpcReadSafe / NvSciIpcWriteSafe), until a new
+            // connection is established and reported.
+            NvSciError_ConnectionReset
+        } else {
+            // No connection established through NvSciIpcGetEventSafe yet: "an invalid
+            // operation state".
+            NvSciError_InvalidState
+        }
     }
 }
 
@@ -477,14 +589,7 @@ pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvS
             epoll_add(&epoll, l.as_raw_fd());
             st.listener = Some(l);
         } else {
-            // SAFETY: plain descriptor creation.
-            let t = owned(unsafe {
-                libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
-            })?;
-            let every = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
-            let spec = libc::itimerspec { it_interval: every, it_value: every };
-            // SAFETY: `t` is a live timerfd and `spec` a valid setting.
-            unsafe { libc::timerfd_settime(t.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+            let t = retry_timer()?;
             epoll_add(&epoll, t.as_raw_fd());
             st.retry = Some(t);
         }
@@ -526,12 +631,11 @@ fn reset(h: NvSciIpcEndpoint) -> Res {
     let mut st = lock(&ep.st);
     // The reset that follows opening (the documented way to start the connection) changes
     // nothing; once the application has seen the connection, a reset ends it for both ends.
-    if st.est_reported && Endpoint::connected(&st) {
-        if let Some(sock) = st.sock.take() {
-            epoll_del(&ep.epoll, sock.as_raw_fd());
-        }
-        st.closed = true;
-        st.reset_edge = true;
+    if st.app_up && Endpoint::connected(&st) {
+        ep.lost(&mut st);
+        // "all existing data in channel will be discarded".
+        st.frames.clear();
+        st.local_reset = true;
     }
     ep.pump(&mut st);
     Ok(())
@@ -555,17 +659,22 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
     }
     let mut st = lock(&ep.st);
     ep.pump(&mut st);
+    if !st.app_up {
+        // Not established through NvSciIpcGetEventSafe (see `State::app_up`), or reset and
+        // reported: InvalidState ("an invalid operation state") or ConnectionReset ("the
+        // endpoint is being reset"), not an empty channel.
+        return Err(Endpoint::not_usable(&st));
+    }
     let Some(frame) = st.frames.pop_front() else {
         return Err(if st.closed {
             NvSciError_ConnectionReset
-        } else if !Endpoint::connected(&st) {
-            // As for writes: no connection established yet is "an invalid operation state"
-            // (NvSciError_InvalidState, NvSciIpcReadSafe in nvsciipc.h), not an empty channel.
-            NvSciError_InvalidState
         } else {
+            // "read channel is empty and the read operation aborted" (NvSciIpcReadSafe).
             NvSciError_InsufficientMemory
         });
     };
+    // The frame leaves the peer's FIFO: tell it (the ack goes out now or with the next pump).
+    st.acks_owed += 1;
     ep.pump(&mut st);
     // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
     // copy from the frame", NvSciIpcReadSafe, nvsciipc.h) and reports them all as read. Bytes the
@@ -593,11 +702,13 @@ fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usiz
     }
     let mut st = lock(&ep.st);
     ep.pump(&mut st);
-    if st.closed {
-        return Err(NvSciError_ConnectionReset);
+    if !st.app_up || !Endpoint::connected(&st) {
+        return Err(Endpoint::not_usable(&st));
     }
-    if !Endpoint::connected(&st) {
-        return Err(NvSciError_InvalidState);
+    if st.in_flight >= ep.cfg.nframes {
+        // The channel holds `nframes` frames per direction (NvSciIpcEndpointInfo): "write
+        // channel is full and the write operation aborted" (NvSciIpcWriteSafe, nvsciipc.h).
+        return Err(NvSciError_InsufficientMemory);
     }
     let mut m = Vec::with_capacity(size + 1);
     m.push(TAG_FRAME);
@@ -605,11 +716,13 @@ fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usiz
     m.extend_from_slice(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) });
     let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
     match send(sock, &m, None) {
-        Ok(()) => Ok(size),
+        Ok(()) => {
+            st.in_flight += 1;
+            Ok(size)
+        }
         Err(e) if e == libc::EAGAIN => Err(NvSciError_InsufficientMemory),
         Err(_) => {
-            st.closed = true;
-            st.reset_edge = true;
+            ep.lost(&mut st);
             Err(NvSciError_ConnectionReset)
         }
     }
@@ -699,18 +812,31 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
     let mut st = lock(&ep.st);
     ep.pump(&mut st);
     let mut ev = 0;
-    if std::mem::take(&mut st.est_edge) {
-        ev |= NV_SCI_IPC_EVENT_CONN_EST;
-        st.est_reported = true;
-    }
+    // nvsciipc.h, NvSciIpcGetEventSafe: "NV_SCI_IPC_EVENT_CONN_EST and
+    // NV_SCI_IPC_EVENT_CONN_RESET events are connection event. They're edge-triggered events
+    // and once they're read by user, events are cleared." Each is reported once per occurrence.
     if std::mem::take(&mut st.reset_edge) {
         ev |= NV_SCI_IPC_EVENT_CONN_RESET;
+        st.app_up = false;
     }
-    if Endpoint::connected(&st) {
-        ev |= NV_SCI_IPC_EVENT_WRITE;
-        if !st.frames.is_empty() {
-            ev |= NV_SCI_IPC_EVENT_READ;
+    if std::mem::take(&mut st.est_edge) {
+        ev |= NV_SCI_IPC_EVENT_CONN_EST;
+        st.app_up = Endpoint::connected(&st);
+    }
+    st.write_edge = false;
+    // "NV_SCI_IPC_EVENT_WRITE, NV_SCI_IPC_EVENT_READ and NV_SCI_IPC_EVENT_WRITE_EMPTY events are
+    // FIFO status event. As long as free buffer is available on write FIFO or data are
+    // available in read FIFO, API keeps reporting same events."
+    if st.app_up && Endpoint::connected(&st) {
+        if st.in_flight < ep.cfg.nframes {
+            ev |= NV_SCI_IPC_EVENT_WRITE;
         }
+        if st.in_flight == 0 {
+            ev |= NV_SCI_IPC_EVENT_WRITE_EMPTY;
+        }
+    }
+    if st.app_up && !st.frames.is_empty() {
+        ev |= NV_SCI_IPC_EVENT_READ;
     }
     ep.pump(&mut st);
     Ok(ev)

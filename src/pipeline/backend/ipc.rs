@@ -32,7 +32,7 @@
 use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
 use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
-use crate::error::{Error, Result};
+use crate::error::{invalid, Error, Result};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint};
 use crate::pipeline::config::{RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
@@ -65,6 +65,33 @@ fn protocol(ep: &IpcEndpoint, what: String) -> Error {
         reason: format!("unexpected message from the peer: {what}"),
         code: None,
     }
+}
+
+/// Checks that the channel of `ep` holds every message a ring of `frames` slots can have in
+/// flight in one direction: a fence message per slot and the end. NvSciIpc holds `nframes`
+/// frames per direction and a write to a full channel fails ("write channel is full",
+/// nvsciipc.h, `NvSciIpcWriteSafe`); with more in flight, producer and consumer could both wait
+/// to write while neither reads.
+fn check_channel(ep: &IpcEndpoint, frames: usize) -> Result<()> {
+    let info = ep.info();
+    let fs = info.frame_size as usize;
+    // `send_message`: a 4-byte length, then the message, over frames of `fs` bytes.
+    let len = 4 + 1 + 4 + 8 + FenceDescriptor::SIZE;
+    let per_message = if fs == 0 { usize::MAX } else { len.div_ceil(fs) };
+    let needed = frames.saturating_mul(per_message).saturating_add(1);
+    if needed > info.frames as usize {
+        return Err(invalid(
+            "frames",
+            format!(
+                "{frames} frames need {needed} NvSciIpc frames in flight ({per_message} per fence \
+                 message of {len} bytes in frames of {fs} bytes, and the end), but endpoint {} holds \
+                 nframes = {}",
+                ep.name(),
+                info.frames
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn put(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -204,6 +231,7 @@ pub(crate) fn build_producer(
     let waiters = waiter_lists(&sync, producer)?;
     let waiter_refs: Vec<&SyncAttrList> = waiters.iter().collect();
     for r in &remotes {
+        check_channel(&r.ep, config.frames)?;
         r.ep.wait_connected(timeout)?;
         let mut m = vec![WAITER_LIST];
         m.extend_from_slice(&(r.consumer as u32).to_le_bytes());
@@ -354,6 +382,7 @@ pub(crate) fn connect_consumer(
     if !(2..=MAX_FRAMES).contains(&count) {
         return Err(protocol(&ep, format!("{count} frames (2 to {MAX_FRAMES} expected)")));
     }
+    check_channel(&ep, count)?;
     let reconciled = bufm.import_reconciled(
         &ep,
         &AttrListDescriptor::from_bytes(f.field().ok_or_else(bad)?)?,
