@@ -578,11 +578,14 @@ fn frames_and_messages_round_trip_and_oversize_frames_are_refused() {
     let (a, b) = pair(&ipc, "m_0", "m_1");
     a.write(b"hello", T).unwrap();
     let mut buf = [0u8; 4096];
-    // Frames carry no length (nvsciipc.h: NvSciIpcReadSafe copies the size asked for; bytes
-    // the writer did not fill are undefined): the read reports the whole buffer.
+    // Frames carry no length (nvsciipc.h: NvSciIpcReadSafe copies the size asked for;
+    // NvSciIpcWriteSafe fills "the remaining bytes of the frame" "with zero"): the read reports
+    // the whole buffer, zeros after what was written.
+    buf.fill(0xee);
     let n = b.read(&mut buf, T).unwrap();
     assert_eq!(n, 4096);
     assert_eq!(&buf[..5], b"hello");
+    assert!(buf[5..].iter().all(|&x| x == 0), "the rest of the frame reads as zero");
     // A smaller buffer gets exactly its size.
     a.write(b"hello again", T).unwrap();
     let mut small = [0u8; 8];

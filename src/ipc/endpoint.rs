@@ -407,8 +407,8 @@ impl IpcEndpoint {
     /// [`EndpointInfo::frame_size`], whichever is smaller. Errors as for [`write`](Self::write).
     ///
     /// NvSciIpc frames carry no length: `NvSciIpcReadSafe` copies the number of bytes asked for,
-    /// and the bytes of a frame its writer did not fill are undefined (nvsciipc.h,
-    /// `NvSciIpcReadSafe` / `NvSciIpcWriteSafe`). So the returned count is not the length the peer
+    /// and `NvSciIpcWriteSafe` fills the bytes of a frame its writer did not fill with zero
+    /// (nvsciipc.h). So the returned count is not the length the peer
     /// wrote: a protocol carries its own lengths, as [`send_message`](Self::send_message) does.
     pub fn read(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
         let size = buf.len().min(self.info.frame_size as usize);

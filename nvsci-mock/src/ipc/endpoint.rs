@@ -691,8 +691,10 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
     Ok(size)
 }
 
-/// What the bytes of a frame beyond those written read as (undefined in NvSciIpc).
-const UNWRITTEN: u8 = 0xa5;
+/// What the bytes of a frame beyond those written read as: "If size is less than the frame
+/// size, then the remaining bytes of the frame are filled with zero" (NvSciIpcWriteSafe,
+/// nvsciipc.h, DRIVE OS 6.0.10).
+const UNWRITTEN: u8 = 0;
 
 fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usize> {
     initialized()?;
