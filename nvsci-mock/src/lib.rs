@@ -121,14 +121,15 @@ mod ledger;
 mod list_common;
 mod pages;
 mod sync;
+mod vmm;
 
 #[cfg(feature = "export")]
 #[cfg_attr(docsrs, doc(cfg(feature = "export")))]
 pub mod export;
 
 pub use buf::image::{
-    block_linear_log2_gobs, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN,
-    MOCK_PLANE_ALIGN,
+    block_linear_log2_gobs, desktop_gob_offset, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, GPU_ARRAY_PLANE_ALIGN,
+    MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN,
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, HandleCounts, Ledger};

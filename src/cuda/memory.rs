@@ -187,6 +187,21 @@ impl<A: Access> ExternalMemory<A> {
         );
         let layout = held.attr_list()?.get_one(crate::buf::key::IMAGE_LAYOUT)?;
         if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
+            if let Some((fd, len)) = held.gpu_memory_fd()? {
+                // CUDA virtual memory exported as an fd: the import Tegra makes, with the opaque-fd
+                // handle type instead of NvSciBuf's; mapped through the driver, arrays included.
+                dev.bind()?; // before duplicating: a duplicate is only made when the driver will see it
+                let dup = super::fd::for_driver(&fd)
+                    .map_err(|e| invalid("obj", format!("cannot duplicate its fd: {e}")))?;
+                let d = desc::opaque_fd_memory(dup, len, false);
+                let raw = import(dev, &d, "NvSciBuf object's CUDA memory");
+                if raw.is_err() {
+                    super::fd::reclaim_if_unconsumed(dup, &fd);
+                }
+                drop(fd);
+                let _coherency = needs.then(memsync::track_import_needing_coherency);
+                return Ok(Self::wrap(raw?, size, dev, Source::NvSciBuf { _obj: held, _coherency, layout }));
+            }
             let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
                 what: "BufObjGetHostMemory",
                 reason: "the implementation reports host-memory GPU interop without the entry point",
@@ -439,7 +454,11 @@ impl<A: Access> ExternalMemory<A> {
         if matches!(self.inner.source, Some(Source::HostMemory { .. })) {
             return Err(Error::Unsupported {
                 what: "mapping host-memory NvSciBuf objects as CUDA arrays",
-                reason: "arrays need a CUexternalMemory; map the buffer with map_buffer instead",
+                reason: "arrays need a CUexternalMemory, and the implementation backs this object with \
+                         host memory: the mock backs only block-linear images that name a GPU with CUDA \
+                         virtual memory, and only where the GPU's driver offers it on the host NUMA node \
+                         (CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID >= 0 and cuMemCreate there succeeds); map the \
+                         buffer with map_buffer instead",
             });
         }
         if matches!(self.inner.source, Some(Source::NvSciBuf { .. })) && a.levels != 1 {

@@ -52,6 +52,10 @@ use nvsci_sys::*;
 pub const MOCK_PITCH_ALIGN: u64 = 256;
 /// Minimum plane base-address alignment in bytes used by the mock's image layout.
 pub const MOCK_PLANE_ALIGN: u64 = 4096;
+/// Plane base alignment of block-linear planes of an image that names a GPU: the alignment an
+/// NVIDIA H100 (driver 580.159.04) reports for CUDA arrays (`cuArrayGetMemoryRequirements`,
+/// 65536 for every shape measured; docs/mock.md, "Block-linear planes on a desktop GPU").
+pub const GPU_ARRAY_PLANE_ALIGN: u64 = 65536;
 /// Width of a GOB in bytes (Tegra block-linear layout).
 pub const GOB_WIDTH: u64 = 64;
 /// Height of a GOB in rows (Tegra block-linear layout).
@@ -71,6 +75,24 @@ pub fn block_linear_log2_gobs(rows: u32) -> u32 {
 /// Offset of byte `x` of row `y` inside a GOB (only `x % 64` and `y % 8` count).
 pub fn gob_offset(x: u64, y: u64) -> u64 {
     (x & 15) | ((y & 1) << 4) | ((x & 16) << 1) | ((y & 6) << 5) | ((x & 32) << 3)
+}
+
+/// Offset of byte `x` of row `y` inside a GOB of a block-linear CUDA array on a desktop GPU, as
+/// measured on an NVIDIA H100 (driver 580.159.04; docs/mock.md, "Block-linear planes on a
+/// desktop GPU"): the bit pattern `x5 y2 x4 y1 y0 x3 x2 x1 x0`, four rows of 16 bytes one after
+/// the other where the Tegra layout ([`gob_offset`]) has two.
+pub fn desktop_gob_offset(x: u64, y: u64) -> u64 {
+    (x & 15) | ((y & 3) << 4) | ((x & 16) << 2) | ((y & 4) << 5) | ((x & 32) << 3)
+}
+
+/// Which GOB layout a block-linear plane's memory follows: the one of the engines that read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GobLayout {
+    /// The Tegra layout ([`gob_offset`]): host memory, what NvSciBuf lays out on Tegra.
+    Tegra,
+    /// The layout a desktop GPU's CUDA arrays use ([`desktop_gob_offset`]): VMM memory that a
+    /// desktop GPU maps as arrays.
+    DesktopGpu,
 }
 
 /// What the mock knows about a color format.
@@ -207,6 +229,8 @@ pub(crate) struct PlaneGeometry {
     pub second_field: Option<u64>,
     /// `Some(log2 GOBs per block)` for block-linear planes.
     pub block_log2: Option<u32>,
+    /// The GOB layout of block-linear planes.
+    pub gob: GobLayout,
 }
 
 impl PlaneGeometry {
@@ -231,7 +255,10 @@ impl PlaneGeometry {
                 (row / block_rows) * blocks_per_row * block_bytes
                     + (x / GOB_WIDTH) * block_bytes
                     + ((row % block_rows) / GOB_HEIGHT) * GOB_SIZE
-                    + gob_offset(x, row)
+                    + match self.gob {
+                        GobLayout::Tegra => gob_offset(x, row),
+                        GobLayout::DesktopGpu => desktop_gob_offset(x, row),
+                    }
             }
         };
         self.offset + field_base + within
@@ -299,6 +326,23 @@ mod tests {
         assert_eq!(planes[1].offset, 65536);
         assert_eq!(planes[0].aligned_size, 65536);
         assert_eq!(size, planes.iter().map(|p| p.aligned_size).sum::<u64>());
+    }
+
+    #[test]
+    fn desktop_gob_is_a_permutation_with_the_measured_points() {
+        let mut seen = [false; 512];
+        for y in 0..8 {
+            for x in 0..64 {
+                let o = desktop_gob_offset(x, y) as usize;
+                assert!(!seen[o], "offset {o} twice");
+                seen[o] = true;
+            }
+        }
+        // Read back on the H100: rows 0..3 of bytes 0..15 at 0, 16, 32, 48; byte 63 of row 0 at
+        // 335; byte 63 of row 6 at 495.
+        assert_eq!([0, 1, 2, 3].map(|y| desktop_gob_offset(0, y)), [0, 16, 32, 48]);
+        assert_eq!(desktop_gob_offset(63, 0), 335);
+        assert_eq!(desktop_gob_offset(63, 6), 495);
     }
 
     #[test]

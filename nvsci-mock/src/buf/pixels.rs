@@ -70,6 +70,7 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
                 left: left.get(i).copied().unwrap_or(0),
                 second_field: interlaced.then(|| second.get(i).copied().unwrap_or(0)),
                 block_log2: block_linear.then(|| image::block_linear_log2_gobs(aligned_heights[i])),
+                gob: if o.vmm().is_some() { image::GobLayout::DesktopGpu } else { image::GobLayout::Tegra },
             })
         })
         .collect()
