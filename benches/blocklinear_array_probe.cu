@@ -11,6 +11,7 @@
 //
 // Build and run on a GPU host (CUDA 12+):
 //   nvcc -O2 -o /tmp/blocklinear_array_probe benches/blocklinear_array_probe.cu -lcuda && /tmp/blocklinear_array_probe
+//   for o in 512 4096 65536 2097152; do /tmp/blocklinear_array_probe off $o; done   (array offsets)
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,7 +110,12 @@ static CUresult map_array(Vmm &v, size_t off, unsigned w, unsigned h, CUarray_fo
     return cuMipmappedArrayGetLevel(arr, *mm, 0);
 }
 
+// GOB candidates: 0 = the Tegra X1 TRM layout (x5 y2 y1 x4 y0 x3..x0), 1 = x5 y2 x4 y1 y0 x3..x0,
+// 2 = x4 y2 x5 y1 y0 x3..x0 (the two orders the first run's data left open).
+static int gob_kind = 0;
 static inline size_t gob(size_t x, size_t y) {
+    if (gob_kind == 1) return (x & 15) | ((y & 3) << 4) | ((x & 16) << 2) | ((y & 4) << 5) | ((x & 32) << 3);
+    if (gob_kind == 2) return (x & 15) | ((y & 3) << 4) | ((x & 32) << 1) | ((y & 4) << 5) | ((x & 16) << 4);
     return (x & 15) | ((y & 1) << 4) | ((x & 16) << 1) | ((y & 6) << 5) | ((x & 32) << 3);
 }
 
@@ -188,6 +194,7 @@ static void probe(const char *name, unsigned w, unsigned h, unsigned bpp, unsign
     printf("%-22s %5ux%-5u bpp %u flags %u off %zu: req size %zu align %zu; written span %zu", name, w, h, bpp,
            flags, off, need, align, last);
     int found = 0;
+    for (gob_kind = 0; gob_kind < 3 && !found; gob_kind++)
     for (unsigned k = 1; k <= 16 && !found; k *= 2)
         for (unsigned log2 = 0; log2 <= 5 && !found; log2++) {
             size_t rowb = (bpr + k - 1) / k * k;
@@ -201,8 +208,8 @@ static void probe(const char *name, unsigned w, unsigned h, unsigned bpp, unsign
             if (!bad) {
                 size_t gobs = (size_t)1 << log2;
                 size_t brows = (h + 8 * gobs - 1) / (8 * gobs);
-                printf("; MATCH block height %zu GOBs (log2 %u), blocks per row %zu (pitch %zu), size %zu\n", gobs,
-                       log2, rowb, rowb * 64, brows * rowb * 512 * gobs);
+                printf("; MATCH gob %d, block height %zu GOBs (log2 %u), blocks per row %zu (pitch %zu), size %zu\n",
+                       gob_kind, gobs, log2, rowb, rowb * 64, brows * rowb * 512 * gobs);
                 found = 1;
             }
         }
@@ -230,7 +237,7 @@ static void probe(const char *name, unsigned w, unsigned h, unsigned bpp, unsign
     vmm_free(v);
 }
 
-int main() {
+int main(int argc, char **argv) {
     CK(cuInit(0));
     CK(cuDeviceGet(&dev, 0));
     char nm[128];
@@ -243,6 +250,13 @@ int main() {
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
     CK(cuCtxSetCurrent(ctx));
     printf("host-NUMA VMM granularity %zu\n", granularity());
+    if (argc == 3 && !strcmp(argv[1], "off")) {
+        // One offset per process: a bad one leaves the context unusable (sticky error).
+        probe("R8 1920x1080 @off", 1920, 1080, 1, 0, (size_t)atol(argv[2]));
+        probe("RG8 960x540 @off", 960, 540, 2, 0, (size_t)atol(argv[2]));
+        printf("done\n");
+        return 0;
+    }
 
     const unsigned hs[] = {1, 7, 8, 9, 16, 17, 24, 32, 33, 48, 64, 65, 96, 128, 129, 192, 256, 257, 512, 540, 1080, 2160};
     for (unsigned h : hs) probe("R8 1920", 1920, h, 1, 0, 0);
@@ -254,9 +268,14 @@ int main() {
     probe("R8 4096x16", 4096, 16, 1, 0, 0);
     probe("R8 1920x1080 surf", 1920, 1080, 1, CUDA_ARRAY3D_SURFACE_LDST, 0);
     probe("RGBA8 1920x1080 surf", 1920, 1080, 4, CUDA_ARRAY3D_SURFACE_LDST, 0);
-    // Offsets the driver accepts for the array inside the imported memory.
-    for (size_t off : {(size_t)64, (size_t)512, (size_t)4096, (size_t)8192, (size_t)65536, (size_t)2097152})
-        probe("R8 1920x1080 @off", 1920, 1080, 1, 0, off);
+    probe("RG8 1920x1080 surf", 1920, 1080, 2, CUDA_ARRAY3D_SURFACE_LDST, 0);
+    probe("RGBA8 333x77", 333, 77, 4, 0, 0);
+    probe("RG8 50x65", 50, 65, 2, 0, 0);
+    probe("R8 100x130", 100, 130, 1, 0, 0);
+    probe("RGBA8 64x1", 64, 1, 4, 0, 0);
+    for (unsigned h : {2u, 3u, 4u, 5u, 12u, 20u, 40u, 100u, 200u, 300u, 1000u})
+        probe("RGBA8 256", 256, h, 4, 0, 0);
+    // Offsets inside the imported memory: run with `off N`, one process per offset.
     // Two planes of one allocation, NV12-like: Y at 0, UV right after the Y plane's size.
     {
         size_t a0 = 0, a1 = 0;
