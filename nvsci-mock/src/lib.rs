@@ -87,12 +87,13 @@
 //!   succeeds), the allocation is such memory, mapped read-write for the GPU and the CPU (whole
 //!   allocation granules, zeroed); `BufObjExportGpuMemory` exports it as a new fd that CUDA
 //!   imports as `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD` and maps as buffers or arrays;
-//!   `BufObjGetHostMemory` reports the CPU mapping. Its block-linear planes follow the GOB
-//!   layout the GPU's arrays use (`desktop_gob_offset`), its planes start on
-//!   [`GPU_ARRAY_PLANE_ALIGN`]. Such objects cannot be exported to another process
-//!   (`NotSupported`). Anywhere else (no driver, no such GPU, no host-NUMA VMM memory) the
-//!   allocation is host pages as below, `BufObjExportGpuMemory` answers `NotSupported`, and the
-//!   planes follow the Tegra layout.
+//!   `BufObjGetHostMemory` reports the CPU mapping. Its planes follow the GOB layout and the
+//!   block height that the GPU's arrays of the plane's size use ([`desktop_gob_offset`],
+//!   [`desktop_block_linear_log2_gobs`], measured on an H100). Such objects cannot be exported
+//!   to another process (`NotSupported`). Anywhere else (no driver, no such GPU, no host-NUMA
+//!   VMM memory) the allocation is host pages as below, `BufObjExportGpuMemory` answers
+//!   `NotSupported`, and the planes follow the Tegra layout. Either way, block-linear planes of
+//!   a list that names a GPU start on [`GPU_ARRAY_PLANE_ALIGN`].
 //!
 //! * Memory: every buffer allocation starts on a page boundary and its size is rounded up to a
 //!   whole number of pages (the page size is `sysconf(_SC_PAGESIZE)` on Linux; elsewhere, or if
@@ -143,8 +144,8 @@ mod vmm;
 pub mod export;
 
 pub use buf::image::{
-    block_linear_log2_gobs, desktop_gob_offset, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, GPU_ARRAY_PLANE_ALIGN,
-    MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN,
+    block_linear_log2_gobs, desktop_block_linear_log2_gobs, desktop_gob_offset, GOB_HEIGHT, GOB_SIZE,
+    GOB_WIDTH, GPU_ARRAY_PLANE_ALIGN, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN,
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, HandleCounts, Ledger};

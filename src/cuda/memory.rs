@@ -155,10 +155,13 @@ impl<A: Access> ExternalMemory<A> {
     ///
     /// How depends on the implementation ([`NvSci::gpu_interop`](crate::NvSci::gpu_interop)):
     /// NVIDIA's libraries go through `cuImportExternalMemory` with the NvSciBuf handle type
-    /// (Tegra only; desktop drivers refuse it: [`Error::Unsupported`]); an emulation whose
-    /// buffers are host memory (the mock) is page-locked with `cuMemHostRegister` and used in
-    /// place, and [`map_buffer`](Self::map_buffer) hands out its device address. Arrays cannot
-    /// be mapped from host memory.
+    /// (Tegra only; desktop drivers refuse it: [`Error::Unsupported`]). An emulation (the mock)
+    /// whose object is CUDA virtual memory (`BufObjExportGpuMemory` answers: the mock's
+    /// block-linear images for a GPU with host-NUMA VMM memory) goes through the same
+    /// `cuImportExternalMemory` with the opaque-fd handle type, and its planes map as arrays
+    /// ([`map_plane`](Self::map_plane)); one whose object is host memory is page-locked with
+    /// `cuMemHostRegister` and used in place, [`map_buffer`](Self::map_buffer) hands out its
+    /// device address, and arrays cannot be mapped from it ([`Error::Unsupported`]).
     ///
     /// CPU access and imports coexist: a CPU mapping of the buffer (`BufObj::cpu_read` /
     /// `cpu_write`) may be held while it is imported, also read-write, as on Tegra where both

@@ -21,6 +21,11 @@
 //! inside a block; inside a GOB byte `x` of row `y` sits at the bit pattern
 //! `x5 y2 y1 x4 y0 x3 x2 x1 x0` ([`gob_offset`]).
 //!
+//! Planes in CUDA virtual memory for a desktop GPU (see `crate::vmm`) follow instead the layout
+//! that GPU's CUDA arrays use there, measured on an H100: [`desktop_gob_offset`] inside a GOB and
+//! [`desktop_block_linear_log2_gobs`] for the block height (docs/mock.md, "Block-linear planes on
+//! a desktop GPU").
+//!
 //! The mock's choices (it has no engines whose constraints it could reconcile):
 //! * Pitch alignment: [`MOCK_PITCH_ALIGN`] bytes for pitch-linear planes, the GOB width
 //!   ([`GOB_WIDTH`] bytes) for block-linear planes.
@@ -72,6 +77,21 @@ pub fn block_linear_log2_gobs(rows: u32) -> u32 {
     gobs.next_power_of_two().trailing_zeros().min(MAX_LOG2_GOBS_PER_BLOCK)
 }
 
+/// log2 of the GOBs per block of a block-linear CUDA array of `rows` rows on a desktop GPU, as
+/// measured on an NVIDIA H100 (driver 580.159.04; docs/mock.md, "Block-linear planes on a
+/// desktop GPU"): the smallest block covering the rows, at most 16 GOBs
+/// ([`block_linear_log2_gobs`]), halved when the rows fill less than three quarters of it. The
+/// measurement cannot tell a threshold of three quarters from one of two thirds (no height whose
+/// share lies between the two was measured); only heights below 96 rows are affected.
+pub fn desktop_block_linear_log2_gobs(rows: u32) -> u32 {
+    let log2 = block_linear_log2_gobs(rows);
+    if log2 > 0 && u64::from(rows) * 4 < 3 * (GOB_HEIGHT << log2) {
+        log2 - 1
+    } else {
+        log2
+    }
+}
+
 /// Offset of byte `x` of row `y` inside a GOB (only `x % 64` and `y % 8` count).
 pub fn gob_offset(x: u64, y: u64) -> u64 {
     (x & 15) | ((y & 1) << 4) | ((x & 16) << 1) | ((y & 6) << 5) | ((x & 32) << 3)
@@ -80,7 +100,7 @@ pub fn gob_offset(x: u64, y: u64) -> u64 {
 /// Offset of byte `x` of row `y` inside a GOB of a block-linear CUDA array on a desktop GPU, as
 /// measured on an NVIDIA H100 (driver 580.159.04; docs/mock.md, "Block-linear planes on a
 /// desktop GPU"): the bit pattern `x5 y2 x4 y1 y0 x3 x2 x1 x0`, four rows of 16 bytes one after
-/// the other where the Tegra layout ([`gob_offset`]) has two.
+/// the other where the Tegra layout (`gob_offset`) has two.
 pub fn desktop_gob_offset(x: u64, y: u64) -> u64 {
     (x & 15) | ((y & 3) << 4) | ((x & 16) << 2) | ((y & 4) << 5) | ((x & 32) << 3)
 }
@@ -343,6 +363,54 @@ mod tests {
         assert_eq!([0, 1, 2, 3].map(|y| desktop_gob_offset(0, y)), [0, 16, 32, 48]);
         assert_eq!(desktop_gob_offset(63, 0), 335);
         assert_eq!(desktop_gob_offset(63, 6), 495);
+    }
+
+    #[test]
+    fn desktop_block_heights_are_the_measured_ones() {
+        // (rows, GOBs per block) read back on the H100 (benches/blocklinear_array_probe.cu):
+        // R8 1920 wide, RGBA8 256 wide, and the other shapes the probe mapped.
+        let measured = [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 1),
+            (5, 1),
+            (7, 1),
+            (8, 1),
+            (9, 1),
+            (12, 2),
+            (16, 2),
+            (17, 2),
+            (20, 2),
+            (24, 4),
+            (32, 4),
+            (33, 4),
+            (40, 4),
+            (48, 8),
+            (50, 8),
+            (64, 8),
+            (65, 8),
+            (77, 8),
+            (96, 16),
+            (100, 16),
+            (128, 16),
+            (129, 16),
+            (130, 16),
+            (192, 16),
+            (200, 16),
+            (256, 16),
+            (257, 16),
+            (270, 16),
+            (300, 16),
+            (512, 16),
+            (540, 16),
+            (1000, 16),
+            (1080, 16),
+            (2160, 16),
+        ];
+        for (rows, gobs) in measured {
+            assert_eq!(1u32 << desktop_block_linear_log2_gobs(rows), gobs, "{rows} rows");
+        }
     }
 
     #[test]
