@@ -414,6 +414,50 @@ mod tests {
     }
 
     #[test]
+    fn desktop_layout_ends_where_the_gpu_wrote_last() {
+        // (width in bytes, rows, bytes from the array's start to one past the last byte written)
+        // as read back on the H100 after filling whole arrays: the last byte is the image's
+        // bottom-right byte, at the highest address of the layout. This checks the GOB order
+        // and the blocks per row (the Tegra GOB order misses by 32 bytes); the last byte's
+        // address is the same for every block height, which the full comparisons behind
+        // `desktop_block_heights_are_the_measured_ones` told apart.
+        let measured: [(u64, u32, u64); 17] = [
+            (1920, 1, 15184),
+            (1920, 7, 15344),
+            (1920, 9, 30544),
+            (1920, 17, 60752),
+            (1920, 33, 121168),
+            (1920, 65, 242000),
+            (1920, 257, 729424),
+            (1332, 77, 168900),
+            (100, 65, 12548),
+            (100, 130, 24852),
+            (100, 50, 7444),
+            (256, 1, 1872),
+            (1024, 5, 8144),
+            (1024, 12, 16256),
+            (1024, 20, 32128),
+            (1024, 40, 64000),
+            (1024, 100, 129408),
+        ];
+        for (row_bytes, rows, span) in measured {
+            let g = PlaneGeometry {
+                width: row_bytes as u32,
+                height: rows,
+                bytes_per_pixel: 1,
+                offset: 0,
+                pitch: row_bytes.div_ceil(GOB_WIDTH) * GOB_WIDTH,
+                top: 0,
+                left: 0,
+                second_field: None,
+                block_log2: Some(desktop_block_linear_log2_gobs(rows)),
+                gob: GobLayout::DesktopGpu,
+            };
+            assert_eq!(g.byte_offset(row_bytes - 1, u64::from(rows) - 1) + 1, span, "{row_bytes} x {rows}");
+        }
+    }
+
+    #[test]
     fn overflow_is_reported() {
         let p = PlaneIn { width: u32::MAX, height: u32::MAX, bits_per_pixel: 64, align: 4096, ..PLAIN };
         assert_eq!(layout(&[p]), Err(NvSciError_Overflow));
