@@ -191,8 +191,10 @@ impl fmt::Display for UnsupportedReason {
                  map the plane with map_buffer(plane.offset, pitch * height)",
             ),
             ArrayOfHostMemory => f.write_str(
-                "the memory reaches CUDA as registered host memory, which cannot back an array; map \
-                 the buffer with map_buffer instead",
+                "arrays need a CUexternalMemory, and the implementation backs this object with host \
+                 memory (the mock backs only block-linear images that name a GPU with CUDA virtual \
+                 memory, and only where the driver offers it on the host NUMA node); map the buffer \
+                 with map_buffer instead",
             ),
             SubBytePixels => {
                 f.write_str("planes whose pixels are not whole bytes cannot be addressed per pixel")

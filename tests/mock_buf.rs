@@ -988,3 +988,43 @@ fn pixel_transfers_flush_the_rows_they_touch_where_an_iso_engine_needs_it() {
     assert_eq!(back, frame(&obj, r, 7, 0));
     assert_eq!(ledger.take_flushes(), expected, "before get_pixels");
 }
+
+#[test]
+fn block_linear_planes_for_a_gpu_start_where_its_arrays_may() {
+    // The mock's choice for a GPU's plane alignment (docs/mock.md, PlaneBaseAddrAlign): 64 KiB,
+    // what an H100 reports for CUDA arrays; the documented invariant: every PlaneOffset is a
+    // multiple of the plane's reconciled PlaneBaseAddrAlign, which is at least that.
+    let lib = NvSci::mock();
+    let m = BufModule::open(&lib).unwrap();
+    for (gpu, layout, want) in [
+        (true, ImageLayout::BlockLinear, 65536),
+        (false, ImageLayout::BlockLinear, 4096),
+        (true, ImageLayout::PitchLinear, 4096),
+    ] {
+        let mut l = m.attr_list().unwrap();
+        l.set(&[
+            BufAttr::Types(&[BufType::IMAGE]),
+            BufAttr::Layout(layout),
+            BufAttr::ScanType(ScanType::Progressive),
+            BufAttr::PlaneCount(2),
+            BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+            BufAttr::PlaneWidth(&[100, 50]),
+            BufAttr::PlaneHeight(&[20, 10]),
+            BufAttr::NeedCpuAccess(true),
+            BufAttr::RequiredPerm(Perm::ReadWrite),
+        ])
+        .unwrap();
+        if gpu {
+            // A GPU no machine has: the allocation stays host memory everywhere.
+            l.set(&[BufAttr::GpuId(&[GpuId([0x7e; 16])])]).unwrap();
+        }
+        let r = BufAttrList::reconcile(&[&l]).unwrap();
+        let aligns = r.get(key::PLANE_BASE_ADDR_ALIGN).unwrap();
+        assert_eq!(aligns.as_slice(), &[want, want], "GPU {gpu}, {layout:?}");
+        let obj = BufObj::alloc(&r).unwrap();
+        for p in obj.planes().unwrap() {
+            assert_eq!(p.offset % u64::from(want), 0, "GPU {gpu}, {layout:?}: {p:?}");
+        }
+        assert!(obj.planes().unwrap()[1].offset >= u64::from(want), "second plane after the first");
+    }
+}

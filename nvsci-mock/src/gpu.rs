@@ -22,6 +22,7 @@ pub(crate) fn fns() -> NvSciHostGpuFns {
         SyncObjGenerateEngineFence: Some(sync_obj_generate_engine_fence),
         SyncAttrListFillGpu: Some(sync_attr_list_fill_gpu),
         SyncCounterNotify: Some(sync_counter_notify),
+        BufObjExportGpuMemory: Some(buf_obj_export_gpu_memory),
     }
 }
 
@@ -51,6 +52,23 @@ unsafe extern "C" fn buf_obj_get_host_memory(
         unsafe {
             base.write(ptr.cast());
             size.write(len);
+        }
+        Ok(())
+    })
+}
+
+unsafe extern "C" fn buf_obj_export_gpu_memory(obj: NvSciBufObj, fd: *mut i32, size: *mut u64) -> NvSciError {
+    guard("BufObjExportGpuMemory", || {
+        // SAFETY: `obj` is NULL or a live object handle of this mock.
+        let o = unsafe { buf::obj::get(obj) }?;
+        non_null(fd)?;
+        non_null(size)?;
+        let vmm = o.vmm().ok_or(NvSciError_NotSupported)?;
+        let exported = vmm.export_fd().ok_or(NvSciError_ResourceError)?;
+        // SAFETY: both out-pointers are non-NULL caller storage; the caller owns the fd from now.
+        unsafe {
+            fd.write(std::os::fd::IntoRawFd::into_raw_fd(exported));
+            size.write(vmm.len() as u64);
         }
         Ok(())
     })

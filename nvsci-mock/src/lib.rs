@@ -77,7 +77,23 @@
 //! # GPU mode
 //!
 //! [`host_gpu_fns`] fills every entry of [`NvSciHostGpuFns`] (`is_complete()` is true), so that a
-//! CUDA context can use the mock's objects on a desktop GPU. The mock itself never calls CUDA.
+//! CUDA context can use the mock's objects on a desktop GPU. The mock calls CUDA for one thing
+//! only, and only where it can (`libcuda.so.1` opened at run time; without it nothing changes):
+//! the memory of block-linear images that name a GPU (below).
+//!
+//! * Block-linear images whose reconciled list names a GPU (`GpuId`, the first one): where
+//!   CUDA finds that GPU (by UUID) and its driver offers VMM memory on the host NUMA node
+//!   (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID >= 0`, `cuMemCreate` there with a POSIX-fd handle type
+//!   succeeds), the allocation is such memory, mapped read-write for the GPU and the CPU (whole
+//!   allocation granules, zeroed); `BufObjExportGpuMemory` exports it as a new fd that CUDA
+//!   imports as `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD` and maps as buffers or arrays;
+//!   `BufObjGetHostMemory` reports the CPU mapping. Its planes follow the GOB layout and the
+//!   block height that the GPU's arrays of the plane's size use ([`desktop_gob_offset`],
+//!   [`desktop_block_linear_log2_gobs`], measured on an H100). Such objects cannot be exported
+//!   to another process (`NotSupported`). Anywhere else (no driver, no such GPU, no host-NUMA
+//!   VMM memory) the allocation is host pages as below, `BufObjExportGpuMemory` answers
+//!   `NotSupported`, and the planes follow the Tegra layout. Either way, block-linear planes of
+//!   a list that names a GPU start on [`GPU_ARRAY_PLANE_ALIGN`].
 //!
 //! * Memory: every buffer allocation starts on a page boundary and its size is rounded up to a
 //!   whole number of pages (the page size is `sysconf(_SC_PAGESIZE)` on Linux; elsewhere, or if
@@ -122,14 +138,15 @@ mod ledger;
 mod list_common;
 mod pages;
 mod sync;
+mod vmm;
 
 #[cfg(feature = "export")]
 #[cfg_attr(docsrs, doc(cfg(feature = "export")))]
 pub mod export;
 
 pub use buf::image::{
-    block_linear_log2_gobs, GOB_HEIGHT, GOB_SIZE, GOB_WIDTH, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN,
-    MOCK_PLANE_ALIGN,
+    block_linear_log2_gobs, desktop_block_linear_log2_gobs, desktop_gob_offset, GOB_HEIGHT, GOB_SIZE,
+    GOB_WIDTH, GPU_ARRAY_PLANE_ALIGN, MAX_LOG2_GOBS_PER_BLOCK, MOCK_PITCH_ALIGN, MOCK_PLANE_ALIGN,
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, Flush, HandleCounts, Ledger};

@@ -107,6 +107,22 @@ fn table_is_complete() {
 }
 
 #[test]
+fn host_memory_buffers_export_no_gpu_memory() {
+    // A raw buffer is host memory on every machine: `BufObjExportGpuMemory` answers NotSupported
+    // (the documented answer for host memory), NULL arguments BadParameter.
+    let b = Buf::new();
+    let t = b.t;
+    let g = nvsci_mock::host_gpu_fns();
+    let o = buffer(&b, &[types(&[NvSciBufType_RawBuffer]), raw_size(4096)]);
+    let (mut fd, mut size) = (-1i32, 0u64);
+    assert_eq!(call!(g.BufObjExportGpuMemory(o, &mut fd, &mut size)), NvSciError_NotSupported);
+    assert_eq!((fd, size), (-1, 0));
+    assert_eq!(call!(g.BufObjExportGpuMemory(o, ptr::null_mut(), &mut size)), NvSciError_BadParameter);
+    assert_eq!(call!(g.BufObjExportGpuMemory(ptr::null_mut(), &mut fd, &mut size)), NvSciError_BadParameter);
+    call!(t.NvSciBufObjFree(o));
+}
+
+#[test]
 fn buffer_host_memory_is_whole_pages_shared_by_duplicates() {
     let b = Buf::new();
     let t = b.t;

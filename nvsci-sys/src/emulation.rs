@@ -6,7 +6,10 @@
 //! [`NvSciHostGpuFns::EMPTY`]. An emulation that fills them promises:
 //!
 //! * buffer memory is page-aligned host memory, so a CUDA context can page-lock and map it in
-//!   place (`cuMemHostRegister`), standing in for Tegra's shared DRAM;
+//!   place (`cuMemHostRegister`), standing in for Tegra's shared DRAM; or, where
+//!   `BufObjExportGpuMemory` answers for an object, CUDA virtual-memory allocations the CPU
+//!   maps too, which CUDA imports as an opaque fd (`cuImportExternalMemory`, the import Tegra
+//!   makes with the NvSciBuf handle type) and can map as arrays;
 //! * every sync object's primitive is a 64-bit counter alone in a page of host memory, so a CUDA
 //!   stream can wait on it (`cuStreamWaitValue64`, greater-or-equal) and signal it
 //!   (`cuStreamWriteValue64`) like a syncpoint; a fence is (object, value) and expires once the
@@ -23,6 +26,15 @@ use core::ffi::c_void;
 /// duplicate of the object and lives as long as any of them.
 pub type BufObjGetHostMemoryFn =
     unsafe extern "C" fn(obj: NvSciBufObj, base: *mut *mut c_void, size: *mut u64) -> NvSciError;
+
+/// Writes a new POSIX fd of the memory backing a buffer object when that memory is a CUDA
+/// virtual-memory allocation (`cuMemExportToShareableHandle`, `POSIX_FILE_DESCRIPTOR`), and in
+/// `*size` the size to import it with (`CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`): the size
+/// `BufObjGetHostMemory` reports, whose range shows the CPU the same bytes. The caller owns the
+/// fd. `NotSupported` when the object's memory is host memory (page-lock it instead); NULL
+/// arguments or a handle that is not a buffer object are `BadParameter`.
+pub type BufObjExportGpuMemoryFn =
+    unsafe extern "C" fn(obj: NvSciBufObj, fd: *mut i32, size: *mut u64) -> NvSciError;
 
 /// Writes the host address of the object's 64-bit primitive counter (8-byte aligned, alone in a
 /// page-aligned page, updated atomically). It lives as long as any handle or fence of the object.
@@ -62,6 +74,8 @@ pub struct NvSciHostGpuFns {
     /// See [`SyncCounterNotifyFn`]. Optional: without it, CPU waits see a stream's store at their
     /// next look at the counter (the emulation's own latency bound).
     pub SyncCounterNotify: Option<SyncCounterNotifyFn>,
+    /// See [`BufObjExportGpuMemoryFn`]. Optional: without it every buffer is host memory.
+    pub BufObjExportGpuMemory: Option<BufObjExportGpuMemoryFn>,
 }
 
 impl NvSciHostGpuFns {
@@ -72,6 +86,7 @@ impl NvSciHostGpuFns {
         SyncObjGenerateEngineFence: None,
         SyncAttrListFillGpu: None,
         SyncCounterNotify: None,
+        BufObjExportGpuMemory: None,
     };
 
     /// Whether every entry point is present (the implementation's objects can reach a GPU).

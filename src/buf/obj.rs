@@ -506,6 +506,37 @@ impl BufObj {
         Ok(Some((base, size)))
     }
 
+    /// A new fd of the CUDA virtual-memory allocation backing this buffer and the size to import
+    /// it with, on implementations that back some buffers that way (the mock's block-linear
+    /// images for a GPU with host-NUMA VMM memory); `None` when the implementation has no such
+    /// entry point or this object is host memory.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn gpu_memory_fd(&self) -> Result<Option<(std::os::fd::OwnedFd, u64)>> {
+        use std::os::fd::FromRawFd;
+        let Some(f) = self.module.0.lib.host_gpu().BufObjExportGpuMemory else {
+            return Ok(None);
+        };
+        let (mut fd, mut size) = (-1i32, 0u64);
+        // SAFETY: the object is alive; both out-pointers are valid for writes.
+        let r = unsafe { f(self.raw, &mut fd, &mut size) };
+        if r == sys::NvSciError_NotSupported {
+            return Ok(None);
+        }
+        check("BufObjExportGpuMemory", r)?;
+        if fd < 0 {
+            return Err(Error::UnexpectedValue { key: "GPU memory fd", detail: format!("{fd}") });
+        }
+        // SAFETY: the entry point hands the caller a new descriptor it owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        if size < self.size {
+            return Err(Error::UnexpectedValue {
+                key: "GPU memory size",
+                detail: format!("{size} bytes for a {}-byte object", self.size),
+            });
+        }
+        Ok(Some((fd, size)))
+    }
+
     /// The raw handle (valid while `self` lives; do not free it).
     pub fn as_raw(&self) -> sys::NvSciBufObj {
         self.raw

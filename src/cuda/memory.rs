@@ -153,10 +153,13 @@ impl<A: Access> ExternalMemory<A> {
     ///
     /// How depends on the implementation ([`NvSci::gpu_interop`](crate::NvSci::gpu_interop)):
     /// NVIDIA's libraries go through `cuImportExternalMemory` with the NvSciBuf handle type
-    /// (Tegra only; desktop drivers refuse it: [`Error::Unsupported`]); an emulation whose
-    /// buffers are host memory (the mock) is page-locked with `cuMemHostRegister` and used in
-    /// place, and [`map_buffer`](Self::map_buffer) hands out its device address. Arrays cannot
-    /// be mapped from host memory.
+    /// (Tegra only; desktop drivers refuse it: [`Error::Unsupported`]). An emulation (the mock)
+    /// whose object is CUDA virtual memory (`BufObjExportGpuMemory` answers: the mock's
+    /// block-linear images for a GPU with host-NUMA VMM memory) goes through the same
+    /// `cuImportExternalMemory` with the opaque-fd handle type, and its planes map as arrays
+    /// ([`map_plane`](Self::map_plane)); one whose object is host memory is page-locked with
+    /// `cuMemHostRegister` and used in place, [`map_buffer`](Self::map_buffer) hands out its
+    /// device address, and arrays cannot be mapped from it ([`Error::Unsupported`]).
     ///
     /// CPU access and imports coexist: a CPU mapping of the buffer (`BufObj::cpu_read` /
     /// `cpu_write`) may be held while it is imported, also read-write, as on Tegra where both
@@ -185,6 +188,21 @@ impl<A: Access> ExternalMemory<A> {
         );
         let layout = held.attr_list()?.get_one(crate::buf::key::IMAGE_LAYOUT)?;
         if obj.module().library().gpu_interop() == GpuInterop::HostMemory {
+            if let Some((fd, len)) = held.gpu_memory_fd()? {
+                // CUDA virtual memory exported as an fd: the import Tegra makes, with the opaque-fd
+                // handle type instead of NvSciBuf's; mapped through the driver, arrays included.
+                dev.bind()?; // before duplicating: a duplicate is only made when the driver will see it
+                let dup = super::fd::for_driver(&fd)
+                    .map_err(|e| invalid("obj", format!("cannot duplicate its fd: {e}")))?;
+                let d = desc::opaque_fd_memory(dup, len, false);
+                let raw = import(dev, &d, "NvSciBuf object's CUDA memory");
+                if raw.is_err() {
+                    super::fd::reclaim_if_unconsumed(dup, &fd);
+                }
+                drop(fd);
+                let _coherency = needs.then(memsync::track_import_needing_coherency);
+                return Ok(Self::wrap(raw?, size, dev, Source::NvSciBuf { _obj: held, _coherency, layout }));
+            }
             let (base, len) = held.host_memory()?.ok_or(Error::Unsupported {
                 what: "BufObjGetHostMemory",
                 reason: crate::error::UnsupportedReason::MissingHostGpuEntryPoint,

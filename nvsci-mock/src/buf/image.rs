@@ -21,6 +21,11 @@
 //! inside a block; inside a GOB byte `x` of row `y` sits at the bit pattern
 //! `x5 y2 y1 x4 y0 x3 x2 x1 x0` ([`gob_offset`]).
 //!
+//! Planes in CUDA virtual memory for a desktop GPU (see `crate::vmm`) follow instead the layout
+//! that GPU's CUDA arrays use there, measured on an H100: [`desktop_gob_offset`] inside a GOB and
+//! [`desktop_block_linear_log2_gobs`] for the block height (docs/mock.md, "Block-linear planes on
+//! a desktop GPU").
+//!
 //! The mock's choices (it has no engines whose constraints it could reconcile):
 //! * Pitch alignment: [`MOCK_PITCH_ALIGN`] bytes for pitch-linear planes, the GOB width
 //!   ([`GOB_WIDTH`] bytes) for block-linear planes.
@@ -52,6 +57,10 @@ use nvsci_sys::*;
 pub const MOCK_PITCH_ALIGN: u64 = 256;
 /// Minimum plane base-address alignment in bytes used by the mock's image layout.
 pub const MOCK_PLANE_ALIGN: u64 = 4096;
+/// Plane base alignment of block-linear planes of an image that names a GPU: the alignment an
+/// NVIDIA H100 (driver 580.159.04) reports for CUDA arrays (`cuArrayGetMemoryRequirements`,
+/// 65536 for every shape measured; docs/mock.md, "Block-linear planes on a desktop GPU").
+pub const GPU_ARRAY_PLANE_ALIGN: u64 = 65536;
 /// Width of a GOB in bytes (Tegra block-linear layout).
 pub const GOB_WIDTH: u64 = 64;
 /// Height of a GOB in rows (Tegra block-linear layout).
@@ -68,9 +77,42 @@ pub fn block_linear_log2_gobs(rows: u32) -> u32 {
     gobs.next_power_of_two().trailing_zeros().min(MAX_LOG2_GOBS_PER_BLOCK)
 }
 
+/// log2 of the GOBs per block of a block-linear CUDA array of `rows` rows on a desktop GPU, as
+/// measured on an NVIDIA H100 (driver 580.159.04; docs/mock.md, "Block-linear planes on a
+/// desktop GPU"): the smallest block covering the rows, at most 16 GOBs
+/// ([`block_linear_log2_gobs`]), halved when the rows fill less than three quarters of it. The
+/// measurement cannot tell a threshold of three quarters from one of two thirds (no height whose
+/// share lies between the two was measured); only heights below 96 rows are affected.
+pub fn desktop_block_linear_log2_gobs(rows: u32) -> u32 {
+    let log2 = block_linear_log2_gobs(rows);
+    if log2 > 0 && u64::from(rows) * 4 < 3 * (GOB_HEIGHT << log2) {
+        log2 - 1
+    } else {
+        log2
+    }
+}
+
 /// Offset of byte `x` of row `y` inside a GOB (only `x % 64` and `y % 8` count).
 pub fn gob_offset(x: u64, y: u64) -> u64 {
     (x & 15) | ((y & 1) << 4) | ((x & 16) << 1) | ((y & 6) << 5) | ((x & 32) << 3)
+}
+
+/// Offset of byte `x` of row `y` inside a GOB of a block-linear CUDA array on a desktop GPU, as
+/// measured on an NVIDIA H100 (driver 580.159.04; docs/mock.md, "Block-linear planes on a
+/// desktop GPU"): the bit pattern `x5 y2 x4 y1 y0 x3 x2 x1 x0`, four rows of 16 bytes one after
+/// the other where the Tegra layout (`gob_offset`) has two.
+pub fn desktop_gob_offset(x: u64, y: u64) -> u64 {
+    (x & 15) | ((y & 3) << 4) | ((x & 16) << 2) | ((y & 4) << 5) | ((x & 32) << 3)
+}
+
+/// Which GOB layout a block-linear plane's memory follows: the one of the engines that read it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GobLayout {
+    /// The Tegra layout ([`gob_offset`]): host memory, what NvSciBuf lays out on Tegra.
+    Tegra,
+    /// The layout a desktop GPU's CUDA arrays use ([`desktop_gob_offset`]): VMM memory that a
+    /// desktop GPU maps as arrays.
+    DesktopGpu,
 }
 
 /// What the mock knows about a color format.
@@ -207,6 +249,8 @@ pub(crate) struct PlaneGeometry {
     pub second_field: Option<u64>,
     /// `Some(log2 GOBs per block)` for block-linear planes.
     pub block_log2: Option<u32>,
+    /// The GOB layout of block-linear planes.
+    pub gob: GobLayout,
 }
 
 impl PlaneGeometry {
@@ -231,7 +275,10 @@ impl PlaneGeometry {
                 (row / block_rows) * blocks_per_row * block_bytes
                     + (x / GOB_WIDTH) * block_bytes
                     + ((row % block_rows) / GOB_HEIGHT) * GOB_SIZE
-                    + gob_offset(x, row)
+                    + match self.gob {
+                        GobLayout::Tegra => gob_offset(x, row),
+                        GobLayout::DesktopGpu => desktop_gob_offset(x, row),
+                    }
             }
         };
         self.offset + field_base + within
@@ -299,6 +346,115 @@ mod tests {
         assert_eq!(planes[1].offset, 65536);
         assert_eq!(planes[0].aligned_size, 65536);
         assert_eq!(size, planes.iter().map(|p| p.aligned_size).sum::<u64>());
+    }
+
+    #[test]
+    fn desktop_gob_is_a_permutation_with_the_measured_points() {
+        let mut seen = [false; 512];
+        for y in 0..8 {
+            for x in 0..64 {
+                let o = desktop_gob_offset(x, y) as usize;
+                assert!(!seen[o], "offset {o} twice");
+                seen[o] = true;
+            }
+        }
+        // Read back on the H100: rows 0..3 of bytes 0..15 at 0, 16, 32, 48; byte 63 of row 0 at
+        // 335; byte 63 of row 6 at 495.
+        assert_eq!([0, 1, 2, 3].map(|y| desktop_gob_offset(0, y)), [0, 16, 32, 48]);
+        assert_eq!(desktop_gob_offset(63, 0), 335);
+        assert_eq!(desktop_gob_offset(63, 6), 495);
+    }
+
+    #[test]
+    fn desktop_block_heights_are_the_measured_ones() {
+        // (rows, GOBs per block) read back on the H100 (benches/blocklinear_array_probe.cu):
+        // R8 1920 wide, RGBA8 256 wide, and the other shapes the probe mapped.
+        let measured = [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (4, 1),
+            (5, 1),
+            (7, 1),
+            (8, 1),
+            (9, 1),
+            (12, 2),
+            (16, 2),
+            (17, 2),
+            (20, 2),
+            (24, 4),
+            (32, 4),
+            (33, 4),
+            (40, 4),
+            (48, 8),
+            (50, 8),
+            (64, 8),
+            (65, 8),
+            (77, 8),
+            (96, 16),
+            (100, 16),
+            (128, 16),
+            (129, 16),
+            (130, 16),
+            (192, 16),
+            (200, 16),
+            (256, 16),
+            (257, 16),
+            (270, 16),
+            (300, 16),
+            (512, 16),
+            (540, 16),
+            (1000, 16),
+            (1080, 16),
+            (2160, 16),
+        ];
+        for (rows, gobs) in measured {
+            assert_eq!(1u32 << desktop_block_linear_log2_gobs(rows), gobs, "{rows} rows");
+        }
+    }
+
+    #[test]
+    fn desktop_layout_ends_where_the_gpu_wrote_last() {
+        // (width in bytes, rows, bytes from the array's start to one past the last byte written)
+        // as read back on the H100 after filling whole arrays: the last byte is the image's
+        // bottom-right byte, at the highest address of the layout. This checks the GOB order
+        // and the blocks per row (the Tegra GOB order misses by 32 bytes); the last byte's
+        // address is the same for every block height, which the full comparisons behind
+        // `desktop_block_heights_are_the_measured_ones` told apart.
+        let measured: [(u64, u32, u64); 17] = [
+            (1920, 1, 15184),
+            (1920, 7, 15344),
+            (1920, 9, 30544),
+            (1920, 17, 60752),
+            (1920, 33, 121168),
+            (1920, 65, 242000),
+            (1920, 257, 729424),
+            (1332, 77, 168900),
+            (100, 65, 12548),
+            (100, 130, 24852),
+            (100, 50, 7444),
+            (256, 1, 1872),
+            (1024, 5, 8144),
+            (1024, 12, 16256),
+            (1024, 20, 32128),
+            (1024, 40, 64000),
+            (1024, 100, 129408),
+        ];
+        for (row_bytes, rows, span) in measured {
+            let g = PlaneGeometry {
+                width: row_bytes as u32,
+                height: rows,
+                bytes_per_pixel: 1,
+                offset: 0,
+                pitch: row_bytes.div_ceil(GOB_WIDTH) * GOB_WIDTH,
+                top: 0,
+                left: 0,
+                second_field: None,
+                block_log2: Some(desktop_block_linear_log2_gobs(rows)),
+                gob: GobLayout::DesktopGpu,
+            };
+            assert_eq!(g.byte_offset(row_bytes - 1, u64::from(rows) - 1) + 1, span, "{row_bytes} x {rows}");
+        }
     }
 
     #[test]

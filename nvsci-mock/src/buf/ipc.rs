@@ -199,14 +199,17 @@ fn export_obj(o: &obj::BufObjRec, perm: NvSciBufAttrValAccessPerm, ep: NvSciIpcE
     if !valid_perm(granted) || granted > o.perm() {
         return bad();
     }
-    let fd = o.pages().fd().ok_or(NvSciError_NotSupported)?;
+    // VMM memory (block-linear images for a GPU) has no memfd to send: not emulated across
+    // processes.
+    let pages = o.pages().ok_or(NvSciError_NotSupported)?;
+    let fd = pages.fd().ok_or(NvSciError_NotSupported)?;
     let (link, id) = endpoint::send_fd(ep, fd)?;
     let mut w = Writer::default();
     w.u64(OBJ_MAGIC)
         .u64(link)
         .u64(id)
         .u64(o.size())
-        .u64(o.pages().len() as u64)
+        .u64(pages.len() as u64)
         .u32(granted)
         .u64(lists::digest(o.attrs(), NvSciBufGeneralAttrKey_ActualPerm));
     Ok(w.seal())

@@ -21,9 +21,34 @@ use nvsci_sys::*;
 use std::os::raw::c_void;
 use std::sync::Arc;
 
+/// Where an allocation's bytes live.
+pub(crate) enum Memory {
+    /// Host pages (page-aligned, whole pages; a memfd on Linux, exportable to other processes).
+    Pages(Pages),
+    /// Host-NUMA CUDA VMM memory, for block-linear images that a GPU maps as arrays (see
+    /// [`crate::vmm`]); not exportable to other processes.
+    Vmm(crate::vmm::VmmMemory),
+}
+
+impl Memory {
+    fn as_ptr(&self) -> *mut u8 {
+        match self {
+            Memory::Pages(p) => p.as_ptr(),
+            Memory::Vmm(v) => v.as_ptr(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Memory::Pages(p) => p.len(),
+            Memory::Vmm(v) => v.len(),
+        }
+    }
+}
+
 /// One allocation.
 struct BufMem {
-    pages: Pages,
+    pages: Memory,
     /// The object's size (the reconciled `Size`); `pages` may be larger.
     size: u64,
     need_cpu_access: bool,
@@ -85,13 +110,25 @@ impl BufObjRec {
         &self.mem.module
     }
 
-    /// The allocation's pages (for export).
-    pub(crate) fn pages(&self) -> &Pages {
-        &self.mem.pages
+    /// The allocation's host pages (for export); `None` for VMM memory.
+    pub(crate) fn pages(&self) -> Option<&Pages> {
+        match &self.mem.pages {
+            Memory::Pages(p) => Some(p),
+            Memory::Vmm(_) => None,
+        }
     }
 
-    /// The host memory of the allocation: its first byte and its size in bytes (whole pages). The
-    /// same for every handle of the allocation; valid while any of them lives.
+    /// The allocation's VMM memory, if that is what backs it.
+    pub(crate) fn vmm(&self) -> Option<&crate::vmm::VmmMemory> {
+        match &self.mem.pages {
+            Memory::Pages(_) => None,
+            Memory::Vmm(v) => Some(v),
+        }
+    }
+
+    /// The host memory of the allocation: its first byte and its size in bytes (whole pages, or
+    /// whole VMM granules). The same for every handle of the allocation; valid while any of them
+    /// lives.
     pub(crate) fn host_memory(&self) -> (*mut u8, u64) {
         (self.mem.pages.as_ptr(), self.mem.pages.len() as u64)
     }
@@ -108,7 +145,13 @@ pub(crate) fn from_import(
     let mut attrs = l.slot0();
     attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
-    let mem = Arc::new(BufMem { pages, size, need_cpu_access, module: l.module.clone(), attrs });
+    let mem = Arc::new(BufMem {
+        pages: Memory::Pages(pages),
+        size,
+        need_cpu_access,
+        module: l.module.clone(),
+        attrs,
+    });
     new_handle(mem, perm)
 }
 
@@ -136,10 +179,28 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
     if size == 0 {
         return bad();
     }
-    let pages = Pages::zeroed(size, align)?;
+    let pages = match gpu_array_memory(&attrs, size, align) {
+        Some(v) => Memory::Vmm(v),
+        None => Memory::Pages(Pages::zeroed(size, align)?),
+    };
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
     let mem = Arc::new(BufMem { pages, size, need_cpu_access, module: l.module.clone(), attrs });
     Ok(new_handle(mem, NvSciBufAccessPerm_ReadWrite))
+}
+
+/// VMM memory for a block-linear image that names a GPU, where that GPU and its driver offer
+/// host-NUMA VMM memory (see [`crate::vmm`]); `None` otherwise (the allocation uses host pages).
+fn gpu_array_memory(attrs: &Slot, size: u64, align: u64) -> Option<crate::vmm::VmmMemory> {
+    let block_linear =
+        attrs.get(NvSciBufImageAttrKey_Layout).map(Value::u32) == Some(NvSciBufImage_BlockLinearType);
+    let gpu: [u8; 16] = attrs.get(NvSciBufGeneralAttrKey_GpuId)?.bytes().get(..16)?.try_into().ok()?;
+    if !block_linear {
+        return None;
+    }
+    let v = crate::vmm::VmmMemory::alloc(&gpu, size)?;
+    // The granule (2 MiB on an H100) is a multiple of any plane alignment the mock reconciles;
+    // checked rather than assumed.
+    (v.as_ptr() as usize as u64).is_multiple_of(align.max(1)).then_some(v)
 }
 
 pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciBufAttrList, out: *mut NvSciBufObj) -> NvSciError {
@@ -243,7 +304,7 @@ pub(crate) unsafe extern "C" fn get_cpu_ptr(obj: NvSciBufObj, out: *mut *mut c_v
             return bad();
         }
         // SAFETY: `out` is non-NULL caller storage.
-        unsafe { write_out(out, o.mem.pages.as_ptr().cast()) }
+        unsafe { write_out(out, o.host_memory().0.cast()) }
     })
 }
 
@@ -259,7 +320,7 @@ pub(crate) unsafe extern "C" fn get_const_cpu_ptr(obj: NvSciBufObj, out: *mut *c
             return bad();
         }
         // SAFETY: `out` is non-NULL caller storage.
-        unsafe { write_out(out, o.mem.pages.as_ptr().cast_const().cast()) }
+        unsafe { write_out(out, o.host_memory().0.cast_const().cast()) }
     })
 }
 

@@ -47,6 +47,7 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
     let offsets = u64s(NvSciBufImageAttrKey_PlaneOffset);
     let second = u64s(NvSciBufImageAttrKey_PlaneSecondFieldOffset);
     let top = u64s(NvSciBufImageAttrKey_TopPadding);
+    let bottom = u64s(NvSciBufImageAttrKey_BottomPadding);
     let left = u64s(NvSciBufImageAttrKey_LeftPadding);
     let block_linear =
         a.get(NvSciBufImageAttrKey_Layout).map(Value::u32) == Some(NvSciBufImage_BlockLinearType);
@@ -55,6 +56,7 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
     if n == 0 || lens.iter().any(|l| *l < n) {
         return bad();
     }
+    let gob = if o.vmm().is_some() { image::GobLayout::DesktopGpu } else { image::GobLayout::Tegra };
     (0..n)
         .map(|i| {
             if !bpp[i].is_multiple_of(8) {
@@ -69,7 +71,18 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
                 top: top.get(i).copied().unwrap_or(0),
                 left: left.get(i).copied().unwrap_or(0),
                 second_field: interlaced.then(|| second.get(i).copied().unwrap_or(0)),
-                block_log2: block_linear.then(|| image::block_linear_log2_gobs(aligned_heights[i])),
+                block_log2: block_linear.then(|| match gob {
+                    // The block height a desktop GPU's array of the plane's rows uses (its
+                    // PlaneAlignedHeight, rounded to the Tegra rule's blocks, covers it).
+                    image::GobLayout::DesktopGpu => {
+                        let padded =
+                            u64::from(heights[i]) + top.get(i).unwrap_or(&0) + bottom.get(i).unwrap_or(&0);
+                        let rows = if interlaced { padded.div_ceil(2) } else { padded };
+                        image::desktop_block_linear_log2_gobs(u32::try_from(rows).unwrap_or(u32::MAX))
+                    }
+                    image::GobLayout::Tegra => image::block_linear_log2_gobs(aligned_heights[i]),
+                }),
+                gob,
             })
         })
         .collect()

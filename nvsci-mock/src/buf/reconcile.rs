@@ -442,6 +442,13 @@ fn image(c: &Conflicts<'_>, a: ImageAgreed, out: &mut Slot) -> Res<()> {
             *a = (*a).max(u64::from(g));
         }
     }
+    // Block-linear planes a GPU maps as CUDA arrays start where the GPU's arrays may start (the
+    // mock's choice for the GPU's constraint, measured on an H100: image::GPU_ARRAY_PLANE_ALIGN).
+    if block_linear && c.any_set(NvSciBufGeneralAttrKey_GpuId) {
+        for a in &mut aligns {
+            *a = (*a).max(image::GPU_ARRAY_PLANE_ALIGN);
+        }
+    }
     let planes: Vec<PlaneIn> = (0..n)
         .map(|i| PlaneIn {
             width: widths[i],
