@@ -462,9 +462,10 @@ fn a_consumer_process_that_dies_mid_stream_is_dropped_from_the_multicast() {
 #[ignore = "needs a CUDA GPU"]
 fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_thousand_frames() {
     use nvsci::cuda::cudarc::driver::CudaSlice;
-    let Some(dev) = common::gpu() else { return };
     let dir = ipc_dir("multicast-cuda", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
+    // Serialised before CUDA starts: the driver opens descriptors, which other tests count.
     let _g = use_dir(&dir);
+    let Some(dev) = common::gpu() else { return };
     let frames = MULTICAST_FRAMES;
     let (a, b) = spawn_pair(&dir, "cuda_consumer", frames, "cuda_consumer", frames);
     let lib = NvSci::mock();
