@@ -211,7 +211,7 @@ impl Plan {
                 (c.header().width, c.header().height, frames)
             }
         };
-        FrameFormat::Nv12 { width, height }.validate().map_err(|e| e.to_string())?;
+        FrameFormat::nv12(width, height).validate().map_err(|e| e.to_string())?;
         for (flag, v) in [("--width", width), ("--height", height)] {
             if v > y4m::MAX_DIMENSION {
                 return Err(format!("{flag} {v}: more than the ring takes ({} at most)", y4m::MAX_DIMENSION));
@@ -552,7 +552,7 @@ fn spawn_recorder(
 /// The one loop: build the ring on the backend, camera and recorder threads, the converter
 /// here.
 fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
-    let format = FrameFormat::Nv12 { width: plan.width, height: plan.height };
+    let format = FrameFormat::nv12(plan.width, plan.height);
     let config = RingConfig {
         frames: plan.buffers,
         consumers: 1 + plan.recorder as usize,

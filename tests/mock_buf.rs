@@ -892,7 +892,7 @@ fn block_linear_nv12_frames_from_the_examples_support() {
     let (w, h) = (64u32, 36u32);
     let obj = BufObj::alloc(&BufAttrList::reconcile(&[&nv12_block_linear(&m, w, h)]).unwrap()).unwrap();
     let layout = nvsci::pipeline::FrameLayout::packed(
-        nvsci::pipeline::FrameFormat::Nv12 { width: w, height: h },
+        nvsci::pipeline::FrameFormat::nv12(w, h),
         1,
         1,
     )

@@ -22,7 +22,7 @@ fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -
 
 #[test]
 fn consumers_get_read_only_views_and_layout_comes_from_attributes() {
-    let r = ring(FrameFormat::Nv12 { width: 1920, height: 1080 }, 2, 2, 1000);
+    let r = ring(FrameFormat::nv12(1920, 1080), 2, 2, 1000);
     let l = r.layout().clone();
     // Mock alignment rules: pitch 2048 for both planes, chroma plane at 2048 * 1080.
     assert_eq!(l.size, 3_317_760);
@@ -56,7 +56,7 @@ fn nv12_conversion_through_the_ring_matches_the_pattern() {
     use nv12_pattern::{fill_test_pattern, test_pattern, test_pattern_statistic};
     use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
     let (w, h) = (96u32, 64u32);
-    let (mut p, mut cs) = ring(FrameFormat::Nv12 { width: w, height: h }, 2, 1, 1000).split().unwrap();
+    let (mut p, mut cs) = ring(FrameFormat::nv12(w, h), 2, 1, 1000).split().unwrap();
     let layout = p.layout().clone();
     let mut rgba = vec![0u8; (w * h * 4) as usize];
     for t in 0..3u64 {
@@ -80,7 +80,7 @@ fn nv12_conversion_through_the_ring_matches_the_pattern() {
 fn packed_layout_matches_the_mock_reconciled_layout() {
     // The packed layout with the mock's documented alignments (256-byte pitch, 4096-byte
     // planes) must equal what reconciliation produces for the same NV12 frame.
-    let fmt = FrameFormat::Nv12 { width: 1280, height: 720 };
+    let fmt = FrameFormat::nv12(1280, 720);
     let packed = nvsci::pipeline::FrameLayout::packed(fmt, 256, 4096).unwrap();
     let r = ring(fmt, 2, 1, 100);
     assert_eq!(&packed, r.layout());
@@ -94,7 +94,7 @@ fn conversion_refuses_inconsistent_layouts() {
     use nv12_pattern::fill_test_pattern;
     use nvsci::convert::nv12_to_rgba;
     use nvsci::pipeline::FrameLayout;
-    let good = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 32 }, 256, 4096).unwrap();
+    let good = FrameLayout::packed(FrameFormat::nv12(64, 32), 256, 4096).unwrap();
     let src = vec![0u8; good.size as usize];
     let mut rgba = vec![0u8; 64 * 32 * 4];
     assert!(nv12_to_rgba(&good, &src, &mut rgba).is_ok());
@@ -107,7 +107,7 @@ fn conversion_refuses_inconsistent_layouts() {
         nv12_to_rgba(&good, &src, &mut rgba[1..]),
         Err(Error::InvalidArgument { name: "dst", .. })
     ));
-    for fmt in [FrameFormat::Nv12 { width: 63, height: 32 }, FrameFormat::Nv12 { width: 64, height: 1 }] {
+    for fmt in [FrameFormat::nv12(63, 32), FrameFormat::nv12(64, 1)] {
         let mut bad = good.clone();
         bad.format = fmt;
         assert!(matches!(nv12_to_rgba(&bad, &src, &mut rgba), Err(Error::InvalidArgument { .. })), "{fmt:?}");
