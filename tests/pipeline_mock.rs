@@ -121,3 +121,89 @@ fn conversion_refuses_inconsistent_layouts() {
         Err(Error::InvalidArgument { .. })
     ));
 }
+
+/// Frame `t` of the NV12 pattern as two packed pitch-linear planes (luma `w` bytes a row,
+/// chroma `w` bytes a row of U, V pairs).
+fn pattern_planes(w: u32, h: u32, t: u64) -> (Vec<u8>, Vec<u8>) {
+    let packed = nvsci::pipeline::FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let mut frame = vec![0u8; packed.size as usize];
+    nv12_pattern::fill_test_pattern(&packed, t, &mut frame).unwrap();
+    let (y, uv) = frame.split_at(packed.planes[1].offset as usize);
+    (y.to_vec(), uv.to_vec())
+}
+
+#[test]
+fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
+    use nvsci::buf::{key, ImageLayout, PlaneDst, PlaneSrc};
+    // Odd multiples of the 64-byte GOB width and of 8-row GOBs, so tiles are partly filled.
+    let (w, h) = (200u32, 70u32);
+    let r = ring(FrameFormat::nv12_block_linear(w, h), 3, 2, 2000);
+    let l = r.layout().clone();
+    assert_eq!(l.format.image_layout(), Some(ImageLayout::BlockLinear));
+    assert_eq!(l.planes.len(), 2);
+    let (mut p, mut cs) = r.split().unwrap();
+    let frames = 24u64;
+    let consumers: Vec<_> = cs
+        .drain(..)
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let (mut y, mut uv) = (vec![0u8; (w * h) as usize], vec![0u8; (w * h / 2) as usize]);
+                for t in 0..frames {
+                    let g = c.acquire().unwrap();
+                    assert_eq!(g.sequence(), t);
+                    let view = c.view(&g).unwrap();
+                    let layout = view.attr_list().unwrap().get_one(key::IMAGE_LAYOUT).unwrap();
+                    assert_eq!(layout, Some(ImageLayout::BlockLinear), "the reconciled list");
+                    let mut dst = [PlaneDst { data: &mut y, pitch: w }, PlaneDst { data: &mut uv, pitch: w }];
+                    c.get_pixels(&g, None, &mut dst).unwrap();
+                    let (wy, wuv) = pattern_planes(w, h, t);
+                    assert!(y == wy && uv == wuv, "consumer {}: frame {t} differs", c.id());
+                    // The raw bytes are tiled, not rows: the pitch-linear reading of them differs.
+                    let raw = c.cpu_read(&g).unwrap();
+                    let rows_as_pitch_linear: Vec<u8> =
+                        (0..h as usize).flat_map(|r| raw[r * w as usize..][..w as usize].to_vec()).collect();
+                    assert_ne!(rows_as_pitch_linear, wy, "frame {t}: block-linear bytes read as rows");
+                    drop(raw);
+                    c.release(g).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in 0..frames {
+        let f = p.acquire().unwrap();
+        let (y, uv) = pattern_planes(w, h, t);
+        p.put_pixels(&f, None, &[PlaneSrc { data: &y, pitch: w }, PlaneSrc { data: &uv, pitch: w }]).unwrap();
+        p.present(f).unwrap();
+    }
+    for c in consumers {
+        c.join().unwrap();
+    }
+}
+
+#[test]
+fn block_linear_frames_refuse_what_reads_them_as_rows() {
+    use nvsci::buf::{PixelRect, PlaneSrc};
+    let bl = FrameFormat::nv12_block_linear(64, 32);
+    // A packed layout and the CPU converter describe rows: both name what is wrong.
+    assert!(matches!(
+        nvsci::pipeline::FrameLayout::packed(bl, 256, 4096),
+        Err(Error::InvalidArgument { name: "format.layout", .. })
+    ));
+    let r = ring(bl, 2, 1, 1000);
+    let mut rgba = vec![0u8; 64 * 32 * 4];
+    let src = vec![0u8; r.layout().size as usize];
+    assert!(matches!(
+        nvsci::convert::nv12_to_rgba(r.layout(), &src, &mut rgba),
+        Err(Error::InvalidArgument { name: "self.format", .. })
+    ));
+    // Pixel writes are checked as BufObj::put_pixels checks them.
+    let (mut p, _cs) = r.split().unwrap();
+    let f = p.acquire().unwrap();
+    let (y, uv) = (vec![1u8; 64 * 32], vec![2u8; 64 * 16]);
+    let planes = [PlaneSrc { data: &y, pitch: 64 }, PlaneSrc { data: &uv, pitch: 64 }];
+    let outside = Some(PixelRect::new(0, 0, 65, 32));
+    assert!(matches!(p.put_pixels(&f, outside, &planes), Err(Error::InvalidArgument { name: "rect", .. })));
+    assert!(matches!(p.put_pixels(&f, None, &planes[..1]), Err(Error::InvalidArgument { name: "planes", .. })));
+    p.put_pixels(&f, None, &planes).unwrap();
+    p.present(f).unwrap();
+}
