@@ -563,7 +563,9 @@ fn spawn_camera(
     std::thread::spawn(move || {
         let layout = producer.layout().clone();
         let mut scratch = match layout.format.image_layout() {
-            Some(ImageLayout::BlockLinear) => Some(Scratch::new(layout.planes[0].width, layout.planes[0].height)?),
+            Some(ImageLayout::BlockLinear) => {
+                Some(Scratch::new(layout.planes[0].width, layout.planes[0].height)?)
+            }
             _ => None,
         };
         for _ in 0..n {
@@ -822,7 +824,8 @@ mod gpu {
             let sum = sums + 8 * t;
             // SAFETY: `dst` holds w*h*4 bytes; `sum` is element `t` of the statistics array
             // (t < frames); the surfaces are the frame's, alive while the ring is.
-            unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }.map_err(|e| e.to_string())
+            unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }
+                .map_err(|e| e.to_string())
         }
 
         /// Waits for `stream` and reads back the statistics and the RGBA image.

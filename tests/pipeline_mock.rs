@@ -203,7 +203,10 @@ fn block_linear_frames_refuse_what_reads_them_as_rows() {
     let planes = [PlaneSrc { data: &y, pitch: 64 }, PlaneSrc { data: &uv, pitch: 64 }];
     let outside = Some(PixelRect::new(0, 0, 65, 32));
     assert!(matches!(p.put_pixels(&f, outside, &planes), Err(Error::InvalidArgument { name: "rect", .. })));
-    assert!(matches!(p.put_pixels(&f, None, &planes[..1]), Err(Error::InvalidArgument { name: "planes", .. })));
+    assert!(matches!(
+        p.put_pixels(&f, None, &planes[..1]),
+        Err(Error::InvalidArgument { name: "planes", .. })
+    ));
     p.put_pixels(&f, None, &planes).unwrap();
     p.present(f).unwrap();
 }

@@ -367,7 +367,13 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
             // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
             // the stream is synchronised below.
             unsafe {
-                kernel.enqueue_planes(f.stream(), f.layout(), f.planes(), dst + (t * px) as u64, sum + 8 * t as u64)
+                kernel.enqueue_planes(
+                    f.stream(),
+                    f.layout(),
+                    f.planes(),
+                    dst + (t * px) as u64,
+                    sum + 8 * t as u64,
+                )
             }
         })
         .unwrap();

@@ -122,7 +122,9 @@ impl FrameFormat {
                     BufAttr::RawAlign(4096),
                 ])?;
             }
-            FrameFormat::Nv12 { width, height, layout } => Nv12Image { width, height, layout }.set_on(&mut l)?,
+            FrameFormat::Nv12 { width, height, layout } => {
+                Nv12Image { width, height, layout }.set_on(&mut l)?
+            }
             FrameFormat::Rgba { width, height } => {
                 l.set(&[
                     BufAttr::Types(&[BufType::IMAGE]),

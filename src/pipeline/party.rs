@@ -125,7 +125,8 @@ impl<A: Access> CudaParty<A> {
                 // cudaNvSciBufMultiplanar sample maps them (one array per plane).
                 let mut surfaces = heapless::Vec::new();
                 for p in &layout.planes {
-                    let array = mem.map_plane(p, crate::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST)?;
+                    let array =
+                        mem.map_plane(p, crate::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST)?;
                     let _ = surfaces.push(ArraySurface::new(array)?);
                 }
                 let _ = planes.push(surfaces);
@@ -136,7 +137,14 @@ impl<A: Access> CudaParty<A> {
         for &p in points {
             let _ = syncs.push((p, backend.cuda_import_sync(dev, p)?));
         }
-        Ok(Self { frames, planes, syncs, stream: dev.default_stream(), policy: MemSync::Auto, dev: dev.clone() })
+        Ok(Self {
+            frames,
+            planes,
+            syncs,
+            stream: dev.default_stream(),
+            policy: MemSync::Auto,
+            dev: dev.clone(),
+        })
     }
 
     fn import(&self, point: Point) -> Result<&CudaSyncImport> {

@@ -429,8 +429,7 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
         use nvsci::cuda::cudarc::driver::DevicePtr;
         let dev = env.dev().unwrap();
         let (w, h) = (640u32, 360u32);
-        let r =
-            ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
+        let r = ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
         let layout = r.layout().clone();
         let (mut p, cs) = r.split().unwrap();
         let kernel = Nv12ToRgba::load(&dev).unwrap();

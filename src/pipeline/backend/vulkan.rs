@@ -409,13 +409,7 @@ mod tests {
         }
         let r = ring(&ctx, raw, config(2, 2), &Engine::Cpu, &[Engine::Cpu]);
         assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
-        let r = ring(
-            &ctx,
-            FrameFormat::nv12(63, 64),
-            config(2, 1),
-            &Engine::Cpu,
-            &[Engine::Cpu],
-        );
+        let r = ring(&ctx, FrameFormat::nv12(63, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
         assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
     }
 
