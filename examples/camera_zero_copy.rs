@@ -505,7 +505,7 @@ enum Converter {
     Cpu {
         consumer: Consumer,
         /// Block-linear frames: their pixels, read with `get_pixels`.
-        scratch: Option<Scratch>,
+        scratch: Option<Box<Scratch>>,
         rgba: Vec<u8>,
         capture: Option<Capture>,
         captures: Vec<(u64, Vec<u8>)>,
@@ -673,7 +673,11 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     let mut converter = match &engine {
         Engine::Cpu => Converter::Cpu {
             consumer: first,
-            scratch: if plan.block_linear { Some(Scratch::new(plan.width, plan.height)?) } else { None },
+            scratch: if plan.block_linear {
+                Some(Box::new(Scratch::new(plan.width, plan.height)?))
+            } else {
+                None
+            },
             rgba: vec![0u8; (plan.width * plan.height * 4) as usize],
             capture: plan.capture,
             captures: Vec::new(),
