@@ -111,7 +111,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
-    let format = FrameFormat::Nv12 { width: a.width, height: a.height };
+    let format = FrameFormat::nv12(a.width, a.height);
     let config = RingConfig { frames: a.buffers, consumers: 1, timeout: TIMEOUT, ..Default::default() };
     let ring = FrameRing::with_consumers(lib, format, config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
         .map_err(|e| e.to_string())?;
@@ -142,7 +142,7 @@ fn open_fds() -> usize {
 
 fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
-    let format = FrameFormat::Nv12 { width: a.width, height: a.height };
+    let format = FrameFormat::nv12(a.width, a.height);
     #[cfg(feature = "cuda")]
     if a.cuda {
         return gpu::consume(a, lib, ep, format);

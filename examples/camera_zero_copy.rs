@@ -50,6 +50,7 @@ mod test_pattern;
 mod y4m;
 
 use nv12::{tight_layout, Nv12Planes};
+use nvsci::buf::{ImageLayout, PlaneDst, PlaneSrc};
 use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
 use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::collections::HashMap;
@@ -73,6 +74,11 @@ usage: camera_zero_copy [options]
                               640x360 on the CPU; a clip has its own size)
   --frames N                  frames to run (default 600 with CUDA, 24 on the CPU; a clip: its length)
   --buffers N                 frames in the ring, 2 to 16 (default 4)
+  --layout pitch-linear|block-linear
+                              how the ring's NV12 planes lie in memory (default pitch-linear);
+                              block-linear needs an NvSci backend (nvsci, or mock): the camera puts
+                              pixels with put_pixels, the CPU reads them with get_pixels, CUDA reads
+                              each plane as an array through a surface object
   --input clip.y4m            play a YUV4MPEG2 clip (8-bit 4:2:0 or mono) instead of the test pattern
   --loop                      repeat the clip until --frames frames ran (without it the run stops at
                               the clip's end)
@@ -110,6 +116,7 @@ struct Args {
     every: Option<u64>,
     recorder: bool,
     compare_copy: bool,
+    block_linear: bool,
 }
 
 /// The command line, or `None` for `--help`.
@@ -140,6 +147,13 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
             "--contact-sheet" => a.sheet = Some(PathBuf::from(value()?)),
             "--recorder" => a.recorder = true,
             "--compare-copy" => a.compare_copy = true,
+            "--layout" => {
+                a.block_linear = match value()?.as_str() {
+                    "pitch-linear" => false,
+                    "block-linear" => true,
+                    v => return Err(format!("--layout {v}: pitch-linear or block-linear")),
+                }
+            }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -177,8 +191,38 @@ struct Plan {
     buffers: usize,
     recorder: bool,
     compare_copy: bool,
+    /// Block-linear frames (`--layout block-linear`).
+    block_linear: bool,
     input: Input,
     capture: Option<Capture>,
+}
+
+/// A block-linear frame's pixels on the CPU: a tight pitch-linear frame (`tight_layout`) the
+/// camera renders into before `put_pixels`, and consumers read into with `get_pixels`.
+struct Scratch {
+    layout: FrameLayout,
+    frame: Vec<u8>,
+}
+
+impl Scratch {
+    fn new(width: u32, height: u32) -> Result<Self, String> {
+        let layout = tight_layout(width, height)?;
+        Ok(Self { frame: vec![0u8; layout.size as usize], layout })
+    }
+
+    /// The frame split into its two planes, with their pitches (`width` bytes each).
+    fn split(&self) -> (&[u8], &[u8], u32) {
+        let (y, uv) = self.frame.split_at(self.layout.planes[1].offset as usize);
+        (y, uv, self.layout.planes[0].pitch)
+    }
+
+    /// Reads a held block-linear frame's pixels into the scratch frame.
+    fn get(&mut self, c: &Consumer, f: &nvsci::pipeline::ConsumerFrame) -> Result<(), String> {
+        let (off, pitch) = (self.layout.planes[1].offset as usize, self.layout.planes[0].pitch);
+        let (y, uv) = self.frame.split_at_mut(off);
+        let mut planes = [PlaneDst { data: y, pitch }, PlaneDst { data: uv, pitch }];
+        c.get_pixels(f, None, &mut planes).map_err(|e| e.to_string())
+    }
 }
 
 impl Plan {
@@ -211,7 +255,7 @@ impl Plan {
                 (c.header().width, c.header().height, frames)
             }
         };
-        FrameFormat::Nv12 { width, height }.validate().map_err(|e| e.to_string())?;
+        FrameFormat::nv12(width, height).validate().map_err(|e| e.to_string())?;
         for (flag, v) in [("--width", width), ("--height", height)] {
             if v > y4m::MAX_DIMENSION {
                 return Err(format!("{flag} {v}: more than the ring takes ({} at most)", y4m::MAX_DIMENSION));
@@ -247,6 +291,7 @@ impl Plan {
             buffers: a.buffers.unwrap_or(4),
             recorder: a.recorder,
             compare_copy: a.compare_copy,
+            block_linear: a.block_linear,
             input: clip.map_or(Input::Pattern, Input::Clip),
             capture,
         })
@@ -459,6 +504,8 @@ struct Converted {
 enum Converter {
     Cpu {
         consumer: Consumer,
+        /// Block-linear frames: their pixels, read with `get_pixels`.
+        scratch: Option<Box<Scratch>>,
         rgba: Vec<u8>,
         capture: Option<Capture>,
         captures: Vec<(u64, Vec<u8>)>,
@@ -472,10 +519,16 @@ impl Converter {
     /// records it on the device (read back once at the end) and returns `None`.
     fn convert_next(&mut self, layout: &FrameLayout) -> Result<(u64, Option<u64>), String> {
         match self {
-            Converter::Cpu { consumer, rgba, capture, captures } => {
+            Converter::Cpu { consumer, scratch, rgba, capture, captures } => {
                 let f = consumer.acquire().map_err(|e| e.to_string())?;
-                let sum = nv12_to_rgba(layout, &consumer.cpu_read(&f).map_err(|e| e.to_string())?, rgba)
-                    .map_err(|e| e.to_string())?;
+                let sum = match scratch {
+                    Some(s) => {
+                        s.get(consumer, &f)?;
+                        nv12_to_rgba(&s.layout, &s.frame, rgba)
+                    }
+                    None => nv12_to_rgba(layout, &consumer.cpu_read(&f).map_err(|e| e.to_string())?, rgba),
+                }
+                .map_err(|e| e.to_string())?;
                 let seq = f.sequence();
                 consumer.release(f).map_err(|e| e.to_string())?;
                 if capture.is_some_and(|c| c.wants(seq, captures.len())) {
@@ -509,11 +562,27 @@ fn spawn_camera(
 ) -> std::thread::JoinHandle<Result<(), String>> {
     std::thread::spawn(move || {
         let layout = producer.layout().clone();
+        let mut scratch = match layout.format.image_layout() {
+            Some(ImageLayout::BlockLinear) => {
+                Some(Scratch::new(layout.planes[0].width, layout.planes[0].height)?)
+            }
+            _ => None,
+        };
         for _ in 0..n {
             let f = producer.acquire().map_err(|e| e.to_string())?;
-            let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;
-            source.write_frame(f.sequence(), &layout, &mut frame)?;
-            drop(frame);
+            match &mut scratch {
+                // Block-linear planes are tiled: render pitch-linear, then put the pixels.
+                Some(s) => {
+                    source.write_frame(f.sequence(), &s.layout, &mut s.frame)?;
+                    let (y, uv, pitch) = s.split();
+                    let planes = [PlaneSrc { data: y, pitch }, PlaneSrc { data: uv, pitch }];
+                    producer.put_pixels(&f, None, &planes).map_err(|e| e.to_string())?;
+                }
+                None => {
+                    let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;
+                    source.write_frame(f.sequence(), &layout, &mut frame)?;
+                }
+            }
             producer.present(f).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -530,8 +599,19 @@ fn spawn_recorder(
     std::thread::spawn(move || {
         let size = rec.layout().size as usize;
         let mut sums = Vec::with_capacity(n as usize);
+        let mut scratch = match rec.layout().format.image_layout() {
+            Some(ImageLayout::BlockLinear) => Some(Scratch::new(planes.width as u32, planes.height as u32)?),
+            _ => None,
+        };
         for _ in 0..n {
             let f = rec.acquire().map_err(|e| e.to_string())?;
+            if let Some(s) = &mut scratch {
+                // Block-linear: checksum the pixels get_pixels hands out (`planes` is the tight layout's).
+                s.get(&rec, &f)?;
+                sums.push((f.sequence(), frame_checksum(&planes, &s.frame)));
+                rec.release(f).map_err(|e| e.to_string())?;
+                continue;
+            }
             let bytes = rec.cpu_read(&f).map_err(|e| e.to_string())?;
             if bytes.len() < size {
                 return Err(format!(
@@ -552,7 +632,11 @@ fn spawn_recorder(
 /// The one loop: build the ring on the backend, camera and recorder threads, the converter
 /// here.
 fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
-    let format = FrameFormat::Nv12 { width: plan.width, height: plan.height };
+    let format = if plan.block_linear {
+        FrameFormat::nv12_block_linear(plan.width, plan.height)
+    } else {
+        FrameFormat::nv12(plan.width, plan.height)
+    };
     let config = RingConfig {
         frames: plan.buffers,
         consumers: 1 + plan.recorder as usize,
@@ -568,17 +652,20 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
         backend.build_ring(format, config, &Engine::Cpu, &consumers_engines).map_err(|e| e.to_string())?;
     let layout = ring.layout().clone();
     println!(
-        "ring: {} x NV12 {}x{}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",
+        "ring: {} x NV12 {}x{} {}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",
         plan.buffers,
         plan.width,
         plan.height,
+        if plan.block_linear { "block-linear" } else { "pitch-linear" },
         layout.size,
         layout.planes[0].pitch,
         layout.planes[1].offset,
         layout.planes[1].pitch,
         if engine.is_cpu() { "the CPU" } else { "a CUDA stream (fence waits and signals on the stream)" }
     );
-    let planes = Nv12Planes::of(&layout, plan.width, plan.height, layout.size as usize)?;
+    // Where the CPU sees the pixels: in place (pitch-linear), or in a tight frame from get_pixels.
+    let cpu_layout = if plan.block_linear { tight_layout(plan.width, plan.height)? } else { layout.clone() };
+    let planes = Nv12Planes::of(&cpu_layout, plan.width, plan.height, cpu_layout.size as usize)?;
     let source = Source::open(plan)?;
     let (producer, consumers) = ring.split().map_err(|e| e.to_string())?;
     let mut cons = consumers.into_iter();
@@ -586,6 +673,11 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     let mut converter = match &engine {
         Engine::Cpu => Converter::Cpu {
             consumer: first,
+            scratch: if plan.block_linear {
+                Some(Box::new(Scratch::new(plan.width, plan.height)?))
+            } else {
+                None
+            },
             rgba: vec![0u8; (plan.width * plan.height * 4) as usize],
             capture: plan.capture,
             captures: Vec::new(),
@@ -671,7 +763,7 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
         match &engine {
             #[cfg(feature = "cuda")]
             Engine::Cuda(dev) => {
-                let (s, bad) = gpu::run_copy(dev, plan, &layout)?;
+                let (s, bad) = gpu::run_copy(dev, plan, &cpu_layout)?;
                 mismatches += bad;
                 stats.push(s);
             }
@@ -722,6 +814,22 @@ mod gpu {
             // SAFETY: `src` is a whole NV12 frame of this layout; `dst` holds w*h*4 bytes; `sum`
             // is element `t` of the statistics array (t < frames).
             unsafe { self.f.enqueue(stream, &self.layout, src, dst, sum) }.map_err(|e| e.to_string())
+        }
+
+        /// Enqueues the conversion of a block-linear frame read through its planes' surfaces.
+        pub fn enqueue_planes(
+            &mut self,
+            stream: &CudaStream,
+            planes: &[nvsci::cuda::ArraySurface<nvsci::cuda::ReadOnly>],
+            t: u64,
+        ) -> Result<(), String> {
+            let (dst, _g1) = self.rgba.device_ptr(stream);
+            let (sums, _g2) = self.sums.device_ptr(stream);
+            let sum = sums + 8 * t;
+            // SAFETY: `dst` holds w*h*4 bytes; `sum` is element `t` of the statistics array
+            // (t < frames); the surfaces are the frame's, alive while the ring is.
+            unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }
+                .map_err(|e| e.to_string())
         }
 
         /// Waits for `stream` and reads back the statistics and the RGBA image.
@@ -783,7 +891,12 @@ mod gpu {
             let seq = self
                 .consumer
                 .process(|f| {
-                    launch = kernel.enqueue(f.stream(), f.device_address(), t).and_then(|()| {
+                    let queued = if f.planes().is_empty() {
+                        kernel.enqueue(f.stream(), f.device_address(), t)
+                    } else {
+                        kernel.enqueue_planes(f.stream(), f.planes(), t)
+                    };
+                    launch = queued.and_then(|()| {
                         let Some(c) =
                             captures.as_mut().filter(|c| c.capture.wants(f.sequence(), c.taken.len()))
                         else {

@@ -54,7 +54,7 @@ fn parse() -> Args {
 }
 
 fn format(a: &Args) -> FrameFormat {
-    FrameFormat::Nv12 { width: a.width, height: a.height }
+    FrameFormat::nv12(a.width, a.height)
 }
 
 /// The consumer loop of the zero-copy ring: wait, touch one byte, release.

@@ -89,7 +89,7 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
 
 /// Measurement 1: consumer-thread CPU time per frame.
 fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
-    let format = FrameFormat::Nv12 { width: 1920, height: 1080 };
+    let format = FrameFormat::nv12(1920, 1080);
     let config =
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();
@@ -153,7 +153,7 @@ fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffe
 
 /// Measurement 2: GPU producer in place vs own buffer + copy. Frames per second of each.
 fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
-    let format = FrameFormat::Nv12 { width, height };
+    let format = FrameFormat::nv12(width, height);
     let config =
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();
@@ -272,7 +272,7 @@ fn launch_empty(stream: &CudaStream, f: &CudaFunction, at: u64) -> Res<()> {
 /// Measurement 4: microseconds per frame through the ring (GPU producer, empty CUDA consumer)
 /// and on one stream without hand-off, same memory, same operations.
 fn ring_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
-    let format = FrameFormat::Nv12 { width, height };
+    let format = FrameFormat::nv12(width, height);
     let config =
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();
@@ -359,7 +359,7 @@ fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> R
 /// bandwidth floor: the bytes it moves (luma + chroma read, RGBA written) at the bandwidth a
 /// device-to-device copy reaches in the same run. Returns (converter us, floor us, GB/s).
 fn converter_alone(b: &Backend, dev: &CudaGpu, width: u32, height: u32) -> Res<(f64, f64, f64)> {
-    let format = FrameFormat::Nv12 { width, height };
+    let format = FrameFormat::nv12(width, height);
     let config =
         RingConfig { frames: 2, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
     let gpu = b.gpu_engine();

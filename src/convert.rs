@@ -412,13 +412,140 @@ $L__BB0_17:
 
 "#;
 
-/// The NV12 -> RGBA kernel ([`NV12_TO_RGBA_PTX`]) loaded into a CUDA context, launched with the
-/// plane offsets and pitches of a [`FrameLayout`].
+/// CUDA kernel `nv12_surf_to_rgba(luma, chroma, width, height, dst, sum)`: a block-linear NV12
+/// frame read through two surface objects (`.u64`, [`ArraySurface::handle`](crate::cuda::ArraySurface::handle)):
+/// `luma` over the luma plane's array (one 8-bit channel, `width` x `height` texels), `chroma`
+/// over the chroma plane's (two 8-bit channels, U then V, `width / 2` x `height / 2`), as
+/// NVIDIA's cudaNvSciBufMultiplanar sample maps NV12 planes. Writes packed RGBA to `dst` and
+/// adds R + G + B of every pixel to the `u64` at `sum` (one atomic per warp). Same arithmetic
+/// as [`yuv_to_rgb`]. Parameter types: `u64, u64, u32, u32, u64, u64`.
+///
+/// One pixel per thread, surface loads `suld.b.2d` with byte x coordinates (luma `x`, chroma
+/// `x & !1`, row `y / 2`). Blocks of (32, 8) threads (x a multiple of 32), grid
+/// `(ceil(width / 32), ceil(height / 8))`; [`Nv12ToRgba::enqueue_planes`] launches it so.
+/// Written by hand; `kernels/nv12_surf_to_rgba.cu` in the repository is its CUDA C twin.
+pub const NV12_SURF_TO_RGBA_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry nv12_surf_to_rgba(
+    .param .u64 p_luma,
+    .param .u64 p_chroma,
+    .param .u32 p_width,
+    .param .u32 p_height,
+    .param .u64 p_dst,
+    .param .u64 p_sum
+)
+{
+    .reg .pred %p<5>;
+    .reg .b16 %rs<3>;
+    .reg .b32 %r<40>;
+    .reg .b64 %rd<10>;
+
+    ld.param.u64 %rd1, [p_luma];
+    ld.param.u64 %rd2, [p_chroma];
+    ld.param.u32 %r1, [p_width];
+    ld.param.u32 %r2, [p_height];
+    ld.param.u64 %rd3, [p_dst];
+    ld.param.u64 %rd4, [p_sum];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r6, %r3, %r4, %r5;
+    mov.u32 %r3, %ctaid.y;
+    mov.u32 %r4, %ntid.y;
+    mov.u32 %r5, %tid.y;
+    mad.lo.s32 %r7, %r3, %r4, %r5;
+    // %r6 = x, %r7 = y; %r30 = this thread's R + G + B
+    mov.u32 %r30, 0;
+    setp.ge.u32 %p1, %r6, %r1;
+    setp.ge.u32 %p2, %r7, %r2;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra REDUCE;
+
+    // Y at byte (x, y) of the luma surface
+    suld.b.2d.b8.trap {%rs1}, [%rd1, {%r6, %r7}];
+    cvt.u32.u16 %r8, %rs1;
+    and.b32 %r8, %r8, 255;
+    // U (low byte) and V at byte (x & ~1, y / 2) of the chroma surface
+    and.b32 %r9, %r6, -2;
+    shr.u32 %r10, %r7, 1;
+    suld.b.2d.b16.trap {%rs2}, [%rd2, {%r9, %r10}];
+    cvt.u32.u16 %r11, %rs2;
+    and.b32 %r12, %r11, 255;
+    shr.u32 %r13, %r11, 8;
+    and.b32 %r13, %r13, 255;
+    // c = Y - 16, d = U - 128, e = V - 128; t = 298 c + 128
+    add.s32 %r14, %r8, -16;
+    add.s32 %r15, %r12, -128;
+    add.s32 %r16, %r13, -128;
+    mad.lo.s32 %r17, %r14, 298, 128;
+    // R = clamp((t + 409 e) >> 8)
+    mad.lo.s32 %r18, %r16, 409, %r17;
+    shr.s32 %r18, %r18, 8;
+    max.s32 %r18, %r18, 0;
+    min.s32 %r18, %r18, 255;
+    // G = clamp((t - 100 d - 208 e) >> 8)
+    mad.lo.s32 %r19, %r15, -100, %r17;
+    mad.lo.s32 %r19, %r16, -208, %r19;
+    shr.s32 %r19, %r19, 8;
+    max.s32 %r19, %r19, 0;
+    min.s32 %r19, %r19, 255;
+    // B = clamp((t + 516 d) >> 8)
+    mad.lo.s32 %r20, %r15, 516, %r17;
+    shr.s32 %r20, %r20, 8;
+    max.s32 %r20, %r20, 0;
+    min.s32 %r20, %r20, 255;
+    add.s32 %r30, %r18, %r19;
+    add.s32 %r30, %r30, %r20;
+    // RGBA little-endian: R | G << 8 | B << 16 | 0xff << 24
+    shl.b32 %r21, %r19, 8;
+    shl.b32 %r22, %r20, 16;
+    or.b32 %r23, %r18, %r21;
+    or.b32 %r23, %r23, %r22;
+    or.b32 %r23, %r23, -16777216;
+    // dst + (y * width + x) * 4
+    mul.wide.u32 %rd5, %r7, %r1;
+    cvt.u64.u32 %rd6, %r6;
+    add.s64 %rd5, %rd5, %rd6;
+    shl.b64 %rd5, %rd5, 2;
+    cvta.to.global.u64 %rd7, %rd3;
+    add.s64 %rd7, %rd7, %rd5;
+    st.global.u32 [%rd7], %r23;
+
+REDUCE:
+    shfl.sync.down.b32 %r31, %r30, 16, 31, -1;
+    add.s32 %r30, %r30, %r31;
+    shfl.sync.down.b32 %r31, %r30, 8, 31, -1;
+    add.s32 %r30, %r30, %r31;
+    shfl.sync.down.b32 %r31, %r30, 4, 31, -1;
+    add.s32 %r30, %r30, %r31;
+    shfl.sync.down.b32 %r31, %r30, 2, 31, -1;
+    add.s32 %r30, %r30, %r31;
+    shfl.sync.down.b32 %r31, %r30, 1, 31, -1;
+    add.s32 %r30, %r30, %r31;
+    mov.u32 %r32, %laneid;
+    setp.ne.u32 %p4, %r32, 0;
+    @%p4 bra DONE;
+    cvt.u64.u32 %rd8, %r30;
+    cvta.to.global.u64 %rd9, %rd4;
+    atom.global.add.u64 %rd8, [%rd9], %rd8;
+DONE:
+    ret;
+}
+"#;
+
+/// The NV12 -> RGBA kernels loaded into a CUDA context: [`NV12_TO_RGBA_PTX`] for pitch-linear
+/// frames, launched with the plane offsets and pitches of a [`FrameLayout`]
+/// ([`enqueue`](Self::enqueue)), and [`NV12_SURF_TO_RGBA_PTX`] for block-linear frames, read
+/// through a surface object per plane ([`enqueue_planes`](Self::enqueue_planes)).
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 #[derive(Debug)]
 pub struct Nv12ToRgba {
     f: cudarc::driver::CudaFunction,
+    surf: cudarc::driver::CudaFunction,
 }
 
 #[cfg(feature = "cuda")]
@@ -430,7 +557,65 @@ impl Nv12ToRgba {
             .context()
             .load_module(cudarc::nvrtc::Ptx::from_src(NV12_TO_RGBA_PTX))
             .map_err(e("cuModuleLoadData"))?;
-        Ok(Self { f: m.load_function("nv12_to_rgba").map_err(e("cuModuleGetFunction"))? })
+        let sm = gpu
+            .context()
+            .load_module(cudarc::nvrtc::Ptx::from_src(NV12_SURF_TO_RGBA_PTX))
+            .map_err(e("cuModuleLoadData"))?;
+        Ok(Self {
+            f: m.load_function("nv12_to_rgba").map_err(e("cuModuleGetFunction"))?,
+            surf: sm.load_function("nv12_surf_to_rgba").map_err(e("cuModuleGetFunction"))?,
+        })
+    }
+
+    /// Enqueues the conversion of a block-linear NV12 frame of `layout`, read through its
+    /// planes' surface objects (`planes[0]` luma, `planes[1]` chroma, as
+    /// [`CudaFrame::planes`](crate::pipeline::CudaFrame::planes) hands them out), into packed
+    /// RGBA at `dst` (`width * height * 4` bytes), adding R + G + B of every pixel to the `u64`
+    /// at `sum`. The arrays are checked against the layout first (`InvalidArgument` naming
+    /// `planes`): luma `width` x `height` one-byte texels, chroma half that in each direction
+    /// with two one-byte channels.
+    ///
+    /// # Safety
+    ///
+    /// `dst` and `sum` must be device memory of the sizes above in the context of `stream`, and
+    /// they and the surfaces alive until the work enqueued on `stream` completes.
+    pub unsafe fn enqueue_planes<A: crate::cuda::Access>(
+        &self,
+        stream: &cudarc::driver::CudaStream,
+        layout: &FrameLayout,
+        planes: &[crate::cuda::ArraySurface<A>],
+        dst: u64,
+        sum: u64,
+    ) -> Result<()> {
+        use cudarc::driver::PushKernelArg;
+        let crate::pipeline::FrameFormat::Nv12 { width: w, height: h, .. } = layout.format else {
+            return Err(invalid("layout", "an NV12 format is needed"));
+        };
+        let [luma, chroma] = planes else {
+            return Err(invalid("planes", format!("{} planes given, NV12 has 2", planes.len())));
+        };
+        let (l, c) = (luma.array().desc(), chroma.array().desc());
+        let (w, h) = (w as usize, h as usize);
+        if (l.width, l.height, l.channels, l.bytes_per_texel) != (w, h, 1, 1)
+            || (c.width, c.height, c.channels, c.bytes_per_texel) != (w / 2, h / 2, 2, 2)
+        {
+            return Err(invalid(
+                "planes",
+                format!("arrays {l:?} and {c:?} are not the luma and chroma planes of {w}x{h} NV12"),
+            ));
+        }
+        let (luma, chroma) = (luma.handle(), chroma.handle());
+        let (w, h) = (w as u32, h as u32);
+        let mut b = stream.launch_builder(&self.surf);
+        b.arg(&luma).arg(&chroma).arg(&w).arg(&h).arg(&dst).arg(&sum);
+        let cfg = cudarc::driver::LaunchConfig {
+            grid_dim: (w.div_ceil(32), h.div_ceil(8), 1),
+            block_dim: (32, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the arguments match the kernel's parameter list; the surfaces cover the
+        // texels the kernel reads (checked above); the caller guarantees `dst` and `sum`.
+        unsafe { b.launch(cfg) }.map(drop).map_err(|err| crate::cuda::from_driver("cuLaunchKernel", err))
     }
 
     /// Enqueues the conversion of the NV12 frame at device address `frame` (laid out as

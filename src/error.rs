@@ -154,6 +154,9 @@ pub enum UnsupportedReason {
     OtherBackend,
     /// No backend is usable: no NvSci, no CUDA + Vulkan GPU, and the `mock` feature is off.
     NoBackend,
+    /// Block-linear frames need a ring backend built on NvSciBuf (the Vulkan backend lays out
+    /// pitch-linear frames only).
+    BlockLinearWithoutNvSci,
     /// The crate was built without the cargo feature named.
     FeatureDisabled(&'static str),
 }
@@ -233,6 +236,10 @@ impl fmt::Display for UnsupportedReason {
             NoSuchConsumer => f.write_str("no such consumer in this ring"),
             OtherBackend => f.write_str("it was made by another ring backend"),
             NoBackend => f.write_str("no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled"),
+            BlockLinearWithoutNvSci => f.write_str(
+                "block-linear frames need an NvSci backend (NVIDIA's library or the mock); the Vulkan \
+                 backend lays out pitch-linear frames only",
+            ),
             FeatureDisabled(feature) => write!(f, "built without the `{feature}` feature"),
         }
     }

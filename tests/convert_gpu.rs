@@ -22,7 +22,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 
 fn compare(layout: &FrameLayout, seed: u64) {
     let Some(dev) = common::gpu() else { return };
-    let FrameFormat::Nv12 { width, height } = layout.format else { unreachable!() };
+    let FrameFormat::Nv12 { width, height, .. } = layout.format else { unreachable!() };
     let src = noise(layout.size as usize, seed);
     let mut want = vec![0u8; (width * height * 4) as usize];
     let want_sum = nv12_to_rgba(layout, &src, &mut want).unwrap();
@@ -48,7 +48,7 @@ fn compare(layout: &FrameLayout, seed: u64) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn kernel_matches_the_cpu_converter_luma_first() {
-    let layout = FrameLayout::packed(FrameFormat::Nv12 { width: 1000, height: 562 }, 256, 4096).unwrap();
+    let layout = FrameLayout::packed(FrameFormat::nv12(1000, 562), 256, 4096).unwrap();
     assert!(layout.planes[0].offset < layout.planes[1].offset);
     compare(&layout, 1);
 }
@@ -56,7 +56,7 @@ fn kernel_matches_the_cpu_converter_luma_first() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn kernel_matches_the_cpu_converter_chroma_first() {
-    let mut layout = FrameLayout::packed(FrameFormat::Nv12 { width: 1000, height: 562 }, 256, 4096).unwrap();
+    let mut layout = FrameLayout::packed(FrameFormat::nv12(1000, 562), 256, 4096).unwrap();
     // The same planes, chroma at the start of the buffer and luma after it.
     let uv_bytes = (layout.planes[1].pitch as u64 * 281).next_multiple_of(4096);
     layout.planes[1].offset = 0;

@@ -195,7 +195,7 @@ fn foreign_flow(lib: &NvSci) -> nvsci::Result<()> {
 fn ring_flow(lib: &NvSci) -> nvsci::Result<()> {
     let config =
         RingConfig { frames: 2, consumers: 2, timeout: Duration::from_millis(200), ..Default::default() };
-    let ring = FrameRing::new(lib, FrameFormat::Nv12 { width: 64, height: 32 }, config)?;
+    let ring = FrameRing::new(lib, FrameFormat::nv12(64, 32), config)?;
     let (mut p, mut cs) = ring.split()?;
     for t in 0..3u8 {
         let f = p.acquire()?;

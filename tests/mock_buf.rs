@@ -891,12 +891,8 @@ fn block_linear_nv12_frames_from_the_examples_support() {
     let m = module();
     let (w, h) = (64u32, 36u32);
     let obj = BufObj::alloc(&BufAttrList::reconcile(&[&nv12_block_linear(&m, w, h)]).unwrap()).unwrap();
-    let layout = nvsci::pipeline::FrameLayout::packed(
-        nvsci::pipeline::FrameFormat::Nv12 { width: w, height: h },
-        1,
-        1,
-    )
-    .unwrap();
+    let layout =
+        nvsci::pipeline::FrameLayout::packed(nvsci::pipeline::FrameFormat::nv12(w, h), 1, 1).unwrap();
     let mut frame = vec![0u8; layout.size as usize];
     nv12_pattern::fill_test_pattern(&layout, 7, &mut frame).unwrap();
     nv12_put::put_nv12(&obj, &frame, w, h).unwrap();

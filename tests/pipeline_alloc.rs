@@ -15,7 +15,7 @@ static GLOBAL: Counting = Counting;
 fn thousand_frames_allocate_nothing_after_warm_up() {
     let ring = FrameRing::new(
         &NvSci::mock(),
-        FrameFormat::Nv12 { width: 320, height: 240 },
+        FrameFormat::nv12(320, 240),
         RingConfig { frames: 4, consumers: 2, ..Default::default() },
     )
     .unwrap();

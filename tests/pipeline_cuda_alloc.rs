@@ -21,7 +21,7 @@ fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
     let Some(dev) = common::gpu() else { return };
     let ring = FrameRing::with_engines(
         &NvSci::mock(),
-        FrameFormat::Nv12 { width: 320, height: 240 },
+        FrameFormat::nv12(320, 240),
         RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() },
         &Engine::Cpu,
         &[Engine::Cuda(dev.clone())],

@@ -22,7 +22,7 @@ fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -
 
 #[test]
 fn consumers_get_read_only_views_and_layout_comes_from_attributes() {
-    let r = ring(FrameFormat::Nv12 { width: 1920, height: 1080 }, 2, 2, 1000);
+    let r = ring(FrameFormat::nv12(1920, 1080), 2, 2, 1000);
     let l = r.layout().clone();
     // Mock alignment rules: pitch 2048 for both planes, chroma plane at 2048 * 1080.
     assert_eq!(l.size, 3_317_760);
@@ -56,7 +56,7 @@ fn nv12_conversion_through_the_ring_matches_the_pattern() {
     use nv12_pattern::{fill_test_pattern, test_pattern, test_pattern_statistic};
     use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
     let (w, h) = (96u32, 64u32);
-    let (mut p, mut cs) = ring(FrameFormat::Nv12 { width: w, height: h }, 2, 1, 1000).split().unwrap();
+    let (mut p, mut cs) = ring(FrameFormat::nv12(w, h), 2, 1, 1000).split().unwrap();
     let layout = p.layout().clone();
     let mut rgba = vec![0u8; (w * h * 4) as usize];
     for t in 0..3u64 {
@@ -80,7 +80,7 @@ fn nv12_conversion_through_the_ring_matches_the_pattern() {
 fn packed_layout_matches_the_mock_reconciled_layout() {
     // The packed layout with the mock's documented alignments (256-byte pitch, 4096-byte
     // planes) must equal what reconciliation produces for the same NV12 frame.
-    let fmt = FrameFormat::Nv12 { width: 1280, height: 720 };
+    let fmt = FrameFormat::nv12(1280, 720);
     let packed = nvsci::pipeline::FrameLayout::packed(fmt, 256, 4096).unwrap();
     let r = ring(fmt, 2, 1, 100);
     assert_eq!(&packed, r.layout());
@@ -94,7 +94,7 @@ fn conversion_refuses_inconsistent_layouts() {
     use nv12_pattern::fill_test_pattern;
     use nvsci::convert::nv12_to_rgba;
     use nvsci::pipeline::FrameLayout;
-    let good = FrameLayout::packed(FrameFormat::Nv12 { width: 64, height: 32 }, 256, 4096).unwrap();
+    let good = FrameLayout::packed(FrameFormat::nv12(64, 32), 256, 4096).unwrap();
     let src = vec![0u8; good.size as usize];
     let mut rgba = vec![0u8; 64 * 32 * 4];
     assert!(nv12_to_rgba(&good, &src, &mut rgba).is_ok());
@@ -107,7 +107,7 @@ fn conversion_refuses_inconsistent_layouts() {
         nv12_to_rgba(&good, &src, &mut rgba[1..]),
         Err(Error::InvalidArgument { name: "dst", .. })
     ));
-    for fmt in [FrameFormat::Nv12 { width: 63, height: 32 }, FrameFormat::Nv12 { width: 64, height: 1 }] {
+    for fmt in [FrameFormat::nv12(63, 32), FrameFormat::nv12(64, 1)] {
         let mut bad = good.clone();
         bad.format = fmt;
         assert!(matches!(nv12_to_rgba(&bad, &src, &mut rgba), Err(Error::InvalidArgument { .. })), "{fmt:?}");
@@ -120,4 +120,93 @@ fn conversion_refuses_inconsistent_layouts() {
         FrameLayout::packed(FrameFormat::Rgba { width: 0x4000_0001, height: 2 }, 256, 4096),
         Err(Error::InvalidArgument { .. })
     ));
+}
+
+/// Frame `t` of the NV12 pattern as two packed pitch-linear planes (luma `w` bytes a row,
+/// chroma `w` bytes a row of U, V pairs).
+fn pattern_planes(w: u32, h: u32, t: u64) -> (Vec<u8>, Vec<u8>) {
+    let packed = nvsci::pipeline::FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let mut frame = vec![0u8; packed.size as usize];
+    nv12_pattern::fill_test_pattern(&packed, t, &mut frame).unwrap();
+    let (y, uv) = frame.split_at(packed.planes[1].offset as usize);
+    (y.to_vec(), uv.to_vec())
+}
+
+#[test]
+fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
+    use nvsci::buf::{key, ImageLayout, PlaneDst, PlaneSrc};
+    // Odd multiples of the 64-byte GOB width and of 8-row GOBs, so tiles are partly filled.
+    let (w, h) = (200u32, 70u32);
+    let r = ring(FrameFormat::nv12_block_linear(w, h), 3, 2, 2000);
+    let l = r.layout().clone();
+    assert_eq!(l.format.image_layout(), Some(ImageLayout::BlockLinear));
+    assert_eq!(l.planes.len(), 2);
+    let (mut p, mut cs) = r.split().unwrap();
+    let frames = 24u64;
+    let consumers: Vec<_> = cs
+        .drain(..)
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let (mut y, mut uv) = (vec![0u8; (w * h) as usize], vec![0u8; (w * h / 2) as usize]);
+                for t in 0..frames {
+                    let g = c.acquire().unwrap();
+                    assert_eq!(g.sequence(), t);
+                    let view = c.view(&g).unwrap();
+                    let layout = view.attr_list().unwrap().get_one(key::IMAGE_LAYOUT).unwrap();
+                    assert_eq!(layout, Some(ImageLayout::BlockLinear), "the reconciled list");
+                    let mut dst = [PlaneDst { data: &mut y, pitch: w }, PlaneDst { data: &mut uv, pitch: w }];
+                    c.get_pixels(&g, None, &mut dst).unwrap();
+                    let (wy, wuv) = pattern_planes(w, h, t);
+                    assert!(y == wy && uv == wuv, "consumer {}: frame {t} differs", c.id());
+                    // The raw bytes are tiled, not rows: the pitch-linear reading of them differs.
+                    let raw = c.cpu_read(&g).unwrap();
+                    let rows_as_pitch_linear: Vec<u8> =
+                        (0..h as usize).flat_map(|r| raw[r * w as usize..][..w as usize].to_vec()).collect();
+                    assert_ne!(rows_as_pitch_linear, wy, "frame {t}: block-linear bytes read as rows");
+                    drop(raw);
+                    c.release(g).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in 0..frames {
+        let f = p.acquire().unwrap();
+        let (y, uv) = pattern_planes(w, h, t);
+        p.put_pixels(&f, None, &[PlaneSrc { data: &y, pitch: w }, PlaneSrc { data: &uv, pitch: w }]).unwrap();
+        p.present(f).unwrap();
+    }
+    for c in consumers {
+        c.join().unwrap();
+    }
+}
+
+#[test]
+fn block_linear_frames_refuse_what_reads_them_as_rows() {
+    use nvsci::buf::{PixelRect, PlaneSrc};
+    let bl = FrameFormat::nv12_block_linear(64, 32);
+    // A packed layout and the CPU converter describe rows: both name what is wrong.
+    assert!(matches!(
+        nvsci::pipeline::FrameLayout::packed(bl, 256, 4096),
+        Err(Error::InvalidArgument { name: "format.layout", .. })
+    ));
+    let r = ring(bl, 2, 1, 1000);
+    let mut rgba = vec![0u8; 64 * 32 * 4];
+    let src = vec![0u8; r.layout().size as usize];
+    assert!(matches!(
+        nvsci::convert::nv12_to_rgba(r.layout(), &src, &mut rgba),
+        Err(Error::InvalidArgument { name: "self.format", .. })
+    ));
+    // Pixel writes are checked as BufObj::put_pixels checks them.
+    let (mut p, _cs) = r.split().unwrap();
+    let f = p.acquire().unwrap();
+    let (y, uv) = (vec![1u8; 64 * 32], vec![2u8; 64 * 16]);
+    let planes = [PlaneSrc { data: &y, pitch: 64 }, PlaneSrc { data: &uv, pitch: 64 }];
+    let outside = Some(PixelRect::new(0, 0, 65, 32));
+    assert!(matches!(p.put_pixels(&f, outside, &planes), Err(Error::InvalidArgument { name: "rect", .. })));
+    assert!(matches!(
+        p.put_pixels(&f, None, &planes[..1]),
+        Err(Error::InvalidArgument { name: "planes", .. })
+    ));
+    p.put_pixels(&f, None, &planes).unwrap();
+    p.present(f).unwrap();
 }

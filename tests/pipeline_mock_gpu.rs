@@ -302,3 +302,92 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
     );
     assert!(calls.contains(&"SyncObjGenerateEngineFence") && calls.contains(&"BufObjGetHostMemory"));
 }
+
+#[path = "../examples/support/nv12_pattern.rs"]
+mod nv12_pattern;
+
+/// A block-linear NV12 ring on the mock with a CUDA consumer: the CPU camera puts every frame
+/// with `put_pixels`; the consumer converts it through the planes' arrays (surface objects) on
+/// its stream; every frame's RGBA matches the CPU converter's, byte for byte, and its statistic
+/// the pattern's own.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
+    use nvsci::buf::{ImageLayout, PlaneSrc};
+    use nvsci::convert::{nv12_to_rgba, Nv12ToRgba};
+    use nvsci::cuda::cudarc::driver::DevicePtrMut;
+    use nvsci::pipeline::FrameLayout;
+    let _serial = serial();
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (1000u32, 562u32);
+    let frames = 64u64;
+    let engines = [Engine::Cuda(dev.clone())];
+    let ring = FrameRing::with_engines(
+        &NvSci::mock(),
+        FrameFormat::nv12_block_linear(w, h),
+        config(1),
+        &Engine::Cpu,
+        &engines,
+    )
+    .unwrap();
+    assert_eq!(ring.layout().format.image_layout(), Some(ImageLayout::BlockLinear));
+    let (mut p, mut cs) = ring.split().unwrap();
+    let mut c = cs.remove(0);
+    let stream = dev.context().new_stream().unwrap();
+    c.set_stream(stream.clone()).unwrap();
+    let kernel = Nv12ToRgba::load(&dev).unwrap();
+    let px = (w * h * 4) as usize;
+    let mut rgba = stream.alloc_zeros::<u8>(px * frames as usize).unwrap();
+    let mut sums = stream.alloc_zeros::<u64>(frames as usize).unwrap();
+    let packed = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let pattern = move |t: u64| {
+        let packed = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+        let mut f = vec![0u8; packed.size as usize];
+        nv12_pattern::fill_test_pattern(&packed, t, &mut f).unwrap();
+        f
+    };
+    let camera = std::thread::spawn({
+        let packed = packed.clone();
+        move || {
+            for t in 0..frames {
+                let f = p.acquire().unwrap();
+                let frame = pattern(t);
+                let (y, uv) = frame.split_at(packed.planes[1].offset as usize);
+                p.put_pixels(&f, None, &[PlaneSrc { data: y, pitch: w }, PlaneSrc { data: uv, pitch: w }])
+                    .unwrap();
+                p.present(f).unwrap();
+            }
+        }
+    });
+    for t in 0..frames as usize {
+        c.process(|f| {
+            assert_eq!(f.planes().len(), 2, "a block-linear frame's planes as arrays");
+            let (dst, _g) = rgba.device_ptr_mut(f.stream());
+            let (sum, _s) = sums.device_ptr_mut(f.stream());
+            // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
+            // the stream is synchronised below.
+            unsafe {
+                kernel.enqueue_planes(
+                    f.stream(),
+                    f.layout(),
+                    f.planes(),
+                    dst + (t * px) as u64,
+                    sum + 8 * t as u64,
+                )
+            }
+        })
+        .unwrap();
+    }
+    camera.join().unwrap();
+    stream.synchronize().unwrap();
+    let (host, host_sums) = (stream.clone_dtoh(&rgba).unwrap(), stream.clone_dtoh(&sums).unwrap());
+    let mut want = vec![0u8; px];
+    for t in 0..frames {
+        let s = nv12_to_rgba(&packed, &pattern(t), &mut want).unwrap();
+        let got = &host[t as usize * px..][..px];
+        let bad = got.iter().zip(&want).position(|(a, b)| a != b);
+        assert!(bad.is_none(), "frame {t}: first byte that differs from the CPU converter: {bad:?}");
+        assert_eq!(host_sums[t as usize], s, "frame {t}: statistic");
+        assert_eq!(s, nv12_pattern::test_pattern_statistic(w, h, t), "frame {t}: CPU statistic");
+    }
+}

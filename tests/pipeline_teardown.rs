@@ -13,7 +13,7 @@ fn ring_teardown_frees_every_handle() {
         let lib = NvSci::mock();
         let ring = FrameRing::new(
             &lib,
-            FrameFormat::Nv12 { width: 64, height: 48 },
+            FrameFormat::nv12(64, 48),
             RingConfig { frames: 3, consumers: 2, ..Default::default() },
         )
         .unwrap();

@@ -588,6 +588,7 @@ fn the_docs_pictures_are_the_pattern_as_converted() {
         buffers: 4,
         recorder: false,
         compare_copy: false,
+        block_linear: false,
         input: Input::Pattern,
         capture: None,
     };
@@ -652,4 +653,12 @@ fn pattern_pictures_and_a_clip_on_the_vulkan_backend_gpu() {
         pictures(kind, Some("CUDA"), "vulkan");
         clip_round_trip(kind, Some("CUDA"), "vulkan");
     }
+}
+
+#[test]
+fn block_linear_frames_are_verified_on_the_mock_cpu_path() {
+    let _serial = serial();
+    // Sizes that fill GOBs (64 bytes x 8 rows) partly, with the recorder reading every frame too.
+    let r = run_ok(&Args { block_linear: true, ..args("mock", 200, 70, 6) }, None);
+    assert!(r.ok, "{r:?}");
 }

@@ -20,7 +20,7 @@ impl Nv12Planes {
     /// The planes of `layout`, checked against a `width` x `height` NV12 frame in a buffer of
     /// `len` bytes.
     pub fn of(layout: &FrameLayout, width: u32, height: u32, len: usize) -> Result<Self, String> {
-        if layout.format != (FrameFormat::Nv12 { width, height }) || layout.planes.len() != 2 {
+        if layout.format != (FrameFormat::nv12(width, height)) || layout.planes.len() != 2 {
             return Err(format!("the ring holds {:?}, not NV12 {width}x{height}", layout.format));
         }
         let (w, h) = (width as usize, height as usize);
@@ -70,5 +70,5 @@ impl Nv12Planes {
 /// The layout without padding: rows of exactly `width` bytes, the chroma plane right after the
 /// luma plane (what a source renders into before it is compared or checksummed).
 pub fn tight_layout(width: u32, height: u32) -> Result<FrameLayout, String> {
-    FrameLayout::packed(FrameFormat::Nv12 { width, height }, 1, 1).map_err(|e| e.to_string())
+    FrameLayout::packed(FrameFormat::nv12(width, height), 1, 1).map_err(|e| e.to_string())
 }

@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let (w, h) = (i.u32(), i.u32());
     let format = match i.u8() % 3 {
         0 => FrameFormat::Raw { size: i.u64() },
-        1 => FrameFormat::Nv12 { width: w, height: h },
+        1 => FrameFormat::nv12(w, h),
         _ => FrameFormat::Rgba { width: w, height: h },
     };
     let _ = format.validate();

@@ -79,8 +79,8 @@ pub use device::CudaDevice;
 pub use device::CudaGpu;
 pub use driver::driver_present;
 pub use memory::{
-    array_format, probe_nvscibuf_import, Access, ExternalMemory, MappedArray, MappedBuffer, ReadOnly,
-    ReadWrite,
+    array_format, probe_nvscibuf_import, Access, ArraySurface, ExternalMemory, MappedArray, MappedBuffer,
+    ReadOnly, ReadWrite,
 };
 pub use memsync::MemSync;
 pub(crate) use result::from_driver;

@@ -8,7 +8,7 @@ use super::format::FrameLayout;
 use super::party::{ConsumerEngine, CudaParty, ProducerEngine};
 use super::ring::{Consumer, Producer};
 use crate::cuda::cudarc::driver::CudaStream;
-use crate::cuda::{MappedBuffer, MemSync, ReadOnly, ReadWrite};
+use crate::cuda::{ArraySurface, MappedBuffer, MemSync, ReadOnly, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use std::sync::Arc;
 
@@ -32,6 +32,7 @@ impl Drop for SyncOnUnwind<'_> {
 #[derive(Debug)]
 pub struct CudaFrame<'a> {
     buffer: &'a MappedBuffer<ReadOnly>,
+    planes: &'a [ArraySurface<ReadOnly>],
     stream: &'a Arc<CudaStream>,
     layout: &'a FrameLayout,
     index: usize,
@@ -46,6 +47,13 @@ impl<'a> CudaFrame<'a> {
     /// Device address of the frame's first byte.
     pub fn device_address(&self) -> u64 {
         self.buffer.device_address()
+    }
+    /// A block-linear frame's planes, each a CUDA array with a surface object, in plane order
+    /// (NV12: luma as one-channel 8-bit texels, chroma as two-channel ones); empty for a
+    /// pitch-linear frame, whose planes are read at [`device_address`](Self::device_address)
+    /// plus each plane's offset.
+    pub fn planes(&self) -> &'a [ArraySurface<ReadOnly>] {
+        self.planes
     }
     /// The stream to enqueue work on (after the present-fence wait, before the release signal).
     pub fn stream(&self) -> &'a Arc<CudaStream> {
@@ -69,6 +77,7 @@ impl<'a> CudaFrame<'a> {
 #[derive(Debug)]
 pub struct CudaFrameMut<'a> {
     buffer: &'a mut MappedBuffer<ReadWrite>,
+    planes: &'a [ArraySurface<ReadWrite>],
     stream: &'a Arc<CudaStream>,
     layout: &'a FrameLayout,
     index: usize,
@@ -83,6 +92,11 @@ impl CudaFrameMut<'_> {
     /// Device address of the frame's first byte.
     pub fn device_address(&self) -> u64 {
         self.buffer.device_address()
+    }
+    /// A block-linear frame's planes, each a CUDA array with a surface object for `sust` /
+    /// `suld`, in plane order; empty for a pitch-linear frame.
+    pub fn planes(&self) -> &[ArraySurface<ReadWrite>] {
+        self.planes
     }
     /// The stream to enqueue work on (after the release-fence waits, before the present signal).
     pub fn stream(&self) -> &Arc<CudaStream> {
@@ -177,6 +191,7 @@ impl Producer {
             let guard = SyncOnUnwind(&p.stream);
             let mut view = CudaFrameMut {
                 buffer: &mut p.frames[frame.index()],
+                planes: p.planes.get(frame.index()).map_or(&[][..], |v| &v[..]),
                 stream: &p.stream,
                 layout: self.inner.backend.layout(),
                 index: frame.index(),
@@ -241,6 +256,18 @@ impl Consumer {
         p.frames.get(frame.index()).ok_or_else(|| invalid("frame", "no such slot"))
     }
 
+    /// A held block-linear frame's planes as arrays with surface objects in a CUDA consumer's
+    /// context (empty for a pitch-linear frame): enqueue their reads on
+    /// [`stream`](Self::stream) between [`acquire`](Self::acquire) and
+    /// [`release`](Self::release).
+    pub fn cuda_planes(&self, frame: &super::ring::ConsumerFrame) -> Result<&[ArraySurface<ReadOnly>]> {
+        if frame.ring_id() != self.ring_id() || frame.consumer() != self.id() {
+            return Err(invalid("frame", "the frame was acquired by another consumer or ring"));
+        }
+        let p = self.cuda().ok_or_else(|| not_cuda("cuda_planes"))?;
+        Ok(p.planes.get(frame.index()).map_or(&[][..], |v| &v[..]))
+    }
+
     /// Acquires the next presented frame (its present wait enqueued on the stream), runs `work`
     /// (which enqueues kernels reading the frame on [`CudaFrame::stream`]) and releases the
     /// frame with a signal enqueued after it. Blocks the CPU only while no frame is presented;
@@ -258,6 +285,7 @@ impl Consumer {
             let guard = SyncOnUnwind(&p.stream);
             let view = CudaFrame {
                 buffer: &p.frames[frame.index()],
+                planes: p.planes.get(frame.index()).map_or(&[][..], |v| &v[..]),
                 stream: &p.stream,
                 layout: self.inner.backend.layout(),
                 index: frame.index(),

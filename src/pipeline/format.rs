@@ -16,11 +16,24 @@ pub enum FrameFormat {
     },
     /// NV12: a full-resolution 8-bit luma plane and a half-resolution interleaved U/V plane
     /// (U in the low byte). Width and height must be even.
+    ///
+    /// `layout` is how the planes lie in memory. [`ImageLayout::PitchLinear`] (the default of
+    /// [`FrameFormat::nv12`]): rows one after another, `pitch` bytes apart, so the frame's bytes
+    /// ([`Producer::cpu_write`](super::Producer::cpu_write), a CUDA party's device address) are
+    /// the pixels. [`ImageLayout::BlockLinear`] ([`FrameFormat::nv12_block_linear`]): the
+    /// tiled layout Tegra's camera, ISP, VIC and CUDA arrays use, where a plane's raw bytes are
+    /// swizzled; the CPU writes and reads its pixels with
+    /// [`Producer::put_pixels`](super::Producer::put_pixels) /
+    /// [`Consumer::get_pixels`](super::Consumer::get_pixels), and CUDA reads the planes as
+    /// arrays (`CudaFrame::planes`). Block-linear frames need an NvSci backend (NVIDIA's
+    /// library or the mock); the Vulkan backend refuses them.
     Nv12 {
         /// Width in pixels.
         width: u32,
         /// Height in pixels.
         height: u32,
+        /// Pitch-linear or block-linear planes.
+        layout: ImageLayout,
     },
     /// 8-bit RGBA, bytes R, G, B, A in memory, one plane.
     Rgba {
@@ -32,16 +45,45 @@ pub enum FrameFormat {
 }
 
 impl FrameFormat {
+    /// A pitch-linear NV12 format.
+    pub const fn nv12(width: u32, height: u32) -> Self {
+        FrameFormat::Nv12 { width, height, layout: ImageLayout::PitchLinear }
+    }
+
+    /// A block-linear NV12 format (NvSci backends only).
+    pub const fn nv12_block_linear(width: u32, height: u32) -> Self {
+        FrameFormat::Nv12 { width, height, layout: ImageLayout::BlockLinear }
+    }
+
+    /// How the image planes lie in memory (`None` for raw frames; RGBA frames are
+    /// pitch-linear).
+    pub fn image_layout(&self) -> Option<ImageLayout> {
+        match *self {
+            FrameFormat::Raw { .. } => None,
+            FrameFormat::Nv12 { layout, .. } => Some(layout),
+            FrameFormat::Rgba { .. } => Some(ImageLayout::PitchLinear),
+        }
+    }
+
+    /// The same frames laid out pitch-linear (what [`BufObj::get_pixels`](crate::buf::BufObj::get_pixels)
+    /// hands out of a block-linear frame, and what the CPU converter reads).
+    pub fn pitch_linear(&self) -> Self {
+        match *self {
+            FrameFormat::Nv12 { width, height, .. } => FrameFormat::nv12(width, height),
+            other => other,
+        }
+    }
+
     /// Checks the description; every problem is an `InvalidArgument` naming the field.
     pub fn validate(&self) -> Result<()> {
         match *self {
             FrameFormat::Raw { size: 0 } => Err(invalid("format.size", "a frame of 0 bytes")),
-            FrameFormat::Nv12 { width, height } | FrameFormat::Rgba { width, height }
+            FrameFormat::Nv12 { width, height, .. } | FrameFormat::Rgba { width, height }
                 if width == 0 || height == 0 =>
             {
                 Err(invalid("format", format!("{width}x{height} has a zero dimension")))
             }
-            FrameFormat::Nv12 { width, height } if width % 2 != 0 || height % 2 != 0 => Err(invalid(
+            FrameFormat::Nv12 { width, height, .. } if width % 2 != 0 || height % 2 != 0 => Err(invalid(
                 "format",
                 format!("NV12 needs even dimensions (4:2:0 chroma), got {width}x{height}"),
             )),
@@ -53,7 +95,7 @@ impl FrameFormat {
     pub fn dimensions(&self) -> Option<(u32, u32)> {
         match *self {
             FrameFormat::Raw { .. } => None,
-            FrameFormat::Nv12 { width, height } | FrameFormat::Rgba { width, height } => {
+            FrameFormat::Nv12 { width, height, .. } | FrameFormat::Rgba { width, height } => {
                 Some((width, height))
             }
         }
@@ -80,7 +122,9 @@ impl FrameFormat {
                     BufAttr::RawAlign(4096),
                 ])?;
             }
-            FrameFormat::Nv12 { width, height } => Nv12Image::pitch_linear(width, height).set_on(&mut l)?,
+            FrameFormat::Nv12 { width, height, layout } => {
+                Nv12Image { width, height, layout }.set_on(&mut l)?
+            }
             FrameFormat::Rgba { width, height } => {
                 l.set(&[
                     BufAttr::Types(&[BufType::IMAGE]),
@@ -156,11 +200,18 @@ pub struct FrameLayout {
 impl FrameLayout {
     /// Checks that this is an NV12 layout whose two planes lie inside a buffer of `len` bytes, with
     /// pitches covering a row; returns (width, height) in pixels. `buffer` names the buffer in the
-    /// error.
+    /// error. A block-linear layout is refused (`InvalidArgument` naming `self.format`): its
+    /// bytes are tiled, not rows; read its pixels with `get_pixels` into a pitch-linear buffer.
     pub fn nv12_fits(&self, len: usize, buffer: &'static str) -> Result<(usize, usize)> {
-        let FrameFormat::Nv12 { width, height } = self.format else {
+        let FrameFormat::Nv12 { width, height, layout } = self.format else {
             return Err(invalid("self.format", "not NV12"));
         };
+        if layout != ImageLayout::PitchLinear {
+            return Err(invalid(
+                "self.format",
+                "block-linear NV12: the bytes are tiled, not rows (read the pixels with get_pixels)",
+            ));
+        }
         self.format.validate()?;
         if self.planes.len() != 2 {
             return Err(invalid("self.planes", format!("{} planes, NV12 has 2", self.planes.len())));
@@ -179,9 +230,13 @@ impl FrameLayout {
     }
 
     /// The layout a backend without NvSci reconciliation uses: rows padded to `pitch_align`
-    /// bytes, planes starting on `plane_align` bytes (both powers of two).
+    /// bytes, planes starting on `plane_align` bytes (both powers of two). Pitch-linear
+    /// formats only (a block-linear format is `InvalidArgument` naming `format.layout`).
     pub fn packed(format: FrameFormat, pitch_align: u32, plane_align: u64) -> Result<Self> {
         format.validate()?;
+        if format.image_layout().is_some_and(|l| l != ImageLayout::PitchLinear) {
+            return Err(invalid("format.layout", "a packed layout is pitch-linear"));
+        }
         if !pitch_align.is_power_of_two() || !plane_align.is_power_of_two() {
             return Err(invalid("alignment", "pitch and plane alignments must be powers of two"));
         }
@@ -206,7 +261,7 @@ impl FrameLayout {
         let mut planes = heapless::Vec::new();
         let size = match format {
             FrameFormat::Raw { size } => size,
-            FrameFormat::Nv12 { width, height } => {
+            FrameFormat::Nv12 { width, height, .. } => {
                 let y = plane(ColorFormat::Y8, width, height, 8, 1, 0)?;
                 let uv = plane(ColorFormat::V8U8, width / 2, height / 2, 16, 2, y.aligned_size)?;
                 let size = uv.offset.checked_add(uv.aligned_size).ok_or_else(too_big)?;

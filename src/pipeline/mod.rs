@@ -10,7 +10,7 @@
 //! use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
 //! let ring = FrameRing::new(
 //!     &nvsci::NvSci::mock(),
-//!     FrameFormat::Nv12 { width: 64, height: 32 },
+//!     FrameFormat::nv12(64, 32),
 //!     RingConfig { frames: 3, consumers: 1, ..Default::default() },
 //! )
 //! .unwrap();

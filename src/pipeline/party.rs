@@ -14,7 +14,7 @@ use super::config::{MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
 use crate::cuda::cudarc::driver::CudaStream;
 #[cfg(feature = "cuda")]
-use crate::cuda::{Access, CudaGpu, MappedBuffer, MemSync, ReadOnly, ReadWrite};
+use crate::cuda::{Access, ArraySurface, CudaGpu, MappedBuffer, MemSync, ReadOnly, ReadWrite};
 #[cfg(feature = "cuda")]
 use crate::error::invalid;
 #[cfg(feature = "cuda")]
@@ -87,6 +87,9 @@ pub(crate) struct CudaParty<A: Access> {
     // Field order is teardown order: mappings and semaphores (their drops synchronise the
     // context) before the stream.
     pub(crate) frames: heapless::Vec<MappedBuffer<A>, MAX_FRAMES>,
+    /// Per slot, each plane as a CUDA array with a surface object (block-linear frames; empty
+    /// for pitch-linear ones, read through `frames`).
+    pub(crate) planes: heapless::Vec<heapless::Vec<ArraySurface<A>, 3>, MAX_FRAMES>,
     syncs: heapless::Vec<(Point, CudaSyncImport), { MAX_CONSUMERS + 1 }>,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) policy: MemSync,
@@ -112,15 +115,36 @@ impl<A: Access> CudaParty<A> {
         points: &[Point],
     ) -> Result<Self> {
         let layout = backend.layout();
+        let block_linear = layout.format.image_layout() == Some(crate::buf::ImageLayout::BlockLinear);
         let mut frames = heapless::Vec::new();
+        let mut planes = heapless::Vec::new();
         for mem in slots {
-            let _ = frames.push(mem?.map_buffer(0, layout.size)?);
+            let mem = mem?;
+            if block_linear {
+                // Block-linear planes are tiled: kernels read them as arrays, as NVIDIA's
+                // cudaNvSciBufMultiplanar sample maps them (one array per plane).
+                let mut surfaces = heapless::Vec::new();
+                for p in &layout.planes {
+                    let array =
+                        mem.map_plane(p, crate::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST)?;
+                    let _ = surfaces.push(ArraySurface::new(array)?);
+                }
+                let _ = planes.push(surfaces);
+            }
+            let _ = frames.push(mem.map_buffer(0, layout.size)?);
         }
         let mut syncs = heapless::Vec::new();
         for &p in points {
             let _ = syncs.push((p, backend.cuda_import_sync(dev, p)?));
         }
-        Ok(Self { frames, syncs, stream: dev.default_stream(), policy: MemSync::Auto, dev: dev.clone() })
+        Ok(Self {
+            frames,
+            planes,
+            syncs,
+            stream: dev.default_stream(),
+            policy: MemSync::Auto,
+            dev: dev.clone(),
+        })
     }
 
     fn import(&self, point: Point) -> Result<&CudaSyncImport> {

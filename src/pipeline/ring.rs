@@ -668,6 +668,31 @@ impl Producer {
         self.inner.backend.cpu_write(frame.index)
     }
 
+    /// Writes pixels into a held frame from the CPU ([`BufObj::put_pixels`] on the frame's
+    /// NvSciBuf object): `planes` (one per image plane, each pitch-linear at its own pitch) into
+    /// the rectangle `rect` (`None`: the whole image), whatever the frame's layout. The way a CPU
+    /// producer writes a block-linear frame, whose raw bytes are tiled; also works for
+    /// pitch-linear frames. Only for a CPU producer's frames, as [`cpu_write`](Self::cpu_write);
+    /// NvSci backends only ([`Error::Unsupported`] otherwise). Allocates nothing in the crate;
+    /// what the NvSci library does in `NvSciBufObjPutPixels` is its own.
+    pub fn put_pixels(
+        &self,
+        frame: &ProducerFrame,
+        rect: Option<crate::buf::PixelRect>,
+        planes: &[crate::buf::PlaneSrc<'_>],
+    ) -> Result<()> {
+        self.check(frame)?;
+        if !frame.cpu_waited {
+            return Err(invalid(
+                "frame",
+                "acquired by a CUDA producer (its release waits are on the stream): an engine may \
+                 still read it; write it from the stream",
+            ));
+        }
+        let buffer = self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)?;
+        buffer.put_pixels(rect, planes)
+    }
+
     /// Presents a frame: a CPU producer signals the present fence now; a CUDA producer enqueues
     /// the signal on its stream (after the work that writes the frame). Consumers wait for it
     /// before reading.
@@ -916,6 +941,31 @@ impl Consumer {
             ));
         }
         self.inner.backend.cpu_read(frame.index, self.id)
+    }
+
+    /// Reads pixels of a held frame on the CPU ([`BufObj::get_pixels`] on this consumer's
+    /// read-only view): the rectangle `rect` (`None`: the whole image) into `planes` (one per
+    /// image plane, each pitch-linear at its own pitch), whatever the frame's layout. The way a
+    /// CPU consumer reads a block-linear frame, whose raw bytes are tiled; also works for
+    /// pitch-linear frames. Only for a CPU consumer's frames, as [`cpu_read`](Self::cpu_read);
+    /// NvSci backends only ([`Error::Unsupported`] otherwise). Allocates nothing in the crate;
+    /// what the NvSci library does in `NvSciBufObjGetPixels` is its own.
+    pub fn get_pixels(
+        &self,
+        frame: &ConsumerFrame,
+        rect: Option<crate::buf::PixelRect>,
+        planes: &mut [crate::buf::PlaneDst<'_>],
+    ) -> Result<()> {
+        self.check(frame)?;
+        if !frame.cpu_waited {
+            return Err(invalid(
+                "frame",
+                "acquired by a CUDA consumer (its present wait is on the stream): its writer may not \
+                 be done; read it from the stream",
+            ));
+        }
+        let view = self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)?;
+        view.get_pixels(rect, planes)
     }
 
     /// Releases a frame: a CPU consumer signals its release fence now; a CUDA consumer enqueues

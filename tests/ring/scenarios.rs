@@ -334,10 +334,10 @@ pub fn bad_input_is_refused(env: &Env) {
     }
     let formats = [
         (FrameFormat::Raw { size: 0 }, "format.size"),
-        (FrameFormat::Nv12 { width: 0, height: 480 }, "format"),
-        (FrameFormat::Nv12 { width: 641, height: 480 }, "format"),
-        (FrameFormat::Nv12 { width: 640, height: 481 }, "format"),
-        (FrameFormat::Nv12 { width: 64, height: 0 }, "format"),
+        (FrameFormat::nv12(0, 480), "format"),
+        (FrameFormat::nv12(641, 480), "format"),
+        (FrameFormat::nv12(640, 481), "format"),
+        (FrameFormat::nv12(64, 0), "format"),
         (FrameFormat::Rgba { width: 64, height: 0 }, "format"),
     ];
     for (fmt, field) in formats {
@@ -429,8 +429,7 @@ pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
         use nvsci::cuda::cudarc::driver::DevicePtr;
         let dev = env.dev().unwrap();
         let (w, h) = (640u32, 360u32);
-        let r =
-            ring(env, FrameFormat::Nv12 { width: w, height: h }, config(1), &Engine::Cpu, &[env.engine()]);
+        let r = ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
         let layout = r.layout().clone();
         let (mut p, cs) = r.split().unwrap();
         let kernel = Nv12ToRgba::load(&dev).unwrap();

@@ -82,6 +82,12 @@ impl Provider for VulkanProvider {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Arc<dyn RingBackend>> {
+        if format.image_layout().is_some_and(|l| l != crate::buf::ImageLayout::PitchLinear) {
+            return Err(Error::Unsupported {
+                what: "block-linear frames on the Vulkan backend",
+                reason: crate::error::UnsupportedReason::BlockLinearWithoutNvSci,
+            });
+        }
         Ok(Arc::new(VulkanRing::new(&self.ctx, format, config, producer, consumers)?))
     }
 
@@ -403,13 +409,7 @@ mod tests {
         }
         let r = ring(&ctx, raw, config(2, 2), &Engine::Cpu, &[Engine::Cpu]);
         assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
-        let r = ring(
-            &ctx,
-            FrameFormat::Nv12 { width: 63, height: 64 },
-            config(2, 1),
-            &Engine::Cpu,
-            &[Engine::Cpu],
-        );
+        let r = ring(&ctx, FrameFormat::nv12(63, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
         assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
     }
 

@@ -9,7 +9,7 @@ use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
 pub fn one_frame() -> nvsci::Result<bool> {
     let ring = FrameRing::new(
         &nvsci::NvSci::mock(),
-        FrameFormat::Nv12 { width: 64, height: 32 },
+        FrameFormat::nv12(64, 32),
         RingConfig { frames: 2, consumers: 1, ..Default::default() },
     )?;
     let (mut producer, mut consumers) = ring.split()?;
