@@ -470,7 +470,7 @@ fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_th
     let (a, b) = spawn_pair(&dir, "cuda_consumer", frames, "cuda_consumer", frames);
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
-    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cuda(dev), RING_TIMEOUT);
+    let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cuda(dev.clone()), RING_TIMEOUT);
     let local = std::thread::spawn(move || {
         let stream = c.stream().unwrap().context().new_stream().unwrap();
         c.set_stream(stream.clone()).unwrap();
@@ -499,6 +499,9 @@ fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_th
         assert!(status.success(), "CUDA consumer process {name} failed: {status}");
     }
     drop((c, ipc));
+    // The imports' destroys (and the descriptors they hold) finish before the next test counts
+    // descriptors.
+    assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
 }
 
 #[test]
