@@ -4,6 +4,7 @@
 use crate::attr::{sealed_access::Sealed, AttrElem, AttrValue, Key};
 use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
 use crate::library::{missing, Implementation, NvSci};
+use crate::list_state::ListState;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use nvsci_sys as sys;
@@ -649,12 +650,12 @@ impl<F: Family> AttrList<F> {
     }
 
     /// Names of the bound keys that are set in any slot of this list (at most
-    /// [`MAX_CONFLICT_KEYS`](crate::MAX_CONFLICT_KEYS)).
+    /// [`MAX_CONFLICT_KEYS`](crate::error::MAX_CONFLICT_KEYS)).
     pub fn set_keys(&self) -> Vec<&'static str> {
         let mut keys = Vec::new();
         for slot in 0..self.slot_count().max(1) {
             for &(k, name) in F::KEYS {
-                if keys.len() >= crate::MAX_CONFLICT_KEYS {
+                if keys.len() >= crate::error::MAX_CONFLICT_KEYS {
                     return keys;
                 }
                 if let Ok((v, len)) = self.raw_get(slot, k) {
@@ -741,26 +742,6 @@ impl<F: Family> core::ops::Deref for AttrListRef<'_, F> {
     type Target = AttrList<F>;
     fn deref(&self) -> &AttrList<F> {
         &self.list
-    }
-}
-
-/// Whether an attribute list is the output of a reconciliation: the state a caller relies on
-/// when it adopts a list made by another library (`BufAttrList::from_foreign`,
-/// `SyncAttrList::from_foreign` and their `from_raw_owned` twins).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ListState {
-    /// Not reconciled: one user's requirements (or several, appended), to be reconciled.
-    Unreconciled,
-    /// The output of a reconciliation: read-only, the list objects are allocated from.
-    Reconciled,
-}
-
-impl core::fmt::Display for ListState {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
-            ListState::Unreconciled => "unreconciled",
-            ListState::Reconciled => "reconciled",
-        })
     }
 }
 

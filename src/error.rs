@@ -444,9 +444,9 @@ pub enum Error {
         /// The C type of the list (`NvSciBufAttrList` or `NvSciSyncAttrList`).
         list: &'static str,
         /// The state the caller asked for.
-        expected: crate::ListState,
+        expected: crate::list_state::ListState,
         /// The state the library reports for the list.
-        found: crate::ListState,
+        found: crate::list_state::ListState,
     },
     /// An NvSci call refused its arguments (`code` is the library's status, usually
     /// `NvSciError_BadParameter`) and the crate names why: `culprit` says which key, argument or

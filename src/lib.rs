@@ -61,6 +61,7 @@ mod error;
 mod gpu_id;
 pub mod ipc;
 mod library;
+mod list_state;
 pub mod pipeline;
 pub mod sync;
 #[cfg(feature = "vulkan")]
@@ -68,10 +69,11 @@ pub mod sync;
 pub mod vulkan;
 
 pub use attr::{AttrElem, Key};
-pub use attr_list::{AttrList, AttrListRef, Family, ListState};
+pub use attr_list::{AttrList, AttrListRef, Family};
 pub use error::{Culprit, Error, NvSciError, Result, UnsupportedReason, MAX_CONFLICT_KEYS};
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};
+pub use list_state::ListState;
 pub use nvsci_sys as sys;
 
 /// The heapless crate (same version) whose fixed-capacity vectors this API returns (attribute
