@@ -725,6 +725,56 @@ fn sync_objects_and_fences_cross_and_foreign_fences_are_refused() {
     ledger_is_clean();
 }
 
+/// NvSciSync reconciles CPU access per peer: "When importing the reconciled NvSciSyncAttrList
+/// NvSciSync will set the key to OR of values of this key in unreconciled NvSciSyncAttrList(s)
+/// relayed by the peer" (`NvSciSyncAttrKey_NeedCpuAccess`, nvscisync.h, DRIVE OS 6.0.10), and
+/// `NvSciSyncFenceWait` answers BadParameter "if caller doesn't have CPU wait permissions in
+/// NvSciSyncObj associated with syncFence". A process whose own waiter lists are an engine's
+/// (`NeedCpuAccess` false, as CUDA's) may not CPU-wait, although the reconciler's CPU waits; a
+/// process that sent the CPU's waiter list beside the engine's may.
+#[test]
+fn cpu_wait_permission_is_reconciled_per_peer() {
+    let dir = ipc_dir("percpu", &[("p_0", "p_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (p0, p1) = pair(&ipc, "p_0", "p_1");
+    let m = SyncModule::open(&lib).unwrap();
+    let mut engine_waiter = m.attr_list().unwrap();
+    engine_waiter.set(&[SyncAttr::NeedCpuAccess(false), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)]).unwrap();
+    let cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
+    // The reconciler (p0's side) signals and waits on the CPU itself.
+    let signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let own_cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
+    let mut ctx = m.cpu_wait_context().unwrap();
+
+    for (theirs, cpu_may_wait) in [(vec![&engine_waiter], false), (vec![&engine_waiter, &cpu_waiter], true)] {
+        let relayed =
+            m.import_unreconciled(&p0, &SyncAttrList::export_unreconciled(&theirs, &p1).unwrap()).unwrap();
+        let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &own_cpu_waiter, &relayed]).unwrap())
+            .unwrap();
+        let pair_d = obj.export_with_attr_list(SyncPerm::WaitOnly, &p0).unwrap();
+        let imported = m.import_attr_list_and_obj(&p1, &pair_d, &theirs, SyncPerm::WaitOnly, T).unwrap();
+        let f = obj.generate_fence().unwrap();
+        let fd = f.export(&p0).unwrap();
+        obj.signal().unwrap();
+        // The reconciler's CPU asked to wait, so it may.
+        f.wait(&mut ctx, T).unwrap();
+        let fence_in = imported.import_fence(&fd).unwrap();
+        match fence_in.wait(&mut ctx, T) {
+            Ok(()) => assert!(cpu_may_wait, "a CPU wait without this process's CPU waiter list succeeded"),
+            Err(Error::Refused { culprit, .. }) => {
+                assert!(!cpu_may_wait, "the CPU waiter list was sent, yet the wait was refused");
+                assert_eq!(culprit, nvsci::Culprit::NotCpuWaiter);
+            }
+            Err(e) => panic!("unexpected error: {e:?}"),
+        }
+        drop((fence_in, f, imported, obj, relayed));
+    }
+    drop((ctx, engine_waiter, cpu_waiter, signaler, own_cpu_waiter, m, p0, p1, ipc));
+    ledger_is_clean();
+}
+
 #[test]
 fn a_thousand_export_import_cycles_leak_no_fd_and_no_handle() {
     let dir = ipc_dir("fds", &[("f_0", "f_1")]);

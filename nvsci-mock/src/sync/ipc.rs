@@ -4,7 +4,9 @@
 //!   object metadata (CPU signaler/waiter, NeedCpuAccess, timestamps, maximum value). An
 //!   imported reconciled list is checked against the importer's unreconciled lists: a list that
 //!   asked for CPU access as a waiter (or signaler) needs a CPU waiter (signaler) in the
-//!   reconciled list, else `AttrListValidationFailed`.
+//!   reconciled list, else `AttrListValidationFailed`. The imported list's CPU access and the
+//!   CPU roles of objects imported with it are this process's own: from its input lists alone
+//!   (see `this_peer`), as NvSciSync reconciles `NeedCpuAccess` per peer.
 //! * Objects: the descriptor names the page holding the 64-bit counter (a memfd sent over the
 //!   endpoint's socket), the object's identity shared by every process, and the granted
 //!   permission (`Auto` grants WaitSignal; anything else must be a non-empty subset of
@@ -157,14 +159,48 @@ unsafe fn import_reconciled(
     let link = endpoint::link(ep)?;
     let d = lists::decode(bytes, Lib::Sync, link, SYNC_KEYS).ok_or(NvSciError_BadParameter)?;
     let meta = meta_from(&d.meta).filter(|_| d.reconciled).ok_or(NvSciError_BadParameter)?;
-    if count > 0 {
+    let own = if count > 0 {
         // SAFETY: forwarded contract.
         let lists_in = unsafe { list::unreconciled_inputs(inputs, count) }?;
-        if !gather(&lists_in).iter().all(|s| satisfies(s, &meta)) {
+        let own = gather(&lists_in);
+        if !own.iter().all(|s| satisfies(s, &meta)) {
             return Err(NvSciError_AttrListValidationFailed);
         }
+        own
+    } else {
+        Vec::new()
+    };
+    let meta = this_peer(meta, &own);
+    let mut slots = d.slots;
+    if let Some(s) = slots.first_mut() {
+        s.insert(NvSciSyncAttrKey_NeedCpuAccess, Value::from_bool(meta.need_cpu_access));
     }
-    Ok(SyncAttrListRec::new(m.shared.clone(), Flags::RECONCILED, Some(meta), d.slots, None))
+    Ok(SyncAttrListRec::new(m.shared.clone(), Flags::RECONCILED, Some(meta), slots, None))
+}
+
+/// The CPU roles of the importing process in an object whose reconciled facts are `meta`, from
+/// the unreconciled lists `own` that this process relayed (its input lists).
+///
+/// NvSciSync reconciles CPU access per peer: "When importing the reconciled NvSciSyncAttrList
+/// NvSciSync will set the key to OR of values of this key in unreconciled NvSciSyncAttrList(s)
+/// relayed by the peer" (`NvSciSyncAttrKey_NeedCpuAccess`, nvscisync.h, DRIVE OS 6.0.10), and
+/// "If NvSciSyncAttrKey_NeedCpuAccess is true, the CPU will be offered at least these
+/// permissions" (`NvSciSyncAttrKey_RequiredPerm`). So the CPU of a process whose own lists did
+/// not ask for CPU access may not wait or signal, whatever the other peers asked for:
+/// `NvSciSyncFenceWait` then answers `BadParameter` ("caller doesn't have CPU wait permissions
+/// in NvSciSyncObj associated with syncFence"). The mock knows what a process relayed only
+/// through the input lists of the import; an import without input lists gets no CPU role.
+fn this_peer(meta: SyncMeta, own: &[Slot]) -> SyncMeta {
+    let cpu_of = |s: &&Slot| s.get(NvSciSyncAttrKey_NeedCpuAccess).is_some_and(Value::bool);
+    let perm_of = |s: &&Slot| s.get(NvSciSyncAttrKey_RequiredPerm).map_or(0, Value::u64);
+    let cpu: Vec<&Slot> = own.iter().filter(cpu_of).collect();
+    SyncMeta {
+        cpu_signaler: meta.cpu_signaler
+            && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0),
+        cpu_waiter: meta.cpu_waiter && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0),
+        need_cpu_access: !cpu.is_empty(),
+        ..meta
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -188,6 +224,14 @@ pub(crate) unsafe extern "C" fn attr_list_import_reconciled(
     })
 }
 
+/// The digest that ties an object descriptor to its reconciled list: without the per-handle
+/// permission and without `NeedCpuAccess`, which each process's copy holds for itself.
+fn obj_digest(slot: &Slot) -> u64 {
+    let mut s = slot.clone();
+    s.insert(NvSciSyncAttrKey_NeedCpuAccess, Value::from_bool(false));
+    lists::digest(&s, NvSciSyncAttrKey_ActualPerm)
+}
+
 fn export_obj(o: &obj::SyncObjRec, perm: NvSciSyncAccessPerm, ep: NvSciIpcEndpoint) -> Res<Vec<u8>> {
     let granted = if perm == NvSciSyncAccessPerm_Auto { WAIT_SIGNAL } else { perm };
     if granted == 0 || granted & !WAIT_SIGNAL != 0 {
@@ -203,7 +247,7 @@ fn export_obj(o: &obj::SyncObjRec, perm: NvSciSyncAccessPerm, ep: NvSciIpcEndpoi
         .u64(o.core.uuid)
         .u64(granted)
         .u64(o.core.counter.pages().len() as u64)
-        .u64(lists::digest(&view, NvSciSyncAttrKey_ActualPerm));
+        .u64(obj_digest(&view));
     Ok(w.seal())
 }
 
@@ -224,7 +268,7 @@ fn import_obj(
     if magic != OBJ_MAGIC || from != link || !r.is_done() || granted == 0 || granted & !WAIT_SIGNAL != 0 {
         return bad();
     }
-    if digest != lists::digest(&l.slot0(), NvSciSyncAttrKey_ActualPerm) {
+    if digest != obj_digest(&l.slot0()) {
         return bad();
     }
     let wanted = if perm == NvSciSyncAccessPerm_Auto { granted } else { perm };
