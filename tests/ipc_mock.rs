@@ -775,6 +775,51 @@ fn cpu_wait_permission_is_reconciled_per_peer() {
     ledger_is_clean();
 }
 
+/// The reconciler's side of the same rule: "reconciler sets value of this key to true in the
+/// reconciled NvSciSyncAttrList if any of the unreconciled NvSciSyncAttrList(s) involved in
+/// reconciliation that is owned by the reconciler has this key set to true"
+/// (`NvSciSyncAttrKey_NeedCpuAccess`, nvscisync.h, DRIVE OS 6.0.10). A CPU waiter list relayed by
+/// a peer gives the reconciling process no CPU wait permission; its own CPU waiter list does.
+#[test]
+fn the_reconcilers_cpu_waits_only_on_the_strength_of_its_own_lists() {
+    let dir = ipc_dir("reccpu", &[("r_0", "r_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (r0, r1) = pair(&ipc, "r_0", "r_1");
+    let m = SyncModule::open(&lib).unwrap();
+    let signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let peer_cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
+    let own_cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
+    let mut ctx = m.cpu_wait_context().unwrap();
+    let relayed = m
+        .import_unreconciled(&r0, &SyncAttrList::export_unreconciled(&[&peer_cpu_waiter], &r1).unwrap())
+        .unwrap();
+    for (own, cpu_may_wait) in
+        [(vec![&signaler, &relayed], false), (vec![&signaler, &own_cpu_waiter, &relayed], true)]
+    {
+        let obj = SyncObj::alloc(&SyncAttrList::reconcile(&own).unwrap()).unwrap();
+        let f = obj.generate_fence().unwrap();
+        obj.signal().unwrap();
+        match f.wait(&mut ctx, T) {
+            Ok(()) => {
+                assert!(cpu_may_wait, "the reconciler waited on the strength of a peer's CPU waiter list")
+            }
+            Err(Error::Refused { culprit, .. }) => {
+                assert!(
+                    !cpu_may_wait,
+                    "the reconciler's own CPU waiter list was given, yet the wait was refused"
+                );
+                assert_eq!(culprit, nvsci::Culprit::NotCpuWaiter);
+            }
+            Err(e) => panic!("unexpected error: {e:?}"),
+        }
+        drop((f, obj));
+    }
+    drop((ctx, relayed, signaler, peer_cpu_waiter, own_cpu_waiter, m, r0, r1, ipc));
+    ledger_is_clean();
+}
+
 #[test]
 fn a_thousand_export_import_cycles_leak_no_fd_and_no_handle() {
     let dir = ipc_dir("fds", &[("f_0", "f_1")]);

@@ -101,9 +101,22 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Slot {
     entries: BTreeMap<u32, Entry>,
+    /// The slot came from another process (an imported unreconciled list): it states that
+    /// peer's requirements, not this process's.
+    from_peer: bool,
 }
 
 impl Slot {
+    /// Marks the slot as relayed by another process.
+    pub(crate) fn mark_from_peer(&mut self) {
+        self.from_peer = true;
+    }
+
+    /// Whether the slot was relayed by another process.
+    pub(crate) fn is_from_peer(&self) -> bool {
+        self.from_peer
+    }
+
     /// The value of `key`, if set.
     pub(crate) fn get(&self, key: u32) -> Option<&Value> {
         self.entries.get(&key).map(|e| &e.value)

@@ -133,7 +133,7 @@ pub(crate) unsafe extern "C" fn wait(
         // BadParameter when "syncFence and context are associated with different
         // NvSciSyncModule" or "caller doesn't have CPU wait permissions in NvSciSyncObj
         // associated with syncFence" (NvSciSyncFenceWait, nvscisync.h).
-        if !Arc::ptr_eq(&core.module, &ctx.module) || !core.meta.cpu_waiter {
+        if !Arc::ptr_eq(&core.module, &ctx.module) || !core.meta.cpu_wait_here {
             return bad();
         }
         let value = fence.payload[3];

@@ -60,6 +60,7 @@ fn meta_from(w: &[u64]) -> Option<SyncMeta> {
         [s, wt, n, t, max] => Some(SyncMeta {
             cpu_signaler: b(*s)?,
             cpu_waiter: b(*wt)?,
+            cpu_wait_here: b(*wt)?,
             need_cpu_access: b(*n)?,
             timestamps: b(*t)?,
             max_value: *max,
@@ -141,7 +142,10 @@ pub(crate) unsafe extern "C" fn attr_list_import_unreconciled(
         if d.reconciled {
             return bad();
         }
-        let rec = SyncAttrListRec::new(m.shared.clone(), Flags::APPENDED, None, d.slots, None);
+        let mut slots = d.slots;
+        // The peer's requirements: they give this process no CPU role of its own.
+        slots.iter_mut().for_each(Slot::mark_from_peer);
+        let rec = SyncAttrListRec::new(m.shared.clone(), Flags::APPENDED, None, slots, None);
         // SAFETY: `out` is non-NULL caller storage.
         unsafe { write_out(out, rec.into_handle()) }
     })
@@ -198,6 +202,7 @@ fn this_peer(meta: SyncMeta, own: &[Slot]) -> SyncMeta {
         cpu_signaler: meta.cpu_signaler
             && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0),
         cpu_waiter: meta.cpu_waiter && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0),
+        cpu_wait_here: meta.cpu_waiter && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0),
         need_cpu_access: !cpu.is_empty(),
         ..meta
     }

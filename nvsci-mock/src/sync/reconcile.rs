@@ -29,8 +29,13 @@ pub(crate) const TIMESTAMP_SLOTS: u32 = 1024;
 pub(crate) struct SyncMeta {
     /// The signaler slot requested CPU access: the CPU may generate fences and signal.
     pub cpu_signaler: bool,
-    /// Some waiter slot requested CPU access: the CPU may wait.
+    /// Some waiter slot requested CPU access: a CPU may wait (this process's or a peer's).
     pub cpu_waiter: bool,
+    /// This process's CPU may wait: a waiter slot of this process's own lists requested CPU
+    /// access. NvSciSync reconciles CPU access per peer (the lists "owned by the reconciler"
+    /// when reconciling, those "relayed by the peer" when importing,
+    /// `NvSciSyncAttrKey_NeedCpuAccess`, nvscisync.h). Not exported: each process has its own.
+    pub cpu_wait_here: bool,
     /// Reconciled NeedCpuAccess.
     pub need_cpu_access: bool,
     /// Timestamps are recorded when the object is signaled.
@@ -104,13 +109,18 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
     } else {
         u64::from(u32::MAX)
     };
-    let need_cpu_access = slots.iter().any(cpu_of);
+    // "reconciler sets value of this key to true in the reconciled NvSciSyncAttrList if any of
+    // the unreconciled NvSciSyncAttrList(s) involved in reconciliation that is owned by the
+    // reconciler has this key set to true" (NvSciSyncAttrKey_NeedCpuAccess, nvscisync.h,
+    // DRIVE OS 6.0.10): lists relayed by peers do not count.
+    let need_cpu_access = slots.iter().any(|s| !s.is_from_peer() && cpu_of(s));
     let timestamps = waiters
         .iter()
         .any(|s| cpu_of(s) && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps).is_some_and(Value::bool));
     let meta = SyncMeta {
         cpu_signaler: signalers.first().is_some_and(|s| cpu_of(s)),
         cpu_waiter: waiters.iter().any(|s| cpu_of(s)),
+        cpu_wait_here: waiters.iter().any(|s| !s.is_from_peer() && cpu_of(s)),
         need_cpu_access,
         timestamps,
         max_value,
