@@ -27,6 +27,9 @@ const CHILD_EP: &str = "NVSCI_IPC_TEST_EP";
 const CHILD_FRAMES: &str = "NVSCI_IPC_TEST_FRAMES";
 /// The ring index the peer expects the producer to give it.
 const CHILD_INDEX: &str = "NVSCI_IPC_TEST_INDEX";
+/// At most this many cross-process waits until one is ended by a wake (a signal that lands
+/// between two of the wait's bounded sleeps is seen without one).
+const WAKE_ROUNDS: u64 = 3;
 
 /// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
@@ -262,6 +265,42 @@ fn child_process_entry() {
             drop(bytes);
             ep.send_message(b"ok", T).unwrap();
             drop((ro, rec, own, m, ep, ipc));
+            ledger_is_clean();
+        }
+        "fence_waiter" => {
+            // Waits on fences of an object the parent signals; reports after each wait whether
+            // a wake from the parent's signal ended a sleep of it.
+            let ep = IpcEndpoint::open(&ipc, "wake_1").unwrap();
+            ep.wait_connected(T).unwrap();
+            let m = SyncModule::open(&lib).unwrap();
+            let waiter = sync_list(&m, SyncPerm::WaitOnly);
+            ep.send_message(SyncAttrList::export_unreconciled(&[&waiter], &ep).unwrap().as_bytes(), T)
+                .unwrap();
+            let d = nvsci::ipc::AttrListDescriptor::from_bytes(&ep.recv_message(T).unwrap()).unwrap();
+            let obj = m.import_attr_list_and_obj(&ep, &d, &[&waiter], SyncPerm::WaitOnly, T).unwrap();
+            let mut ctx = m.cpu_wait_context().unwrap();
+            let mut woken = false;
+            for value in 1..=WAKE_ROUNDS {
+                let fd = FenceDescriptor::from_bytes(&ep.recv_message(T).unwrap()).unwrap();
+                let f = obj.import_fence(&fd).unwrap();
+                assert_eq!(f.id_value().unwrap().1, value);
+                let before = nvsci_mock::cpu_wait_stats();
+                ep.send_message(b"waiting", T).unwrap();
+                f.wait(&mut ctx, T).unwrap();
+                let after = nvsci_mock::cpu_wait_stats();
+                assert!(
+                    after.sleeps > before.sleeps,
+                    "the wait slept (round {value}): {before:?} -> {after:?}"
+                );
+                let this = after.woken > before.woken;
+                ep.send_message(&[u8::from(this)], T).unwrap();
+                woken |= this;
+                if woken {
+                    break;
+                }
+            }
+            assert!(woken, "no wait of {WAKE_ROUNDS} was woken by the other process's signal");
+            drop((obj, ctx, waiter, m, ep, ipc));
             ledger_is_clean();
         }
         other => panic!("unknown scenario {other}"),
@@ -502,6 +541,50 @@ fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_th
     // The imports' destroys (and the descriptors they hold) finish before the next test counts
     // descriptors.
     assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
+}
+
+/// A CPU wait in another process on a fence this process signals later sleeps (the blocking
+/// path, not a spin) and is woken by the signal: the importer maps the same counter page and
+/// sleeps on a futex in it that is not private to one process, and the signal's wake crosses the
+/// process boundary. The child counts its sleeps and the wakes that ended them
+/// (`nvsci_mock::cpu_wait_stats`); a futex private to each process would only ever end the
+/// child's sleeps by their 2 ms bound.
+#[test]
+fn a_wait_in_another_process_sleeps_until_the_signal_wakes_it() {
+    let dir = ipc_dir("wake", &[("wake_0", "wake_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let child = spawn_child("fence_waiter", &dir);
+    let ep = IpcEndpoint::open(&ipc, "wake_0").unwrap();
+    ep.wait_connected(T).unwrap();
+    let m = SyncModule::open(&lib).unwrap();
+    let theirs = m
+        .import_unreconciled(
+            &ep,
+            &nvsci::ipc::AttrListDescriptor::from_bytes(&ep.recv_message(T).unwrap()).unwrap(),
+        )
+        .unwrap();
+    let signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &theirs]).unwrap()).unwrap();
+    ep.send_message(obj.export_with_attr_list(SyncPerm::WaitOnly, &ep).unwrap().as_bytes(), T).unwrap();
+    let mut woken = false;
+    for _ in 0..WAKE_ROUNDS {
+        let f = obj.generate_fence().unwrap();
+        ep.send_message(f.export(&ep).unwrap().as_bytes(), T).unwrap();
+        assert_eq!(ep.recv_message(T).unwrap(), b"waiting");
+        // Long enough for the child's 30 us spin to end: it is asleep when the signal comes.
+        std::thread::sleep(Duration::from_millis(50));
+        obj.signal().unwrap();
+        woken = ep.recv_message(T).unwrap() == [1];
+        if woken {
+            break;
+        }
+    }
+    assert!(woken, "no wait of {WAKE_ROUNDS} in the child was woken by this process's signal");
+    assert!(wait_child(child, Duration::from_secs(30)).success());
+    drop((obj, signaler, theirs, m, ep, ipc));
+    ledger_is_clean();
 }
 
 #[test]

@@ -150,6 +150,7 @@ pub use buf::image::{
 };
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, Flush, HandleCounts, Ledger};
+pub use sync::counter::{cpu_wait_stats, CpuWaitStats};
 
 use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciHostGpuFns, NvSciSyncFns, NvSciSyncModule};
 use std::sync::atomic::Ordering;

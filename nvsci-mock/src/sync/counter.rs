@@ -25,6 +25,46 @@ use nvsci_sys::NvSciError_BadParameter;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+/// Process-wide counts of the sleeps CPU fence waits took, and of how each ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuWaitStats {
+    /// Sleeps on a counter's wake sequence (each fence wait that did not see its value while
+    /// spinning sleeps at least once; a long wait sleeps once per bounded slice).
+    pub sleeps: u64,
+    /// Sleeps ended by a notify (a CPU signal or `SyncCounterNotify`, in this process or
+    /// another that shares the counter): the futex reported a wake.
+    pub woken: u64,
+    /// Sleeps ended by their time bound.
+    pub timed_out: u64,
+}
+
+static SLEEPS: AtomicU64 = AtomicU64::new(0);
+static WOKEN: AtomicU64 = AtomicU64::new(0);
+static TIMED_OUT: AtomicU64 = AtomicU64::new(0);
+
+/// How the CPU fence waits of this process have slept so far (since the process started).
+/// A test of a wake-up compares two snapshots: a wait that a signal woke shows one more
+/// [`woken`](CpuWaitStats::woken) sleep.
+pub fn cpu_wait_stats() -> CpuWaitStats {
+    CpuWaitStats {
+        sleeps: SLEEPS.load(Ordering::Relaxed),
+        woken: WOKEN.load(Ordering::Relaxed),
+        timed_out: TIMED_OUT.load(Ordering::Relaxed),
+    }
+}
+
+/// How a futex sleep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SleepEnd {
+    /// A wake on the word.
+    Woken,
+    /// The time bound passed.
+    TimedOut,
+    /// Anything else: the word had already changed, a signal interrupted the sleep, or no
+    /// futex exists on this system.
+    Other,
+}
+
 /// Bytes of the page the counter and its wake words use.
 pub(crate) const COUNTER_BYTES: usize = 16;
 const SEQ_OFFSET: usize = 8;
@@ -93,7 +133,12 @@ impl Counter {
         // Re-checked after announcing the waiter and reading the sequence: a notify from here on
         // changes the sequence, so the sleep below returns at once.
         if self.atomic().load(Ordering::SeqCst) < below {
-            futex::wait(seq, s, timeout);
+            SLEEPS.fetch_add(1, Ordering::Relaxed);
+            match futex::wait(seq, s, timeout) {
+                SleepEnd::Woken => WOKEN.fetch_add(1, Ordering::Relaxed),
+                SleepEnd::TimedOut => TIMED_OUT.fetch_add(1, Ordering::Relaxed),
+                SleepEnd::Other => 0,
+            };
         }
         waiters.fetch_sub(1, Ordering::SeqCst);
     }
@@ -126,12 +171,14 @@ pub(crate) unsafe fn notify_at(base: *mut u8) {
 
 #[cfg(target_os = "linux")]
 mod futex {
+    use super::SleepEnd;
     use std::sync::atomic::AtomicU32;
     use std::time::Duration;
 
-    /// Sleeps while `*word == expected` (at most `timeout`). Not private: the page may be shared
-    /// with another process.
-    pub(super) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    /// Sleeps while `*word == expected` (at most `timeout`). Not private (no
+    /// `FUTEX_PRIVATE_FLAG`): the page may be shared with another process, whose wake must
+    /// reach this sleep.
+    pub(super) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> SleepEnd {
         let ts = timeout.map(|t| libc::timespec {
             tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
             tv_nsec: t.subsec_nanos() as libc::c_long,
@@ -140,8 +187,13 @@ mod futex {
         // SAFETY: `word` is a live, aligned 32-bit word; `tsp` is NULL or a valid timespec.
         // Every outcome (woken, value changed, timeout, interrupted) returns to the caller,
         // which re-reads the counter.
-        unsafe {
-            libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, tsp);
+        let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAIT, expected, tsp) };
+        if r == 0 {
+            SleepEnd::Woken
+        } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT) {
+            SleepEnd::TimedOut
+        } else {
+            SleepEnd::Other
         }
     }
 
@@ -156,14 +208,16 @@ mod futex {
 
 #[cfg(not(target_os = "linux"))]
 mod futex {
+    use super::SleepEnd;
     use std::sync::atomic::{AtomicU32, Ordering};
     use std::time::Duration;
 
     /// No futex: a short sleep, after which the caller re-reads the counter.
-    pub(super) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    pub(super) fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> SleepEnd {
         if word.load(Ordering::SeqCst) == expected {
             std::thread::sleep(timeout.unwrap_or(Duration::MAX).min(Duration::from_micros(100)));
         }
+        SleepEnd::Other
     }
 
     pub(super) fn wake_all(_: &AtomicU32) {}

@@ -148,6 +148,13 @@ pub(crate) unsafe extern "C" fn wait(
 /// How long a wait first spins on the counter before it sleeps: engine -> CPU hand-offs that
 /// complete within it are seen at the latency of a spinning reader (a few microseconds on a
 /// desktop GPU), and a long wait costs at most this much CPU time before it sleeps.
+///
+/// Each round of the spin yields the CPU (`sched_yield`) to any other runnable thread: the
+/// kernel tends to wake the thread a signal wakes (a peer process answering, say) on the
+/// signaller's CPU, and a spin that kept that CPU would hold the answer back until the spin
+/// ends (on a busy two-core machine a spin without yields made the cross-process round trip of
+/// `fence_bench_ipc` about 10x the raw futex ping-pong). With nothing else runnable the yield
+/// returns at once and the spin reads the counter about as often as before.
 const SPIN: Duration = Duration::from_micros(30);
 /// Longest sleep between two looks at the counter: the latency bound for a store whose writer
 /// does not notify (a GPU stream whose binding enqueues no `SyncCounterNotify` after its store).
@@ -156,11 +163,12 @@ const SLEEP_MAX: Duration = Duration::from_millis(2);
 /// Blocks until `core`'s counter reaches `value` (`Ok`) or `deadline` passes (`Timeout`; `None`
 /// waits forever).
 ///
-/// Spins for [`SPIN`] (not under Miri, whose clock makes spinning pointless), then sleeps on the
-/// counter's wake sequence ([`Counter::wait_moved`](super::counter::Counter::wait_moved)), which
-/// CPU signals and `SyncCounterNotify` advance: a signal wakes the wait at once, in this process
-/// or another that shares the object. Sleeps are bounded by [`SLEEP_MAX`] so that a store nobody
-/// notifies is still seen.
+/// Spins for [`SPIN`], yielding the CPU each round (not under Miri, whose clock makes spinning
+/// pointless), then sleeps on the counter's wake sequence
+/// ([`Counter::wait_moved`](super::counter::Counter::wait_moved)), which CPU signals and
+/// `SyncCounterNotify` advance: a signal wakes the wait at once, in this process or another that
+/// shares the object. Sleeps are bounded by [`SLEEP_MAX`] so that a store nobody notifies is
+/// still seen.
 fn wait_until(core: &SyncCore, value: u64, deadline: Option<Instant>) -> Res {
     if core.counter.load() >= value {
         return Ok(());
@@ -169,9 +177,7 @@ fn wait_until(core: &SyncCore, value: u64, deadline: Option<Instant>) -> Res {
         let start = Instant::now();
         let spin_end = deadline.map_or(start + SPIN, |d| d.min(start + SPIN));
         while Instant::now() < spin_end {
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
+            std::thread::yield_now();
             if core.counter.load() >= value {
                 return Ok(());
             }
