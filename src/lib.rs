@@ -62,6 +62,7 @@ mod gpu_id;
 pub mod ipc;
 mod library;
 pub mod pipeline;
+mod result;
 pub mod sync;
 #[cfg(feature = "vulkan")]
 #[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
