@@ -121,12 +121,12 @@ pub fn fill_sync_attrs(dev: &CudaGpu, list: &mut SyncAttrList, signal: bool, wai
     // An emulation whose sync objects are host counters fills its own lists the way the Tegra
     // driver does.
     let gpu = nvsci_sys::NvSciRmGpuId { bytes: dev.gpu_id().0 };
-    let host_gpu = list.module().library().host_gpu();
+    let t = list.module().library().host_gpu();
+    use crate::result::host_gpu::sync_attr_list_fill_gpu as fill;
     // SAFETY: the list is a live, unreconciled list of that implementation, borrowed mutably;
     // `gpu` is a valid GPU id for the call.
-    if let Some(()) =
-        unsafe { crate::result::host_gpu::sync_attr_list_fill_gpu(host_gpu, list.as_raw(), &gpu, flags) }?
-    {
+    let filled = unsafe { fill(t, list.as_raw(), &gpu, flags) }?;
+    if filled.is_some() {
         return Ok(());
     }
     let r =

@@ -383,8 +383,8 @@ impl IpcEndpoint {
             let written = match unsafe {
                 nvipc::write_safe(fns, self.raw, frame.as_ptr().cast(), frame.len() as u32)
             } {
-                // SAFETY: as above (libraries without the Safe entry point).
                 Err(e) if is_missing(&e) => {
+                    // SAFETY: as above (libraries without the Safe entry point).
                     unsafe { nvipc::write(fns, self.raw, frame.as_ptr().cast(), frame.len()) }.map(drop)
                 }
                 r => r.map(drop),
@@ -446,8 +446,8 @@ impl IpcEndpoint {
             // SAFETY: the endpoint is open; `buf` is writable for `size` bytes (at most the
             // frame size, so it fits in u32).
             let got = match unsafe { nvipc::read_safe(fns, self.raw, buf.as_mut_ptr().cast(), size as u32) } {
-                // SAFETY: as above (libraries without the Safe entry point).
                 Err(e) if is_missing(&e) => {
+                    // SAFETY: as above (libraries without the Safe entry point).
                     unsafe { nvipc::read(fns, self.raw, buf.as_mut_ptr().cast(), size) }
                         .map(|n| usize::try_from(n).unwrap_or(0))
                 }

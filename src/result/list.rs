@@ -294,10 +294,10 @@ pub(crate) unsafe fn ipc_import_unreconciled<F: Family>(
     ep: sys::NvSciIpcEndpoint,
     desc: &[u8],
 ) -> Result<F::RawList> {
+    let (d, n) = (desc.as_ptr().cast(), desc.len());
     let mut raw = F::RawList::NULL;
     // SAFETY: caller contract; `desc` is readable for its length and `raw` a valid out-pointer.
-    t.ipc_import_unreconciled
-        .call(|f| unsafe { f(module, ep, desc.as_ptr().cast(), desc.len(), &mut raw) })?;
+    t.ipc_import_unreconciled.call(|f| unsafe { f(module, ep, d, n, &mut raw) })?;
     Ok(raw)
 }
 
@@ -315,10 +315,10 @@ pub(crate) unsafe fn ipc_import_reconciled<F: Family>(
     inputs: &[F::RawList],
 ) -> Result<F::RawList> {
     let ptr = if inputs.is_empty() { core::ptr::null() } else { inputs.as_ptr() };
+    let (d, n) = (desc.as_ptr().cast(), desc.len());
     let mut raw = F::RawList::NULL;
     // SAFETY: caller contract; `desc` is readable for its length, `ptr` NULL or readable for
     // `inputs.len()` handles, `raw` a valid out-pointer.
-    t.ipc_import_reconciled
-        .call(|f| unsafe { f(module, ep, desc.as_ptr().cast(), desc.len(), ptr, inputs.len(), &mut raw) })?;
+    t.ipc_import_reconciled.call(|f| unsafe { f(module, ep, d, n, ptr, inputs.len(), &mut raw) })?;
     Ok(raw)
 }
