@@ -3,8 +3,9 @@
 
 use crate::attr::{sealed_access::Sealed, AttrElem, AttrValue, Key};
 use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
-use crate::library::{missing, Implementation, NvSci};
+use crate::library::{Implementation, NvSci};
 use crate::list_state::ListState;
+use crate::result::list as nvlist;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use nvsci_sys as sys;
@@ -103,93 +104,8 @@ impl<T> Handle for *mut T {
     }
 }
 
-/// One entry of a function table: the function, when the loaded library exports it, and its C
-/// name.
-#[derive(Clone, Copy)]
-pub struct Entry<P> {
-    pub(crate) f: Option<P>,
-    pub(crate) name: &'static str,
-}
-
-impl<P: Copy> Entry<P> {
-    /// The function, or [`Error::Unsupported`] naming it.
-    pub(crate) fn get(self) -> Result<P> {
-        self.f.ok_or_else(|| missing(self.name))
-    }
-
-    /// Calls the function through `call` and checks the status it returns: the error names the
-    /// function ([`Error::Unsupported`] when the library lacks it).
-    fn call(self, call: impl FnOnce(P) -> sys::NvSciError) -> Result<()> {
-        check(self.name, call(self.get()?))
-    }
-}
-
-/// An [`Entry`] of a function table's field, named after the field.
-macro_rules! entry {
-    ($table:ident . $f:ident) => {
-        $crate::attr_list::Entry { f: $table.$f, name: stringify!($f) }
-    };
-}
-pub(crate) use entry;
-
-/// The list functions of one family.
-pub struct ListFns<F: Family> {
-    pub(crate) create: Entry<unsafe extern "C" fn(F::RawModule, *mut F::RawList) -> sys::NvSciError>,
-    pub(crate) free: Entry<unsafe extern "C" fn(F::RawList)>,
-    pub(crate) set_attrs: Entry<unsafe extern "C" fn(F::RawList, F::PairsIn, usize) -> sys::NvSciError>,
-    pub(crate) slot_get_attrs:
-        Entry<unsafe extern "C" fn(F::RawList, usize, *mut F::Pair, usize) -> sys::NvSciError>,
-    pub(crate) slot_count: Entry<unsafe extern "C" fn(F::RawList) -> usize>,
-    pub(crate) is_reconciled: Entry<unsafe extern "C" fn(F::RawList, *mut bool) -> sys::NvSciError>,
-    pub(crate) clone: Entry<unsafe extern "C" fn(F::RawList, *mut F::RawList) -> sys::NvSciError>,
-    pub(crate) append:
-        Entry<unsafe extern "C" fn(*const F::RawList, usize, *mut F::RawList) -> sys::NvSciError>,
-    pub(crate) reconcile: Entry<
-        unsafe extern "C" fn(*const F::RawList, usize, *mut F::RawList, *mut F::RawList) -> sys::NvSciError,
-    >,
-    pub(crate) debug_dump:
-        Entry<unsafe extern "C" fn(F::RawList, *mut *mut c_void, *mut usize) -> sys::NvSciError>,
-    pub(crate) free_desc: Entry<unsafe extern "C" fn(*mut c_void)>,
-    pub(crate) ipc_export_unreconciled: Entry<
-        unsafe extern "C" fn(
-            *const F::RawList,
-            usize,
-            sys::NvSciIpcEndpoint,
-            *mut *mut c_void,
-            *mut usize,
-        ) -> sys::NvSciError,
-    >,
-    pub(crate) ipc_export_reconciled: Entry<
-        unsafe extern "C" fn(
-            F::RawList,
-            sys::NvSciIpcEndpoint,
-            *mut *mut c_void,
-            *mut usize,
-        ) -> sys::NvSciError,
-    >,
-    pub(crate) ipc_import_unreconciled: Entry<
-        unsafe extern "C" fn(
-            F::RawModule,
-            sys::NvSciIpcEndpoint,
-            *const c_void,
-            usize,
-            *mut F::RawList,
-        ) -> sys::NvSciError,
-    >,
-    pub(crate) ipc_import_reconciled: Entry<ImportReconciled<F>>,
-}
-
-/// `NvSci{Buf,Sync}AttrListIpcImportReconciled`: module, endpoint, descriptor and its length,
-/// the importer's unreconciled lists and their count, the imported list.
-pub(crate) type ImportReconciled<F> = unsafe extern "C" fn(
-    <F as Family>::RawModule,
-    sys::NvSciIpcEndpoint,
-    *const c_void,
-    usize,
-    *const <F as Family>::RawList,
-    usize,
-    *mut <F as Family>::RawList,
-) -> sys::NvSciError;
+pub(crate) use crate::result::list::entry;
+pub use crate::result::list::ListFns;
 
 /// An owned attribute list (unreconciled, reconciled or appended) of family `F`:
 /// [`BufAttrList`](crate::buf::BufAttrList) or [`SyncAttrList`](crate::sync::SyncAttrList).
@@ -214,11 +130,9 @@ impl<F: Family> Drop for AttrList<F> {
         if !self.owned {
             return;
         }
-        if let Some(free) = F::fns(&self.module).free.f {
-            // SAFETY: `raw` is a list we own (borrowed lists have `owned == false`), freed
-            // exactly once.
-            unsafe { free(self.raw) };
-        }
+        // SAFETY: `raw` is a list we own (borrowed lists have `owned == false`), freed exactly
+        // once.
+        let _ = unsafe { nvlist::free(&F::fns(&self.module), self.raw) };
     }
 }
 
@@ -233,9 +147,8 @@ impl<F: Family> std::fmt::Debug for AttrList<F> {
 
 impl<F: Family> AttrList<F> {
     pub(crate) fn new(module: &F::Module) -> Result<Self> {
-        let mut raw = F::RawList::NULL;
-        // SAFETY: the module is alive (we hold it) and `raw` is a valid out-pointer.
-        F::fns(module).create.call(|f| unsafe { f(F::raw_module(module), &mut raw) })?;
+        // SAFETY: the module is alive (we hold it); the new list is freed once, by `drop`.
+        let raw = unsafe { nvlist::create(&F::fns(module), F::raw_module(module)) }?;
         Ok(Self::wrap(raw, module))
     }
 
@@ -253,7 +166,6 @@ impl<F: Family> AttrList<F> {
     /// Sets attributes. Each key may be set once per list; the whole call fails if any value is
     /// rejected. Allocates nothing: the C pair array lives on the stack.
     pub fn set(&mut self, attrs: &[F::Attr<'_>]) -> Result<&mut Self> {
-        let set = F::fns(&self.module).set_attrs.get()?;
         let mut pairs: heapless::Vec<F::Pair, MAX_PAIRS> = heapless::Vec::new();
         for a in attrs {
             let (key, value, len) = a.as_pair()?;
@@ -266,11 +178,11 @@ impl<F: Family> AttrList<F> {
         }
         // SAFETY: every pair points into `attrs`, which outlives the call; the lengths were
         // computed from the element types; the list is owned and alive.
-        let code = unsafe { set(self.raw, F::pairs_in(pairs.as_mut_ptr()), pairs.len()) };
-        if code != sys::NvSciError_Success {
-            return Err(self.culprit(attrs, code));
+        match unsafe { nvlist::set_attrs(&F::fns(&self.module), self.raw, &mut pairs) } {
+            Ok(()) => Ok(self),
+            Err(Error::NvSci { code, .. }) => Err(self.culprit(attrs, code.0)),
+            Err(e) => Err(e),
         }
-        Ok(self)
     }
 
     /// Names the attribute a failed `set` refused: the same pairs are set one at a time, in
@@ -278,8 +190,8 @@ impl<F: Family> AttrList<F> {
     /// the library's code. Only on the error path; the list itself is unchanged (the library's
     /// set is all-or-nothing).
     fn culprit(&self, attrs: &[F::Attr<'_>], code: sys::NvSciError) -> Error {
-        let set_attrs = F::fns(&self.module).set_attrs;
-        let function = set_attrs.name;
+        let fns = F::fns(&self.module);
+        let function = fns.set_attrs.name;
         let whole = Error::NvSci { function, code: NvSciError(code) };
         // Reconciled (and appended) lists are read-only.
         if self.is_reconciled().unwrap_or(false) || self.slot_count() > 1 {
@@ -305,20 +217,17 @@ impl<F: Family> AttrList<F> {
         // A copy of the list to replay the call on (a list without Types cannot be cloned: then
         // it holds nothing type-specific, and an empty list stands in for it).
         let Ok(probe) = self.try_clone().or_else(|_| Self::new(&self.module)) else { return whole };
-        let Some(set) = set_attrs.f else { return whole };
         for a in attrs {
             let Ok((key, value, len)) = a.as_pair() else { continue };
             let mut pair = [F::pair(key, value, len)];
             // SAFETY: the pair points into `attrs`, alive for the call; `probe` is an owned, live
             // list.
-            let one = unsafe { set(probe.raw, F::pairs_in(pair.as_mut_ptr()), 1) };
-            if one != sys::NvSciError_Success {
-                return Error::AttrRefused {
-                    function,
-                    key: a.key_name(),
-                    value: format!("{a:?}"),
-                    code: NvSciError(one),
-                };
+            match unsafe { nvlist::set_attrs(&fns, probe.raw, &mut pair) } {
+                Ok(()) => {}
+                Err(Error::NvSci { code, .. }) => {
+                    return Error::AttrRefused { function, key: a.key_name(), value: format!("{a:?}"), code }
+                }
+                Err(_) => return whole,
             }
         }
         // Each pair alone is accepted: the combination was refused (e.g. a key twice).
@@ -355,9 +264,12 @@ impl<F: Family> AttrList<F> {
     /// The value pointer and byte length the library returns for `key` in `slot`.
     pub(crate) fn raw_get(&self, slot: usize, key: u32) -> Result<(*const c_void, usize)> {
         let mut pair = F::pair(key, core::ptr::null(), 0);
-        let get = F::fns(&self.module).slot_get_attrs;
-        // SAFETY: one valid pair with its key set; the library fills value and len.
-        get.call(|f| unsafe { f(self.raw, slot, &mut pair, 1) }).map_err(|e| {
+        // SAFETY: one valid pair with its key set; the library fills value and len, which point
+        // into this list and are read while it lives.
+        unsafe {
+            nvlist::slot_get_attrs(&F::fns(&self.module), self.raw, slot, core::slice::from_mut(&mut pair))
+        }
+        .map_err(|e| {
             // With one valid pair of a key this crate binds, the documented reason left is the
             // slot: "slotIndex >= slot count of NvSciBufAttrList" (NvSciBufAttrListSlotGetAttrs,
             // nvscibuf.h); "slotIndex is not a valid slot in attrList"
@@ -377,11 +289,8 @@ impl<F: Family> AttrList<F> {
 
     /// Number of slots (1 for a created list; the sum for an appended one).
     pub fn slot_count(&self) -> usize {
-        match F::fns(&self.module).slot_count.f {
-            // SAFETY: the list is alive.
-            Some(f) => unsafe { f(self.raw) },
-            None => 0,
-        }
+        // SAFETY: the list is alive.
+        unsafe { nvlist::slot_count(&F::fns(&self.module), self.raw) }.unwrap_or(0)
     }
 
     /// Whether the list is the output of a reconciliation.
@@ -395,9 +304,8 @@ impl<F: Family> AttrList<F> {
     /// # Safety
     /// `raw` must be a live list of the implementation `module` uses.
     unsafe fn state_of(module: &F::Module, raw: F::RawList) -> Result<ListState> {
-        let mut out = false;
-        // SAFETY: `raw` is live (caller contract) and `out` is a valid out-pointer.
-        F::fns(module).is_reconciled.call(|f| unsafe { f(raw, &mut out) })?;
+        // SAFETY: `raw` is live (caller contract).
+        let out = unsafe { nvlist::is_reconciled(&F::fns(module), raw) }?;
         Ok(if out { ListState::Reconciled } else { ListState::Unreconciled })
     }
 
@@ -442,10 +350,9 @@ impl<F: Family> AttrList<F> {
         if found != expected {
             return Err(Error::ListStateMismatch { list: F::RAW_LIST_NAME, expected, found });
         }
-        let mut copy = F::RawList::NULL;
-        // SAFETY: `raw` is live and not freed during the call (caller contract); `copy` receives
-        // a new list that we own.
-        F::fns(module).clone.call(|f| unsafe { f(raw, &mut copy) })?;
+        // SAFETY: `raw` is live and not freed during the call (caller contract); the copy is a
+        // new list that we own.
+        let copy = unsafe { nvlist::clone(&F::fns(module), raw) }?;
         Ok(Self::wrap(copy, module).adopted(true))
     }
 
@@ -484,9 +391,8 @@ impl<F: Family> AttrList<F> {
     /// NvSciBuf copies only lists whose every slot sets `Types`: another list is refused with
     /// [`Error::Refused`] and [`Culprit::ListWithoutTypes`].
     pub fn try_clone(&self) -> Result<Self> {
-        let mut raw = F::RawList::NULL;
-        // SAFETY: the list is alive; `raw` receives a new owned list.
-        F::fns(&self.module).clone.call(|f| unsafe { f(self.raw, &mut raw) }).map_err(|e| match e {
+        // SAFETY: the list is alive; the copy is a new list that we own.
+        let raw = unsafe { nvlist::clone(&F::fns(&self.module), self.raw) }.map_err(|e| match e {
             // "the NvSciBufGeneralAttrKey_Types key is not set on origAttrList"
             // (NvSciBufAttrListClone, nvscibuf.h).
             Error::NvSci { function, code } if code == NvSciError::BAD_PARAMETER && F::lacks_types(self) => {
@@ -502,9 +408,8 @@ impl<F: Family> AttrList<F> {
     /// [`Error::Refused`] naming it ([`Culprit`]).
     pub fn append(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
-        let mut raw = F::RawList::NULL;
-        // SAFETY: every handle in `raws` is alive (borrowed from `lists`).
-        F::fns(&module).append.call(|f| unsafe { f(raws.as_ptr(), raws.len(), &mut raw) }).map_err(|e| {
+        // SAFETY: every handle in `raws` is alive (borrowed from `lists`); the new list is ours.
+        let raw = unsafe { nvlist::append_unreconciled(&F::fns(&module), &raws) }.map_err(|e| {
             Self::explain_refusal(e, lists, |lists| {
                 lists.iter().position(|l| F::lacks_types(l)).map(|index| Culprit::ListWithoutTypes { index })
             })
@@ -521,13 +426,14 @@ impl<F: Family> AttrList<F> {
     /// ([`Culprit`]). The outcome is logged at debug level.
     pub fn reconcile(lists: &[&Self]) -> Result<Self> {
         let (module, raws) = Self::gather(lists)?;
-        let reconcile = F::fns(&module).reconcile;
-        let f = reconcile.get()?;
-        let mut out = F::RawList::NULL;
+        let fns = F::fns(&module);
         let mut conflict = F::RawList::NULL;
-        // SAFETY: every input handle is alive; both out-pointers are valid.
-        let code = unsafe { f(raws.as_ptr(), raws.len(), &mut out, &mut conflict) };
-        Self::reconcile_status(reconcile.name, code, conflict, &module, lists.len())
+        // SAFETY: every input handle is alive (borrowed from `lists`) and `conflict` is NULL; the
+        // reconciled list and the conflict list, if any, are ours (`reconcile_status` frees the
+        // latter).
+        let status = unsafe { nvlist::reconcile(&fns, &raws, &mut conflict) };
+        let out = *status.as_ref().unwrap_or(&F::RawList::NULL);
+        Self::reconcile_status(fns.reconcile.name, status.map(drop), conflict, &module, lists.len())
             .map_err(|e| Self::explain_reconcile(e, lists))?;
         let list = Self::wrap(out, &module).adopted(lists.iter().any(|l| l.adopted));
         if log::log_enabled!(log::Level::Debug) {
@@ -610,19 +516,24 @@ impl<F: Family> AttrList<F> {
     }
 
     /// The outcome of a reconciling call (`function`: the list reconcile, or the
-    /// reconcile-and-allocate of the object type) from its status `code` and the conflict list it
+    /// reconcile-and-allocate of the object type) from its `status` and the conflict list it
     /// returned, which is taken over and freed here on every path. A failed reconciliation is
     /// [`Error::ReconcileConflict`] naming the keys set in the conflict list, with the library's
     /// dump of it.
     pub(crate) fn reconcile_status(
         function: &'static str,
-        code: sys::NvSciError,
+        status: Result<()>,
         conflict: F::RawList,
         module: &F::Module,
         lists: usize,
     ) -> Result<()> {
         // Owned from here, so it is freed on every path.
         let conflict = (!conflict.is_null()).then(|| Self::wrap(conflict, module));
+        let code = match status {
+            Ok(()) => sys::NvSciError_Success,
+            Err(Error::NvSci { code, .. }) => code.0,
+            Err(e) => return Err(e),
+        };
         if code == sys::NvSciError_ReconciliationFailed {
             let (keys, dump) = match &conflict {
                 Some(c) => (c.set_keys(), c.debug_dump().unwrap_or_default()),
@@ -671,12 +582,11 @@ impl<F: Family> AttrList<F> {
     /// The library's textual dump of this list.
     pub fn debug_dump(&self) -> Result<String> {
         let fns = F::fns(&self.module);
-        let dump = fns.debug_dump.get()?;
-        let free = fns.free_desc.get()?;
-        let mut buf = core::ptr::null_mut();
-        let mut len = 0usize;
-        // SAFETY: the list is alive; buf and len are valid out-pointers.
-        check(fns.debug_dump.name, unsafe { dump(self.raw, &mut buf, &mut len) })?;
+        if fns.free_desc.f.is_none() {
+            return Err(crate::result::missing(fns.free_desc.name));
+        }
+        // SAFETY: the list is alive; the buffer is freed below.
+        let (buf, len) = unsafe { nvlist::debug_dump(&fns, self.raw) }?;
         if buf.is_null() {
             return Ok(String::new());
         }
@@ -686,7 +596,7 @@ impl<F: Family> AttrList<F> {
             let bytes = core::slice::from_raw_parts(buf as *const u8, len);
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             let s = String::from_utf8_lossy(&bytes[..end]).into_owned();
-            free(buf);
+            let _ = nvlist::free_desc(&fns, buf);
             s
         };
         Ok(text)

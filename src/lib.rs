@@ -63,6 +63,7 @@ pub mod ipc;
 mod library;
 mod list_state;
 pub mod pipeline;
+mod result;
 pub mod sync;
 #[cfg(feature = "vulkan")]
 #[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]

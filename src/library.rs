@@ -1,6 +1,6 @@
 //! The loaded NvSci implementation: real libraries or the mock, behind the same function tables.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use nvsci_sys::loader::NvSciLibraries;
 use nvsci_sys::{NvSciBufFns, NvSciHostGpuFns, NvSciSyncFns};
 use std::path::PathBuf;
@@ -129,25 +129,4 @@ impl NvSci {
     pub(crate) fn sync(&self) -> &NvSciSyncFns {
         &self.0.sync
     }
-}
-
-/// Fetches a function from a table, or returns [`Error::Unsupported`] naming it.
-macro_rules! nvfn {
-    ($table:expr, $name:ident) => {
-        match $table.$name {
-            Some(f) => f,
-            None => {
-                return Err($crate::error::Error::Unsupported {
-                    what: stringify!($name),
-                    reason: $crate::error::UnsupportedReason::MissingFunction,
-                })
-            }
-        }
-    };
-}
-pub(crate) use nvfn;
-
-/// Unsupported-function error for use outside `nvfn!`.
-pub(crate) fn missing(what: &'static str) -> Error {
-    Error::Unsupported { what, reason: crate::error::UnsupportedReason::MissingFunction }
 }

@@ -13,8 +13,9 @@ pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
 pub use pixels::{PixelRect, PlaneDst, PlaneSrc};
 pub use types::*;
 
-use crate::error::{check, Result};
-use crate::library::{nvfn, Implementation, NvSci};
+use crate::error::Result;
+use crate::library::{Implementation, NvSci};
+use crate::result::buf as nvbuf;
 use std::sync::Arc;
 
 pub(crate) struct ModuleInner {
@@ -30,11 +31,10 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
-        if let Some(close) = self.lib.buf().NvSciBufModuleClose {
-            // SAFETY: `raw` came from NvSciBufModuleOpen and is closed exactly once; every list and
-            // object created under it holds this `Arc`, so none outlives the module.
-            unsafe { close(self.raw) };
-        }
+        // SAFETY: `raw` came from NvSciBufModuleOpen and is closed exactly once; every list and
+        // object created under it holds this `Arc`, so none outlives the module. A library
+        // without the entry point leaves it open (nothing else can be done in a drop).
+        let _ = unsafe { nvbuf::module_close(self.lib.buf(), self.raw) };
     }
 }
 
@@ -55,10 +55,9 @@ impl std::fmt::Debug for BufModule {
 impl BufModule {
     /// Opens a module on a loaded implementation.
     pub fn open(lib: &NvSci) -> Result<Self> {
-        let open = nvfn!(lib.buf(), NvSciBufModuleOpen);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: NvSciBufModuleOpen writes a new module handle through a valid out-pointer.
-        check("NvSciBufModuleOpen", unsafe { open(&mut raw) })?;
+        // SAFETY: the table is the loaded library's; the module is closed once, by
+        // `ModuleInner::drop`, after everything bound to it (each holds the `Arc`).
+        let raw = unsafe { nvbuf::module_open(lib.buf()) }?;
         Ok(Self(Arc::new(ModuleInner { raw, lib: lib.clone() })))
     }
 

@@ -2,8 +2,9 @@
 
 use super::types::{BufType, ColorFormat, GpuId, Perm};
 use super::{key, BufAttrList, BufAttrListRef, BufModule};
-use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
-use crate::library::{nvfn, Implementation};
+use crate::error::{invalid, Culprit, Error, NvSciError, Result};
+use crate::library::Implementation;
+use crate::result::{buf as nvbuf, host_gpu};
 use core::sync::atomic::{AtomicIsize, Ordering};
 use nvsci_sys as sys;
 use std::sync::Arc;
@@ -58,11 +59,9 @@ unsafe impl Sync for BufObj {}
 
 impl Drop for BufObj {
     fn drop(&mut self) {
-        if let Some(free) = self.module.0.lib.buf().NvSciBufObjFree {
-            // SAFETY: `raw` is our own reference, freed exactly once. Imports into other APIs borrow
-            // the `BufObj`, so none outlives it.
-            unsafe { free(self.raw) };
-        }
+        // SAFETY: `raw` is our own reference, freed exactly once. Imports into other APIs borrow
+        // the `BufObj`, so none outlives it.
+        let _ = unsafe { nvbuf::obj_free(self.module.0.lib.buf(), self.raw) };
     }
 }
 
@@ -78,10 +77,8 @@ impl BufObj {
         if !list.is_reconciled()? {
             return Err(invalid("list", "BufObj::alloc needs a reconciled attribute list"));
         }
-        let f = nvfn!(list.module.0.lib.buf(), NvSciBufObjAlloc);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the list is alive and reconciled; `raw` receives a new object reference.
-        check("NvSciBufObjAlloc", unsafe { f(list.raw, &mut raw) })?;
+        // SAFETY: the list is alive and reconciled; the new reference is owned by the object.
+        let raw = unsafe { nvbuf::obj_alloc(list.module.0.lib.buf(), list.raw) }?;
         Self::wrap(raw, &list.module, Arc::default())
     }
 
@@ -111,14 +108,13 @@ impl BufObj {
     pub fn reconcile_and_alloc(lists: &[&BufAttrList]) -> Result<Self> {
         const FUNCTION: &str = "NvSciBufAttrListReconcileAndObjAlloc";
         let (module, raws) = BufAttrList::gather(lists)?;
-        let f = nvfn!(module.0.lib.buf(), NvSciBufAttrListReconcileAndObjAlloc);
-        let mut raw = core::ptr::null_mut();
         let mut conflict = core::ptr::null_mut();
-        // SAFETY: every input handle is alive (borrowed from `lists`); both out-pointers are
-        // valid. On success `raw` is a new object reference that we own; the conflict list, if
-        // any, is ours to free (`reconcile_status` does).
-        let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
-        BufAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())
+        // SAFETY: every input handle is alive (borrowed from `lists`) and `conflict` is NULL. On
+        // success the reference is ours; the conflict list, if any, is ours to free
+        // (`reconcile_status` does).
+        let status = unsafe { nvbuf::reconcile_and_obj_alloc(module.0.lib.buf(), &raws, &mut conflict) };
+        let raw = *status.as_ref().unwrap_or(&core::ptr::null_mut());
+        BufAttrList::reconcile_status(FUNCTION, status.map(drop), conflict, &module, lists.len())
             .map_err(|e| BufAttrList::explain_reconcile(e, lists))?;
         if raw.is_null() {
             return Err(Error::UnexpectedValue {
@@ -163,19 +159,15 @@ impl BufObj {
             return Err(Error::NullHandle { what: "NvSciBufObj" });
         }
         let buf = module.0.lib.buf();
-        let get_list = nvfn!(buf, NvSciBufObjGetAttrList);
-        let dup = nvfn!(buf, NvSciBufObjDup);
-        let mut list = core::ptr::null_mut();
         // SAFETY: `raw` is a live object of this implementation (caller contract); the list it
         // returns belongs to the object and is only read below, while `raw` is still live.
-        check("NvSciBufObjGetAttrList", unsafe { get_list(raw, &mut list) })?;
+        let list = unsafe { nvbuf::obj_get_attr_list(buf, raw) }?;
         // SAFETY: as above; the borrowed list is never freed (`BufAttrListRef`).
         let source_perm =
             unsafe { BufAttrListRef::new(list, module) }.get_one(key::ACTUAL_PERM)?.unwrap_or(Perm::ReadOnly);
-        let mut copy = core::ptr::null_mut();
-        // SAFETY: `raw` is live and not freed during the call (caller contract); `copy`
-        // receives a new reference that we own.
-        check("NvSciBufObjDup", unsafe { dup(raw, &mut copy) })?;
+        // SAFETY: `raw` is live and not freed during the call (caller contract); the new
+        // reference is ours.
+        let copy = unsafe { nvbuf::obj_dup(buf, raw) }?;
         let mut obj = Self::wrap(copy, module, Arc::default())?;
         obj.perm = obj.perm.min(source_perm);
         Ok(obj)
@@ -237,10 +229,8 @@ impl BufObj {
     /// A new reference with the same permission (never more than this one holds, whatever the
     /// duplicate's attribute list reports).
     pub fn dup(&self) -> Result<Self> {
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjDup);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: `self.raw` is alive; `raw` receives a new reference.
-        check("NvSciBufObjDup", unsafe { f(self.raw, &mut raw) })?;
+        // SAFETY: `self.raw` is alive; the new reference is owned by the duplicate.
+        let raw = unsafe { nvbuf::obj_dup(self.module.0.lib.buf(), self.raw) }?;
         let mut dup = Self::wrap(raw, &self.module, self.cpu.clone())?;
         dup.perm = dup.perm.min(self.perm);
         Ok(dup)
@@ -251,10 +241,9 @@ impl BufObj {
         if perm > self.perm {
             return Err(Error::PermissionDenied("a duplicate cannot have more permission than its source"));
         }
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjDupWithReducePerm);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: `self.raw` is alive; `perm` is a valid NvSciBufAttrValAccessPerm value.
-        check("NvSciBufObjDupWithReducePerm", unsafe { f(self.raw, perm as u32, &mut raw) })?;
+        // SAFETY: `self.raw` is alive; `perm` is a valid NvSciBufAttrValAccessPerm value; the new
+        // reference is owned by the duplicate.
+        let raw = unsafe { nvbuf::obj_dup_with_reduce_perm(self.module.0.lib.buf(), self.raw, perm as u32) }?;
         let mut dup = Self::wrap(raw, &self.module, self.cpu.clone())?;
         // Whatever the duplicate's attribute list says, this reference has at most `perm`.
         dup.perm = dup.perm.min(perm);
@@ -263,11 +252,9 @@ impl BufObj {
 
     /// The object's reconciled attribute list (borrowed: it belongs to the object).
     pub fn attr_list(&self) -> Result<BufAttrListRef<'_>> {
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetAttrList);
-        let mut raw = core::ptr::null_mut();
         // SAFETY: `self.raw` is alive; the returned list is owned by the object and valid while
         // it lives, which the borrow on `self` guarantees.
-        check("NvSciBufObjGetAttrList", unsafe { f(self.raw, &mut raw) })?;
+        let raw = unsafe { nvbuf::obj_get_attr_list(self.module.0.lib.buf(), self.raw) }?;
         // SAFETY: as above; `BufAttrListRef` never frees it.
         Ok(unsafe { BufAttrListRef::new(raw, &self.module) })
     }
@@ -349,12 +336,11 @@ impl BufObj {
     /// before the view is handed out: nvscibuf.h asks the CPU "to flush before reads and after
     /// writes" there ([`cpu_need_sw_cache_coherency`](Self::cpu_need_sw_cache_coherency)).
     pub fn cpu_read(&self) -> Result<CpuRead<'_>> {
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetConstCpuPtr);
         self.borrow(false)?;
         let mut guard = CpuRead { obj: self, ptr: core::ptr::null() };
-        let mut ptr = core::ptr::null();
-        // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
-        check("NvSciBufObjGetConstCpuPtr", unsafe { f(self.raw, &mut ptr) })
+        // SAFETY: `self.raw` is alive; the mapping lives as long as the object, which the guard
+        // borrows, and the borrow state taken above orders CPU accesses.
+        let ptr = unsafe { nvbuf::obj_get_const_cpu_ptr(self.module.0.lib.buf(), self.raw) }
             .map_err(|e| self.explain_cpu(e))?;
         if ptr.is_null() {
             return Err(Error::NvSci {
@@ -380,12 +366,12 @@ impl BufObj {
         if self.perm != Perm::ReadWrite {
             return Err(Error::PermissionDenied("CPU write access needs a read-write buffer reference"));
         }
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjGetCpuPtr);
         self.borrow(true)?;
         let mut guard = CpuWrite { obj: self, ptr: core::ptr::null_mut() };
-        let mut ptr = core::ptr::null_mut();
-        // SAFETY: `self.raw` is alive; `ptr` receives the mapping's address.
-        check("NvSciBufObjGetCpuPtr", unsafe { f(self.raw, &mut ptr) }).map_err(|e| self.explain_cpu(e))?;
+        // SAFETY: `self.raw` is alive; the mapping lives as long as the object, which the guard
+        // borrows, and the exclusive borrow state taken above orders CPU accesses.
+        let ptr = unsafe { nvbuf::obj_get_cpu_ptr(self.module.0.lib.buf(), self.raw) }
+            .map_err(|e| self.explain_cpu(e))?;
         if ptr.is_null() {
             return Err(Error::NvSci {
                 function: "NvSciBufObjGetCpuPtr",
@@ -435,9 +421,8 @@ impl BufObj {
         if offset.checked_add(len).is_none_or(|end| end > self.size) {
             return Err(invalid("range", format!("{offset}+{len} exceeds buffer size {}", self.size)));
         }
-        let f = nvfn!(self.module.0.lib.buf(), NvSciBufObjFlushCpuCacheRange);
         // SAFETY: `self.raw` is alive and the range lies inside the buffer.
-        check("NvSciBufObjFlushCpuCacheRange", unsafe { f(self.raw, offset, len) })
+        unsafe { nvbuf::obj_flush_cpu_cache_range(self.module.0.lib.buf(), self.raw, offset, len) }
     }
 
     fn borrow(&self, write: bool) -> Result<()> {
@@ -491,12 +476,12 @@ impl BufObj {
     /// on NVIDIA's libraries. Valid while any duplicate of the object lives.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn host_memory(&self) -> Result<Option<(*mut core::ffi::c_void, u64)>> {
-        let Some(f) = self.module.0.lib.host_gpu().BufObjGetHostMemory else {
+        // SAFETY: the object is alive and of the implementation the table belongs to.
+        let Some((base, size)) =
+            unsafe { host_gpu::buf_obj_get_host_memory(self.module.0.lib.host_gpu(), self.raw) }?
+        else {
             return Ok(None);
         };
-        let (mut base, mut size) = (core::ptr::null_mut(), 0u64);
-        // SAFETY: the object is alive; both out-pointers are valid for writes.
-        check("BufObjGetHostMemory", unsafe { f(self.raw, &mut base, &mut size) })?;
         if base.is_null() || size < self.size {
             return Err(Error::UnexpectedValue {
                 key: "host memory",
@@ -513,16 +498,15 @@ impl BufObj {
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn gpu_memory_fd(&self) -> Result<Option<(std::os::fd::OwnedFd, u64)>> {
         use std::os::fd::FromRawFd;
-        let Some(f) = self.module.0.lib.host_gpu().BufObjExportGpuMemory else {
-            return Ok(None);
-        };
-        let (mut fd, mut size) = (-1i32, 0u64);
-        // SAFETY: the object is alive; both out-pointers are valid for writes.
-        let r = unsafe { f(self.raw, &mut fd, &mut size) };
-        if r == sys::NvSciError_NotSupported {
-            return Ok(None);
-        }
-        check("BufObjExportGpuMemory", r)?;
+        // SAFETY: the object is alive and of the implementation the table belongs to.
+        let (fd, size) =
+            match unsafe { host_gpu::buf_obj_export_gpu_memory(self.module.0.lib.host_gpu(), self.raw) } {
+                Ok(Some(answer)) => answer,
+                // No such entry point, or an object of host memory.
+                Ok(None) => return Ok(None),
+                Err(Error::NvSci { code, .. }) if code == NvSciError::NOT_SUPPORTED => return Ok(None),
+                Err(e) => return Err(e),
+            };
         if fd < 0 {
             return Err(Error::UnexpectedValue { key: "GPU memory fd", detail: format!("{fd}") });
         }

@@ -4,8 +4,8 @@
 //! block-linear, progressive or interlaced, padded or not).
 
 use super::{key, BufObj, ImageLayout, PlaneLayout};
-use crate::error::{check, invalid, Error, Result};
-use crate::library::nvfn;
+use crate::error::{invalid, Error, Result};
+use crate::result::buf as nvbuf;
 use core::ffi::c_void;
 use nvsci_sys as sys;
 
@@ -170,16 +170,23 @@ impl BufObj {
             sizes[i] = u32::try_from(p.data.len()).unwrap_or(u32::MAX);
             pitches[i] = p.pitch;
         }
-        let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjPutPixels);
+        let n = planes.len().min(MAX_PLANES);
         self.with_cpu_borrow(true, || {
             // SAFETY: the object is alive; one entry of `ptrs`, `sizes`, `pitches` per plane (the
             // count was checked against PlaneCount) describes a caller buffer of at least
             // `sizes[i]` readable bytes (`sizes[i] <= len`) covering the plane's rectangle at its
             // pitch (checked above); no CPU borrow of the allocation exists while the library
             // writes it.
-            let code =
-                unsafe { f(self.as_raw(), &rect, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()) };
-            check("NvSciBufObjPutPixels", code)?;
+            unsafe {
+                nvbuf::obj_put_pixels(
+                    self.module().0.lib.buf(),
+                    self.as_raw(),
+                    &rect,
+                    &mut ptrs[..n],
+                    &sizes[..n],
+                    &pitches[..n],
+                )
+            }?;
             // The CPU wrote the rectangle: flush it where the buffer needs it ("after writes").
             self.flush_rect(&rect)
         })
@@ -229,7 +236,7 @@ impl BufObj {
             sizes[i] = u32::try_from(p.data.len()).unwrap_or(u32::MAX);
             pitches[i] = p.pitch;
         }
-        let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjGetPixels);
+        let n = planes.len().min(MAX_PLANES);
         self.with_cpu_borrow(false, || {
             // The CPU is about to read the rectangle: flush it where the buffer needs it
             // ("before reads").
@@ -237,9 +244,16 @@ impl BufObj {
             // SAFETY: the object is alive; one entry of `ptrs`, `sizes`, `pitches` per plane
             // describes a caller buffer, exclusively borrowed through `planes`, of at least
             // `sizes[i]` writable bytes covering the plane's rectangle at its pitch (checked above).
-            let code =
-                unsafe { f(self.as_raw(), &rect, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()) };
-            check("NvSciBufObjGetPixels", code)
+            unsafe {
+                nvbuf::obj_get_pixels(
+                    self.module().0.lib.buf(),
+                    self.as_raw(),
+                    &rect,
+                    &mut ptrs[..n],
+                    &sizes[..n],
+                    &pitches[..n],
+                )
+            }
         })
     }
 }

@@ -118,14 +118,16 @@ pub fn fill_sync_attrs(dev: &CudaGpu, list: &mut SyncAttrList, signal: bool, wai
     }
     let flags =
         if signal { CUDA_NVSCISYNC_ATTR_SIGNAL } else { 0 } | if wait { CUDA_NVSCISYNC_ATTR_WAIT } else { 0 };
-    if let Some(fill) = list.module().library().host_gpu().SyncAttrListFillGpu {
-        // An emulation whose sync objects are host counters fills its own lists the way the
-        // Tegra driver does.
-        let gpu = nvsci_sys::NvSciRmGpuId { bytes: dev.gpu_id().0 };
-        // SAFETY: the list is a live, unreconciled list of that implementation; `gpu` is a
-        // valid GPU id for the call.
-        let code = unsafe { fill(list.as_raw(), &gpu, flags) };
-        return crate::error::check("SyncAttrListFillGpu", code);
+    // An emulation whose sync objects are host counters fills its own lists the way the Tegra
+    // driver does.
+    let gpu = nvsci_sys::NvSciRmGpuId { bytes: dev.gpu_id().0 };
+    let t = list.module().library().host_gpu();
+    use crate::result::host_gpu::sync_attr_list_fill_gpu as fill;
+    // SAFETY: the list is a live, unreconciled list of that implementation, borrowed mutably;
+    // `gpu` is a valid GPU id for the call.
+    let filled = unsafe { fill(t, list.as_raw(), &gpu, flags) }?;
+    if filled.is_some() {
+        return Ok(());
     }
     let r =
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;

@@ -5,7 +5,7 @@ use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
-use crate::library::nvfn;
+use crate::result::buf as nvbuf;
 use nvsci_sys as sys;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,33 +47,21 @@ impl BufModule {
         min: Perm,
         timeout: Option<Duration>,
     ) -> Result<BufObj> {
-        let f = nvfn!(self.0.lib.buf(), NvSciBufIpcImportAttrListAndObj);
         let raw_in = super::list::input_lists(inputs)?;
-        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: as for `import_reconciled`; `raw` receives a new object reference.
-        let code = unsafe {
-            f(
+        // SAFETY: the module and every input list are alive and the endpoint open; the new
+        // object reference is owned by the returned object.
+        let raw = unsafe {
+            nvbuf::ipc_import_attr_list_and_obj(
+                self.0.lib.buf(),
                 self.0.raw,
                 ep.as_raw(),
-                desc.0.as_ptr().cast(),
-                desc.0.len(),
-                ptr,
-                raw_in.len(),
+                &desc.0,
+                &raw_in,
                 min as u32,
                 timeout_micros(timeout),
-                &mut raw,
             )
-        };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciBufIpcImportAttrListAndObj",
-                "NvSciBuf object",
-                perm_name(min),
-                timeout,
-                code,
-            ));
         }
+        .map_err(|e| ep.import_failure("NvSciBuf object", perm_name(min), timeout, e))?;
         BufObj::wrap(raw, self, Arc::default())
     }
 }
@@ -115,13 +103,11 @@ impl BufObj {
                 "an export cannot grant more permission than the exporting reference has",
             ));
         }
-        let f = nvfn!(self.module().0.lib.buf(), NvSciBufObjIpcExport);
-        let mut d = sys::NvSciBufObjIpcExportDescriptor::default();
-        // SAFETY: the object is alive; `d` is a valid out-pointer.
-        let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut d) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.export_error("NvSciBufObjIpcExport", code));
+        // SAFETY: the object is alive and the endpoint open.
+        let d = unsafe {
+            nvbuf::obj_ipc_export(self.module().0.lib.buf(), self.as_raw(), perm as u32, ep.as_raw())
         }
+        .map_err(|e| ep.export_failure(e))?;
         let words = d.data;
         Ok(BufObjDescriptor::from_words(&words))
     }
@@ -134,22 +120,16 @@ impl BufObj {
                 "an export cannot grant more permission than the exporting reference has",
             ));
         }
-        let lib = self.module().0.lib.clone();
-        let f = nvfn!(lib.buf(), NvSciBufIpcExportAttrListAndObj);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: the object is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(self.as_raw(), perm as u32, ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciBufIpcExportAttrListAndObj",
-                code,
-                p,
-                n,
-                lib.buf().NvSciBufAttrListAndObjFreeDesc,
-            )
-        }
+        let t = self.module().0.lib.buf();
+        // SAFETY: the object is alive and the endpoint open; the buffer is freed below.
+        let exported =
+            unsafe { nvbuf::ipc_export_attr_list_and_obj(t, self.as_raw(), perm as u32, ep.as_raw()) };
+        let free = |p| {
+            // SAFETY: `p` is the buffer just exported, freed once (by `exported`).
+            let _ = unsafe { nvbuf::attr_list_and_obj_free_desc(t, p) };
+        };
+        // SAFETY: on success the buffer is the one just exported, freed once with its own function.
+        unsafe { AttrListDescriptor::exported(ep, exported, free) }
     }
 
     fn import_raw(
@@ -166,21 +146,20 @@ impl BufObj {
             ));
         }
         let module = reconciled.module().clone();
-        let f = nvfn!(module.0.lib.buf(), NvSciBufObjIpcImport);
         let d = sys::NvSciBufObjIpcExportDescriptor { data: desc.words::<32>() };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the list is alive; `d` is a descriptor value; `raw` receives a new reference.
-        let code =
-            unsafe { f(ep.as_raw(), &d, reconciled.raw, min as u32, timeout_micros(timeout), &mut raw) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciBufObjIpcImport",
-                "NvSciBuf object",
-                perm_name(min),
-                timeout,
-                code,
-            ));
+        // SAFETY: the list is alive and reconciled, the endpoint open; the new reference is
+        // owned by the returned object.
+        let raw = unsafe {
+            nvbuf::obj_ipc_import(
+                module.0.lib.buf(),
+                ep.as_raw(),
+                &d,
+                reconciled.raw,
+                min as u32,
+                timeout_micros(timeout),
+            )
         }
+        .map_err(|e| ep.import_failure("NvSciBuf object", perm_name(min), timeout, e))?;
         BufObj::wrap(raw, &module, Arc::default())
     }
 

@@ -99,22 +99,18 @@ impl AttrListDescriptor {
     }
 
     /// The outcome of an export call that hands out a library-owned buffer: on success the
-    /// buffer copied (and freed with `free`), else the error naming `function`.
+    /// buffer `(ptr, len)` copied (and freed with `free`), else the error naming the export
+    /// function.
     ///
     /// # Safety
     /// On success `ptr` must be a buffer of `len` bytes returned by the export function that
-    /// `free` belongs to, not yet freed.
+    /// `free` frees, not yet freed.
     pub(crate) unsafe fn exported(
         ep: &super::IpcEndpoint,
-        function: &'static str,
-        code: nvsci_sys::NvSciError,
-        ptr: *mut core::ffi::c_void,
-        len: usize,
-        free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,
+        exported: Result<(*mut core::ffi::c_void, usize)>,
+        free: impl FnOnce(*mut core::ffi::c_void),
     ) -> Result<Self> {
-        if code != nvsci_sys::NvSciError_Success {
-            return Err(ep.export_error(function, code));
-        }
+        let (ptr, len) = exported.map_err(|e| ep.export_failure(e))?;
         // SAFETY: forwarded contract.
         Ok(unsafe { Self::take(ptr, len, free) })
     }
@@ -127,7 +123,7 @@ impl AttrListDescriptor {
     unsafe fn take(
         ptr: *mut core::ffi::c_void,
         len: usize,
-        free: Option<unsafe extern "C" fn(*mut core::ffi::c_void)>,
+        free: impl FnOnce(*mut core::ffi::c_void),
     ) -> Self {
         let bytes = if ptr.is_null() || len == 0 {
             Vec::new()
@@ -135,10 +131,8 @@ impl AttrListDescriptor {
             // SAFETY: forwarded contract: `len` readable bytes at `ptr`.
             unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) }.to_vec()
         };
-        if let Some(free) = free {
-            // SAFETY: forwarded contract: freed once, with its own free function.
-            unsafe { free(ptr) };
-        }
+        // Forwarded contract: freed once, with its own free function.
+        free(ptr);
         Self(bytes)
     }
 }

@@ -3,7 +3,7 @@
 
 use super::Ipc;
 use crate::error::{Error, NvSciError, Result};
-use crate::library::nvfn;
+use crate::result::{ipc as nvipc, is_missing};
 use nvsci_sys as sys;
 use std::ffi::CString;
 use std::os::fd::{BorrowedFd, RawFd};
@@ -82,20 +82,18 @@ impl Drop for IpcEndpoint {
         // NvSciIpcCloseEndpointSafe where the library has it: the deprecated NvSciIpcCloseEndpoint
         // does nothing in DRIVE OS safety builds, and nvsciipc.h names the Safe call as the one
         // that closes endpoints before NvSciIpcDeinit.
-        if let Some(close) = fns.NvSciIpcCloseEndpointSafe {
-            // SAFETY: `raw` is our open endpoint, closed exactly once; `clear = false` asks for
-            // no extra clean-up of the channel.
-            let rc = unsafe { close(self.raw, false) };
-            if rc != nvsci_sys::NvSciError_Success {
-                log::warn!(
-                    "NvSciIpcCloseEndpointSafe({}) failed: {}",
-                    self.name,
-                    crate::error::NvSciError(rc)
-                );
+        // SAFETY: `raw` is our open endpoint, closed exactly once; `clear = false` asks for
+        // no extra clean-up of the channel.
+        match unsafe { nvipc::close_endpoint_safe(fns, self.raw, false) } {
+            Ok(()) => {}
+            Err(e) if is_missing(&e) => {
+                // SAFETY: as above, through the older entry point (libraries without the Safe one).
+                let _ = unsafe { nvipc::close_endpoint(fns, self.raw) };
             }
-        } else if let Some(close) = fns.NvSciIpcCloseEndpoint {
-            // SAFETY: as above, through the older entry point (libraries without the Safe one).
-            unsafe { close(self.raw) };
+            Err(Error::NvSci { code, .. }) => {
+                log::warn!("NvSciIpcCloseEndpointSafe({}) failed: {}", self.name, code);
+            }
+            Err(_) => {}
         }
     }
 }
@@ -147,25 +145,28 @@ impl IpcEndpoint {
                 None,
             ));
         }
-        let open = nvfn!(fns, NvSciIpcOpenEndpoint);
-        let mut raw = 0;
-        // SAFETY: `cname` is NUL-terminated and outlives the call; `raw` is a valid out-pointer.
-        let code = unsafe { open(cname.as_ptr(), &mut raw) };
-        if code != sys::NvSciError_Success {
-            let reason = match code {
-                sys::NvSciError_NoSuchEntry => {
-                    if ipc.0.mock {
-                        "not configured (no such entry in $NVSCI_MOCK_IPC_DIR/nvsciipc.cfg)".to_owned()
-                    } else {
-                        "not configured (no such entry in /etc/nvsciipc.cfg)".to_owned()
+        // SAFETY: the library is initialised (`ipc` holds it) and `cname` is NUL-terminated and
+        // outlives the call; the endpoint is closed once, by `Drop`.
+        let opened = unsafe { nvipc::open_endpoint(fns, cname.as_ptr()) };
+        let raw = match opened {
+            Ok(raw) => raw,
+            Err(Error::NvSci { code: NvSciError(code), .. }) => {
+                let reason = match code {
+                    sys::NvSciError_NoSuchEntry => {
+                        if ipc.0.mock {
+                            "not configured (no such entry in $NVSCI_MOCK_IPC_DIR/nvsciipc.cfg)".to_owned()
+                        } else {
+                            "not configured (no such entry in /etc/nvsciipc.cfg)".to_owned()
+                        }
                     }
-                }
-                sys::NvSciError_Busy => "already open (in this or another process)".to_owned(),
-                sys::NvSciError_NotPermitted => "this process may not open it".to_owned(),
-                _ => "NvSciIpcOpenEndpoint failed".to_owned(),
-            };
-            return Err(err(reason, Some(NvSciError(code))));
-        }
+                    sys::NvSciError_Busy => "already open (in this or another process)".to_owned(),
+                    sys::NvSciError_NotPermitted => "this process may not open it".to_owned(),
+                    _ => "NvSciIpcOpenEndpoint failed".to_owned(),
+                };
+                return Err(err(reason, Some(NvSciError(code))));
+            }
+            Err(e) => return Err(e),
+        };
         // From here on the endpoint is ours and closed by `Drop` on any error below.
         let mut ep = Self {
             ipc: ipc.clone(),
@@ -177,25 +178,33 @@ impl IpcEndpoint {
             established: AtomicBool::new(false),
             gone: AtomicBool::new(false),
         };
-        let get_fd = nvfn!(fns, NvSciIpcGetLinuxEventFd);
-        let mut fd = -1;
-        // SAFETY: `raw` is open; `fd` is a valid out-pointer.
-        ep.check("NvSciIpcGetLinuxEventFd", unsafe { get_fd(raw, &mut fd) })?;
-        ep.event_fd = fd;
-        let get_info = nvfn!(fns, NvSciIpcGetEndpointInfo);
-        let mut info = sys::NvSciIpcEndpointInfo::default();
+        // SAFETY: `raw` is open.
+        let fd = unsafe { nvipc::get_linux_event_fd(fns, raw) };
+        ep.event_fd = fd.map_err(|e| ep.failed("NvSciIpcGetLinuxEventFd", e))?;
         // SAFETY: as above.
-        ep.check("NvSciIpcGetEndpointInfo", unsafe { get_info(raw, &mut info) })?;
+        let info = unsafe { nvipc::get_endpoint_info(fns, raw) };
+        let info = info.map_err(|e| ep.failed("NvSciIpcGetEndpointInfo", e))?;
         ep.info = EndpointInfo { frames: info.nframes, frame_size: info.frame_size };
-        if let Some(reset) = fns.NvSciIpcResetEndpointSafe {
-            // SAFETY: `raw` is open.
-            ep.check("NvSciIpcResetEndpointSafe", unsafe { reset(raw) })?;
-        } else {
-            let reset = nvfn!(fns, NvSciIpcResetEndpoint);
-            // SAFETY: `raw` is open.
-            unsafe { reset(raw) };
+        // SAFETY: `raw` is open.
+        match unsafe { nvipc::reset_endpoint_safe(fns, raw) } {
+            // SAFETY: `raw` is open (libraries without the Safe entry point).
+            Err(e) if is_missing(&e) => unsafe { nvipc::reset_endpoint(fns, raw) }?,
+            r => r.map_err(|e| ep.failed("NvSciIpcResetEndpointSafe", e))?,
         }
         Ok(ep)
+    }
+
+    /// A failed call on this endpoint as [`Error::Ipc`] naming `function` (an error that is
+    /// not the library's status passes unchanged).
+    fn failed(&self, function: &'static str, e: Error) -> Error {
+        match e {
+            Error::NvSci { code, .. } => Error::Ipc {
+                endpoint: self.name.clone(),
+                reason: format!("{function} failed"),
+                code: Some(code),
+            },
+            other => other,
+        }
     }
 
     fn check(&self, function: &'static str, code: sys::NvSciError) -> Result<()> {
@@ -251,18 +260,14 @@ impl IpcEndpoint {
     }
 
     fn events_locked(&self) -> Result<IpcEvents> {
-        let mut ev = 0;
-        let code = match self.ipc.0.fns.NvSciIpcGetEventSafe {
-            // SAFETY: the endpoint is open; `ev` is a valid out-pointer.
-            Some(f) => unsafe { f(self.raw, &mut ev) },
-            None => {
-                let f = nvfn!(self.ipc.0.fns, NvSciIpcGetEvent);
-                // SAFETY: as above.
-                unsafe { f(self.raw, &mut ev) }
-            }
+        let fns = &self.ipc.0.fns;
+        // SAFETY: the endpoint is open.
+        let ev = match unsafe { nvipc::get_event_safe(fns, self.raw) } {
+            // SAFETY: as above (libraries without the Safe entry point).
+            Err(e) if is_missing(&e) => unsafe { nvipc::get_event(fns, self.raw) },
+            r => r,
         };
-        self.check("NvSciIpcGetEvent", code)?;
-        let ev = IpcEvents(ev);
+        let ev = IpcEvents(ev.map_err(|e| self.failed("NvSciIpcGetEvent", e))?);
         // A reset of an established connection ends the session. A reset reported before the
         // first connection, or with it in one answer, is part of establishing it (both ends
         // reset their endpoint to start the channel), not the loss of a peer.
@@ -372,22 +377,25 @@ impl IpcEndpoint {
                 }
                 continue;
             }
-            let code = match self.ipc.0.fns.NvSciIpcWriteSafe {
-                Some(f) => {
-                    let mut n = 0u32;
-                    // SAFETY: `frame` is readable for its length (checked to fit in u32 above).
-                    unsafe { f(self.raw, frame.as_ptr().cast(), frame.len() as u32, &mut n) }
+            let fns = &self.ipc.0.fns;
+            // SAFETY: the endpoint is open; `frame` is readable for its length (checked to fit in
+            // u32 above).
+            let written = match unsafe {
+                nvipc::write_safe(fns, self.raw, frame.as_ptr().cast(), frame.len() as u32)
+            } {
+                Err(e) if is_missing(&e) => {
+                    // SAFETY: as above (libraries without the Safe entry point).
+                    unsafe { nvipc::write(fns, self.raw, frame.as_ptr().cast(), frame.len()) }.map(drop)
                 }
-                None => {
-                    let f = nvfn!(self.ipc.0.fns, NvSciIpcWrite);
-                    let mut n = 0i32;
-                    // SAFETY: as above.
-                    unsafe { f(self.raw, frame.as_ptr().cast(), frame.len(), &mut n) }
-                }
+                r => r.map(drop),
             };
             drop(calls);
+            let code = match written {
+                Ok(()) => return Ok(()),
+                Err(Error::NvSci { code, .. }) => code.0,
+                Err(e) => return Err(e),
+            };
             match code {
-                sys::NvSciError_Success => return Ok(()),
                 sys::NvSciError_ConnectionReset => {
                     return Err(self.reset_answer("NvSciIpcWrite", "write", code))
                 }
@@ -434,25 +442,25 @@ impl IpcEndpoint {
                 }
                 continue;
             }
-            let (code, n) = match self.ipc.0.fns.NvSciIpcReadSafe {
-                Some(f) => {
-                    let mut n = 0u32;
-                    // SAFETY: `buf` is writable for `size` bytes.
-                    let c = unsafe { f(self.raw, buf.as_mut_ptr().cast(), size as u32, &mut n) };
-                    (c, n as usize)
+            let fns = &self.ipc.0.fns;
+            // SAFETY: the endpoint is open; `buf` is writable for `size` bytes (at most the
+            // frame size, so it fits in u32).
+            let got = match unsafe { nvipc::read_safe(fns, self.raw, buf.as_mut_ptr().cast(), size as u32) } {
+                Err(e) if is_missing(&e) => {
+                    // SAFETY: as above (libraries without the Safe entry point).
+                    unsafe { nvipc::read(fns, self.raw, buf.as_mut_ptr().cast(), size) }
+                        .map(|n| usize::try_from(n).unwrap_or(0))
                 }
-                None => {
-                    let f = nvfn!(self.ipc.0.fns, NvSciIpcRead);
-                    let mut n = 0i32;
-                    // SAFETY: as above.
-                    let c = unsafe { f(self.raw, buf.as_mut_ptr().cast(), size, &mut n) };
-                    (c, usize::try_from(n).unwrap_or(0))
-                }
+                r => r.map(|n| n as usize),
             };
             drop(calls);
-            match code {
+            let code = match got {
                 // The library reports the size asked for; a shorter count would not say more.
-                sys::NvSciError_Success => return Ok(n.min(size)),
+                Ok(n) => return Ok(n.min(size)),
+                Err(Error::NvSci { code, .. }) => code.0,
+                Err(e) => return Err(e),
+            };
+            match code {
                 sys::NvSciError_ConnectionReset => {
                     return Err(self.reset_answer("NvSciIpcRead", "read", code))
                 }
@@ -580,6 +588,30 @@ impl IpcEndpoint {
                 ),
             },
             c => Error::NvSci { function, code: crate::NvSciError(c) },
+        }
+    }
+
+    /// [`import_error`](Self::import_error) of a failed result-layer call (an error that is not
+    /// the library's status passes unchanged).
+    pub(crate) fn import_failure(
+        &self,
+        what: &'static str,
+        requested: &'static str,
+        timeout: Option<Duration>,
+        e: Error,
+    ) -> Error {
+        match e {
+            Error::NvSci { function, code } => self.import_error(function, what, requested, timeout, code.0),
+            other => other,
+        }
+    }
+
+    /// [`export_error`](Self::export_error) of a failed result-layer call (an error that is not
+    /// the library's status passes unchanged).
+    pub(crate) fn export_failure(&self, e: Error) -> Error {
+        match e {
+            Error::NvSci { function, code } => self.export_error(function, code.0),
+            other => other,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The loaded NvSciIpc implementation: NVIDIA's `libnvsciipc.so` or the mock.
 
-use crate::error::{check, Result};
+use crate::error::Result;
+use crate::result::ipc as nvipc;
 use nvsci_sys::loader::NvSciIpcLibrary;
 use nvsci_sys::NvSciIpcFns;
 use std::sync::{Arc, Mutex};
@@ -33,13 +34,11 @@ impl Drop for IpcInner {
             return;
         }
         users.swap_remove(i);
-        if let Some(deinit) = self.fns.NvSciIpcDeinit {
-            // SAFETY: this was the last user of this implementation in the process: every
-            // endpoint holds its `Ipc`, so none is open, and the initialisation it balances
-            // succeeded (a user is counted only after a successful NvSciIpcInit). The lock is
-            // held, so no other thread initialises meanwhile.
-            unsafe { deinit() };
-        }
+        // SAFETY: this was the last user of this implementation in the process: every
+        // endpoint holds its `Ipc`, so none is open, and the initialisation it balances
+        // succeeded (a user is counted only after a successful NvSciIpcInit). The lock is
+        // held, so no other thread initialises meanwhile.
+        let _ = unsafe { nvipc::deinit(&self.fns) };
     }
 }
 
@@ -86,7 +85,8 @@ impl Ipc {
     }
 
     fn init(fns: NvSciIpcFns, mock: bool, lib: Option<NvSciIpcLibrary>) -> Result<Self> {
-        let init = crate::library::nvfn!(fns, NvSciIpcInit);
+        // The implementation's identity: the address of its NvSciIpcInit.
+        let Some(init) = fns.NvSciIpcInit else { return Err(crate::result::missing("NvSciIpcInit")) };
         let mut users = users();
         match users.iter_mut().find(|(k, _)| *k == init as usize) {
             Some((_, n)) => *n += 1,
@@ -94,7 +94,7 @@ impl Ipc {
                 // SAFETY: NvSciIpcInit takes no arguments. It runs for the first user of this
                 // implementation only (under the lock); `IpcInner::drop` of the last user
                 // balances it, and a user is counted only once it succeeded.
-                check("NvSciIpcInit", unsafe { init() })?;
+                unsafe { nvipc::init(&fns) }?;
                 users.push((init as usize, 1));
             }
         }

@@ -3,9 +3,9 @@
 
 use super::desc::AttrListDescriptor;
 use super::IpcEndpoint;
-use crate::attr_list::{AttrList, Family, Handle, MAX_LISTS};
+use crate::attr_list::{AttrList, Family, MAX_LISTS};
 use crate::error::Result;
-use nvsci_sys as sys;
+use crate::result::list as nvlist;
 
 impl<F: Family> AttrList<F> {
     /// Exports unreconciled lists (`NvSciBufAttrListIpcExportUnreconciled` or
@@ -15,26 +15,28 @@ impl<F: Family> AttrList<F> {
     pub fn export_unreconciled(lists: &[&Self], ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
         let (module, raw) = Self::gather(lists)?;
         let fns = F::fns(&module);
-        let export = fns.ipc_export_unreconciled;
-        let f = export.get()?;
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: every list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(raw.as_ptr(), raw.len(), ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe { AttrListDescriptor::exported(ep, export.name, code, p, n, fns.free_desc.f) }
+        // SAFETY: every list is alive and the endpoint open; the buffer is freed below.
+        let exported = unsafe { nvlist::ipc_export_unreconciled(&fns, &raw, ep.as_raw()) };
+        let free = |p| {
+            // SAFETY: `p` is the buffer just exported, freed once (by `exported`).
+            let _ = unsafe { nvlist::free_desc(&fns, p) };
+        };
+        // SAFETY: on success the buffer is the one just exported, freed once with its own function.
+        unsafe { AttrListDescriptor::exported(ep, exported, free) }
     }
 
     /// Exports this reconciled list (`NvSciBufAttrListIpcExportReconciled` or
     /// `NvSciSyncAttrListIpcExportReconciled`).
     pub fn export_reconciled(&self, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
         let fns = F::fns(&self.module);
-        let export = fns.ipc_export_reconciled;
-        let f = export.get()?;
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: the list is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(self.raw, ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe { AttrListDescriptor::exported(ep, export.name, code, p, n, fns.free_desc.f) }
+        // SAFETY: the list is alive and the endpoint open; the buffer is freed below.
+        let exported = unsafe { nvlist::ipc_export_reconciled(&fns, self.raw, ep.as_raw()) };
+        let free = |p| {
+            // SAFETY: `p` is the buffer just exported, freed once (by `exported`).
+            let _ = unsafe { nvlist::free_desc(&fns, p) };
+        };
+        // SAFETY: on success the buffer is the one just exported, freed once with its own function.
+        unsafe { AttrListDescriptor::exported(ep, exported, free) }
     }
 }
 
@@ -46,15 +48,11 @@ impl<F: Family> AttrList<F> {
         ep: &IpcEndpoint,
         desc: &AttrListDescriptor,
     ) -> Result<Self> {
-        let import = F::fns(module).ipc_import_unreconciled;
-        let f = import.get()?;
-        let mut raw = F::RawList::NULL;
-        // SAFETY: the module is alive; `desc` is readable for its length; `raw` receives a list.
-        let code =
-            unsafe { f(F::raw_module(module), ep.as_raw(), desc.0.as_ptr().cast(), desc.0.len(), &mut raw) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(import.name, "attribute list", "", None, code));
+        // SAFETY: the module is alive and the endpoint open; the new list is ours.
+        let raw = unsafe {
+            nvlist::ipc_import_unreconciled(&F::fns(module), F::raw_module(module), ep.as_raw(), &desc.0)
         }
+        .map_err(|e| ep.import_failure("attribute list", "", None, e))?;
         Ok(Self::wrap(raw, module))
     }
 
@@ -66,27 +64,19 @@ impl<F: Family> AttrList<F> {
         desc: &AttrListDescriptor,
         inputs: &[&Self],
     ) -> Result<Self> {
-        let import = F::fns(module).ipc_import_reconciled;
-        let f = import.get()?;
         let raw_in = input_lists(inputs)?;
-        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
-        let mut raw = F::RawList::NULL;
-        // SAFETY: the module and every input list are alive; `desc` is readable for its length;
-        // `raw` receives a list.
-        let code = unsafe {
-            f(
+        // SAFETY: the module and every input list are alive and the endpoint open; the new list
+        // is ours.
+        let raw = unsafe {
+            nvlist::ipc_import_reconciled(
+                &F::fns(module),
                 F::raw_module(module),
                 ep.as_raw(),
-                desc.0.as_ptr().cast(),
-                desc.0.len(),
-                ptr,
-                raw_in.len(),
-                &mut raw,
+                &desc.0,
+                &raw_in,
             )
-        };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(import.name, "reconciled attribute list", "", None, code));
         }
+        .map_err(|e| ep.import_failure("reconciled attribute list", "", None, e))?;
         Ok(Self::wrap(raw, module))
     }
 }

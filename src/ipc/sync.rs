@@ -3,8 +3,8 @@
 use super::desc::{AttrListDescriptor, FenceDescriptor, SyncObjDescriptor};
 use super::endpoint::timeout_micros;
 use super::IpcEndpoint;
-use crate::error::{check, invalid, Error, Result};
-use crate::library::nvfn;
+use crate::error::{invalid, Error, NvSciError, Result};
+use crate::result::sync as nvsync;
 use crate::sync::{Fence, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci_sys as sys;
 use std::time::Duration;
@@ -45,33 +45,21 @@ impl SyncModule {
         perm: SyncPerm,
         timeout: Option<Duration>,
     ) -> Result<SyncObj> {
-        let f = nvfn!(self.0.lib.sync(), NvSciSyncIpcImportAttrListAndObj);
         let raw_in = super::list::input_lists(inputs)?;
-        let ptr = if raw_in.is_empty() { core::ptr::null() } else { raw_in.as_ptr() };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: as for `import_reconciled`; `raw` receives a new object.
-        let code = unsafe {
-            f(
+        // SAFETY: the module and every input list are alive and the endpoint open; the new
+        // object is owned by the returned `SyncObj`.
+        let raw = unsafe {
+            nvsync::ipc_import_attr_list_and_obj(
+                self.0.lib.sync(),
                 self.0.raw,
                 ep.as_raw(),
-                desc.0.as_ptr().cast(),
-                desc.0.len(),
-                ptr,
-                raw_in.len(),
+                &desc.0,
+                &raw_in,
                 perm as u64,
                 timeout_micros(timeout),
-                &mut raw,
             )
-        };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciSyncIpcImportAttrListAndObj",
-                "NvSciSync object",
-                perm_name(perm),
-                timeout,
-                code,
-            ));
         }
+        .map_err(|e| ep.import_failure("NvSciSync object", perm_name(perm), timeout, e))?;
         Ok(SyncObj::from_raw(raw, self))
     }
 }
@@ -79,35 +67,27 @@ impl SyncModule {
 impl SyncObj {
     /// Exports this object to the peer of `ep` granting `perm`.
     pub fn export(&self, perm: SyncPerm, ep: &IpcEndpoint) -> Result<SyncObjDescriptor> {
-        let f = nvfn!(self.module().0.lib.sync(), NvSciSyncObjIpcExport);
-        let mut d = sys::NvSciSyncObjIpcExportDescriptor { payload: [0; 128] };
-        // SAFETY: the object is alive; `d` is a valid out-pointer.
-        let code = unsafe { f(self.as_raw(), perm as u64, ep.as_raw(), &mut d) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.export_error("NvSciSyncObjIpcExport", code));
+        // SAFETY: the object is alive and the endpoint open.
+        let d = unsafe {
+            nvsync::obj_ipc_export(self.module().0.lib.sync(), self.as_raw(), perm as u64, ep.as_raw())
         }
+        .map_err(|e| ep.export_failure(e))?;
         Ok(SyncObjDescriptor::from_words(&d.payload))
     }
 
     /// Exports this object and its reconciled list in one descriptor
     /// (`NvSciSyncIpcExportAttrListAndObj`).
     pub fn export_with_attr_list(&self, perm: SyncPerm, ep: &IpcEndpoint) -> Result<AttrListDescriptor> {
-        let lib = self.module().0.lib.clone();
-        let f = nvfn!(lib.sync(), NvSciSyncIpcExportAttrListAndObj);
-        let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
-        // SAFETY: the object is alive; `p`/`n` receive a library-owned buffer.
-        let code = unsafe { f(self.as_raw(), perm as u64, ep.as_raw(), &mut p, &mut n) };
-        // SAFETY: on success `p` is the buffer just exported, freed once with its own function.
-        unsafe {
-            AttrListDescriptor::exported(
-                ep,
-                "NvSciSyncIpcExportAttrListAndObj",
-                code,
-                p,
-                n,
-                lib.sync().NvSciSyncAttrListAndObjFreeDesc,
-            )
-        }
+        let t = self.module().0.lib.sync();
+        // SAFETY: the object is alive and the endpoint open; the buffer is freed below.
+        let exported =
+            unsafe { nvsync::ipc_export_attr_list_and_obj(t, self.as_raw(), perm as u64, ep.as_raw()) };
+        let free = |p| {
+            // SAFETY: `p` is the buffer just exported, freed once (by `exported`).
+            let _ = unsafe { nvsync::attr_list_and_obj_free_desc(t, p) };
+        };
+        // SAFETY: on success the buffer is the one just exported, freed once with its own function.
+        unsafe { AttrListDescriptor::exported(ep, exported, free) }
     }
 
     /// Imports an object the peer of `ep` exported, described by the reconciled list imported
@@ -127,21 +107,20 @@ impl SyncObj {
             ));
         }
         let module = reconciled.module().clone();
-        let f = nvfn!(module.0.lib.sync(), NvSciSyncObjIpcImport);
         let d = sys::NvSciSyncObjIpcExportDescriptor { payload: desc.words::<128>() };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the list is alive; `d` is a descriptor value; `raw` receives a new object.
-        let code =
-            unsafe { f(ep.as_raw(), &d, reconciled.raw, perm as u64, timeout_micros(timeout), &mut raw) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.import_error(
-                "NvSciSyncObjIpcImport",
-                "NvSciSync object",
-                perm_name(perm),
-                timeout,
-                code,
-            ));
+        // SAFETY: the list is alive and reconciled, the endpoint open; the new object is owned
+        // by the returned `SyncObj`.
+        let raw = unsafe {
+            nvsync::obj_ipc_import(
+                module.0.lib.sync(),
+                ep.as_raw(),
+                &d,
+                reconciled.raw,
+                perm as u64,
+                timeout_micros(timeout),
+            )
         }
+        .map_err(|e| ep.import_failure("NvSciSync object", perm_name(perm), timeout, e))?;
         Ok(SyncObj::from_raw(raw, &module))
     }
 
@@ -151,20 +130,21 @@ impl SyncObj {
         if desc.0.iter().all(|b| *b == 0) {
             return Ok(Fence::cleared());
         }
-        let f = nvfn!(self.module().0.lib.sync(), NvSciSyncIpcImportFence);
         let d = sys::NvSciSyncFenceIpcExportDescriptor { payload: desc.words::<7>() };
         let mut fence = Fence::for_object(self);
         // SAFETY: the object is alive; `fence` is cleared storage bound to it.
-        let code = unsafe { f(self.as_raw(), &d, fence.as_raw_mut()) };
-        if code == sys::NvSciError_BadParameter {
-            return Err(Error::InvalidDescriptor {
+        unsafe {
+            nvsync::ipc_import_fence(self.module().0.lib.sync(), self.as_raw(), &d, fence.storage_mut())
+        }
+        .map_err(|e| match e {
+            Error::NvSci { code, .. } if code == NvSciError::BAD_PARAMETER => Error::InvalidDescriptor {
                 what: "NvSciSync fence",
                 reason:
                     "NvSciSyncIpcImportFence refused it (a fence of another object, truncated or corrupted)"
                         .into(),
-            });
-        }
-        check("NvSciSyncIpcImportFence", code)?;
+            },
+            e => e,
+        })?;
         Ok(fence)
     }
 }
@@ -177,13 +157,9 @@ impl Fence {
         let Some(obj) = self.object() else {
             return Ok(FenceDescriptor([0; 56]));
         };
-        let f = nvfn!(obj.module().0.lib.sync(), NvSciSyncIpcExportFence);
-        let mut d = sys::NvSciSyncFenceIpcExportDescriptor { payload: [0; 7] };
-        // SAFETY: the fence is valid storage; `d` is a valid out-pointer.
-        let code = unsafe { f(self.as_raw(), ep.as_raw(), &mut d) };
-        if code != sys::NvSciError_Success {
-            return Err(ep.export_error("NvSciSyncIpcExportFence", code));
-        }
+        // SAFETY: the fence is a fence of the object's library; the endpoint is open.
+        let d = unsafe { nvsync::ipc_export_fence(obj.module().0.lib.sync(), self.raw_fence(), ep.as_raw()) }
+            .map_err(|e| ep.export_failure(e))?;
         Ok(FenceDescriptor::from_words(&d.payload))
     }
 }

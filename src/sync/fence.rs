@@ -1,8 +1,8 @@
 //! Fences and CPU waits.
 
 use super::{SyncModule, SyncObj};
-use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
-use crate::library::nvfn;
+use crate::error::{invalid, Culprit, Error, NvSciError, Result};
+use crate::result::sync as nvsync;
 use core::time::Duration;
 use nvsci_sys as sys;
 
@@ -108,12 +108,11 @@ impl Fence {
         if raw.is_null() {
             return Err(Error::NullHandle { what: "NvSciSyncFence" });
         }
-        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceDup);
         let mut out = Self::for_object(obj);
         // SAFETY: `raw` points to a valid fence of this implementation that nothing writes during
         // the call (caller contract); `out.raw` is zeroed storage for the duplicate, which holds
         // its own object reference and is cleared when `out` drops.
-        check("NvSciSyncFenceDup", unsafe { f(raw, &mut out.raw) })?;
+        unsafe { nvsync::fence_dup(obj.0.module.0.lib.sync(), raw, &mut out.raw) }?;
         Ok(out)
     }
 
@@ -167,11 +166,9 @@ impl Fence {
     pub fn clear(&mut self) {
         if let Some(obj) = &self.obj {
             if !self.is_cleared() {
-                if let Some(clear) = obj.0.module.0.lib.sync().NvSciSyncFenceClear {
-                    // SAFETY: the storage holds a fence of this library (or zeroes); clearing
-                    // releases its object reference and zeroes it.
-                    unsafe { clear(&mut self.raw) };
-                }
+                // SAFETY: the storage holds a fence of this library (or zeroes); clearing
+                // releases its object reference and zeroes it.
+                let _ = unsafe { nvsync::fence_clear(obj.0.module.0.lib.sync(), &mut self.raw) };
             }
         }
         self.raw = sys::NVSCI_SYNC_FENCE_INITIALIZER;
@@ -182,10 +179,9 @@ impl Fence {
         let Some(obj) = &self.obj else {
             return Ok(Self::cleared());
         };
-        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceDup);
         let mut out = Self::for_object(obj);
         // SAFETY: `self.raw` is a valid fence; `out.raw` is zeroed storage for the copy.
-        check("NvSciSyncFenceDup", unsafe { f(&self.raw, &mut out.raw) })?;
+        unsafe { nvsync::fence_dup(obj.0.module.0.lib.sync(), &self.raw, &mut out.raw) }?;
         Ok(out)
     }
 
@@ -208,14 +204,16 @@ impl Fence {
             .and_then(|d| i64::try_from(d.as_micros()).ok())
             .filter(|&us| us <= sys::NVSCI_SYS_SYNC_FENCE_MAX_TIMEOUT_US)
             .unwrap_or(-1);
-        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceWait);
         // SAFETY: the fence and the context are alive; the context is used by this thread only
         // (`&mut`), as the library requires.
-        let code = unsafe { f(&self.raw, ctx.raw, timeout_us) };
-        if code == sys::NvSciError_Timeout {
-            return Err(Error::Timeout { function: "NvSciSyncFenceWait", timeout_us });
-        }
-        check("NvSciSyncFenceWait", code).map_err(|e| explain_wait(e, obj, ctx))
+        unsafe { nvsync::fence_wait(obj.0.module.0.lib.sync(), &self.raw, ctx.raw, timeout_us) }.map_err(
+            |e| match e {
+                Error::NvSci { function, code } if code == NvSciError::TIMEOUT => {
+                    Error::Timeout { function, timeout_us }
+                }
+                e => explain_wait(e, obj, ctx),
+            },
+        )
     }
 
     /// The fence's primitive id and value (NvSciSyncFenceExtractFence; NvSciSync 2.3+).
@@ -226,11 +224,8 @@ impl Fence {
                 code: crate::NvSciError::CLEARED_FENCE,
             });
         };
-        let f = nvfn!(obj.0.module.0.lib.sync(), NvSciSyncFenceExtractFence);
-        let (mut id, mut value) = (0u64, 0u64);
-        // SAFETY: the fence is alive; both out-pointers are valid.
-        check("NvSciSyncFenceExtractFence", unsafe { f(&self.raw, &mut id, &mut value) })?;
-        Ok((id, value))
+        // SAFETY: the fence is a fence of this implementation, alive while borrowed.
+        unsafe { nvsync::fence_extract_fence(obj.0.module.0.lib.sync(), &self.raw) }
     }
 
     /// The sync object this fence belongs to (`None` for a fence created cleared).
@@ -245,6 +240,16 @@ impl Fence {
 
     /// Mutable pointer to the C fence storage, for a signaler to fill.
     pub(crate) fn as_raw_mut(&mut self) -> *mut sys::NvSciSyncFence {
+        &mut self.raw
+    }
+
+    /// The C fence.
+    pub(crate) fn raw_fence(&self) -> &sys::NvSciSyncFence {
+        &self.raw
+    }
+
+    /// The C fence storage, for a signaler to fill.
+    pub(crate) fn storage_mut(&mut self) -> &mut sys::NvSciSyncFence {
         &mut self.raw
     }
 }
@@ -292,10 +297,8 @@ unsafe impl Send for CpuWaitContext {}
 
 impl Drop for CpuWaitContext {
     fn drop(&mut self) {
-        if let Some(free) = self.module.0.lib.sync().NvSciSyncCpuWaitContextFree {
-            // SAFETY: freed once; no wait can be running (waits borrow `&mut self`).
-            unsafe { free(self.raw) };
-        }
+        // SAFETY: freed once; no wait can be running (waits borrow `&mut self`).
+        let _ = unsafe { nvsync::cpu_wait_context_free(self.module.0.lib.sync(), self.raw) };
     }
 }
 
@@ -307,10 +310,8 @@ impl std::fmt::Debug for CpuWaitContext {
 
 impl CpuWaitContext {
     pub(crate) fn new(module: &SyncModule) -> Result<Self> {
-        let f = nvfn!(module.0.lib.sync(), NvSciSyncCpuWaitContextAlloc);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the module is alive; `raw` receives a new context.
-        check("NvSciSyncCpuWaitContextAlloc", unsafe { f(module.0.raw, &mut raw) })?;
+        // SAFETY: the module is alive; the new context is freed once, by `drop`.
+        let raw = unsafe { nvsync::cpu_wait_context_alloc(module.0.lib.sync(), module.0.raw) }?;
         Ok(Self { raw, module: module.clone() })
     }
 }

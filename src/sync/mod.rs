@@ -10,8 +10,9 @@ pub use fence::{wait_all, CpuWaitContext, Fence, FenceList};
 pub use keys::{key, PrimitiveType, SyncAttr, SyncPerm};
 pub use obj::SyncObj;
 
-use crate::error::{check, Result};
-use crate::library::{nvfn, Implementation, NvSci};
+use crate::error::Result;
+use crate::library::{Implementation, NvSci};
+use crate::result::sync as nvsync;
 use std::sync::Arc;
 
 pub(crate) struct ModuleInner {
@@ -27,11 +28,9 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
-        if let Some(close) = self.lib.sync().NvSciSyncModuleClose {
-            // SAFETY: `raw` came from NvSciSyncModuleOpen and is closed once, after every list,
-            // object and wait context (each holds this `Arc`).
-            unsafe { close(self.raw) };
-        }
+        // SAFETY: `raw` came from NvSciSyncModuleOpen and is closed once, after every list,
+        // object and wait context (each holds this `Arc`).
+        let _ = unsafe { nvsync::module_close(self.lib.sync(), self.raw) };
     }
 }
 
@@ -50,10 +49,9 @@ impl std::fmt::Debug for SyncModule {
 impl SyncModule {
     /// Opens a module on a loaded implementation.
     pub fn open(lib: &NvSci) -> Result<Self> {
-        let open = nvfn!(lib.sync(), NvSciSyncModuleOpen);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: NvSciSyncModuleOpen writes a new module handle through a valid out-pointer.
-        check("NvSciSyncModuleOpen", unsafe { open(&mut raw) })?;
+        // SAFETY: the table is the loaded library's; the module is closed once, by
+        // `ModuleInner::drop`, after everything bound to it (each holds the `Arc`).
+        let raw = unsafe { nvsync::module_open(lib.sync()) }?;
         Ok(Self(Arc::new(ModuleInner { raw, lib: lib.clone() })))
     }
 

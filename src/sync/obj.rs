@@ -1,8 +1,9 @@
 //! NvSciSync objects.
 
 use super::{Fence, SyncAttrList, SyncAttrListRef, SyncModule};
-use crate::error::{check, invalid, Culprit, Error, NvSciError, Result};
-use crate::library::{nvfn, Implementation};
+use crate::error::{invalid, Culprit, Error, NvSciError, Result};
+use crate::library::Implementation;
+use crate::result::{host_gpu, sync as nvsync};
 use nvsci_sys as sys;
 use std::sync::Arc;
 
@@ -22,11 +23,9 @@ unsafe impl Sync for ObjInner {}
 
 impl Drop for ObjInner {
     fn drop(&mut self) {
-        if let Some(free) = self.module.0.lib.sync().NvSciSyncObjFree {
-            // SAFETY: freed once, after every `SyncObj` clone and every `Fence` made from it (each
-            // holds this `Arc`) and after every import into another API (those borrow or hold it).
-            unsafe { free(self.raw) };
-        }
+        // SAFETY: freed once, after every `SyncObj` clone and every `Fence` made from it (each
+        // holds this `Arc`) and after every import into another API (those borrow or hold it).
+        let _ = unsafe { nvsync::obj_free(self.module.0.lib.sync(), self.raw) };
     }
 }
 
@@ -49,10 +48,8 @@ impl SyncObj {
         if !list.is_reconciled()? {
             return Err(invalid("list", "SyncObj::alloc needs a reconciled attribute list"));
         }
-        let f = nvfn!(list.module.0.lib.sync(), NvSciSyncObjAlloc);
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: the list is alive and reconciled; `raw` receives a new object.
-        check("NvSciSyncObjAlloc", unsafe { f(list.raw, &mut raw) })?;
+        // SAFETY: the list is alive and reconciled; the new object is freed once, by `ObjInner`.
+        let raw = unsafe { nvsync::obj_alloc(list.module.0.lib.sync(), list.raw) }?;
         Ok(Self(Arc::new(ObjInner { raw, module: list.module.clone(), adopted: false })))
     }
 
@@ -67,14 +64,13 @@ impl SyncObj {
     pub fn reconcile_and_alloc(lists: &[&SyncAttrList]) -> Result<Self> {
         const FUNCTION: &str = "NvSciSyncAttrListReconcileAndObjAlloc";
         let (module, raws) = SyncAttrList::gather(lists)?;
-        let f = nvfn!(module.0.lib.sync(), NvSciSyncAttrListReconcileAndObjAlloc);
-        let mut raw = core::ptr::null_mut();
         let mut conflict = core::ptr::null_mut();
-        // SAFETY: every input handle is alive (borrowed from `lists`); both out-pointers are
-        // valid. On success `raw` is a new object that we own; the conflict list, if any, is
-        // ours to free (`reconcile_status` does).
-        let code = unsafe { f(raws.as_ptr(), raws.len(), &mut raw, &mut conflict) };
-        SyncAttrList::reconcile_status(FUNCTION, code, conflict, &module, lists.len())
+        // SAFETY: every input handle is alive (borrowed from `lists`) and `conflict` is NULL. On
+        // success the object is ours; the conflict list, if any, is ours to free
+        // (`reconcile_status` does).
+        let status = unsafe { nvsync::reconcile_and_obj_alloc(module.0.lib.sync(), &raws, &mut conflict) };
+        let raw = *status.as_ref().unwrap_or(&core::ptr::null_mut());
+        SyncAttrList::reconcile_status(FUNCTION, status.map(drop), conflict, &module, lists.len())
             .map_err(|e| SyncAttrList::explain_reconcile(e, lists))?;
         if raw.is_null() {
             return Err(Error::UnexpectedValue {
@@ -118,11 +114,9 @@ impl SyncObj {
         if raw.is_null() {
             return Err(Error::NullHandle { what: "NvSciSyncObj" });
         }
-        let f = nvfn!(module.0.lib.sync(), NvSciSyncObjDup);
-        let mut copy = core::ptr::null_mut();
         // SAFETY: `raw` is a live object of this implementation, not freed during the call
-        // (caller contract); `copy` receives a new reference that we own.
-        check("NvSciSyncObjDup", unsafe { f(raw, &mut copy) })?;
+        // (caller contract); the new reference is ours.
+        let copy = unsafe { nvsync::obj_dup(module.0.lib.sync(), raw) }?;
         Ok(Self(Arc::new(ObjInner { raw: copy, module: module.clone(), adopted: true })))
     }
 
@@ -146,10 +140,8 @@ impl SyncObj {
 
     /// The object's reconciled attribute list (borrowed from the object).
     pub fn attr_list(&self) -> Result<SyncAttrListRef<'_>> {
-        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGetAttrList);
-        let mut raw = core::ptr::null_mut();
         // SAFETY: the object is alive; the list it returns belongs to it and lives as long.
-        check("NvSciSyncObjGetAttrList", unsafe { f(self.0.raw, &mut raw) })?;
+        let raw = unsafe { nvsync::obj_get_attr_list(self.0.module.0.lib.sync(), self.0.raw) }?;
         // SAFETY: as above; the reference never frees it.
         Ok(unsafe { SyncAttrListRef::new(raw, &self.0.module) })
     }
@@ -157,10 +149,9 @@ impl SyncObj {
     /// Generates the fence of the next CPU signal (the CPU must be the signaler); [`Fence`] has
     /// an example of a CPU signal and wait.
     pub fn generate_fence(&self) -> Result<Fence> {
-        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjGenerateFence);
         let mut fence = Fence::for_object(self);
         // SAFETY: the object is alive and the fence storage is zeroed (cleared) as required.
-        check("NvSciSyncObjGenerateFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })
+        unsafe { nvsync::obj_generate_fence(self.0.module.0.lib.sync(), self.0.raw, fence.storage_mut()) }
             .map_err(not_cpu_signaler)?;
         Ok(fence)
     }
@@ -169,9 +160,8 @@ impl SyncObj {
     /// signaler is not this process's CPU is refused with [`Error::Refused`] and
     /// [`Culprit::NotCpuSignaler`].
     pub fn signal(&self) -> Result<()> {
-        let f = nvfn!(self.0.module.0.lib.sync(), NvSciSyncObjSignal);
         // SAFETY: the object is alive.
-        check("NvSciSyncObjSignal", unsafe { f(self.0.raw) }).map_err(not_cpu_signaler)
+        unsafe { nvsync::obj_signal(self.0.module.0.lib.sync(), self.0.raw) }.map_err(not_cpu_signaler)
     }
 
     /// The host address of the object's 64-bit counter, on implementations whose sync objects
@@ -179,12 +169,12 @@ impl SyncObj {
     /// on NVIDIA's libraries. Valid while any clone of this object lives.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn host_counter(&self) -> Result<Option<*mut u64>> {
-        let Some(f) = self.0.module.0.lib.host_gpu().SyncObjGetCounter else {
+        // SAFETY: the object is alive and of the implementation the table belongs to.
+        let Some(counter) =
+            unsafe { host_gpu::sync_obj_get_counter(self.0.module.0.lib.host_gpu(), self.0.raw) }?
+        else {
             return Ok(None);
         };
-        let mut counter = core::ptr::null_mut();
-        // SAFETY: the object is alive; the out-pointer is valid for writes.
-        check("SyncObjGetCounter", unsafe { f(self.0.raw, &mut counter) })?;
         if counter.is_null() || !counter.is_aligned() {
             return Err(invalid("counter", format!("the implementation returned {counter:?}")));
         }
@@ -195,10 +185,14 @@ impl SyncObj {
     /// signaler (a GPU stream writing the counter); host-memory implementations only.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn generate_engine_fence_into(&self, fence: &mut Fence) -> Result<()> {
-        let f = nvfn!(self.0.module.0.lib.host_gpu(), SyncObjGenerateEngineFence);
+        let t = self.0.module.0.lib.host_gpu();
+        if t.SyncObjGenerateEngineFence.is_none() {
+            return Err(crate::result::missing("SyncObjGenerateEngineFence"));
+        }
         fence.reset_for(self);
         // SAFETY: the object is alive and the fence storage is cleared (reset above).
-        check("SyncObjGenerateEngineFence", unsafe { f(self.0.raw, fence.as_raw_mut()) })
+        unsafe { host_gpu::sync_obj_generate_engine_fence(t, self.0.raw, fence.storage_mut()) }?
+            .ok_or_else(|| crate::result::missing("SyncObjGenerateEngineFence"))
     }
 
     /// The module this object belongs to.
