@@ -16,7 +16,7 @@ use nvsci_sys as sys;
 /// key of one family given to a list of the other does not compile.
 ///
 /// Sealed: the two families are its only implementations.
-pub trait Family: Sealed + Sized + 'static {
+pub trait Family: Sealed + RawFamily {
     /// The library's name: `"NvSciBuf"` or `"NvSciSync"`.
     const NAME: &'static str;
     /// The module lists are created under ([`BufModule`](crate::buf::BufModule) or
@@ -25,18 +25,6 @@ pub trait Family: Sealed + Sized + 'static {
     /// The attribute values a list is set with ([`BufAttr`](crate::buf::BufAttr) or
     /// [`SyncAttr`](crate::sync::SyncAttr)).
     type Attr<'a>: AttrValue;
-    /// The C list handle ([`NvSciBufAttrList`](crate::sys::NvSciBufAttrList) or
-    /// [`NvSciSyncAttrList`](crate::sys::NvSciSyncAttrList)).
-    type RawList: Handle;
-    /// The C module handle.
-    #[doc(hidden)]
-    type RawModule: Copy;
-    /// The C key-value pair of the set and get functions.
-    #[doc(hidden)]
-    type Pair: Copy;
-    /// The pair-array argument of the set function (`*mut` for NvSciBuf, `*const` for NvSciSync).
-    #[doc(hidden)]
-    type PairsIn: Copy;
     /// The Rust name of the owned list (for `Debug`).
     #[doc(hidden)]
     const LIST_NAME: &'static str;
@@ -61,9 +49,6 @@ pub trait Family: Sealed + Sized + 'static {
     /// The value pointer and byte length of a pair the library filled.
     #[doc(hidden)]
     fn pair_value(pair: &Self::Pair) -> (*const c_void, usize);
-    /// The pair-array argument of the set function for the pairs at `pairs`.
-    #[doc(hidden)]
-    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn;
     /// The first key the library documents as mandatory for a reconciliation that no slot of
     /// `lists` sets: the likely reason of a reconciliation refused with `BadParameter` and no
     /// conflict list. `None` when the family documents no such key.
@@ -89,23 +74,8 @@ pub trait Family: Sealed + Sized + 'static {
     }
 }
 
-/// A C handle: a pointer that may be NULL.
-pub trait Handle: Copy + PartialEq {
-    /// The NULL handle.
-    const NULL: Self;
-    /// Whether this is the NULL handle.
-    fn is_null(self) -> bool;
-}
-
-impl<T> Handle for *mut T {
-    const NULL: Self = core::ptr::null_mut();
-    fn is_null(self) -> bool {
-        <*mut T>::is_null(self)
-    }
-}
-
 pub(crate) use crate::result::list::entry;
-pub use crate::result::list::ListFns;
+pub use crate::result::list::{Handle, ListFns, RawFamily};
 
 /// An owned attribute list (unreconciled, reconciled or appended) of family `F`:
 /// [`BufAttrList`](crate::buf::BufAttrList) or [`SyncAttrList`](crate::sync::SyncAttrList).

@@ -57,7 +57,7 @@ impl NvSci {
     /// Loads the NvSci libraries from `NVSCI_LIB_DIR`, the JetPack 6/7 and JetPack 5 library
     /// directories, then the default search path.
     ///
-    /// Never panics: a missing library gives [`Error::Load`] listing every path tried.
+    /// Never panics: a missing library gives [`Error::Load`](crate::Error::Load) listing every path tried.
     pub fn load() -> Result<Self> {
         Ok(Self::from_libraries(nvsci_sys::loader::load()?))
     }

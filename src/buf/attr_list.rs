@@ -24,14 +24,21 @@ pub type BufAttrListRef<'a> = AttrListRef<'a, BufFamily>;
 
 impl Sealed for BufFamily {}
 
-impl Family for BufFamily {
-    const NAME: &'static str = "NvSciBuf";
-    type Module = BufModule;
-    type Attr<'a> = BufAttr<'a>;
+impl crate::attr_list::RawFamily for BufFamily {
     type RawList = sys::NvSciBufAttrList;
     type RawModule = sys::NvSciBufModule;
     type Pair = sys::NvSciBufAttrKeyValuePair;
     type PairsIn = *mut sys::NvSciBufAttrKeyValuePair;
+
+    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn {
+        pairs
+    }
+}
+
+impl Family for BufFamily {
+    const NAME: &'static str = "NvSciBuf";
+    type Module = BufModule;
+    type Attr<'a> = BufAttr<'a>;
     const LIST_NAME: &'static str = "BufAttrList";
     const RAW_LIST_NAME: &'static str = "NvSciBufAttrList";
     const KEYS: &'static [(u32, &'static str)] = ALL_KEYS;
@@ -120,10 +127,6 @@ impl Family for BufFamily {
 
     fn pair_value(pair: &Self::Pair) -> (*const c_void, usize) {
         (pair.value, pair.len)
-    }
-
-    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn {
-        pairs
     }
 
     /// The first key that `NvSciBufAttrListReconcile` documents as mandatory for the buffer

@@ -8,10 +8,40 @@
 //! modified by two threads at once.
 
 use super::missing;
-use crate::attr_list::{Family, Handle};
 use crate::error::{check, Result};
 use core::ffi::c_void;
 use nvsci_sys as sys;
+
+/// A C handle: a pointer that may be NULL.
+pub trait Handle: Copy + PartialEq {
+    /// The NULL handle.
+    const NULL: Self;
+    /// Whether this is the NULL handle.
+    fn is_null(self) -> bool;
+}
+
+impl<T> Handle for *mut T {
+    const NULL: Self = core::ptr::null_mut();
+    fn is_null(self) -> bool {
+        <*mut T>::is_null(self)
+    }
+}
+
+/// The C types of an attribute-list family as its library's list functions take them: the part
+/// of [`Family`](crate::attr_list::Family) this layer needs.
+pub trait RawFamily: Sized + 'static {
+    /// The C list handle ([`NvSciBufAttrList`](crate::sys::NvSciBufAttrList) or
+    /// [`NvSciSyncAttrList`](crate::sys::NvSciSyncAttrList)).
+    type RawList: Handle;
+    /// The C module handle.
+    type RawModule: Copy;
+    /// The C key-value pair of the set and get functions.
+    type Pair: Copy;
+    /// The pair-array argument of the set function (`*mut` for NvSciBuf, `*const` for NvSciSync).
+    type PairsIn: Copy;
+    /// The pair-array argument of the set function for the pairs at `pairs`.
+    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn;
+}
 
 /// One entry of a function table: the function, when the loaded library exports it, and its C
 /// name.
@@ -43,7 +73,7 @@ macro_rules! entry {
 pub(crate) use entry;
 
 /// The list functions of one family.
-pub struct ListFns<F: Family> {
+pub struct ListFns<F: RawFamily> {
     pub(crate) create: Entry<unsafe extern "C" fn(F::RawModule, *mut F::RawList) -> sys::NvSciError>,
     pub(crate) free: Entry<unsafe extern "C" fn(F::RawList)>,
     pub(crate) set_attrs: Entry<unsafe extern "C" fn(F::RawList, F::PairsIn, usize) -> sys::NvSciError>,
@@ -92,13 +122,13 @@ pub struct ListFns<F: Family> {
 /// `NvSci{Buf,Sync}AttrListIpcImportReconciled`: module, endpoint, descriptor and its length,
 /// the importer's unreconciled lists and their count, the imported list.
 pub(crate) type ImportReconciled<F> = unsafe extern "C" fn(
-    <F as Family>::RawModule,
+    <F as RawFamily>::RawModule,
     sys::NvSciIpcEndpoint,
     *const c_void,
     usize,
-    *const <F as Family>::RawList,
+    *const <F as RawFamily>::RawList,
     usize,
-    *mut <F as Family>::RawList,
+    *mut <F as RawFamily>::RawList,
 ) -> sys::NvSciError;
 
 /// `NvSci{Buf,Sync}AttrListCreate`: a new, empty, unreconciled list of `module`.
@@ -106,7 +136,7 @@ pub(crate) type ImportReconciled<F> = unsafe extern "C" fn(
 /// # Safety
 /// `module` is a live module of the library `t` belongs to. The list returned is the caller's
 /// to free with [`free`].
-pub(crate) unsafe fn create<F: Family>(t: &ListFns<F>, module: F::RawModule) -> Result<F::RawList> {
+pub(crate) unsafe fn create<F: RawFamily>(t: &ListFns<F>, module: F::RawModule) -> Result<F::RawList> {
     let mut raw = F::RawList::NULL;
     // SAFETY: `module` is live (caller contract); `raw` is a valid out-pointer.
     t.create.call(|f| unsafe { f(module, &mut raw) })?;
@@ -117,7 +147,7 @@ pub(crate) unsafe fn create<F: Family>(t: &ListFns<F>, module: F::RawModule) -> 
 ///
 /// # Safety
 /// `list` is a live list the caller owns (not one borrowed from an object), freed exactly once.
-pub(crate) unsafe fn free<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result<()> {
+pub(crate) unsafe fn free<F: RawFamily>(t: &ListFns<F>, list: F::RawList) -> Result<()> {
     let f = t.free.get()?;
     // SAFETY: caller contract.
     unsafe { f(list) };
@@ -130,7 +160,7 @@ pub(crate) unsafe fn free<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result
 /// # Safety
 /// `list` is a live list of the library; every pair's value points to `len` readable bytes of
 /// the key's documented element type, alive during the call.
-pub(crate) unsafe fn set_attrs<F: Family>(
+pub(crate) unsafe fn set_attrs<F: RawFamily>(
     t: &ListFns<F>,
     list: F::RawList,
     pairs: &mut [F::Pair],
@@ -145,7 +175,7 @@ pub(crate) unsafe fn set_attrs<F: Family>(
 ///
 /// # Safety
 /// `list` is a live list of the library; the values are read only while it lives unmodified.
-pub(crate) unsafe fn slot_get_attrs<F: Family>(
+pub(crate) unsafe fn slot_get_attrs<F: RawFamily>(
     t: &ListFns<F>,
     list: F::RawList,
     slot: usize,
@@ -159,7 +189,7 @@ pub(crate) unsafe fn slot_get_attrs<F: Family>(
 ///
 /// # Safety
 /// `list` is a live list of the library.
-pub(crate) unsafe fn slot_count<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result<usize> {
+pub(crate) unsafe fn slot_count<F: RawFamily>(t: &ListFns<F>, list: F::RawList) -> Result<usize> {
     let f = t.slot_count.get()?;
     // SAFETY: caller contract.
     Ok(unsafe { f(list) })
@@ -169,7 +199,7 @@ pub(crate) unsafe fn slot_count<F: Family>(t: &ListFns<F>, list: F::RawList) -> 
 ///
 /// # Safety
 /// `list` is a live list of the library.
-pub(crate) unsafe fn is_reconciled<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result<bool> {
+pub(crate) unsafe fn is_reconciled<F: RawFamily>(t: &ListFns<F>, list: F::RawList) -> Result<bool> {
     let mut out = false;
     // SAFETY: caller contract; `out` is a valid out-pointer.
     t.is_reconciled.call(|f| unsafe { f(list, &mut out) })?;
@@ -182,7 +212,7 @@ pub(crate) unsafe fn is_reconciled<F: Family>(t: &ListFns<F>, list: F::RawList) 
 /// # Safety
 /// `list` is a live list of the library, not freed during the call. The copy is the caller's to
 /// free with [`free`].
-pub(crate) unsafe fn clone<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result<F::RawList> {
+pub(crate) unsafe fn clone<F: RawFamily>(t: &ListFns<F>, list: F::RawList) -> Result<F::RawList> {
     let mut raw = F::RawList::NULL;
     // SAFETY: caller contract; `raw` is a valid out-pointer.
     t.clone.call(|f| unsafe { f(list, &mut raw) })?;
@@ -195,7 +225,7 @@ pub(crate) unsafe fn clone<F: Family>(t: &ListFns<F>, list: F::RawList) -> Resul
 /// # Safety
 /// Every handle in `lists` is a live list of the library, none freed during the call. The list
 /// returned is the caller's to free with [`free`].
-pub(crate) unsafe fn append_unreconciled<F: Family>(
+pub(crate) unsafe fn append_unreconciled<F: RawFamily>(
     t: &ListFns<F>,
     lists: &[F::RawList],
 ) -> Result<F::RawList> {
@@ -212,7 +242,7 @@ pub(crate) unsafe fn append_unreconciled<F: Family>(
 /// # Safety
 /// Every handle in `lists` is a live unreconciled list of the library, none freed during the
 /// call; `conflict` holds NULL. The list returned is the caller's to free with [`free`].
-pub(crate) unsafe fn reconcile<F: Family>(
+pub(crate) unsafe fn reconcile<F: RawFamily>(
     t: &ListFns<F>,
     lists: &[F::RawList],
     conflict: &mut F::RawList,
@@ -229,7 +259,10 @@ pub(crate) unsafe fn reconcile<F: Family>(
 /// # Safety
 /// `list` is a live list of the library. The buffer returned is the caller's to free once with
 /// [`free_desc`].
-pub(crate) unsafe fn debug_dump<F: Family>(t: &ListFns<F>, list: F::RawList) -> Result<(*mut c_void, usize)> {
+pub(crate) unsafe fn debug_dump<F: RawFamily>(
+    t: &ListFns<F>,
+    list: F::RawList,
+) -> Result<(*mut c_void, usize)> {
     let (mut p, mut n) = (core::ptr::null_mut(), 0usize);
     // SAFETY: caller contract; `p` and `n` are valid out-pointers.
     t.debug_dump.call(|f| unsafe { f(list, &mut p, &mut n) })?;
@@ -241,7 +274,7 @@ pub(crate) unsafe fn debug_dump<F: Family>(t: &ListFns<F>, list: F::RawList) -> 
 /// # Safety
 /// `desc` was returned by [`debug_dump`], [`ipc_export_unreconciled`] or
 /// [`ipc_export_reconciled`] of the library and is freed once.
-pub(crate) unsafe fn free_desc<F: Family>(t: &ListFns<F>, desc: *mut c_void) -> Result<()> {
+pub(crate) unsafe fn free_desc<F: RawFamily>(t: &ListFns<F>, desc: *mut c_void) -> Result<()> {
     let f = t.free_desc.get()?;
     // SAFETY: caller contract.
     unsafe { f(desc) };
@@ -254,7 +287,7 @@ pub(crate) unsafe fn free_desc<F: Family>(t: &ListFns<F>, desc: *mut c_void) -> 
 /// # Safety
 /// Every handle in `lists` is a live unreconciled list of the library; `ep` is an open endpoint.
 /// The buffer returned is the caller's to free once with [`free_desc`].
-pub(crate) unsafe fn ipc_export_unreconciled<F: Family>(
+pub(crate) unsafe fn ipc_export_unreconciled<F: RawFamily>(
     t: &ListFns<F>,
     lists: &[F::RawList],
     ep: sys::NvSciIpcEndpoint,
@@ -271,7 +304,7 @@ pub(crate) unsafe fn ipc_export_unreconciled<F: Family>(
 /// # Safety
 /// `list` is a live reconciled list of the library; `ep` is an open endpoint. The buffer
 /// returned is the caller's to free once with [`free_desc`].
-pub(crate) unsafe fn ipc_export_reconciled<F: Family>(
+pub(crate) unsafe fn ipc_export_reconciled<F: RawFamily>(
     t: &ListFns<F>,
     list: F::RawList,
     ep: sys::NvSciIpcEndpoint,
@@ -288,7 +321,7 @@ pub(crate) unsafe fn ipc_export_reconciled<F: Family>(
 /// # Safety
 /// `module` is a live module of the library; `ep` is an open endpoint. The list returned is the
 /// caller's to free with [`free`].
-pub(crate) unsafe fn ipc_import_unreconciled<F: Family>(
+pub(crate) unsafe fn ipc_import_unreconciled<F: RawFamily>(
     t: &ListFns<F>,
     module: F::RawModule,
     ep: sys::NvSciIpcEndpoint,
@@ -307,7 +340,7 @@ pub(crate) unsafe fn ipc_import_unreconciled<F: Family>(
 /// # Safety
 /// `module` is a live module and every handle in `inputs` a live unreconciled list of the
 /// library; `ep` is an open endpoint. The list returned is the caller's to free with [`free`].
-pub(crate) unsafe fn ipc_import_reconciled<F: Family>(
+pub(crate) unsafe fn ipc_import_reconciled<F: RawFamily>(
     t: &ListFns<F>,
     module: F::RawModule,
     ep: sys::NvSciIpcEndpoint,

@@ -23,6 +23,17 @@ pub type SyncAttrListRef<'a> = AttrListRef<'a, SyncFamily>;
 
 impl Sealed for SyncFamily {}
 
+impl crate::attr_list::RawFamily for SyncFamily {
+    type RawList = sys::NvSciSyncAttrList;
+    type RawModule = sys::NvSciSyncModule;
+    type Pair = sys::NvSciSyncAttrKeyValuePair;
+    type PairsIn = *const sys::NvSciSyncAttrKeyValuePair;
+
+    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn {
+        pairs.cast_const()
+    }
+}
+
 /// NvSciSync documents no key as mandatory for a reconciliation (a missing signaler or waiter is
 /// a conflict the library reports itself), so a refused reconciliation of NvSciSync lists names
 /// no missing key.
@@ -30,10 +41,6 @@ impl Family for SyncFamily {
     const NAME: &'static str = "NvSciSync";
     type Module = SyncModule;
     type Attr<'a> = SyncAttr<'a>;
-    type RawList = sys::NvSciSyncAttrList;
-    type RawModule = sys::NvSciSyncModule;
-    type Pair = sys::NvSciSyncAttrKeyValuePair;
-    type PairsIn = *const sys::NvSciSyncAttrKeyValuePair;
     const LIST_NAME: &'static str = "SyncAttrList";
     const RAW_LIST_NAME: &'static str = "NvSciSyncAttrList";
     const KEYS: &'static [(u32, &'static str)] = ALL_KEYS;
@@ -77,9 +84,5 @@ impl Family for SyncFamily {
 
     fn pair_value(pair: &Self::Pair) -> (*const c_void, usize) {
         (pair.value, pair.len)
-    }
-
-    fn pairs_in(pairs: *mut Self::Pair) -> Self::PairsIn {
-        pairs.cast_const()
     }
 }
