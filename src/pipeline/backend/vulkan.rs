@@ -413,6 +413,21 @@ mod tests {
         assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
     }
 
+    /// Block-linear frames are NvSci-only: the Vulkan backend refuses them before allocating
+    /// anything, with a typed reason.
+    #[test]
+    fn block_linear_frames_are_refused() {
+        let Some(ctx) = context() else { return };
+        let r =
+            ring(&ctx, FrameFormat::nv12_block_linear(64, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
+        match r {
+            Err(Error::Unsupported { reason, .. }) => {
+                assert_eq!(reason, crate::UnsupportedReason::BlockLinearWithoutNvSci)
+            }
+            other => panic!("expected Unsupported, got {:?}", other.err()),
+        }
+    }
+
     /// Lavapipe cannot export semaphores: the ring is refused with a typed error that says so.
     /// Where timeline export works (a GPU host), a CPU-only ring runs frames instead.
     #[test]
