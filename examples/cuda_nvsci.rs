@@ -517,7 +517,12 @@ DONE:
         let array = image_mem.map_plane(&image.planes()?[0], 0)?;
         // `cudaMemcpy2DToArrayAsync` on the caller's stream (it returns once the copy is done:
         // the picture is not pinned memory).
-        array.copy_from_host_async(&stream, 0, ArrayRegion::new(0, 0, width as usize, height as usize), picture)?;
+        array.copy_from_host_async(
+            &stream,
+            0,
+            ArrayRegion::new(0, 0, width as usize, height as usize),
+            picture,
+        )?;
         let tex = Texture::new(array)?;
         let rotate = load(gpu, ROTATE_PTX, "rotate")?;
         let (s, c) = ANGLE.sin_cos();
@@ -588,11 +593,15 @@ DONE:
         let id = Some(gpu.gpu_id());
         let size = u64::from(width) * u64::from(height) * 4;
         // Both callers give the sample's raw-buffer list; the CPU party reads the result.
-        let raw_lists =
-            [sample_raw_list(&bufs, size, id)?, sample_raw_list(&bufs, size, id)?, cpu_list(&bufs, BufType::RAW_BUFFER)?];
+        let raw_lists = [
+            sample_raw_list(&bufs, size, id)?,
+            sample_raw_list(&bufs, size, id)?,
+            cpu_list(&bufs, BufType::RAW_BUFFER)?,
+        ];
         let raw = BufObj::alloc(&BufAttrList::reconcile(&raw_lists.iter().collect::<Vec<_>>())?)?;
         // The image is caller 1's alone, as in the sample.
-        let image = BufObj::alloc(&BufAttrList::reconcile(&[&sample_image_list(&bufs, width, height, id)?])?)?;
+        let image =
+            BufObj::alloc(&BufAttrList::reconcile(&[&sample_image_list(&bufs, width, height, id)?])?)?;
         describe(&image)?;
         let to_caller2 = cuda_signalled(gpu, &syncs, false)?;
         let to_cpu = cuda_signalled(gpu, &syncs, true)?;
@@ -680,7 +689,9 @@ fn main() -> Res<()> {
         println!("built without the `cuda` feature: running the sample's CPU part only");
     }
     let n = run_cpu(size, size)?;
-    println!("cudaNvSci CPU part: {n} pixels rotated and greyed through the NvSci objects match the reference");
+    println!(
+        "cudaNvSci CPU part: {n} pixels rotated and greyed through the NvSci objects match the reference"
+    );
     Ok(())
 }
 
