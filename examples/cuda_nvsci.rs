@@ -557,18 +557,29 @@ DONE:
         let stream = gpu.context().new_stream()?;
         let raw_mem = ExternalMemory::<ReadWrite>::from_buf_obj(gpu, raw)?;
         let buf: MappedBuffer<ReadWrite> = raw_mem.map_buffer(0, pixels * 4)?;
+        // The imports and the kernel's loading before the wait: with lazy loading (CUDA 12's
+        // default) a kernel is loaded at its first launch, which may synchronise the context
+        // (CUDA C++ Programming Guide, "Lazy Loading", "Concurrent Execution"), so it is loaded
+        // here by a launch over no pixels rather than behind the wait.
         let wait = CudaSyncObj::import(gpu, ready)?;
-        wait.wait(&stream, fence, MemSync::Auto)?;
+        let signal = CudaSyncObj::import(gpu, done)?;
         let grayscale = load(gpu, GRAYSCALE_PTX, "grayscale")?;
         let p = buf.device_address();
-        let mut b = stream.launch_builder(&grayscale);
-        b.arg(&p).arg(&pixels);
-        let blocks = u32::try_from(pixels.div_ceil(256))?;
-        let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        // SAFETY: the arguments match the kernel's parameters and `buf` holds `pixels` pixels;
-        // it is returned to the caller, which keeps it until the work completed.
-        unsafe { b.launch(cfg) }?;
-        let signal = CudaSyncObj::import(gpu, done)?;
+        let launch = |n: u64| -> Res<()> {
+            let mut b = stream.launch_builder(&grayscale);
+            b.arg(&p).arg(&n);
+            let blocks = u32::try_from(n.div_ceil(256).max(1))?;
+            let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: the arguments match the kernel's parameters and `buf` holds `pixels >= n`
+            // pixels; it is returned to the caller, which keeps it until the work completed.
+            unsafe { b.launch(cfg) }?;
+            Ok(())
+        };
+        launch(0)?;
+        stream.synchronize()?;
+
+        wait.wait(&stream, fence, MemSync::Auto)?;
+        launch(pixels)?;
         let done = signal.signal(&stream, MemSync::Auto)?;
         let held: Vec<Box<dyn std::any::Any + Send>> =
             vec![Box::new(buf), Box::new(raw_mem), Box::new(wait), Box::new(signal)];

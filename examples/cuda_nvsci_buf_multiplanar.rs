@@ -248,27 +248,39 @@ DONE:
             }
             surfaces.push(ArraySurface::new(array)?);
         }
+        // Everything that may make the driver synchronise the context comes before the wait:
+        // the imports, and the kernel's loading. With lazy loading (CUDA 12's default) a kernel
+        // is loaded at its first launch, which may synchronise the context (CUDA C++ Programming
+        // Guide, "Lazy Loading", "Concurrent Execution"); behind a wait for a fence that this
+        // thread's caller signals afterwards, that never returns (an H200, driver 580, hung
+        // there). A launch over no texels, completed here, loads it.
         let wait = CudaSyncObj::import(gpu, ready)?;
-        wait.wait(&stream, fence, MemSync::Auto)?;
+        let signal = CudaSyncObj::import(gpu, done)?;
         let m =
             gpu.context().load_module(nvsci::cuda::cudarc::nvrtc::Ptx::from_src(FLIP_SURFACE_BITS_PTX))?;
         let flip = m.load_function("flip_surface_bits")?;
-        for s in &surfaces {
-            let (w, h) = (s.array().desc().width as u32, s.array().desc().height as u32);
+        let launch = |s: &ArraySurface<ReadWrite>, (w, h): (u32, u32)| -> Res<()> {
             let handle = s.handle();
             let mut b = stream.launch_builder(&flip);
             b.arg(&handle).arg(&w).arg(&h);
             let cfg = LaunchConfig {
-                grid_dim: (w.div_ceil(16), h.div_ceil(16), 1),
+                grid_dim: (w.div_ceil(16).max(1), h.div_ceil(16).max(1), 1),
                 block_dim: (16, 16, 1),
                 shared_mem_bytes: 0,
             };
-            // SAFETY: the arguments match the kernel's parameters; the surface covers `w` x `h`
-            // one-byte texels (checked above) and is returned to the caller, which keeps it
-            // until the work completed.
+            // SAFETY: the arguments match the kernel's parameters; the surface covers at least
+            // `w` x `h` one-byte texels (checked above) and is returned to the caller, which
+            // keeps it until the work completed.
             unsafe { b.launch(cfg) }?;
+            Ok(())
+        };
+        launch(&surfaces[0], (0, 0))?;
+        stream.synchronize()?;
+
+        wait.wait(&stream, fence, MemSync::Auto)?;
+        for s in &surfaces {
+            launch(s, (s.array().desc().width as u32, s.array().desc().height as u32))?;
         }
-        let signal = CudaSyncObj::import(gpu, done)?;
         let out = signal.signal(&stream, MemSync::Auto)?;
         Ok((out, (stream, surfaces, wait, signal)))
     }
