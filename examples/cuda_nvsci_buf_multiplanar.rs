@@ -252,8 +252,9 @@ DONE:
         // the imports, and the kernel's loading. With lazy loading (CUDA 12's default) a kernel
         // is loaded at its first launch, which may synchronise the context (CUDA C++ Programming
         // Guide, "Lazy Loading", "Concurrent Execution"); behind a wait for a fence that this
-        // thread's caller signals afterwards, that never returns (an H200, driver 580, hung
-        // there). A launch over no texels, completed here, loads it.
+        // thread's caller signals afterwards, that would never return (a first version that
+        // imported and loaded after queuing the wait hung on an H200, driver 580). A launch over
+        // no texels, completed here, loads it.
         let wait = CudaSyncObj::import(gpu, ready)?;
         let signal = CudaSyncObj::import(gpu, done)?;
         let m =
