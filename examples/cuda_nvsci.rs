@@ -248,6 +248,7 @@ pub const TOLERANCE: u8 = 6;
 
 /// Compares the GPU's output with the reference: every alpha byte exactly, every colour byte
 /// within [`TOLERANCE`]. Returns the largest difference and the share of bytes equal.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 fn compare(got: &[u8], want: &[u8]) -> Res<(u8, f64)> {
     let (mut worst, mut equal) = (0u8, 0usize);
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
