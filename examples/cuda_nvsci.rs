@@ -1,29 +1,41 @@
-//! NVIDIA's cudaNvSci sample (cuda-samples, `Samples/4_CUDA_Libraries/cudaNvSci`) on this crate,
-//! its CPU part: the sample's attribute lists (a raw buffer, and a block-linear B8G8R8A8 image
-//! with 100 rows of top and bottom padding and interlaced scan), reconciled with a CPU party's
-//! lists, allocated, and the sample's two callers ordered by NvSciSync fences.
+//! NVIDIA's cudaNvSci sample (cuda-samples, `Samples/4_CUDA_Libraries/cudaNvSci`) on this crate
+//! and the mock: the sample's attribute lists (a raw buffer, and a block-linear B8G8R8A8 image
+//! with 100 rows of top and bottom padding and interlaced scan), each with the GPU's id as the
+//! sample sets it, reconciled, allocated, and the sample's two callers ordered by NvSciSync fences.
 //!
-//! Caller 1 writes the picture into the image (`put_pixels`, through the block-linear layout),
-//! reads it back as its texture (`get_pixels`), rotates it by 0.5 rad with the sample's texture
-//! sampling (normalised coordinates, bilinear filter, wrap addressing) into the raw buffer and
-//! signals; caller 2, on another thread, waits for that fence, turns the raw buffer grey with the
-//! sample's weights (0.3, 0.59, 0.11, alpha 0) and signals back; the main thread waits and checks
-//! the raw buffer against the same computation done on the picture directly.
+//! With a CUDA GPU, the sample's CUDA path. Caller 1 imports the raw buffer and the image
+//! (`ExternalMemory::from_buf_obj`; on the mock a block-linear image for a GPU is host-NUMA CUDA
+//! virtual memory, imported with `cuImportExternalMemory`), maps the image as a CUDA array of one
+//! level (`map_plane`), copies the picture into it on its stream, builds the sample's texture over
+//! it (normalised coordinates, bilinear filter, wrap addressing, normalised-float reads), rotates
+//! the picture by 0.5 rad into the raw buffer (the sample's `transformKernel`) and signals the
+//! NvSciSync object on its stream (`CudaSyncObj::signal`). Caller 2, on another thread and
+//! another stream, imports the raw buffer, waits for that fence on its stream
+//! (`CudaSyncObj::wait`, no host wait), turns the buffer grey in place (`rgbToGrayscaleKernel`:
+//! weights 0.3, 0.59, 0.11, alpha 0) and signals a second object that the CPU waits for. The
+//! main thread then reads the raw buffer and checks it against the same computation done on the
+//! CPU (the texture unit's filter weights are 8-bit fixed point, so up to [`TOLERANCE`] levels
+//! per channel; the grey computation itself is bit-exact).
 //!
-//! The sample's CUDA part (the image as a CUDA mipmapped array and texture, the kernels on
-//! streams, the fences through CUDA) is not in this port: the mock's images cannot be mapped as
-//! CUDA arrays yet. Runs on the mock (`NvSci::mock()`); on a Jetson the same lists reconcile
-//! with NVIDIA's library (`NvSci::load()`).
+//! Without a GPU (or with `--cpu`), the CPU part: caller 1 writes the picture into the image
+//! (`put_pixels`, through the block-linear layout), reads it back as its texture
+//! (`get_pixels`), rotates it with the same sampling on the CPU into the raw buffer and signals;
+//! caller 2 waits on the CPU, turns the raw buffer grey and signals back; the output is checked
+//! against the reference exactly. A CPU party joins the lists for that CPU access.
 //!
-//! `cargo run --example cuda_nvsci -- [--size N]` (N x N pixels, default 1024 as the sample's
-//! teapot picture).
+//! Kernels: hand-written PTX ([`ROTATE_PTX`], [`GRAYSCALE_PTX`]), JIT-compiled by the driver, so
+//! no CUDA toolkit is needed to build. On a Jetson the same lists reconcile with NVIDIA's library
+//! (`NvSci::load()`).
+//!
+//! `cargo run --example cuda_nvsci -- [--size N] [--cpu]` (N x N pixels, default 1024 as the
+//! sample's teapot picture). `NVSCI_REQUIRE_GPU=1` makes a missing GPU an error.
 
 use nvsci::buf::{
     BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ColorStd, ImageLayout, Perm, PixelRect,
     PlaneDst, PlaneSrc, ScanType,
 };
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::NvSci;
+use nvsci::{GpuId, NvSci};
 use std::time::Duration;
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
@@ -31,8 +43,9 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 /// The sample's rotation angle in radians.
 const ANGLE: f32 = 0.5;
 
-/// The sample's raw-buffer list (`setRawBufAttrList`), less the GPU id it adds for its device.
-fn sample_raw_list(m: &BufModule, size: u64) -> Res<BufAttrList> {
+/// The sample's raw-buffer list (`setRawBufAttrList`), with the GPU id it adds for its device
+/// where there is one.
+fn sample_raw_list(m: &BufModule, size: u64, gpu: Option<GpuId>) -> Res<BufAttrList> {
     let mut l = m.attr_list()?;
     l.set(&[
         BufAttr::RawSize(size),
@@ -40,11 +53,14 @@ fn sample_raw_list(m: &BufModule, size: u64) -> Res<BufAttrList> {
         BufAttr::NeedCpuAccess(false),
         BufAttr::RequiredPerm(Perm::ReadWrite),
     ])?;
+    if let Some(id) = gpu {
+        l.set(&[BufAttr::GpuId(&[id])])?;
+    }
     Ok(l)
 }
 
-/// The sample's image list (`setImageBufAttrList`), less the GPU id.
-fn sample_image_list(m: &BufModule, width: u32, height: u32) -> Res<BufAttrList> {
+/// The sample's image list (`setImageBufAttrList`), with the GPU id where there is one.
+fn sample_image_list(m: &BufModule, width: u32, height: u32, gpu: Option<GpuId>) -> Res<BufAttrList> {
     let mut l = m.attr_list()?;
     l.set(&[
         BufAttr::Types(&[BufType::IMAGE]),
@@ -62,6 +78,9 @@ fn sample_image_list(m: &BufModule, width: u32, height: u32) -> Res<BufAttrList>
         BufAttr::RequiredPerm(Perm::ReadWrite),
         BufAttr::ScanType(ScanType::Interlace),
     ])?;
+    if let Some(id) = gpu {
+        l.set(&[BufAttr::GpuId(&[id])])?;
+    }
     Ok(l)
 }
 
@@ -144,20 +163,8 @@ fn grayscale(pixels: &mut [u8]) {
     }
 }
 
-/// Runs both callers on an image of `width` x `height`; returns the number of pixels checked.
-pub fn run(width: u32, height: u32) -> Res<usize> {
-    let lib = NvSci::mock();
-    let bufs = BufModule::open(&lib)?;
-    let syncs = SyncModule::open(&lib)?;
-    let size = u64::from(width) * u64::from(height) * 4;
-
-    // Caller 1 and caller 2 import the same raw buffer (both give the sample's list); the image
-    // is caller 1's. The CPU party joins both.
-    let raw_lists =
-        [sample_raw_list(&bufs, size)?, sample_raw_list(&bufs, size)?, cpu_list(&bufs, BufType::RAW_BUFFER)?];
-    let raw = BufObj::alloc(&BufAttrList::reconcile(&raw_lists.iter().collect::<Vec<_>>())?)?;
-    let image_lists = [sample_image_list(&bufs, width, height)?, cpu_list(&bufs, BufType::IMAGE)?];
-    let image = BufObj::alloc(&BufAttrList::reconcile(&image_lists.iter().collect::<Vec<_>>())?)?;
+/// Prints the reconciled layout of the image's plane.
+fn describe(image: &BufObj) -> Res<()> {
     let plane = image.planes()?[0];
     println!(
         "image: {}x{} block-linear, interlaced, pitch {} bytes, {} rows per field, {} bytes in all",
@@ -167,6 +174,28 @@ pub fn run(width: u32, height: u32) -> Res<usize> {
         plane.aligned_height,
         image.size()
     );
+    Ok(())
+}
+
+/// Runs both callers' CPU part on an image of `width` x `height`; returns the number of pixels
+/// checked.
+pub fn run_cpu(width: u32, height: u32) -> Res<usize> {
+    let lib = NvSci::mock();
+    let bufs = BufModule::open(&lib)?;
+    let syncs = SyncModule::open(&lib)?;
+    let size = u64::from(width) * u64::from(height) * 4;
+
+    // Caller 1 and caller 2 import the same raw buffer (both give the sample's list); the image
+    // is caller 1's. The CPU party joins both.
+    let raw_lists = [
+        sample_raw_list(&bufs, size, None)?,
+        sample_raw_list(&bufs, size, None)?,
+        cpu_list(&bufs, BufType::RAW_BUFFER)?,
+    ];
+    let raw = BufObj::alloc(&BufAttrList::reconcile(&raw_lists.iter().collect::<Vec<_>>())?)?;
+    let image_lists = [sample_image_list(&bufs, width, height, None)?, cpu_list(&bufs, BufType::IMAGE)?];
+    let image = BufObj::alloc(&BufAttrList::reconcile(&image_lists.iter().collect::<Vec<_>>())?)?;
+    describe(&image)?;
 
     let to_caller2 = cpu_sync(&syncs)?;
     let to_caller1 = cpu_sync(&syncs)?;
@@ -209,20 +238,472 @@ pub fn run(width: u32, height: u32) -> Res<usize> {
     })
 }
 
+/// Largest difference, in 8-bit levels per channel, between the GPU's output and the CPU
+/// reference: the texture unit computes the bilinear weights in 9-bit fixed point with 8
+/// fractional bits (CUDA C++ Programming Guide, "Texture Fetching", "Linear Filtering"), the
+/// reference in `f32`, which moves a filtered channel by up to about 2 levels, and the
+/// truncations to 8 bits after the rotation and after the grey weighting by up to one more each.
+/// Everything else (coordinates, the grey weighting) is computed the same way on both sides.
+pub const TOLERANCE: u8 = 6;
+
+/// Compares the GPU's output with the reference: every alpha byte exactly, every colour byte
+/// within [`TOLERANCE`]. Returns the largest difference and the share of bytes equal.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn compare(got: &[u8], want: &[u8]) -> Res<(u8, f64)> {
+    let (mut worst, mut equal) = (0u8, 0usize);
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let d = g.abs_diff(*w);
+        if (i % 4 == 3 && d != 0) || d > TOLERANCE {
+            return Err(format!("raw buffer byte {i} (pixel {}): {g} instead of {w}", i / 4).into());
+        }
+        worst = worst.max(d);
+        equal += usize::from(d == 0);
+    }
+    Ok((worst, equal as f64 / want.len().max(1) as f64))
+}
+
+#[cfg(feature = "cuda")]
+mod gpu {
+    //! The sample's CUDA path: the NvSci objects imported into CUDA, the kernels on two streams,
+    //! the callers ordered by NvSciSync fences signalled and waited on those streams.
+    use super::*;
+    use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+    use nvsci::cuda::{fill_sync_attrs, ArrayRegion, CudaGpu, CudaSyncObj, ExternalMemory, MappedArray};
+    use nvsci::cuda::{MappedBuffer, MemSync, ReadWrite};
+    use std::sync::Arc;
+
+    /// `rotate(u64 tex, u32* out, u32 width, u32 height, f32 cos, f32 sin)`: the sample's
+    /// `transformKernel`. Pixel (x, y) of `out` (`width` x `height`, row-major RGBA8) samples
+    /// the texture at normalised coordinates `(tu + 0.5, tv + 0.5)`, with `u = x - width / 2`,
+    /// `v = y - height / 2`, `tu = (u cos - v sin) / width`, `tv = (v cos + u sin) / height`, and
+    /// stores each channel as `(unsigned)(saturate(c) * 255)`. The angle's cosine and sine come
+    /// from the host. Every operation rounds to nearest and none is fused (explicit `.rn`), as
+    /// the CPU reference computes. 2D grid, one thread per pixel.
+    pub const ROTATE_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry rotate(
+    .param .u64 p_tex,
+    .param .u64 p_out,
+    .param .u32 p_width,
+    .param .u32 p_height,
+    .param .f32 p_cos,
+    .param .f32 p_sin
+)
+{
+    .reg .pred %p<4>;
+    .reg .b32 %r<24>;
+    .reg .f32 %f<40>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_tex];
+    ld.param.u64 %rd2, [p_out];
+    ld.param.u32 %r1, [p_width];
+    ld.param.u32 %r2, [p_height];
+    ld.param.f32 %f1, [p_cos];
+    ld.param.f32 %f2, [p_sin];
+    mov.u32 %r3, %ctaid.x;
+    mov.u32 %r4, %ntid.x;
+    mov.u32 %r5, %tid.x;
+    mad.lo.s32 %r6, %r3, %r4, %r5;
+    mov.u32 %r3, %ctaid.y;
+    mov.u32 %r4, %ntid.y;
+    mov.u32 %r5, %tid.y;
+    mad.lo.s32 %r7, %r3, %r4, %r5;
+    setp.ge.u32 %p1, %r6, %r1;
+    setp.ge.u32 %p2, %r7, %r2;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+    cvt.rn.f32.u32 %f3, %r1;
+    cvt.rn.f32.u32 %f4, %r2;
+    cvt.rn.f32.u32 %f5, %r6;
+    cvt.rn.f32.u32 %f6, %r7;
+    div.rn.f32 %f7, %f3, 0f40000000;
+    div.rn.f32 %f8, %f4, 0f40000000;
+    sub.rn.f32 %f9, %f5, %f7;
+    sub.rn.f32 %f10, %f6, %f8;
+    mul.rn.f32 %f11, %f9, %f1;
+    mul.rn.f32 %f12, %f10, %f2;
+    sub.rn.f32 %f13, %f11, %f12;
+    mul.rn.f32 %f14, %f10, %f1;
+    mul.rn.f32 %f15, %f9, %f2;
+    add.rn.f32 %f16, %f14, %f15;
+    div.rn.f32 %f17, %f13, %f3;
+    div.rn.f32 %f18, %f16, %f4;
+    add.rn.f32 %f19, %f17, 0f3F000000;
+    add.rn.f32 %f20, %f18, 0f3F000000;
+    tex.2d.v4.f32.f32 {%f21, %f22, %f23, %f24}, [%rd1, {%f19, %f20}];
+    cvt.sat.f32.f32 %f25, %f21;
+    cvt.sat.f32.f32 %f26, %f22;
+    cvt.sat.f32.f32 %f27, %f23;
+    cvt.sat.f32.f32 %f28, %f24;
+    mul.rn.f32 %f29, %f25, 0f437F0000;
+    mul.rn.f32 %f30, %f26, 0f437F0000;
+    mul.rn.f32 %f31, %f27, 0f437F0000;
+    mul.rn.f32 %f32, %f28, 0f437F0000;
+    cvt.rzi.u32.f32 %r8, %f29;
+    cvt.rzi.u32.f32 %r9, %f30;
+    cvt.rzi.u32.f32 %r10, %f31;
+    cvt.rzi.u32.f32 %r11, %f32;
+    shl.b32 %r9, %r9, 8;
+    shl.b32 %r10, %r10, 16;
+    shl.b32 %r11, %r11, 24;
+    or.b32 %r8, %r8, %r9;
+    or.b32 %r8, %r8, %r10;
+    or.b32 %r8, %r8, %r11;
+    mad.lo.s32 %r12, %r7, %r1, %r6;
+    mul.wide.u32 %rd3, %r12, 4;
+    cvta.to.global.u64 %rd4, %rd2;
+    add.s64 %rd5, %rd4, %rd3;
+    st.global.u32 [%rd5], %r8;
+DONE:
+    ret;
+}
+"#;
+
+    /// `grayscale(u8x4* pixels, u64 n)`: the sample's `rgbToGrayscaleKernel`, in place on `n`
+    /// RGBA8 pixels: `g = (u8)(r * 0.3 + g * 0.59 + b * 0.11)` in double precision, left to
+    /// right, no fused operation; the pixel becomes `(g, g, g, 0)`. 1D grid, one thread per
+    /// pixel.
+    pub const GRAYSCALE_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry grayscale(
+    .param .u64 p_ptr,
+    .param .u64 p_n
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<16>;
+    .reg .f64 %fd<8>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_ptr];
+    ld.param.u64 %rd2, [p_n];
+    mov.u32 %r1, %ctaid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %tid.x;
+    mul.wide.u32 %rd3, %r1, %r2;
+    cvt.u64.u32 %rd4, %r3;
+    add.s64 %rd3, %rd3, %rd4;
+    setp.ge.u64 %p1, %rd3, %rd2;
+    @%p1 bra DONE;
+    cvta.to.global.u64 %rd5, %rd1;
+    shl.b64 %rd6, %rd3, 2;
+    add.s64 %rd7, %rd5, %rd6;
+    ld.global.u32 %r4, [%rd7];
+    and.b32 %r5, %r4, 255;
+    shr.u32 %r6, %r4, 8;
+    and.b32 %r6, %r6, 255;
+    shr.u32 %r7, %r4, 16;
+    and.b32 %r7, %r7, 255;
+    cvt.rn.f64.u32 %fd1, %r5;
+    cvt.rn.f64.u32 %fd2, %r6;
+    cvt.rn.f64.u32 %fd3, %r7;
+    mul.rn.f64 %fd1, %fd1, 0d3FD3333333333333;
+    mul.rn.f64 %fd2, %fd2, 0d3FE2E147AE147AE1;
+    mul.rn.f64 %fd3, %fd3, 0d3FBC28F5C28F5C29;
+    add.rn.f64 %fd4, %fd1, %fd2;
+    add.rn.f64 %fd4, %fd4, %fd3;
+    cvt.rzi.u32.f64 %r8, %fd4;
+    and.b32 %r8, %r8, 255;
+    shl.b32 %r9, %r8, 8;
+    shl.b32 %r10, %r8, 16;
+    or.b32 %r8, %r8, %r9;
+    or.b32 %r8, %r8, %r10;
+    st.global.u32 [%rd7], %r8;
+DONE:
+    ret;
+}
+"#;
+
+    fn load(gpu: &CudaGpu, ptx: &str, name: &str) -> Res<CudaFunction> {
+        let m = gpu.context().load_module(nvsci::cuda::cudarc::nvrtc::Ptx::from_src(ptx))?;
+        Ok(m.load_function(name)?)
+    }
+
+    /// The sample's texture object (`createTexture`) over level 0 of a mapped array: normalised
+    /// coordinates, linear filtering, wrap addressing, 8-bit channels read as normalised floats.
+    /// Holds the array; destroy it only once the work that samples it has completed.
+    struct Texture {
+        obj: sys::CUtexObject,
+        _array: MappedArray<ReadWrite>,
+    }
+
+    impl Texture {
+        fn new(array: MappedArray<ReadWrite>) -> Res<Self> {
+            let res = sys::CUDA_RESOURCE_DESC {
+                resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
+                res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+                    array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
+                },
+                flags: 0,
+            };
+            let wrap = sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP;
+            let tex = sys::CUDA_TEXTURE_DESC {
+                addressMode: [wrap; 3],
+                filterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
+                // Without CU_TRSF_READ_AS_INTEGER, 8-bit channels read as normalised floats.
+                flags: sys::CU_TRSF_NORMALIZED_COORDINATES,
+                maxAnisotropy: 0,
+                mipmapFilterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
+                mipmapLevelBias: 0.0,
+                minMipmapLevelClamp: 0.0,
+                maxMipmapLevelClamp: 0.0,
+                borderColor: [0.0; 4],
+                reserved: [0; 12],
+            };
+            let mut obj: sys::CUtexObject = 0;
+            // SAFETY: the array is level 0 of a live mapping (held by the result); both
+            // descriptors are complete, no view descriptor is given, `obj` is a valid out-pointer.
+            let r = unsafe { sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null()) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                return Err(format!("cuTexObjectCreate: {r:?}").into());
+            }
+            Ok(Self { obj, _array: array })
+        }
+    }
+
+    impl Drop for Texture {
+        fn drop(&mut self) {
+            // SAFETY: created above and destroyed once; the owner drops it only after the work
+            // that samples it has completed (see `run`). The array is dropped after it.
+            let r = unsafe { sys::cuTexObjectDestroy(self.obj) };
+            if r != sys::CUresult::CUDA_SUCCESS {
+                eprintln!("cuTexObjectDestroy: {r:?}");
+            }
+        }
+    }
+
+    // SAFETY: a driver handle, usable from any thread once the context is current; the kernels
+    // only read it.
+    unsafe impl Send for Texture {}
+
+    /// A sync object signalled by CUDA, waited on by CUDA (`cpu_waits` false) or the CPU.
+    fn cuda_signalled(gpu: &CudaGpu, m: &SyncModule, cpu_waits: bool) -> Res<SyncObj> {
+        let mut s = m.attr_list()?;
+        fill_sync_attrs(gpu, &mut s, true, false)?;
+        let mut w = m.attr_list()?;
+        if cpu_waits {
+            w.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::WaitOnly)])?;
+        } else {
+            fill_sync_attrs(gpu, &mut w, false, true)?;
+        }
+        Ok(SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &w])?)?)
+    }
+
+    /// What a caller keeps alive until the work it queued has completed.
+    type Held = (Arc<CudaStream>, Vec<Box<dyn std::any::Any + Send>>);
+
+    /// Caller 1 (`runRotateImageAndSignal`): imports the raw buffer and the image, copies the
+    /// picture into the image's array, rotates it through the texture into the raw buffer and
+    /// signals `done` on its stream. Returns the fence and what the queued work uses.
+    fn caller1(
+        gpu: &CudaGpu,
+        (raw, image): (&BufObj, &BufObj),
+        done: &SyncObj,
+        picture: &[u8],
+        (width, height): (u32, u32),
+    ) -> Res<(nvsci::sync::Fence, Held)> {
+        let stream = gpu.context().new_stream()?;
+        let raw_mem = ExternalMemory::<ReadWrite>::from_buf_obj(gpu, raw)?;
+        let out = raw_mem.map_buffer(0, u64::from(width) * u64::from(height) * 4)?;
+        let image_mem = ExternalMemory::<ReadWrite>::from_buf_obj(gpu, image)?;
+        // The sample maps the image from offset 0 as a `width` x `height` array of 8-bit RGBA,
+        // one level, no flags: the first plane's description.
+        let array = image_mem.map_plane(&image.planes()?[0], 0)?;
+        // `cudaMemcpy2DToArrayAsync` on the caller's stream (it returns once the copy is done:
+        // the picture is not pinned memory).
+        array.copy_from_host_async(
+            &stream,
+            0,
+            ArrayRegion::new(0, 0, width as usize, height as usize),
+            picture,
+        )?;
+        let tex = Texture::new(array)?;
+        let rotate = load(gpu, ROTATE_PTX, "rotate")?;
+        let (s, c) = ANGLE.sin_cos();
+        let (t, o) = (tex.obj, out.device_address());
+        let mut b = stream.launch_builder(&rotate);
+        b.arg(&t).arg(&o).arg(&width).arg(&height).arg(&c).arg(&s);
+        let cfg = LaunchConfig {
+            grid_dim: (width.div_ceil(8), height.div_ceil(8), 1),
+            block_dim: (8, 8, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the arguments match the kernel's parameters; the texture covers the array it
+        // samples and `out` holds width * height pixels; both are returned to the caller, which
+        // keeps them until the work completed.
+        unsafe { b.launch(cfg) }?;
+        let signal = CudaSyncObj::import(gpu, done)?;
+        let fence = signal.signal(&stream, MemSync::Auto)?;
+        let held: Vec<Box<dyn std::any::Any + Send>> =
+            vec![Box::new(tex), Box::new(out), Box::new(raw_mem), Box::new(image_mem), Box::new(signal)];
+        Ok((fence, (stream, held)))
+    }
+
+    /// Caller 2 (`runImageGrayscale`): imports the raw buffer, waits for `fence` on its stream,
+    /// turns the buffer grey and signals `done` there.
+    fn caller2(
+        gpu: &CudaGpu,
+        raw: &BufObj,
+        (ready, fence): (&SyncObj, &nvsci::sync::Fence),
+        done: &SyncObj,
+        pixels: u64,
+    ) -> Res<(nvsci::sync::Fence, Held)> {
+        let stream = gpu.context().new_stream()?;
+        let raw_mem = ExternalMemory::<ReadWrite>::from_buf_obj(gpu, raw)?;
+        let buf: MappedBuffer<ReadWrite> = raw_mem.map_buffer(0, pixels * 4)?;
+        // The imports and the kernel's loading before the wait: with lazy loading (CUDA 12's
+        // default) a kernel is loaded at its first launch, which may synchronise the context
+        // (CUDA C++ Programming Guide, "Lazy Loading", "Concurrent Execution"), so it is loaded
+        // here by a launch over no pixels rather than behind the wait.
+        let wait = CudaSyncObj::import(gpu, ready)?;
+        let signal = CudaSyncObj::import(gpu, done)?;
+        let grayscale = load(gpu, GRAYSCALE_PTX, "grayscale")?;
+        let p = buf.device_address();
+        let launch = |n: u64| -> Res<()> {
+            let mut b = stream.launch_builder(&grayscale);
+            b.arg(&p).arg(&n);
+            let blocks = u32::try_from(n.div_ceil(256).max(1))?;
+            let cfg = LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            // SAFETY: the arguments match the kernel's parameters and `buf` holds `pixels >= n`
+            // pixels; it is returned to the caller, which keeps it until the work completed.
+            unsafe { b.launch(cfg) }?;
+            Ok(())
+        };
+        launch(0)?;
+        stream.synchronize()?;
+
+        wait.wait(&stream, fence, MemSync::Auto)?;
+        launch(pixels)?;
+        let done = signal.signal(&stream, MemSync::Auto)?;
+        let held: Vec<Box<dyn std::any::Any + Send>> =
+            vec![Box::new(buf), Box::new(raw_mem), Box::new(wait), Box::new(signal)];
+        Ok((done, (stream, held)))
+    }
+
+    /// What the GPU run found.
+    pub struct Outcome {
+        /// Pixels checked.
+        pub pixels: usize,
+        /// Largest difference from the reference, in levels.
+        pub worst: u8,
+        /// Share of bytes equal to the reference.
+        pub equal: f64,
+    }
+
+    /// Runs the sample's CUDA path on `gpu` with a `width` x `height` picture.
+    pub fn run(gpu: &CudaGpu, width: u32, height: u32) -> Res<Outcome> {
+        let lib = NvSci::mock();
+        let bufs = BufModule::open(&lib)?;
+        let syncs = SyncModule::open(&lib)?;
+        let id = Some(gpu.gpu_id());
+        let size = u64::from(width) * u64::from(height) * 4;
+        // Both callers give the sample's raw-buffer list; the CPU party reads the result.
+        let raw_lists = [
+            sample_raw_list(&bufs, size, id)?,
+            sample_raw_list(&bufs, size, id)?,
+            cpu_list(&bufs, BufType::RAW_BUFFER)?,
+        ];
+        let raw = BufObj::alloc(&BufAttrList::reconcile(&raw_lists.iter().collect::<Vec<_>>())?)?;
+        // The image is caller 1's alone, as in the sample.
+        let image =
+            BufObj::alloc(&BufAttrList::reconcile(&[&sample_image_list(&bufs, width, height, id)?])?)?;
+        describe(&image)?;
+        let to_caller2 = cuda_signalled(gpu, &syncs, false)?;
+        let to_cpu = cuda_signalled(gpu, &syncs, true)?;
+        let picture = picture(width, height);
+
+        let (done, held) = std::thread::scope(|scope| -> Res<(nvsci::sync::Fence, Vec<Held>)> {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (raw, image, to_caller2, to_cpu, picture) = (&raw, &image, &to_caller2, &to_cpu, &picture);
+            let c1 = scope.spawn(move || -> Res<Held> {
+                let (fence, held) = caller1(gpu, (raw, image), to_caller2, picture, (width, height))?;
+                tx.send(fence).map_err(|_| "caller 2 is gone")?;
+                Ok(held)
+            });
+            let c2 = scope.spawn(move || -> Res<(nvsci::sync::Fence, Held)> {
+                let fence = rx.recv().map_err(|_| "caller 1 failed before signalling")?;
+                caller2(gpu, raw, (to_caller2, &fence), to_cpu, u64::from(width) * u64::from(height))
+            });
+            let h1 = c1.join().map_err(|_| "caller 1 panicked")?;
+            let r2 = c2.join().map_err(|_| "caller 2 panicked")?;
+            let h1 = h1?;
+            let (done, h2) = r2?;
+            Ok((done, vec![h1, h2]))
+        })?;
+        let mut ctx = syncs.cpu_wait_context()?;
+        done.wait(&mut ctx, Some(Duration::from_secs(10)))?;
+
+        let mut want = vec![0u8; picture.len()];
+        rotate(&picture, width, height, &mut want);
+        grayscale(&mut want);
+        let (worst, equal) = compare(&raw.cpu_read()?[..want.len()], &want)?;
+        // Everything queued has run (the fence above follows it); the streams are synchronised
+        // anyway before the texture, mappings and imports go.
+        for (stream, _) in &held {
+            stream.synchronize()?;
+        }
+        drop(held);
+        Ok(Outcome { pixels: want.len() / 4, worst, equal })
+    }
+}
+
+/// Opens the first CUDA GPU, or says why there is none (an error with `NVSCI_REQUIRE_GPU=1`).
+#[cfg(feature = "cuda")]
+fn open_gpu() -> Res<Option<nvsci::cuda::CudaGpu>> {
+    match nvsci::cuda::CudaGpu::open(0) {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if std::env::var("NVSCI_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            Err(format!("NVSCI_REQUIRE_GPU=1 but no CUDA GPU: {e}").into())
+        }
+        Err(e) => {
+            println!("no CUDA GPU ({e}): running the sample's CPU part only");
+            Ok(None)
+        }
+    }
+}
+
 fn main() -> Res<()> {
     let mut size = 1024u32;
+    let mut cpu = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--size" => size = args.next().ok_or("--size needs a number")?.parse()?,
+            "--cpu" => cpu = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
-    let n = run(size, size)?;
+    #[cfg(feature = "cuda")]
+    if !cpu {
+        if let Some(dev) = open_gpu()? {
+            println!("GPU: {}", dev.name()?);
+            let o = gpu::run(&dev, size, size)?;
+            println!(
+                "cudaNvSci CUDA path: {} pixels rotated through the image's texture and greyed on two streams \
+                 ordered by NvSciSync fences match the CPU reference (largest difference {} levels, \
+                 within {TOLERANCE}; {:.2}% of bytes equal)",
+                o.pixels,
+                o.worst,
+                o.equal * 100.0
+            );
+            return Ok(());
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    if !cpu {
+        println!("built without the `cuda` feature: running the sample's CPU part only");
+    }
+    let n = run_cpu(size, size)?;
     println!(
         "cudaNvSci CPU part: {n} pixels rotated and greyed through the NvSci objects match the reference"
     );
-    println!("(the sample's CUDA part, arrays and textures of the image, does not run on the mock yet)");
     Ok(())
 }
 
@@ -230,6 +711,25 @@ fn main() -> Res<()> {
 mod tests {
     #[test]
     fn the_cpu_part_runs_on_the_mock() {
-        assert_eq!(super::run(64, 48).unwrap(), 64 * 48);
+        assert_eq!(super::run_cpu(64, 48).unwrap(), 64 * 48);
+    }
+
+    #[test]
+    fn the_comparison_allows_the_filter_tolerance_only() {
+        let want = [10, 10, 10, 0];
+        assert_eq!(super::compare(&[16, 4, 10, 0], &want).unwrap().0, 6);
+        assert!(super::compare(&[17, 10, 10, 0], &want).is_err());
+        assert!(super::compare(&[10, 10, 10, 1], &want).is_err());
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    #[ignore = "needs a CUDA GPU"]
+    fn the_cuda_path_matches_the_reference() {
+        let Some(dev) = super::open_gpu().unwrap() else { return };
+        for (w, h) in [(64, 48), (200, 136)] {
+            let o = super::gpu::run(&dev, w, h).unwrap();
+            assert_eq!(o.pixels, (w * h) as usize);
+        }
     }
 }
