@@ -176,7 +176,7 @@ mod gpu {
     //! by NvSciSync fences.
     use super::*;
     use nvsci::cuda::cudarc::driver::sys::CUDA_ARRAY3D_SURFACE_LDST;
-    use nvsci::cuda::cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
     use nvsci::cuda::{
         fill_sync_attrs, ArraySurface, CudaGpu, CudaSyncObj, ExternalMemory, MemSync, ReadWrite,
     };
@@ -226,7 +226,10 @@ DONE:
 "#;
 
     /// What caller 2 keeps alive until its work has completed.
-    type Held = (Arc<CudaStream>, Vec<ArraySurface<ReadWrite>>, CudaSyncObj, CudaSyncObj);
+    /// The kernel is among them: dropping the last reference to its module unloads it
+    /// (`cuModuleUnload`), which waits for the context's work, and the stream's work waits for
+    /// a fence the caller signals only after this returns.
+    type Held = (Arc<CudaStream>, Vec<ArraySurface<ReadWrite>>, CudaSyncObj, CudaSyncObj, CudaFunction);
 
     /// Caller 2 on `gpu`: imports the image, maps every plane as a surface, and on its stream
     /// waits for `fence` (of `ready`), flips every plane and signals `done`.
@@ -283,7 +286,7 @@ DONE:
             launch(s, (s.array().desc().width as u32, s.array().desc().height as u32))?;
         }
         let out = signal.signal(&stream, MemSync::Auto)?;
-        Ok((out, (stream, surfaces, wait, signal)))
+        Ok((out, (stream, surfaces, wait, signal, flip)))
     }
 
     /// Runs the sample with caller 2 on `gpu`; returns the bytes checked.
