@@ -903,6 +903,36 @@ fn the_reconcilers_cpu_waits_only_on_the_strength_of_its_own_lists() {
     ledger_is_clean();
 }
 
+/// The signal side of the rule: a CPU signaler list relayed by a peer does not make the
+/// reconciling process's CPU the signaler (its reconciled `NeedCpuAccess` comes from its own
+/// lists), so its `NvSciSyncObjSignal` answers "syncObj is not a CPU Signaler".
+#[test]
+fn a_peers_cpu_signaler_list_does_not_let_the_reconciler_signal() {
+    let dir = ipc_dir("recsig", &[("s_0", "s_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (s0, s1) = pair(&ipc, "s_0", "s_1");
+    let m = SyncModule::open(&lib).unwrap();
+    let peer_signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let own_waiter = sync_list(&m, SyncPerm::WaitOnly);
+    let relayed = m
+        .import_unreconciled(&s0, &SyncAttrList::export_unreconciled(&[&peer_signaler], &s1).unwrap())
+        .unwrap();
+    let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&own_waiter, &relayed]).unwrap()).unwrap();
+    match obj.signal() {
+        Err(Error::Refused { culprit, .. }) => assert_eq!(culprit, nvsci::Culprit::NotCpuSignaler),
+        other => panic!("the reconciler signalled on the strength of a peer's list: {other:?}"),
+    }
+    // Its own signaler list does.
+    let own_signaler = sync_list(&m, SyncPerm::SignalOnly);
+    let mine = SyncObj::alloc(&SyncAttrList::reconcile(&[&own_signaler, &own_waiter]).unwrap()).unwrap();
+    let f = mine.generate_fence().unwrap();
+    mine.signal().unwrap();
+    drop((f, mine, obj, relayed, own_signaler, own_waiter, peer_signaler, m, s0, s1, ipc));
+    ledger_is_clean();
+}
+
 #[test]
 fn a_thousand_export_import_cycles_leak_no_fd_and_no_handle() {
     let dir = ipc_dir("fds", &[("f_0", "f_1")]);

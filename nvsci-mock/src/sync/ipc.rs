@@ -61,6 +61,7 @@ fn meta_from(w: &[u64]) -> Option<SyncMeta> {
             cpu_signaler: b(*s)?,
             cpu_waiter: b(*wt)?,
             cpu_wait_here: b(*wt)?,
+            cpu_signal_here: b(*s)?,
             need_cpu_access: b(*n)?,
             timestamps: b(*t)?,
             max_value: *max,
@@ -203,6 +204,8 @@ fn this_peer(meta: SyncMeta, own: &[Slot]) -> SyncMeta {
             && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0),
         cpu_waiter: meta.cpu_waiter && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0),
         cpu_wait_here: meta.cpu_waiter && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_WaitOnly != 0),
+        cpu_signal_here: meta.cpu_signaler
+            && cpu.iter().any(|s| perm_of(s) & NvSciSyncAccessPerm_SignalOnly != 0),
         need_cpu_access: !cpu.is_empty(),
         ..meta
     }

@@ -193,8 +193,14 @@ pub(crate) unsafe fn generate(obj: NvSciSyncObj, out: *mut NvSciSyncFence, by: S
     // SAFETY: forwarded contract.
     let o = unsafe { get(obj) }?;
     non_null(out)?;
-    // "syncObj is not a CPU signaler" is BadParameter (NvSciSyncObjGenerateFence, nvscisync.h).
-    if o.core.meta.cpu_signaler != (by == Signaler::Cpu) {
+    // "syncObj is not a CPU signaler" is BadParameter (NvSciSyncObjGenerateFence, nvscisync.h):
+    // the CPU generates fences only where this process's own lists made it the signaler; an
+    // engine only where the signaler is not a CPU.
+    let allowed = match by {
+        Signaler::Cpu => o.core.meta.cpu_signal_here,
+        Signaler::Engine => !o.core.meta.cpu_signaler,
+    };
+    if !allowed {
         return bad();
     }
     // SAFETY: `out` is non-NULL and points to a caller fence (cleared or valid).
@@ -226,7 +232,7 @@ pub(crate) unsafe extern "C" fn signal(obj: NvSciSyncObj) -> NvSciError {
         // SAFETY: `obj` is NULL or a live object handle of this mock.
         let o = unsafe { get(obj) }?;
         // "syncObj is not a CPU Signaler" is BadParameter (NvSciSyncObjSignal, nvscisync.h).
-        if !o.core.meta.cpu_signaler {
+        if !o.core.meta.cpu_signal_here {
             return bad();
         }
         let mut st = lock(&o.core.state);

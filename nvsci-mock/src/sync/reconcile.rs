@@ -31,6 +31,10 @@ pub(crate) struct SyncMeta {
     pub cpu_signaler: bool,
     /// Some waiter slot requested CPU access: a CPU may wait (this process's or a peer's).
     pub cpu_waiter: bool,
+    /// This process's CPU may signal: the signaler slot is of this process's own lists and
+    /// requested CPU access (a peer's CPU signaler list gives the reconciler no CPU signal, as
+    /// the reconciled `NeedCpuAccess` comes from the reconciler's own lists). Not exported.
+    pub cpu_signal_here: bool,
     /// This process's CPU may wait: a waiter slot of this process's own lists requested CPU
     /// access. NvSciSync reconciles CPU access per peer (the lists "owned by the reconciler"
     /// when reconciling, those "relayed by the peer" when importing,
@@ -119,6 +123,7 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
         .any(|s| cpu_of(s) && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps).is_some_and(Value::bool));
     let meta = SyncMeta {
         cpu_signaler: signalers.first().is_some_and(|s| cpu_of(s)),
+        cpu_signal_here: signalers.first().is_some_and(|s| !s.is_from_peer() && cpu_of(s)),
         cpu_waiter: waiters.iter().any(|s| cpu_of(s)),
         cpu_wait_here: waiters.iter().any(|s| !s.is_from_peer() && cpu_of(s)),
         need_cpu_access,
