@@ -823,7 +823,9 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
     }
     if std::mem::take(&mut st.est_edge) {
         ev |= NV_SCI_IPC_EVENT_CONN_EST;
-        st.app_up = Endpoint::connected(&st);
+        // A peer that wrote and went away before this endpoint's first look: what it wrote is
+        // readable first, and the reset follows once it was read (see `lost`).
+        st.app_up = Endpoint::connected(&st) || (st.reset_after_drain && !st.frames.is_empty());
     }
     st.write_edge = false;
     // "NV_SCI_IPC_EVENT_WRITE, NV_SCI_IPC_EVENT_READ and NV_SCI_IPC_EVENT_WRITE_EMPTY events are
