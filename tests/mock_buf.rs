@@ -985,6 +985,44 @@ fn pixel_transfers_flush_the_rows_they_touch_where_an_iso_engine_needs_it() {
     assert_eq!(ledger.take_flushes(), expected, "before get_pixels");
 }
 
+/// Where rows do not sit at `offset + row * pitch` (an interlaced plane's rows alternate between
+/// two fields; top padding moves them), the pixel calls flush whole planes rather than miss the
+/// rows they touched.
+#[test]
+fn interlaced_and_padded_planes_are_flushed_whole() {
+    let m = module();
+    // SAFETY: `m` is a live module of the mock.
+    let ledger = unsafe { nvsci_mock::buf_module_ledger(m.as_raw()) }.unwrap();
+    let display = [PeerHwEngine { engine: HwEngine::DISPLAY, platform: Platform::ORIN }];
+    for (scan, top) in [(ScanType::Interlace, 0u64), (ScanType::Progressive, 4)] {
+        let mut l = m.attr_list().unwrap();
+        l.set(&[
+            BufAttr::Types(&[BufType::IMAGE]),
+            BufAttr::Layout(ImageLayout::PitchLinear),
+            BufAttr::ScanType(scan),
+            BufAttr::PlaneCount(2),
+            BufAttr::PlaneColorFormat(&[ColorFormat::Y8, ColorFormat::V8U8]),
+            BufAttr::PlaneWidth(&[64, 32]),
+            BufAttr::PlaneHeight(&[16, 8]),
+            BufAttr::TopPadding(&[top, top / 2]),
+            BufAttr::NeedCpuAccess(true),
+            BufAttr::RequiredPerm(Perm::ReadWrite),
+            BufAttr::EnableCpuCache(true),
+            BufAttr::PeerHwEngineArray(&display),
+        ])
+        .unwrap();
+        let obj = BufObj::reconcile_and_alloc(&[&l]).unwrap();
+        assert!(obj.cpu_need_sw_cache_coherency().unwrap());
+        let p = obj.planes().unwrap();
+        let whole: Vec<_> =
+            p.iter().map(|p| nvsci_mock::Flush { offset: p.offset, len: p.aligned_size }).collect();
+        let r = PixelRect::new(8, 4, 40, 10);
+        ledger.take_flushes();
+        put(&obj, Some(r), &frame(&obj, r, 3, 0)).unwrap();
+        assert_eq!(ledger.take_flushes(), whole, "{scan:?}, top padding {top}");
+    }
+}
+
 #[test]
 fn block_linear_planes_for_a_gpu_start_where_its_arrays_may() {
     // The mock's choice for a GPU's plane alignment (docs/mock.md, PlaneBaseAddrAlign): 64 KiB,

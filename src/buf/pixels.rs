@@ -3,7 +3,7 @@
 //! pitch-linear and the object's planes in whatever layout they have (pitch-linear or
 //! block-linear, progressive or interlaced, padded or not).
 
-use super::{key, BufObj, ImageLayout, PlaneLayout};
+use super::{key, BufObj, ImageLayout, PlaneLayout, ScanType};
 use crate::error::{invalid, Error, Result};
 use crate::result::buf as nvbuf;
 use core::ffi::c_void;
@@ -193,15 +193,22 @@ impl BufObj {
     }
 
     /// Flushes the bytes of `rect` in every plane when the reconciled list sets
-    /// `CpuNeedSwCacheCoherency` (nothing otherwise): the rows it covers of a pitch-linear plane,
-    /// the whole plane of a block-linear one (its tiles interleave rows).
+    /// `CpuNeedSwCacheCoherency` (nothing otherwise): the rows it covers of a progressive,
+    /// unpadded pitch-linear plane, the whole plane otherwise (block-linear tiles interleave rows,
+    /// interlaced fields alternate them, top padding moves them).
     fn flush_rect(&self, rect: &sys::NvSciBufRect) -> Result<()> {
         if !self.needs_cpu_flush() {
             return Ok(());
         }
         let planes = self.planes()?;
         let Some(first) = planes.first() else { return Ok(()) };
-        let pitch_linear = self.attr_list()?.get_one(key::IMAGE_LAYOUT)? == Some(ImageLayout::PitchLinear);
+        let list = self.attr_list()?;
+        // Rows map to `offset + row * pitch` only in a progressive pitch-linear plane without
+        // top padding (`PlaneOffset` is the padded plane's first byte; an interlaced plane's
+        // rows alternate between two fields): anything else is flushed whole.
+        let pitch_linear = list.get_one(key::IMAGE_LAYOUT)? == Some(ImageLayout::PitchLinear)
+            && list.get_one(key::SCAN_TYPE)? != Some(ScanType::Interlace)
+            && list.get(key::TOP_PADDING)?.iter().all(|&t| t == 0);
         // The rectangle's corners came from `u32`s (`check_pixels`).
         let c = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
         let r = PixelRect::new(c(rect.x0), c(rect.y0), c(rect.x1), c(rect.y1));
