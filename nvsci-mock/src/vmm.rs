@@ -318,10 +318,12 @@ impl Drop for VmmMemory {
     fn drop(&mut self) {
         let d = self.driver;
         let (va, len, handle) = (self.va, self.len, self.handle);
-        d.with_context(self.dev, || {
-            // SAFETY: each call undoes a step of `alloc` that succeeded, once, in reverse order.
-            // Memory imported from an exported fd stays alive on its own (the driver keeps the
-            // allocation until every import is destroyed).
+        let undo = || {
+            // SAFETY: each call undoes a step of `alloc` that succeeded, once, in reverse order
+            // (`undo` runs once: inside the context, or, where it cannot be made current,
+            // without it, as these calls take no context). Memory imported from an exported fd
+            // stays alive on its own (the driver keeps the allocation until every import is
+            // destroyed).
             unsafe {
                 if len != 0 {
                     (d.unmap)(va, len);
@@ -332,6 +334,9 @@ impl Drop for VmmMemory {
                 }
             }
             Some(())
-        });
+        };
+        if d.with_context(self.dev, undo).is_none() {
+            undo();
+        }
     }
 }
