@@ -435,3 +435,33 @@ pub(crate) fn connect_consumer(
     let ring = NvSciRing::imported(sync, layout, frames, present, release);
     Ok((ring, count, Upstream { index, ep }))
 }
+
+#[cfg(all(test, feature = "mock"))]
+mod tests {
+    use super::*;
+    use crate::ipc::Ipc;
+
+    /// A frame message a consumer cannot parse disconnects it from the producer: the parse
+    /// error is returned, and the producer's end learns that its peer is gone (so the producer
+    /// drops this consumer instead of waiting for a release that never comes).
+    #[test]
+    fn an_unparseable_frame_message_disconnects_the_consumer() {
+        let dir = std::env::temp_dir().join(format!("nvsci-ipc-unit-{}-parse", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("nvsciipc.cfg"), "INTER_PROCESS up_0 up_1 16 4096\n").unwrap();
+        nvsci_mock::set_ipc_dir(Some(&dir));
+        let ipc = Ipc::mock().unwrap();
+        let producer = IpcEndpoint::open(&ipc, "up_0").unwrap();
+        let up = Upstream { index: 0, ep: IpcEndpoint::open(&ipc, "up_1").unwrap() };
+        let t = Some(Duration::from_secs(5));
+        up.ep.wait_connected(t).unwrap();
+        producer.wait_connected(t).unwrap();
+        // A frame message cut short: the tag, then 3 bytes where the slot and sequence belong.
+        producer.send_message(&[FRAME, 1, 2, 3], t).unwrap();
+        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        let mut buf = [0u8; 16];
+        assert!(matches!(producer.read(&mut buf, t), Err(Error::IpcPeerGone { .. })));
+        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::IpcPeerGone { .. })));
+    }
+}
