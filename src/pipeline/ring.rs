@@ -691,9 +691,12 @@ impl Producer {
 
     /// CPU write access to a held frame, for as long as both the producer and the frame are
     /// borrowed. Only for a CPU producer's frames (whose release fences the CPU waited for); a
-    /// CUDA producer's frame is refused, as an engine may still read it.
+    /// CUDA producer's frame is refused, as an engine may still read it. Only for frames whose
+    /// bytes are rows: a block-linear frame (tiled bytes) is refused ([`Error::InvalidArgument`]
+    /// naming `frame`); write it with [`put_pixels`](Self::put_pixels).
     pub fn cpu_write<'a>(&'a self, frame: &'a ProducerFrame) -> Result<FrameWrite<'a>> {
         self.check(frame)?;
+        refuse_block_linear(self.layout(), "Producer::put_pixels")?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",
@@ -847,6 +850,21 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> 
     Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
 }
 
+/// Refuses row access to the bytes of a block-linear frame, which are tiled: `instead` reads
+/// or writes its pixels.
+fn refuse_block_linear(layout: &FrameLayout, instead: &str) -> Result<()> {
+    if layout.format.image_layout() == Some(crate::buf::ImageLayout::BlockLinear) {
+        return Err(invalid(
+            "frame",
+            format!(
+                "a block-linear frame ({:?}): its bytes are tiled, not rows; use {instead}",
+                layout.format
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn not_nvsci() -> Error {
     Error::Unsupported {
         what: "NvSciBuf access to a frame",
@@ -966,9 +984,12 @@ impl Consumer {
 
     /// CPU read access to a held frame, for as long as both the consumer and the frame are
     /// borrowed. Only for a CPU consumer's frames (whose present fence the CPU waited for); a
-    /// CUDA consumer's frame is refused, as its writer may not be done.
+    /// CUDA consumer's frame is refused, as its writer may not be done. Only for frames whose
+    /// bytes are rows: a block-linear frame (tiled bytes) is refused ([`Error::InvalidArgument`]
+    /// naming `frame`); read it with [`get_pixels`](Self::get_pixels).
     pub fn cpu_read<'a>(&'a self, frame: &'a ConsumerFrame) -> Result<FrameRead<'a>> {
         self.check(frame)?;
+        refuse_block_linear(self.layout(), "Consumer::get_pixels")?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",
