@@ -17,8 +17,10 @@
 //! hands out the same slot and sequence again) and a dropped [`ConsumerFrame`] is released once
 //! its present fence expired (waited on the CPU, up to the ring's timeout, and after the work its
 //! CUDA party queued). Every ring has an identity that is never reused, so a token is refused by
-//! any other ring. Steady-state frames allocate nothing: bookkeeping lives in fixed-capacity
-//! containers and the backend replaces fences in place.
+//! any other ring. Steady-state frames allocate nothing in the crate: bookkeeping lives in
+//! fixed-capacity containers, the backend replaces fences in place, and the messages to and
+//! from consumers in other processes are built and read in stack buffers (what the NvSci
+//! library does to export and import a fence is its own).
 
 use super::backend::ipc::{Received, RemoteConsumer, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
