@@ -536,6 +536,40 @@ DONE:
 }
 "#;
 
+/// The dimensions of a valid NV12 `layout` whose planes the surface kernel reads (odd sizes
+/// would make its chroma loads fall outside the chroma surface).
+#[cfg(feature = "cuda")]
+fn surface_dimensions(layout: &FrameLayout) -> Result<(u32, u32)> {
+    let crate::pipeline::FrameFormat::Nv12 { width, height, .. } = layout.format else {
+        return Err(invalid("layout", format!("an NV12 format is needed, not {:?}", layout.format)));
+    };
+    layout.format.validate().map_err(|_| {
+        invalid(
+            "layout",
+            format!("NV12 needs even, non-zero dimensions (4:2:0 chroma), got {width}x{height}"),
+        )
+    })?;
+    Ok((width, height))
+}
+
+/// The dimensions of a valid pitch-linear NV12 `layout`, the only one the pitch-linear kernel
+/// reads by offset and pitch (a block-linear frame's bytes are tiled).
+#[cfg(feature = "cuda")]
+fn pitch_linear_dimensions(layout: &FrameLayout) -> Result<(u32, u32)> {
+    let dims = surface_dimensions(layout)?;
+    if layout.format.image_layout() != Some(crate::buf::ImageLayout::PitchLinear) {
+        return Err(invalid(
+            "layout",
+            format!(
+                "{:?} is block-linear (tiled bytes): convert it through its planes' surfaces \
+                 (Nv12ToRgba::enqueue_planes)",
+                layout.format
+            ),
+        ));
+    }
+    Ok(dims)
+}
+
 /// The NV12 -> RGBA kernels loaded into a CUDA context: [`NV12_TO_RGBA_PTX`] for pitch-linear
 /// frames, launched with the plane offsets and pitches of a [`FrameLayout`]
 /// ([`enqueue`](Self::enqueue)), and [`NV12_SURF_TO_RGBA_PTX`] for block-linear frames, read
@@ -571,7 +605,8 @@ impl Nv12ToRgba {
     /// planes' surface objects (`planes[0]` luma, `planes[1]` chroma, as
     /// [`CudaFrame::planes`](crate::pipeline::CudaFrame::planes) hands them out), into packed
     /// RGBA at `dst` (`width * height * 4` bytes), adding R + G + B of every pixel to the `u64`
-    /// at `sum`. The arrays are checked against the layout first (`InvalidArgument` naming
+    /// at `sum`. The layout must be NV12 of even dimensions (`InvalidArgument` naming `layout`)
+    /// and the arrays are checked against it first (`InvalidArgument` naming
     /// `planes`): luma `width` x `height` one-byte texels, chroma half that in each direction
     /// with two one-byte channels.
     ///
@@ -588,9 +623,7 @@ impl Nv12ToRgba {
         sum: u64,
     ) -> Result<()> {
         use cudarc::driver::PushKernelArg;
-        let crate::pipeline::FrameFormat::Nv12 { width: w, height: h, .. } = layout.format else {
-            return Err(invalid("layout", "an NV12 format is needed"));
-        };
+        let (w, h) = surface_dimensions(layout)?;
         let [luma, chroma] = planes else {
             return Err(invalid("planes", format!("{} planes given, NV12 has 2", planes.len())));
         };
@@ -621,7 +654,8 @@ impl Nv12ToRgba {
     /// Enqueues the conversion of the NV12 frame at device address `frame` (laid out as
     /// `layout`: plane 0 luma, plane 1 interleaved chroma, at their own offsets) into packed RGBA
     /// at `dst` (`width * height * 4` bytes), adding R + G + B of every pixel to the `u64` at
-    /// `sum`.
+    /// `sum`. Only for pitch-linear NV12 of even dimensions (`InvalidArgument` naming `layout`
+    /// otherwise; a block-linear frame goes through [`enqueue_planes`](Self::enqueue_planes)).
     ///
     /// # Safety
     ///
@@ -636,8 +670,7 @@ impl Nv12ToRgba {
         sum: u64,
     ) -> Result<()> {
         use cudarc::driver::PushKernelArg;
-        let (w, h) =
-            layout.format.dimensions().ok_or_else(|| invalid("layout", "an NV12 image format is needed"))?;
+        let (w, h) = pitch_linear_dimensions(layout)?;
         let (y, uv) = match layout.planes.get(..2) {
             Some([y, uv]) => (y, uv),
             _ => return Err(invalid("layout", "NV12 has two planes")),
@@ -661,5 +694,58 @@ impl Nv12ToRgba {
         // SAFETY: the arguments match the kernel's parameter list; the caller guarantees the
         // buffers (see above).
         unsafe { b.launch(cfg) }.map(drop).map_err(|err| crate::cuda::from_driver("cuLaunchKernel", err))
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::pipeline::FrameFormat;
+
+    fn layout(format: FrameFormat) -> FrameLayout {
+        FrameLayout { format, size: 0, planes: heapless::Vec::new() }
+    }
+
+    /// The pitch-linear kernel reads rows by offset and pitch: a block-linear frame (tiled
+    /// bytes), another format or odd dimensions are refused before anything is launched.
+    #[test]
+    fn the_pitch_linear_kernel_refuses_block_linear_and_odd_layouts() {
+        assert_eq!(pitch_linear_dimensions(&layout(FrameFormat::nv12(64, 32))).unwrap(), (64, 32));
+        for bad in [
+            FrameFormat::nv12_block_linear(64, 32),
+            FrameFormat::nv12(63, 32),
+            FrameFormat::nv12(64, 0),
+            FrameFormat::Rgba { width: 64, height: 32 },
+        ] {
+            assert!(
+                matches!(
+                    pitch_linear_dimensions(&layout(bad)),
+                    Err(Error::InvalidArgument { name: "layout", .. })
+                ),
+                "{bad:?} refused"
+            );
+        }
+    }
+
+    /// The surface kernel's chroma loads assume 4:2:0 of even dimensions: odd or zero sizes
+    /// and other formats are refused before anything is launched.
+    #[test]
+    fn the_surface_kernel_refuses_odd_dimensions() {
+        assert_eq!(surface_dimensions(&layout(FrameFormat::nv12_block_linear(64, 32))).unwrap(), (64, 32));
+        for bad in [
+            FrameFormat::nv12_block_linear(65, 32),
+            FrameFormat::nv12_block_linear(64, 31),
+            FrameFormat::nv12_block_linear(0, 32),
+            FrameFormat::Raw { size: 4096 },
+        ] {
+            assert!(
+                matches!(
+                    surface_dimensions(&layout(bad)),
+                    Err(Error::InvalidArgument { name: "layout", .. })
+                ),
+                "{bad:?} refused"
+            );
+        }
     }
 }

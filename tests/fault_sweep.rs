@@ -245,10 +245,12 @@ fn every_injected_failure_surfaces_typed_and_leaks_nothing() {
                 }
                 Ok(()) => {
                     // Only teardown absorbs a failure: when the ring, being dropped, cannot wait on
-                    // the CPU (no wait context, or a failing wait), it leaks its buffers and sync
-                    // objects instead of freeing memory an engine might still use.
+                    // the CPU (no wait context, no duplicate of the fence to wait on, or a failing
+                    // wait), it leaks its buffers and sync objects instead of freeing memory an
+                    // engine might still use.
                     assert!(
-                        ["NvSciSyncFenceWait", "NvSciSyncCpuWaitContextAlloc"].contains(&function),
+                        ["NvSciSyncFenceWait", "NvSciSyncFenceDup", "NvSciSyncCpuWaitContextAlloc"]
+                            .contains(&function),
                         "{name}: failing call {nth} of {function} went unnoticed"
                     );
                     assert!(

@@ -1297,3 +1297,174 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
     drop(ipc);
     ledger_is_clean();
 }
+
+// ------------------------------------------------------------------------------------------
+// Failures on the per-frame path (consumers in other threads through endpoints; faults are
+// injected on the thread that makes the call).
+// ------------------------------------------------------------------------------------------
+
+/// A ring of `frames` frames whose consumers are at the other ends of `endpoints`.
+fn endpoint_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], frames: usize, timeout: Duration) -> Producer {
+    let consumers =
+        endpoints.iter().map(|n| RingConsumer::Remote(IpcEndpoint::open(ipc, n).unwrap())).collect();
+    let cfg = RingConfig { frames, ..config(endpoints.len(), timeout) };
+    let ring = FrameRing::with_consumers(lib, FrameFormat::Raw { size: FRAME }, cfg, &Engine::Cpu, consumers)
+        .unwrap();
+    ring.split().unwrap().0
+}
+
+/// A consumer at the end `name` of an endpoint pair, connected on its own thread.
+fn connect_on(lib: &NvSci, ipc: &Ipc, name: &str, timeout: Duration) -> Consumer {
+    let ep = IpcEndpoint::open(ipc, name).unwrap();
+    Consumer::connect(lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, timeout).unwrap()
+}
+
+/// A present whose fence export for a live consumer process fails (not a gone peer) does not
+/// drop that consumer: it misses that frame, the error is reported by the producer's next
+/// acquire, and the slot the consumer still reads is not handed out again until it released
+/// it. (frames = 2, the consumer holding frame 0 while frame 1's export fails: frame 2 goes
+/// into slot 0 only after the consumer is done with frame 0, and the consumer receives it.)
+#[test]
+fn a_failed_send_keeps_a_live_consumer_process_and_its_held_slot() {
+    use std::sync::mpsc;
+    let dir = ipc_dir("send-fail", &[("sf_0", "sf_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let timeout = Duration::from_secs(5);
+    let (held_tx, held_rx) = mpsc::channel();
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let mut c = connect_on(&lib2, &ipc2, "sf_1", timeout);
+        let f0 = c.acquire().unwrap();
+        assert_eq!((f0.sequence(), f0.index()), (0, 0));
+        held_tx.send(()).unwrap();
+        // Time for a producer that reused slot 0 to rewrite it (this only widens the window;
+        // the frames received below decide the test).
+        std::thread::sleep(Duration::from_millis(300));
+        check(&c.cpu_read(&f0).unwrap(), 0, "frame 0, still held");
+        c.release(f0).unwrap();
+        // Frame 1 never came; frame 2 does, in slot 0.
+        let f2 = c.acquire().unwrap();
+        assert_eq!((f2.sequence(), f2.index()), (2, 0));
+        check(&c.cpu_read(&f2).unwrap(), 2, "frame 2");
+        c.release(f2).unwrap();
+        assert!(matches!(c.acquire(), Err(Error::RingEnded { .. })), "the producer ended the stream");
+    });
+    let mut p = endpoint_ring(&lib, &ipc, &["sf_0"], 2, timeout);
+    produce(&mut p, 1);
+    held_rx.recv().unwrap();
+    let f1 = p.acquire().unwrap();
+    assert_eq!((f1.sequence(), f1.index()), (1, 1));
+    fill(&mut p.cpu_write(&f1).unwrap(), 1);
+    nvsci_mock::faults::inject("NvSciSyncIpcExportFence", 0, nvsci_sys::NvSciError_InsufficientMemory);
+    p.present(f1).unwrap();
+    assert!(!nvsci_mock::faults::clear(), "frame 1's fence export failed");
+    match p.acquire() {
+        Err(Error::NvSci { function, code }) => {
+            assert_eq!(
+                (function, code.0),
+                ("NvSciSyncIpcExportFence", nvsci_sys::NvSciError_InsufficientMemory)
+            )
+        }
+        other => panic!("expected the export failure, got {other:?}"),
+    }
+    let f2 = p.acquire().unwrap();
+    assert_eq!((f2.sequence(), f2.index()), (2, 0));
+    fill(&mut p.cpu_write(&f2).unwrap(), 2);
+    p.present(f2).unwrap();
+    drop(p);
+    consumer.join().unwrap();
+    drop(ipc);
+    ledger_is_clean();
+}
+
+/// A consumer process whose acquire fails after it received a frame (the present fence cannot
+/// be imported) hands that frame straight back: the producer reuses the slot and the stream
+/// goes on, the consumer missing only that frame.
+#[test]
+fn a_frame_a_consumer_process_fails_to_take_is_handed_back() {
+    let dir = ipc_dir("take-fail", &[("tf_0", "tf_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let timeout = Duration::from_secs(5);
+    let frames = 6;
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let mut c = connect_on(&lib2, &ipc2, "tf_1", timeout);
+        nvsci_mock::faults::inject("NvSciSyncIpcImportFence", 0, nvsci_sys::NvSciError_InsufficientMemory);
+        match c.acquire() {
+            Err(Error::NvSci { function, .. }) => assert_eq!(function, "NvSciSyncIpcImportFence"),
+            other => panic!("expected the import failure, got {other:?}"),
+        }
+        assert!(!nvsci_mock::faults::clear(), "frame 0's fence import failed");
+        let mut seen = Vec::new();
+        loop {
+            let f = match c.acquire() {
+                Ok(f) => f,
+                Err(Error::RingEnded { .. }) => break,
+                Err(e) => panic!("acquire failed after frames {seen:?}: {e:?}"),
+            };
+            check(&c.cpu_read(&f).unwrap(), f.sequence(), "consumer");
+            seen.push(f.sequence());
+            c.release(f).unwrap();
+        }
+        seen
+    });
+    let mut p = endpoint_ring(&lib, &ipc, &["tf_0"], 2, timeout);
+    produce(&mut p, frames);
+    drop(p);
+    assert_eq!(consumer.join().unwrap(), (1..frames).collect::<Vec<_>>(), "every frame but the first");
+    drop(ipc);
+    ledger_is_clean();
+}
+
+/// Ending the stream with two consumer processes tells both before waiting for either: one
+/// that keeps its newest frame until the next comes (or the stream ends) learns of the end at
+/// once, not after the producer gave up waiting for it, and its last release is taken.
+#[test]
+fn ending_the_stream_tells_every_consumer_process_before_waiting_for_their_frames() {
+    use std::sync::mpsc;
+    let dir = ipc_dir("end-all", &[("ea_0", "ea_1"), ("eb_0", "eb_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let timeout = Duration::from_secs(3);
+    let frames = 20;
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let a = std::thread::spawn(move || {
+        let mut c = connect_on(&lib2, &ipc2, "ea_1", timeout);
+        consume(&mut c, "a")
+    });
+    let (held_tx, held_rx) = mpsc::channel();
+    let (lib3, ipc3) = (lib.clone(), ipc.clone());
+    let b = std::thread::spawn(move || {
+        let mut c = connect_on(&lib3, &ipc3, "eb_1", timeout);
+        let mut held = c.acquire().unwrap();
+        for seq in 1..frames {
+            let next = c.acquire().unwrap();
+            assert_eq!(next.sequence(), seq);
+            c.release(std::mem::replace(&mut held, next)).unwrap();
+        }
+        check(&c.cpu_read(&held).unwrap(), frames - 1, "b");
+        held_tx.send(()).unwrap();
+        // Holds the newest frame until the end comes: an end sent only after the producer's
+        // wait for this frame timed out comes after this acquire's own timeout.
+        let end = c.acquire().map(|f| f.sequence());
+        let released = c.release(held);
+        (end, released)
+    });
+    let mut p = endpoint_ring(&lib, &ipc, &["ea_0", "eb_0"], 4, timeout);
+    produce(&mut p, frames);
+    held_rx.recv().unwrap();
+    // Consumer b is waiting for the next frame.
+    std::thread::sleep(Duration::from_millis(100));
+    drop(p);
+    assert_eq!(a.join().unwrap(), frames, "consumer a took every frame");
+    let (end, released) = b.join().unwrap();
+    assert!(matches!(end, Err(Error::RingEnded { .. })), "consumer b was told the end: {end:?}");
+    assert!(released.is_ok(), "the producer took b's last frame back: {released:?}");
+    drop(ipc);
+    ledger_is_clean();
+}

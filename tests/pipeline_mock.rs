@@ -158,8 +158,10 @@ fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
                     c.get_pixels(&g, None, &mut dst).unwrap();
                     let (wy, wuv) = pattern_planes(w, h, t);
                     assert!(y == wy && uv == wuv, "consumer {}: frame {t} differs", c.id());
-                    // The raw bytes are tiled, not rows: the pitch-linear reading of them differs.
-                    let raw = c.cpu_read(&g).unwrap();
+                    // The raw bytes are tiled, not rows: the ring refuses them as rows, and the
+                    // pitch-linear reading of the view's bytes differs.
+                    assert!(matches!(c.cpu_read(&g), Err(Error::InvalidArgument { name: "frame", .. })));
+                    let raw = view.cpu_read().unwrap();
                     let rows_as_pitch_linear: Vec<u8> =
                         (0..h as usize).flat_map(|r| raw[r * w as usize..][..w as usize].to_vec()).collect();
                     assert_ne!(rows_as_pitch_linear, wy, "frame {t}: block-linear bytes read as rows");
@@ -171,6 +173,7 @@ fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
         .collect();
     for t in 0..frames {
         let f = p.acquire().unwrap();
+        assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
         let (y, uv) = pattern_planes(w, h, t);
         p.put_pixels(&f, None, &[PlaneSrc { data: &y, pitch: w }, PlaneSrc { data: &uv, pitch: w }]).unwrap();
         p.present(f).unwrap();

@@ -283,6 +283,8 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
                 assert!(
                     [
                         "NvSciSyncFenceWait",
+                        // The duplicate a teardown wait waits on.
+                        "NvSciSyncFenceDup",
                         "NvSciSyncCpuWaitContextAlloc",
                         "NvSciBufObjGetAttrList",
                         "NvSciBufAttrListSlotGetAttrs"

@@ -129,6 +129,9 @@ pub(crate) fn timeout_micros(timeout: Option<Duration>) -> i64 {
     timeout.map_or(-1, |t| i64::try_from(t.as_micros()).unwrap_or(i64::MAX))
 }
 
+/// The longest message sent and received without allocating (the ring's per-frame messages).
+pub(crate) const SMALL_MESSAGE: usize = 128;
+
 impl IpcEndpoint {
     /// Opens the endpoint `name` (as configured in `/etc/nvsciipc.cfg`, or the mock's
     /// configuration file), resets it so that the connection is established, and reads its
@@ -491,11 +494,20 @@ impl IpcEndpoint {
             reason: format!("a message of {} bytes is too long", msg.len()),
             code: None,
         })?;
-        let mut frame = Vec::with_capacity(fs);
-        frame.extend_from_slice(&len.to_le_bytes());
         let first = msg.len().min(fs - 4);
-        frame.extend_from_slice(&msg[..first]);
-        self.write(&frame, timeout)?;
+        // The first frame: on the stack for a small message (the ring's per-frame messages), so
+        // sending one allocates nothing.
+        let mut small = [0u8; 4 + SMALL_MESSAGE];
+        let mut large = Vec::new();
+        let frame: &mut [u8] = if first <= SMALL_MESSAGE {
+            &mut small[..4 + first]
+        } else {
+            large.resize(4 + first, 0);
+            &mut large
+        };
+        frame[..4].copy_from_slice(&len.to_le_bytes());
+        frame[4..].copy_from_slice(&msg[..first]);
+        self.write(frame, timeout)?;
         for chunk in msg[first..].chunks(fs) {
             self.write(chunk, timeout)?;
         }
@@ -526,6 +538,49 @@ impl IpcEndpoint {
             return Err(bad(format!("message length {} does not match its header {len}", msg.len())));
         }
         Ok(msg)
+    }
+
+    /// Receives a message sent with [`send_message`](Self::send_message) of at most
+    /// `SMALL_MESSAGE` bytes into `buf`, allocating nothing; returns its length. A longer message
+    /// (or one longer than `buf`) is an [`Error::Ipc`] and leaves the channel out of step.
+    pub(crate) fn recv_small_message(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
+        let fs = self.info.frame_size as usize;
+        let cap = buf.len().min(SMALL_MESSAGE);
+        let mut first = [0u8; 4 + SMALL_MESSAGE];
+        let n = self.read(&mut first[..(4 + cap).min(fs.max(1))], timeout)?;
+        let bad = |reason: String| Error::Ipc { endpoint: self.name.clone(), reason, code: None };
+        if n < 4 {
+            return Err(bad(format!("a message frame of {n} bytes has no length")));
+        }
+        let len = u32::from_le_bytes([first[0], first[1], first[2], first[3]]) as usize;
+        if len > cap {
+            return Err(bad(format!("a message of {len} bytes where at most {cap} were expected")));
+        }
+        let mut got = (n - 4).min(len);
+        buf[..got].copy_from_slice(&first[4..4 + got]);
+        while got < len {
+            let take = (len - got).min(fs);
+            got += self.read(&mut buf[got..got + take], timeout)?.min(take);
+        }
+        Ok(len)
+    }
+
+    /// Ends the session with the peer (NvSciIpcResetEndpointSafe): the peer's next read or write
+    /// fails with [`Error::IpcPeerGone`], and so do this endpoint's. For a peer that can no
+    /// longer be followed (its messages cannot be parsed): it learns so, and drops this end.
+    pub(crate) fn disconnect(&self) {
+        let _calls = self.lock_calls();
+        let fns = &self.ipc.0.fns;
+        // SAFETY: the endpoint is open.
+        match unsafe { nvipc::reset_endpoint_safe(fns, self.raw) } {
+            Err(e) if is_missing(&e) => {
+                // SAFETY: as above (libraries without the Safe entry point).
+                let _ = unsafe { nvipc::reset_endpoint(fns, self.raw) };
+            }
+            Err(e) => log::warn!("NvSciIpcResetEndpointSafe({}) failed: {e}", self.name),
+            Ok(()) => {}
+        }
+        self.gone.store(true, Ordering::Release);
     }
 
     /// `InvalidState` from a read or write: the endpoint is not connected (yet) or is being

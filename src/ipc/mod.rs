@@ -38,5 +38,6 @@ mod sync;
 
 pub use buf::ReadOnlyBufObj;
 pub use desc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, SyncObjDescriptor};
+pub(crate) use endpoint::SMALL_MESSAGE;
 pub use endpoint::{EndpointInfo, IpcEndpoint, IpcEvents};
 pub use library::Ipc;

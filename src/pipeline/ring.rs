@@ -17,8 +17,10 @@
 //! hands out the same slot and sequence again) and a dropped [`ConsumerFrame`] is released once
 //! its present fence expired (waited on the CPU, up to the ring's timeout, and after the work its
 //! CUDA party queued). Every ring has an identity that is never reused, so a token is refused by
-//! any other ring. Steady-state frames allocate nothing: bookkeeping lives in fixed-capacity
-//! containers and the backend replaces fences in place.
+//! any other ring. Steady-state frames allocate nothing in the crate: bookkeeping lives in
+//! fixed-capacity containers, the backend replaces fences in place, and the messages to and
+//! from consumers in other processes are built and read in stack buffers (what the NvSci
+//! library does to export and import a fence is its own).
 
 use super::backend::ipc::{Received, RemoteConsumer, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
@@ -154,9 +156,14 @@ impl Inner {
         self.remotes.iter().find(|r| r.consumer == consumer)
     }
 
-    /// Drops consumer `consumer` (in another process, gone or out of step) from the multicast:
-    /// the producer no longer waits for it.
+    /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
+    /// ([`Error::IpcPeerGone`]): the producer no longer waits for it. Only a gone peer is
+    /// dropped: its endpoint was closed or reset, which a consumer process does only after its
+    /// ring waited for its fences (or when the process died, and its engines with it), so the
+    /// slots it held can be reused. A live consumer is never dropped: its held slots stay held
+    /// until it releases them.
     fn drop_remote(&self, consumer: usize, why: &Error) {
+        debug_assert!(matches!(why, Error::IpcPeerGone { .. }), "only a gone peer is dropped");
         let bit = 1u32 << consumer;
         {
             let mut st = self.state();
@@ -174,15 +181,28 @@ impl Inner {
         self.changed.notify_all();
     }
 
-    /// Sends a presented frame to every consumer in another process still served; one that
-    /// cannot be reached is dropped and the error reported by the next acquire.
+    /// Sends a presented frame to every consumer in another process still served. One whose
+    /// peer is gone is dropped; one the frame could not be sent to for another reason (a fence
+    /// export that failed, a full channel) stays served and misses this frame (it does not hold
+    /// the slot). Either way the error is reported by the producer's next acquire.
     fn send_to_remotes(&self, index: usize, sequence: u64) {
         for r in &self.remotes {
-            if self.state().live & (1 << r.consumer) == 0 {
+            let bit = 1u32 << r.consumer;
+            if self.state().live & bit == 0 {
                 continue;
             }
             if let Err(e) = r.send_frame(self.backend.as_ref(), index, sequence, self.config.timeout) {
-                self.drop_remote(r.consumer, &e);
+                if matches!(e, Error::IpcPeerGone { .. }) {
+                    self.drop_remote(r.consumer, &e);
+                } else {
+                    log::warn!(
+                        "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
+                        self.id,
+                        r.consumer
+                    );
+                    self.state().pending[index] &= !bit;
+                    self.changed.notify_all();
+                }
                 self.state().deferred.get_or_insert(e);
             }
         }
@@ -208,8 +228,9 @@ impl Inner {
     }
 
     /// Takes the releases of consumers in other processes until none of them holds slot
-    /// `index`, or `deadline` passes. A consumer that went away or broke the protocol is
-    /// dropped from the multicast and its error returned.
+    /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
+    /// and its error returned; any other error (a release that does not fit the ring's state,
+    /// a fence that cannot be imported) is returned and the consumer stays served.
     fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
         loop {
             let waiting = self.state().pending[index] & self.remote_mask;
@@ -235,15 +256,18 @@ impl Inner {
                     ));
                 }
                 Err(e) => {
-                    self.drop_remote(c, &e);
+                    if matches!(e, Error::IpcPeerGone { .. }) {
+                        self.drop_remote(c, &e);
+                    }
                     return Err(e);
                 }
             }
         }
     }
 
-    /// Ends the stream for every consumer in another process still served and takes back the
-    /// frames they hold (up to the ring's timeout).
+    /// Ends the stream for every consumer in another process still served, then takes back the
+    /// frames they hold, all against one deadline (the ring's timeout from now): each consumer
+    /// is told first, so none waits for the end while the producer waits for another's frames.
     fn end_remotes(&self) {
         let deadline = deadline_after(self.config.timeout);
         for r in &self.remotes {
@@ -251,15 +275,17 @@ impl Inner {
             if self.state().live & (1 << c) == 0 {
                 continue;
             }
-            if let Err(e) = r.send_end(self.config.timeout) {
-                self.drop_remote(c, &e);
-                continue;
-            }
-            for s in 0..self.config.frames {
-                if let Err(e) = self.reclaim_remotes(s, deadline) {
-                    log::warn!("frame ring {}: consumer {c} did not hand every frame back: {e}", self.id);
-                    break;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if let Err(e) = r.send_end(left) {
+                log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
+                if matches!(e, Error::IpcPeerGone { .. }) {
+                    self.drop_remote(c, &e);
                 }
+            }
+        }
+        for s in 0..self.config.frames {
+            if let Err(e) = self.reclaim_remotes(s, deadline) {
+                log::warn!("frame ring {}: slot {s} not handed back by every consumer: {e}", self.id);
             }
         }
     }
@@ -274,10 +300,22 @@ impl Inner {
         let left = deadline.saturating_duration_since(Instant::now());
         match up.recv(left) {
             Ok(Received::Frame(slot, seq, desc)) => {
-                if slot >= self.config.frames || self.state().pending[slot] != 0 {
+                let taken = if slot >= self.config.frames {
+                    // No slot of this ring: nothing to hand back.
                     return Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")));
+                } else if self.state().pending[slot] != 0 {
+                    Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
+                } else {
+                    self.backend.import_fence(slot, Point::Present, &desc)
+                };
+                if let Err(e) = taken {
+                    // The frame is not taken: hand it straight back, with no fence (nothing
+                    // read it), so the producer does not wait for it.
+                    if let Err(sent) = up.send_unread(slot, seq, timeout) {
+                        log::warn!("frame ring {}: frame {seq} could not be handed back: {sent}", self.id);
+                    }
+                    return Err(e);
                 }
-                self.backend.import_fence(slot, Point::Present, &desc)?;
                 let mut st = self.state();
                 st.pending[slot] = 1;
                 st.sequence[slot] = seq;
@@ -655,9 +693,12 @@ impl Producer {
 
     /// CPU write access to a held frame, for as long as both the producer and the frame are
     /// borrowed. Only for a CPU producer's frames (whose release fences the CPU waited for); a
-    /// CUDA producer's frame is refused, as an engine may still read it.
+    /// CUDA producer's frame is refused, as an engine may still read it. Only for frames whose
+    /// bytes are rows: a block-linear frame (tiled bytes) is refused ([`Error::InvalidArgument`]
+    /// naming `frame`); write it with [`put_pixels`](Self::put_pixels).
     pub fn cpu_write<'a>(&'a self, frame: &'a ProducerFrame) -> Result<FrameWrite<'a>> {
         self.check(frame)?;
+        refuse_block_linear(self.layout(), "Producer::put_pixels")?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",
@@ -811,6 +852,21 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> 
     Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
 }
 
+/// Refuses row access to the bytes of a block-linear frame, which are tiled: `instead` reads
+/// or writes its pixels.
+fn refuse_block_linear(layout: &FrameLayout, instead: &str) -> Result<()> {
+    if layout.format.image_layout() == Some(crate::buf::ImageLayout::BlockLinear) {
+        return Err(invalid(
+            "frame",
+            format!(
+                "a block-linear frame ({:?}): its bytes are tiled, not rows; use {instead}",
+                layout.format
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn not_nvsci() -> Error {
     Error::Unsupported {
         what: "NvSciBuf access to a frame",
@@ -930,9 +986,12 @@ impl Consumer {
 
     /// CPU read access to a held frame, for as long as both the consumer and the frame are
     /// borrowed. Only for a CPU consumer's frames (whose present fence the CPU waited for); a
-    /// CUDA consumer's frame is refused, as its writer may not be done.
+    /// CUDA consumer's frame is refused, as its writer may not be done. Only for frames whose
+    /// bytes are rows: a block-linear frame (tiled bytes) is refused ([`Error::InvalidArgument`]
+    /// naming `frame`); read it with [`get_pixels`](Self::get_pixels).
     pub fn cpu_read<'a>(&'a self, frame: &'a ConsumerFrame) -> Result<FrameRead<'a>> {
         self.check(frame)?;
+        refuse_block_linear(self.layout(), "Consumer::get_pixels")?;
         if !frame.cpu_waited {
             return Err(invalid(
                 "frame",

@@ -33,7 +33,7 @@ use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
 use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
-use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint};
+use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint, SMALL_MESSAGE};
 use crate::pipeline::config::{RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
 use crate::pipeline::format::{FrameFormat, FrameLayout};
@@ -76,7 +76,7 @@ fn check_channel(ep: &IpcEndpoint, frames: usize) -> Result<()> {
     let info = ep.info();
     let fs = info.frame_size as usize;
     // `send_message`: a 4-byte length, then the message, over frames of `fs` bytes.
-    let len = 4 + 1 + 4 + 8 + FenceDescriptor::SIZE;
+    let len = 4 + FENCE_MSG;
     let per_message = if fs == 0 { usize::MAX } else { len.div_ceil(fs) };
     let needed = frames.saturating_mul(per_message).saturating_add(1);
     if needed > info.frames as usize {
@@ -130,12 +130,17 @@ fn expect(ep: &IpcEndpoint, msg: &[u8], tag: u8) -> Result<()> {
     }
 }
 
-fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> Vec<u8> {
-    let mut m = Vec::with_capacity(1 + 4 + 8 + FenceDescriptor::SIZE);
-    m.push(tag);
-    m.extend_from_slice(&(slot as u32).to_le_bytes());
-    m.extend_from_slice(&seq.to_le_bytes());
-    m.extend_from_slice(desc.as_bytes());
+/// The length of a fence message: the tag, the slot, the sequence and the fence.
+const FENCE_MSG: usize = 1 + 4 + 8 + FenceDescriptor::SIZE;
+const _: () = assert!(FENCE_MSG <= SMALL_MESSAGE, "fence messages travel without allocating");
+
+/// A fence message, on the stack: the per-frame path allocates nothing.
+fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> [u8; FENCE_MSG] {
+    let mut m = [0u8; FENCE_MSG];
+    m[0] = tag;
+    m[1..5].copy_from_slice(&(slot as u32).to_le_bytes());
+    m[5..13].copy_from_slice(&seq.to_le_bytes());
+    m[13..].copy_from_slice(desc.as_bytes());
     m
 }
 
@@ -179,8 +184,9 @@ impl RemoteConsumer {
 
     /// Receives the next release: the slot, its sequence and the release fence.
     pub(crate) fn recv_release(&self, timeout: Duration) -> Result<(usize, u64, FenceDescriptor)> {
-        let msg = self.ep.recv_message(Some(timeout))?;
-        parse_fence_msg(&self.ep, &msg, RELEASED)
+        let mut msg = [0u8; FENCE_MSG];
+        let n = self.ep.recv_small_message(&mut msg, Some(timeout))?;
+        parse_fence_msg(&self.ep, &msg[..n], RELEASED)
     }
 
     /// Tells the consumer no more frames will come.
@@ -309,14 +315,31 @@ pub(crate) enum Received {
 }
 
 impl Upstream {
-    /// Receives the next frame or the end of the stream.
+    /// Receives the next frame or the end of the stream. A message that cannot be parsed
+    /// leaves this consumer out of step with the producer for good: the endpoint is
+    /// disconnected (the producer drops this consumer as gone) and the parse error returned.
     pub(crate) fn recv(&self, timeout: Duration) -> Result<Received> {
-        let msg = self.ep.recv_message(Some(timeout))?;
-        if msg.first() == Some(&END) {
+        let mut msg = [0u8; FENCE_MSG];
+        let n = self.ep.recv_small_message(&mut msg, Some(timeout))?;
+        let msg = &msg[..n];
+        if msg == [END] {
             return Ok(Received::End);
         }
-        let (slot, seq, desc) = parse_fence_msg(&self.ep, &msg, FRAME)?;
-        Ok(Received::Frame(slot, seq, desc))
+        match parse_fence_msg(&self.ep, msg, FRAME) {
+            Ok((slot, seq, desc)) => Ok(Received::Frame(slot, seq, desc)),
+            Err(e) => {
+                log::warn!("endpoint `{}`: disconnected from the producer: {e}", self.ep.name());
+                self.ep.disconnect();
+                Err(e)
+            }
+        }
+    }
+
+    /// Hands frame (`slot`, `seq`) back unread: its release with a cleared fence (nothing read
+    /// it, so the producer need not wait for anything).
+    pub(crate) fn send_unread(&self, slot: usize, seq: u64, timeout: Duration) -> Result<()> {
+        let msg = fence_msg(RELEASED, slot, seq, &FenceDescriptor([0; FenceDescriptor::SIZE]));
+        self.ep.send_message(&msg, Some(timeout))
     }
 
     /// Sends the release of frame (`slot`, `seq`) with its release fence.
@@ -411,4 +434,34 @@ pub(crate) fn connect_consumer(
     ep.send_message(&m, t)?;
     let ring = NvSciRing::imported(sync, layout, frames, present, release);
     Ok((ring, count, Upstream { index, ep }))
+}
+
+#[cfg(all(test, feature = "mock"))]
+mod tests {
+    use super::*;
+    use crate::ipc::Ipc;
+
+    /// A frame message a consumer cannot parse disconnects it from the producer: the parse
+    /// error is returned, and the producer's end learns that its peer is gone (so the producer
+    /// drops this consumer instead of waiting for a release that never comes).
+    #[test]
+    fn an_unparseable_frame_message_disconnects_the_consumer() {
+        let dir = std::env::temp_dir().join(format!("nvsci-ipc-unit-{}-parse", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("nvsciipc.cfg"), "INTER_PROCESS up_0 up_1 16 4096\n").unwrap();
+        nvsci_mock::set_ipc_dir(Some(&dir));
+        let ipc = Ipc::mock().unwrap();
+        let producer = IpcEndpoint::open(&ipc, "up_0").unwrap();
+        let up = Upstream { index: 0, ep: IpcEndpoint::open(&ipc, "up_1").unwrap() };
+        let t = Some(Duration::from_secs(5));
+        up.ep.wait_connected(t).unwrap();
+        producer.wait_connected(t).unwrap();
+        // A frame message cut short: the tag, then 3 bytes where the slot and sequence belong.
+        producer.send_message(&[FRAME, 1, 2, 3], t).unwrap();
+        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        let mut buf = [0u8; 16];
+        assert!(matches!(producer.read(&mut buf, t), Err(Error::IpcPeerGone { .. })));
+        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::IpcPeerGone { .. })));
+    }
 }

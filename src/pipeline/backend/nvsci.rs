@@ -290,10 +290,15 @@ impl RingBackend for NvSciRing {
     }
 
     fn cpu_wait(&self, waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()> {
-        let fence = lock(self.fence(slot, point)?);
-        if fence.is_cleared() {
-            return Ok(());
-        }
+        // A duplicate taken under the lock, waited on without it: a wait that lasts until the
+        // timeout must not hold up `export_fence`, `cpu_signal` or `clear` of the same fence.
+        let fence = {
+            let held = lock(self.fence(slot, point)?);
+            if held.is_cleared() {
+                return Ok(());
+            }
+            held.try_clone()?
+        };
         let ctx = waiter
             .0
             .downcast_mut::<CpuWaitContext>()
@@ -430,5 +435,45 @@ impl RingBackend for NvSciRing {
         let fence = s.signal(stream, policy)?;
         *lock(self.fence(slot, point)?) = fence;
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "mock"))]
+mod tests {
+    use super::*;
+    use crate::pipeline::format::FrameFormat;
+
+    /// A CPU wait on a slot's fence does not hold the fence while it waits: clearing (or
+    /// exporting, or replacing) the fence from another thread goes through at once, so the
+    /// signal that follows it ends the wait well before the waiter's timeout.
+    #[test]
+    fn a_cpu_wait_does_not_hold_the_fence_while_it_waits() {
+        let lib = NvSci::mock();
+        let (bufm, syncm) = (BufModule::open(&lib).unwrap(), SyncModule::open(&lib).unwrap());
+        let config = RingConfig { frames: 2, consumers: 1, ..Default::default() };
+        let members = [Member::Local(&Engine::Cpu)];
+        let ring =
+            NvSciRing::new(&bufm, &syncm, FrameFormat::Raw { size: 4096 }, config, &Engine::Cpu, &members)
+                .unwrap()
+                .0;
+        let fence = ring.present_object().generate_fence().unwrap();
+        ring.set_nvsci_fence(0, Point::Present, fence).unwrap();
+        let sleeps = nvsci_mock::cpu_wait_stats().sleeps;
+        let waited = std::thread::scope(|s| {
+            let waiter = s.spawn(|| {
+                let mut w = ring.cpu_waiter().unwrap();
+                ring.cpu_wait(&mut w, 0, Point::Present, Duration::from_secs(5))
+            });
+            // Until the waiter sleeps on the fence (then it is past taking it).
+            while nvsci_mock::cpu_wait_stats().sleeps == sleeps && !waiter.is_finished() {
+                std::thread::yield_now();
+            }
+            // With the fence held for the whole wait, this blocks until the wait timed out, and
+            // the signal below comes too late for it.
+            ring.clear(0, Point::Present);
+            ring.present_object().signal().unwrap();
+            waiter.join().unwrap()
+        });
+        assert!(waited.is_ok(), "the wait ended with the signal: {waited:?}");
     }
 }
