@@ -6,7 +6,6 @@ use super::driver::driver_present;
 use super::result::name;
 use crate::error::{Error, Result, UnsupportedReason};
 use crate::sync::SyncAttrList;
-use cudarc::driver::sys;
 use std::sync::OnceLock;
 
 type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut core::ffi::c_void, i32, i32) -> u32;
@@ -34,14 +33,12 @@ const PROC_ADDRESS_VERSION: i32 = 11040;
     feature = "cuda-11080"
 ))]
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
-    let mut pfn = core::ptr::null_mut();
-    // SAFETY: a NUL-terminated symbol name and a valid out-pointer; flags 0 is
-    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`).
-    let r = unsafe { sys::cuGetProcAddress(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0) };
-    if r != sys::CUresult::CUDA_SUCCESS || pfn.is_null() {
-        return Err(UnsupportedReason::CudaEntryPointMissing);
+    // SAFETY: the driver library is present and initialised (see `resolve`); the address is
+    // called only with the documented signature (see `resolve`).
+    match unsafe { super::result::driver::get_proc_address(symbol, PROC_ADDRESS_VERSION) } {
+        Ok(pfn) if !pfn.is_null() => Ok(pfn),
+        _ => Err(UnsupportedReason::CudaEntryPointMissing),
     }
-    Ok(pfn)
 }
 
 /// `cuGetProcAddress_v2` (CUDA 12.0 and newer), refused with a reason on an older driver, which
@@ -54,23 +51,18 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
     feature = "cuda-11080"
 )))]
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
+    const SYMBOL_FOUND: cudarc::driver::sys::CUdriverProcAddressQueryResult =
+        cudarc::driver::sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
     if super::driver::driver_version().is_some_and(|v| v < 12000) {
         return Err(UnsupportedReason::CudaDriverTooOld { since: 12000 });
     }
-    let mut pfn = core::ptr::null_mut();
-    let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    // SAFETY: a NUL-terminated symbol name and valid out-pointers; flags 0 is
-    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`)
-    // and exports the `_v2` entry point (CUDA 12.0 or newer, checked above).
-    let r =
-        unsafe { sys::cuGetProcAddress_v2(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0, &mut status) };
-    if r != sys::CUresult::CUDA_SUCCESS
-        || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
-        || pfn.is_null()
-    {
-        return Err(UnsupportedReason::CudaEntryPointMissing);
+    // SAFETY: the driver library is present and initialised (see `resolve`) and exports the
+    // `_v2` entry point (CUDA 12.0 or newer, checked above); the address is called only with the
+    // documented signature (see `resolve`).
+    match unsafe { super::result::driver::get_proc_address(symbol, PROC_ADDRESS_VERSION) } {
+        Ok((pfn, status)) if status == SYMBOL_FOUND && !pfn.is_null() => Ok(pfn),
+        _ => Err(UnsupportedReason::CudaEntryPointMissing),
     }
-    Ok(pfn)
 }
 
 /// Resolves the function through `cuGetProcAddress` of the driver library cudarc loaded, so it
@@ -82,9 +74,9 @@ fn resolve() -> std::result::Result<&'static Resolved, UnsupportedReason> {
         if !driver_present() {
             return Err(UnsupportedReason::CudaDriverMissing);
         }
-        // SAFETY: cudarc's driver library is present (checked above, so its lazy loader does not
-        // panic); cuInit(0) is idempotent and documented as callable at any time.
-        if unsafe { sys::cuInit(0) } != sys::CUresult::CUDA_SUCCESS {
+        // cudarc's driver library is present (checked above, so its lazy loader does not panic);
+        // cuInit(0) is idempotent and documented as callable at any time.
+        if cudarc::driver::result::init().is_err() {
             return Err(UnsupportedReason::CudaInitFailed);
         }
         let pfn = proc_address(c"cuDeviceGetNvSciSyncAttributes")?;
