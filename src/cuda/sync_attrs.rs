@@ -3,12 +3,10 @@
 
 use super::device::CudaGpu;
 use super::driver::driver_present;
-use super::result::name;
+use super::result::driver::{device_get_nvsci_sync_attributes, GetNvSciSyncAttributes};
 use crate::error::{Error, Result, UnsupportedReason};
 use crate::sync::SyncAttrList;
 use std::sync::OnceLock;
-
-type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut core::ffi::c_void, i32, i32) -> u32;
 
 /// CUDA will signal the sync object.
 pub const CUDA_NVSCISYNC_ATTR_SIGNAL: i32 = 0x1;
@@ -125,12 +123,11 @@ pub fn fill_sync_attrs(dev: &CudaGpu, list: &mut SyncAttrList, signal: bool, wai
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
     // SAFETY: the list is a live, unreconciled NvSciSyncAttrList of NVIDIA's library (emulated
-    // lists were filled above) and the device is the context's device.
-    let code = unsafe { (r.f)(list.as_raw() as *mut _, dev.context().cu_device(), flags) };
-    if code != 0 {
-        return Err(Error::Cuda { function: "cuDeviceGetNvSciSyncAttributes", code, name: name(code) });
+    // lists were filled above), `r.f` the driver's entry point (resolved above) and the device
+    // the bound context's device.
+    unsafe {
+        device_get_nvsci_sync_attributes(r.f, list.as_raw() as *mut _, dev.context().cu_device(), flags)
     }
-    Ok(())
 }
 
 /// Calls `cuDeviceGetNvSciSyncAttributes` with a NULL list: a present, working entry point
@@ -139,6 +136,19 @@ pub fn probe_sync_attrs_entry(dev: &CudaGpu) -> Result<u32> {
     let r =
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
-    // SAFETY: a NULL list is explicitly rejected by the driver with INVALID_HANDLE.
-    Ok(unsafe { (r.f)(core::ptr::null_mut(), dev.context().cu_device(), CUDA_NVSCISYNC_ATTR_SIGNAL) })
+    // SAFETY: a NULL list is explicitly rejected by the driver with INVALID_HANDLE; `r.f` is the
+    // driver's entry point (resolved above) and the device the bound context's device.
+    let r = unsafe {
+        device_get_nvsci_sync_attributes(
+            r.f,
+            core::ptr::null_mut(),
+            dev.context().cu_device(),
+            CUDA_NVSCISYNC_ATTR_SIGNAL,
+        )
+    };
+    match r {
+        Ok(()) => Ok(0),
+        Err(Error::Cuda { code, .. }) => Ok(code),
+        Err(e) => Err(e),
+    }
 }

@@ -70,3 +70,34 @@ pub(crate) unsafe fn get_proc_address(
     })?;
     Ok((pfn, status))
 }
+
+/// `CUresult cuDeviceGetNvSciSyncAttributes(void *nvSciSyncAttrList, CUdevice dev, int flags)`
+/// as resolved through [`get_proc_address`] (cudarc does not bind it), with the `CUresult` read
+/// as `u32` so that a code outside cudarc's enum stays representable.
+pub(crate) type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut c_void, sys::CUdevice, i32) -> u32;
+
+/// `cuDeviceGetNvSciSyncAttributes` through `f`: fills `list` with what `device` needs to signal
+/// (`flags` 1) and/or wait (`flags` 2) on an NvSciSync object.
+///
+/// # Safety
+/// `f` is the driver's `cuDeviceGetNvSciSyncAttributes`; `list` is a live, unreconciled
+/// NvSciSyncAttrList of NVIDIA's library, not used elsewhere during the call (one whose
+/// `NvSciSyncAttrKey_RequiredPerm` is set already is refused with an error) (NULL is allowed: the driver refuses it with
+/// `CUDA_ERROR_INVALID_HANDLE`); `device` is the current context's device.
+pub(crate) unsafe fn device_get_nvsci_sync_attributes(
+    f: GetNvSciSyncAttributes,
+    list: *mut c_void,
+    device: sys::CUdevice,
+    flags: i32,
+) -> Result<()> {
+    // SAFETY: caller contract.
+    let code = unsafe { f(list, device, flags) };
+    if code != 0 {
+        return Err(crate::Error::Cuda {
+            function: "cuDeviceGetNvSciSyncAttributes",
+            code,
+            name: super::name(code),
+        });
+    }
+    Ok(())
+}
