@@ -84,7 +84,7 @@ mod probe {
 #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050")))]
 mod probe {
     use super::*;
-    use crate::cuda::result::check;
+    use crate::cuda::result::memory as mem;
     use cudarc::driver::sys;
 
     pub(super) fn footprint(gpu: &CudaGpu, a: &ArrayDesc) -> Result<Option<ArrayFootprint>> {
@@ -116,27 +116,27 @@ mod probe {
             NumChannels: a.channels,
             Flags: a.flags | sys::CUDA_ARRAY3D_DEFERRED_MAPPING,
         };
-        let mut raw = core::ptr::null_mut();
-        // SAFETY: a complete descriptor and a valid out-pointer; with DEFERRED_MAPPING the
-        // driver allocates no memory for the array, only its handle (destroyed below).
-        let r = unsafe { sys::cuMipmappedArrayCreate(&mut raw, &d, a.levels) };
-        if let Err(e) = check("cuMipmappedArrayCreate", r) {
-            log::debug!("CUDA array footprint unknown: a deferred-mapping array of {a:?} was refused: {e}");
-            return Ok(None);
-        }
-        let mut req = sys::CUDA_ARRAY_MEMORY_REQUIREMENTS { size: 0, alignment: 0, reserved: [0; 4] };
-        // SAFETY: `raw` is the deferred-mapping array created above, `req` a valid out-pointer,
-        // and the device is the context's.
-        let got = check("cuMipmappedArrayGetMemoryRequirements", unsafe {
-            sys::cuMipmappedArrayGetMemoryRequirements(&mut req, raw, gpu.context().cu_device())
-        });
+        // SAFETY: a complete descriptor; with DEFERRED_MAPPING the driver allocates no memory
+        // for the array, only its handle (destroyed below).
+        let raw = match unsafe { mem::mipmapped_array_create(&d, a.levels) } {
+            Ok(raw) => raw,
+            Err(e) => {
+                log::debug!(
+                    "CUDA array footprint unknown: a deferred-mapping array of {a:?} was refused: {e}"
+                );
+                return Ok(None);
+            }
+        };
+        // SAFETY: `raw` is the deferred-mapping array created above, the device is the context's
+        // and the driver is 11.6 or newer (checked above).
+        let got = unsafe { mem::mipmapped_array_get_memory_requirements(raw, gpu.context().cu_device()) };
         // SAFETY: destroyed once; nothing else refers to the probe array.
-        let destroyed = check("cuMipmappedArrayDestroy", unsafe { sys::cuMipmappedArrayDestroy(raw) });
+        let destroyed = unsafe { mem::mipmapped_array_destroy(raw) };
         if let Err(e) = destroyed {
             log::warn!("destroying the probe array failed: {e}");
         }
         match got {
-            Ok(()) => {
+            Ok(req) => {
                 let f = ArrayFootprint { size: req.size as u64, alignment: req.alignment as u64 };
                 log::debug!("CUDA array {a:?}: {f:?}");
                 Ok(Some(f))

@@ -30,11 +30,8 @@ pub(crate) fn driver_version() -> Option<i32> {
         if !driver_present() {
             return None;
         }
-        let mut v = 0;
-        // SAFETY: the driver library is present, so cudarc's loader does not panic;
-        // cuDriverGetVersion needs no cuInit and only writes the out-pointer.
-        let r = unsafe { sys::cuDriverGetVersion(&mut v) };
-        (r == sys::CUresult::CUDA_SUCCESS).then_some(v)
+        // SAFETY: the driver library is present (checked above).
+        unsafe { super::result::driver::driver_get_version() }.ok()
     })
 }
 

@@ -9,7 +9,7 @@
 //! [`GpuInterop::HostMemory`]: crate::GpuInterop::HostMemory
 
 use super::device::CudaGpu;
-use super::result::check;
+use super::result::memory as mem;
 use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
@@ -71,16 +71,14 @@ impl HostRegistration {
                 // SAFETY: the caller guarantees the range is allocated host memory that outlives
                 // the registration; it is not registered yet (the table holds every range this
                 // crate registered).
-                check("cuMemHostRegister", unsafe { sys::cuMemHostRegister_v2(base, len, flags) })?;
+                unsafe { mem::mem_host_register(base, len, flags) }?;
                 t.push((key, len, 1));
             }
         }
         let mut me = Self { base: key, device_ptr: 0, dev: dev.clone(), owner: Some(owner) };
-        // SAFETY: the range is registered with DEVICEMAP; the out-pointer is valid. On failure
-        // `me` drops and removes its user.
-        check("cuMemHostGetDevicePointer", unsafe {
-            sys::cuMemHostGetDevicePointer_v2(&mut me.device_ptr, base, 0)
-        })?;
+        // SAFETY: the range is registered with DEVICEMAP. On failure `me` drops and removes its
+        // user.
+        me.device_ptr = unsafe { mem::mem_host_get_device_pointer(base) }?;
         Ok(me)
     }
 
@@ -112,7 +110,7 @@ impl Drop for HostRegistration {
             }
             // SAFETY: the range was registered by this table and its last user is gone; work
             // that used it has finished (the teardown queue waited for it).
-            let r = unsafe { sys::cuMemHostUnregister(base as *mut core::ffi::c_void) };
+            let r = unsafe { mem::mem_host_unregister(base as *mut core::ffi::c_void) };
             if succeeded("cuMemHostUnregister", r) {
                 t.swap_remove(i);
                 drop(t);

@@ -9,12 +9,13 @@ use super::desc;
 use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, CoherencyGuard};
-use super::result::check;
+use super::result::{cu, memory as mem, CUDA_ERROR_NOT_SUPPORTED};
 use super::teardown::succeeded;
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
 use crate::error::{invalid, Error, Result};
 use crate::GpuInterop;
 use core::marker::PhantomData;
+use cudarc::driver::result::{external_memory, memory_free};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, HostSlice, SyncOnDrop};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -92,7 +93,8 @@ impl Drop for Inner {
             // SAFETY: every mapping holds this `Inner` through an `Arc`, so none is alive, and
             // the work that used the import has finished; the handle is destroyed once, before
             // the NvSciBuf object it came from is freed.
-            let r = unsafe { sys::cuDestroyExternalMemory(raw as sys::CUexternalMemory) };
+            let r = unsafe { external_memory::destroy_external_memory(raw as sys::CUexternalMemory) };
+            let r = r.map_err(cu("cuDestroyExternalMemory"));
             if succeeded("cuDestroyExternalMemory", r) || !matches!(source, Some(Source::NvSciBuf { .. })) {
                 drop(source);
             } else {
@@ -132,18 +134,18 @@ fn import(
     what: &'static str,
 ) -> Result<sys::CUexternalMemory> {
     dev.bind()?;
-    let mut raw = core::ptr::null_mut();
-    // SAFETY: the descriptor is fully initialised and its handle is valid for the call; the
-    // driver writes a new handle through the valid out-pointer.
-    let r = unsafe { sys::cuImportExternalMemory(&mut raw, d) };
-    if r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED && what == "NvSciBuf" {
-        return Err(Error::Unsupported {
-            what: "importing NvSciBuf memory into CUDA",
-            reason: crate::error::UnsupportedReason::CudaWithoutNvSciBuf,
-        });
+    // SAFETY: the descriptor is fully initialised and its handle is valid for the call (the
+    // caller keeps an NvSciBuf object alive with the import, and reclaims an fd the driver did
+    // not take).
+    match unsafe { mem::import_external_memory(d) } {
+        Err(Error::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, .. }) if what == "NvSciBuf" => {
+            Err(Error::Unsupported {
+                what: "importing NvSciBuf memory into CUDA",
+                reason: crate::error::UnsupportedReason::CudaWithoutNvSciBuf,
+            })
+        }
+        r => r,
     }
-    check("cuImportExternalMemory", r)?;
-    Ok(raw)
 }
 
 impl<A: Access> ExternalMemory<A> {
@@ -276,12 +278,10 @@ impl<A: Access> ExternalMemory<A> {
                 mem: self.clone(),
             });
         }
-        let d = desc::buffer(offset, len);
-        let mut ptr = 0;
-        // SAFETY: the external memory is alive and the range lies inside it (checked above).
-        check("cuExternalMemoryGetMappedBuffer", unsafe {
-            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.inner.raw, &d)
-        })?;
+        // SAFETY: the external memory is alive and the range lies inside it (checked above); the
+        // mapping is freed once, with `memory_free`, by the `MappedBuffer`'s drop.
+        let ptr = unsafe { external_memory::get_mapped_buffer(self.inner.raw, offset, len) }
+            .map_err(cu("cuExternalMemoryGetMappedBuffer"))?;
         Ok(MappedBuffer {
             ptr,
             len: len as usize,
@@ -491,18 +491,20 @@ impl<A: Access> ExternalMemory<A> {
         }
         self.inner.dev.bind()?;
         let d = desc::mipmapped_array(a.offset, a.width, a.height, a.format, a.channels, a.flags, a.levels);
-        let mut raw = core::ptr::null_mut();
         // SAFETY: the memory is alive, the descriptor is complete, the array lies inside the
         // import (its footprint where the driver reports it, else level 0 packed) and numLevels
         // is within the extent's chain (1 for NvSciBuf imports).
-        check("cuExternalMemoryGetMappedMipmappedArray", unsafe {
-            sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d)
-        })?;
-        let mut level0 = core::ptr::null_mut();
+        let raw = unsafe { mem::external_memory_get_mapped_mipmapped_array(self.inner.raw, &d) }?;
         // SAFETY: `raw` is a valid mipmapped array with at least one level.
-        let r = unsafe { sys::cuMipmappedArrayGetLevel(&mut level0, raw, 0) };
-        let arr = MappedArray { raw, level0, desc: a, mem: self.clone() };
-        check("cuMipmappedArrayGetLevel", r)?;
+        let level0 = unsafe { mem::mipmapped_array_get_level(raw, 0) };
+        // Built before the level's check, so that a failure destroys the array.
+        let arr = MappedArray {
+            raw,
+            level0: *level0.as_ref().unwrap_or(&core::ptr::null_mut()),
+            desc: a,
+            mem: self.clone(),
+        };
+        level0?;
         Ok(arr)
     }
 }
@@ -587,7 +589,8 @@ impl<A: Access> Drop for MappedBuffer<A> {
         dev.destroy_after_work("cuMemFree of a mapped buffer", move || {
             // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
             // cuMemFree, as the driver documents, after the work that used it finished.
-            succeeded("cuMemFree of a mapped buffer", unsafe { sys::cuMemFree_v2(ptr) });
+            let r = unsafe { memory_free(ptr) }.map_err(cu("cuMemFree"));
+            succeeded("cuMemFree of a mapped buffer", r);
             drop(mem);
         });
     }
@@ -673,7 +676,7 @@ impl<A: Access> Drop for MappedArray<A> {
             // SAFETY: destroyed once, as documented for arrays from
             // cuExternalMemoryGetMappedMipmappedArray, after the work that used it finished.
             succeeded("cuMipmappedArrayDestroy", unsafe {
-                sys::cuMipmappedArrayDestroy(raw as sys::CUmipmappedArray)
+                mem::mipmapped_array_destroy(raw as sys::CUmipmappedArray)
             });
             drop(mem);
         });
@@ -711,10 +714,8 @@ impl<A: Access> MappedArray<A> {
             return Ok(self.level0);
         }
         self.mem.inner.dev.bind()?;
-        let mut level = core::ptr::null_mut();
         // SAFETY: `raw` is a live mipmapped array of `levels` levels and `i` is below that.
-        check("cuMipmappedArrayGetLevel", unsafe { sys::cuMipmappedArrayGetLevel(&mut level, self.raw, i) })?;
-        Ok(level)
+        unsafe { mem::mipmapped_array_get_level(self.raw, i) }
     }
 
     /// The description the array was mapped with.
@@ -788,7 +789,7 @@ impl<A: Access> MappedArray<A> {
         self.mem.inner.dev.bind()?;
         // SAFETY: the array is alive; `host` points to exactly the region's packed size
         // (checked); the copy is synchronous.
-        check("cuMemcpy2D", unsafe { sys::cuMemcpy2D_v2(&c) })
+        unsafe { mem::memcpy_2d(&c) }
     }
 
     /// Copies the whole of level 0 to `dst` (rows packed, `width * bytes_per_texel` bytes each).
@@ -870,7 +871,7 @@ impl<A: Access> MappedArray<A> {
         // SAFETY: the level array is alive (owned by the mapping, which outlives queued work:
         // its drop synchronises the context); `slice` is exactly the region's packed size
         // (checked) and stays borrowed until the copy completed (`finish_host_copy`).
-        let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        let enqueued = unsafe { mem::memcpy_2d_async(&c, stream.cu_stream()) };
         finish_host_copy(stream, guard, enqueued)
     }
 }
@@ -921,7 +922,7 @@ impl MappedArray<ReadWrite> {
         let (slice, guard) = unsafe { src.stream_synced_slice(stream) };
         let c = memcpy2d(array, slice.as_ptr() as *mut _, false, r);
         // SAFETY: as in `copy_to_host_async`; the driver only reads `slice`.
-        let enqueued = check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&c, stream.cu_stream()) });
+        let enqueued = unsafe { mem::memcpy_2d_async(&c, stream.cu_stream()) };
         finish_host_copy(stream, guard, enqueued)
     }
 }
@@ -948,10 +949,9 @@ impl<A: Access> ArraySurface<A> {
             },
             flags: 0,
         };
-        let mut obj: sys::CUsurfObject = 0;
-        // SAFETY: the array is level 0 of a live mipmapped array (held by the result); the
-        // descriptor is complete and `obj` a valid out-pointer.
-        check("cuSurfObjectCreate", unsafe { sys::cuSurfObjectCreate(&mut obj, &desc) })?;
+        // SAFETY: the array is level 0 of a live mipmapped array, held by the result and
+        // destroyed after the surface; the descriptor is complete.
+        let obj = unsafe { mem::surf_object_create(&desc) }?;
         Ok(Self { obj, array: core::mem::ManuallyDrop::new(array) })
     }
 
@@ -975,7 +975,7 @@ impl<A: Access> Drop for ArraySurface<A> {
         dev.destroy_after_work("cuSurfObjectDestroy", move || {
             // SAFETY: destroyed once, after the work that used it finished, before the array it
             // reads (dropped next).
-            succeeded("cuSurfObjectDestroy", unsafe { sys::cuSurfObjectDestroy(obj) });
+            succeeded("cuSurfObjectDestroy", unsafe { mem::surf_object_destroy(obj) });
             drop(array);
         });
     }

@@ -4,22 +4,14 @@ use super::desc;
 use super::device::CudaGpu;
 use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
-use super::result::check;
+use super::result::{cu, semaphore as sem, CUDA_ERROR_NOT_SUPPORTED};
 use super::teardown::succeeded;
 use crate::error::{Error, Result};
 use crate::sync::{Fence, SyncObj};
 use crate::GpuInterop;
+use cudarc::driver::result::{event, stream as cu_stream};
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
-
-// Stream memory operations on the host counters of `GpuInterop::HostMemory` objects. cudarc binds
-// the `_v2` entry points (new in CUDA 11.7) from its 11.7 bindings on; older bindings have only the
-// original ones, which a driver may keep disabled (CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS), in
-// which case the call returns an error.
-#[cfg(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060"))]
-use sys::{cuStreamWaitValue64 as stream_wait_value64, cuStreamWriteValue64 as stream_write_value64};
-#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
-use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2 as stream_write_value64};
 
 /// Refuses counter (stream memory operation) imports on a driver without the `_v2` entry points
 /// this build calls, instead of letting cudarc panic on the missing symbol at the first wait.
@@ -49,7 +41,7 @@ impl Drop for Raw {
         self.dev.destroy_after_work("cuDestroyExternalSemaphore", move || {
             // SAFETY: destroyed once, after the signals and waits queued on it finished and
             // before the NvSciSync object it came from is released.
-            let r = unsafe { sys::cuDestroyExternalSemaphore(raw as sys::CUexternalSemaphore) };
+            let r = unsafe { sem::destroy_external_semaphore(raw as sys::CUexternalSemaphore) };
             if succeeded("cuDestroyExternalSemaphore", r) {
                 drop(keep);
             } else {
@@ -62,17 +54,17 @@ impl Drop for Raw {
 
 fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bool) -> Result<Raw> {
     dev.bind()?;
-    let mut raw = core::ptr::null_mut();
-    // SAFETY: the descriptor is complete and its handle valid for the call; `raw` is a valid
-    // out-pointer.
-    let r = unsafe { sys::cuImportExternalSemaphore(&mut raw, d) };
-    if nvsci && r == sys::CUresult::CUDA_ERROR_NOT_SUPPORTED {
-        return Err(Error::Unsupported {
-            what: "importing an NvSciSync object into CUDA",
-            reason: crate::error::UnsupportedReason::CudaWithoutNvSciSync,
-        });
-    }
-    check("cuImportExternalSemaphore", r)?;
+    // SAFETY: the descriptor is complete and its handle valid for the call (the caller keeps
+    // an NvSciSync object alive with the import, and reclaims an fd the driver did not take).
+    let raw = match unsafe { sem::import_external_semaphore(d) } {
+        Err(Error::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, .. }) if nvsci => {
+            return Err(Error::Unsupported {
+                what: "importing an NvSciSync object into CUDA",
+                reason: crate::error::UnsupportedReason::CudaWithoutNvSciSync,
+            })
+        }
+        r => r?,
+    };
     Ok(Raw { raw, dev: dev.clone(), keep: None })
 }
 
@@ -171,19 +163,16 @@ unsafe impl Sync for Notifier {}
 
 impl Notifier {
     fn new(notify: nvsci_sys::emulation::SyncCounterNotifyFn) -> Result<Self> {
-        let mut stream = core::ptr::null_mut();
-        let flags = sys::CUstream_flags::CU_STREAM_NON_BLOCKING as u32;
-        // SAFETY: valid out-pointer; the context is bound by the caller.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut stream, flags) })?;
-        let mut event = core::ptr::null_mut();
-        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32;
-        // SAFETY: valid out-pointer; the context is bound by the caller.
-        let r = check("cuEventCreate", unsafe { sys::cuEventCreate(&mut event, flags) });
-        if let Err(e) = r {
-            // SAFETY: created above, unused.
-            unsafe { sys::cuStreamDestroy_v2(stream) };
-            return Err(e);
-        }
+        // The context is bound by the caller.
+        let stream = cu_stream::create(cu_stream::StreamKind::NonBlocking).map_err(cu("cuStreamCreate"))?;
+        let event = match event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) {
+            Ok(event) => event,
+            Err(e) => {
+                // SAFETY: created above, unused, destroyed once.
+                let _ = unsafe { cu_stream::destroy(stream) };
+                return Err(cu("cuEventCreate")(e));
+            }
+        };
         Ok(Self { stream, event, notify, order: std::sync::Mutex::new(()) })
     }
 
@@ -191,13 +180,16 @@ impl Notifier {
     fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void) -> Result<()> {
         let _g = self.order.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the event and both streams are alive and belong to the bound context.
-        check("cuEventRecord", unsafe { sys::cuEventRecord(self.event, after) })?;
+        unsafe { event::record(self.event, after) }.map_err(cu("cuEventRecord"))?;
+        let default = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
         // SAFETY: as above.
-        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.stream, self.event, 0) })?;
+        unsafe { cu_stream::wait_event(self.stream, self.event, default) }
+            .map_err(cu("cuStreamWaitEvent"))?;
         // SAFETY: `notify` has CUDA's host-function signature and makes no CUDA call; `counter`
         // is the object's counter, which stays allocated until the work on `self.stream` has
         // completed (the registration's destroy waits for the context's work queued before it).
-        check("cuLaunchHostFunc", unsafe { sys::cuLaunchHostFunc(self.stream, Some(self.notify), counter) })?;
+        unsafe { cu_stream::launch_host_function(self.stream, self.notify, counter) }
+            .map_err(cu("cuLaunchHostFunc"))?;
         Ok(())
     }
 }
@@ -207,8 +199,8 @@ impl Drop for Notifier {
         // SAFETY: destroyed once; the driver releases a stream or event with pending work once
         // that work completes, without blocking.
         unsafe {
-            sys::cuEventDestroy_v2(self.event);
-            sys::cuStreamDestroy_v2(self.stream);
+            let _ = event::destroy(self.event);
+            let _ = cu_stream::destroy(self.stream);
         }
     }
 }
@@ -313,9 +305,7 @@ impl CudaSyncObj {
                 self.dev.bind()?;
                 // SAFETY: one semaphore and one parameter block, both alive for the call; CUDA
                 // writes the new fence into the storage `params` points to before returning.
-                check("cuSignalExternalSemaphoresAsync", unsafe {
-                    sys::cuSignalExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })
+                unsafe { sem::signal_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }
             }
             SyncHandle::Counter(reg) => {
                 self.obj.generate_engine_fence_into(fence)?;
@@ -324,9 +314,7 @@ impl CudaSyncObj {
                 // SAFETY: the counter is page-locked and mapped (the registration is alive while
                 // `self` is, and its destroy waits for the work queued before it); flags 0 keep
                 // the memory barrier that orders earlier work before the write.
-                let r = check("cuStreamWriteValue64", unsafe {
-                    stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0)
-                });
+                let r = unsafe { sem::stream_write_value64(stream.cu_stream(), reg.device_ptr(), value, 0) };
                 if r.is_err() {
                     fence.clear(); // never hand out a fence nothing will signal
                     return r;
@@ -376,9 +364,7 @@ impl CudaSyncObj {
                 self.dev.bind()?;
                 // SAFETY: the fence and the parameter block are alive for the call; CUDA copies
                 // what it needs from the fence before returning.
-                check("cuWaitExternalSemaphoresAsync", unsafe {
-                    sys::cuWaitExternalSemaphoresAsync(&raw.raw, &params, 1, stream.cu_stream())
-                })
+                unsafe { sem::wait_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }
             }
             SyncHandle::Counter(reg) => {
                 let (_, value) = fence.id_value()?;
@@ -386,9 +372,7 @@ impl CudaSyncObj {
                 let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
                 // SAFETY: the counter is page-locked and mapped while `self` lives, and the
                 // unregistration waits for the work queued before the drop.
-                check("cuStreamWaitValue64", unsafe {
-                    stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq)
-                })
+                unsafe { sem::stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq) }
             }
         }
     }
@@ -447,9 +431,7 @@ impl CudaSemaphore {
         let params = desc::signal(core::ptr::null_mut(), value, false);
         self.raw.dev.bind()?;
         // SAFETY: the semaphore and parameters are alive for the call.
-        check("cuSignalExternalSemaphoresAsync", unsafe {
-            sys::cuSignalExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        unsafe { sem::signal_external_semaphore_async(self.raw.raw, &params, stream.cu_stream()) }
     }
 
     /// Enqueues a wait (timeline: until the value is at least `value`). `stream` must belong
@@ -459,8 +441,6 @@ impl CudaSemaphore {
         let params = desc::wait(core::ptr::null(), value, false);
         self.raw.dev.bind()?;
         // SAFETY: the semaphore and parameters are alive for the call.
-        check("cuWaitExternalSemaphoresAsync", unsafe {
-            sys::cuWaitExternalSemaphoresAsync(&self.raw.raw, &params, 1, stream.cu_stream())
-        })
+        unsafe { sem::wait_external_semaphore_async(self.raw.raw, &params, stream.cu_stream()) }
     }
 }

@@ -3,13 +3,10 @@
 
 use super::device::CudaGpu;
 use super::driver::driver_present;
-use super::result::name;
+use super::result::driver::{device_get_nvsci_sync_attributes, GetNvSciSyncAttributes};
 use crate::error::{Error, Result, UnsupportedReason};
 use crate::sync::SyncAttrList;
-use cudarc::driver::sys;
 use std::sync::OnceLock;
-
-type GetNvSciSyncAttributes = unsafe extern "C" fn(*mut core::ffi::c_void, i32, i32) -> u32;
 
 /// CUDA will signal the sync object.
 pub const CUDA_NVSCISYNC_ATTR_SIGNAL: i32 = 0x1;
@@ -34,14 +31,12 @@ const PROC_ADDRESS_VERSION: i32 = 11040;
     feature = "cuda-11080"
 ))]
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
-    let mut pfn = core::ptr::null_mut();
-    // SAFETY: a NUL-terminated symbol name and a valid out-pointer; flags 0 is
-    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`).
-    let r = unsafe { sys::cuGetProcAddress(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0) };
-    if r != sys::CUresult::CUDA_SUCCESS || pfn.is_null() {
-        return Err(UnsupportedReason::CudaEntryPointMissing);
+    // SAFETY: the driver library is present and initialised (see `resolve`); the address is
+    // called only with the documented signature (see `resolve`).
+    match unsafe { super::result::driver::get_proc_address(symbol, PROC_ADDRESS_VERSION) } {
+        Ok(pfn) if !pfn.is_null() => Ok(pfn),
+        _ => Err(UnsupportedReason::CudaEntryPointMissing),
     }
-    Ok(pfn)
 }
 
 /// `cuGetProcAddress_v2` (CUDA 12.0 and newer), refused with a reason on an older driver, which
@@ -54,23 +49,18 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
     feature = "cuda-11080"
 )))]
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
+    const SYMBOL_FOUND: cudarc::driver::sys::CUdriverProcAddressQueryResult =
+        cudarc::driver::sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
     if super::driver::driver_version().is_some_and(|v| v < 12000) {
         return Err(UnsupportedReason::CudaDriverTooOld { since: 12000 });
     }
-    let mut pfn = core::ptr::null_mut();
-    let mut status = sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    // SAFETY: a NUL-terminated symbol name and valid out-pointers; flags 0 is
-    // CU_GET_PROC_ADDRESS_DEFAULT. The driver library is present and initialised (see `resolve`)
-    // and exports the `_v2` entry point (CUDA 12.0 or newer, checked above).
-    let r =
-        unsafe { sys::cuGetProcAddress_v2(symbol.as_ptr(), &mut pfn, PROC_ADDRESS_VERSION, 0, &mut status) };
-    if r != sys::CUresult::CUDA_SUCCESS
-        || status != sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS
-        || pfn.is_null()
-    {
-        return Err(UnsupportedReason::CudaEntryPointMissing);
+    // SAFETY: the driver library is present and initialised (see `resolve`) and exports the
+    // `_v2` entry point (CUDA 12.0 or newer, checked above); the address is called only with the
+    // documented signature (see `resolve`).
+    match unsafe { super::result::driver::get_proc_address(symbol, PROC_ADDRESS_VERSION) } {
+        Ok((pfn, status)) if status == SYMBOL_FOUND && !pfn.is_null() => Ok(pfn),
+        _ => Err(UnsupportedReason::CudaEntryPointMissing),
     }
-    Ok(pfn)
 }
 
 /// Resolves the function through `cuGetProcAddress` of the driver library cudarc loaded, so it
@@ -82,9 +72,9 @@ fn resolve() -> std::result::Result<&'static Resolved, UnsupportedReason> {
         if !driver_present() {
             return Err(UnsupportedReason::CudaDriverMissing);
         }
-        // SAFETY: cudarc's driver library is present (checked above, so its lazy loader does not
-        // panic); cuInit(0) is idempotent and documented as callable at any time.
-        if unsafe { sys::cuInit(0) } != sys::CUresult::CUDA_SUCCESS {
+        // cudarc's driver library is present (checked above, so its lazy loader does not panic);
+        // cuInit(0) is idempotent and documented as callable at any time.
+        if cudarc::driver::result::init().is_err() {
             return Err(UnsupportedReason::CudaInitFailed);
         }
         let pfn = proc_address(c"cuDeviceGetNvSciSyncAttributes")?;
@@ -133,12 +123,11 @@ pub fn fill_sync_attrs(dev: &CudaGpu, list: &mut SyncAttrList, signal: bool, wai
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
     // SAFETY: the list is a live, unreconciled NvSciSyncAttrList of NVIDIA's library (emulated
-    // lists were filled above) and the device is the context's device.
-    let code = unsafe { (r.f)(list.as_raw() as *mut _, dev.context().cu_device(), flags) };
-    if code != 0 {
-        return Err(Error::Cuda { function: "cuDeviceGetNvSciSyncAttributes", code, name: name(code) });
+    // lists were filled above), `r.f` the driver's entry point (resolved above) and the device
+    // the bound context's device.
+    unsafe {
+        device_get_nvsci_sync_attributes(r.f, list.as_raw() as *mut _, dev.context().cu_device(), flags)
     }
-    Ok(())
 }
 
 /// Calls `cuDeviceGetNvSciSyncAttributes` with a NULL list: a present, working entry point
@@ -147,6 +136,19 @@ pub fn probe_sync_attrs_entry(dev: &CudaGpu) -> Result<u32> {
     let r =
         resolve().map_err(|reason| Error::Unsupported { what: "cuDeviceGetNvSciSyncAttributes", reason })?;
     dev.bind()?;
-    // SAFETY: a NULL list is explicitly rejected by the driver with INVALID_HANDLE.
-    Ok(unsafe { (r.f)(core::ptr::null_mut(), dev.context().cu_device(), CUDA_NVSCISYNC_ATTR_SIGNAL) })
+    // SAFETY: a NULL list is explicitly rejected by the driver with INVALID_HANDLE; `r.f` is the
+    // driver's entry point (resolved above) and the device the bound context's device.
+    let r = unsafe {
+        device_get_nvsci_sync_attributes(
+            r.f,
+            core::ptr::null_mut(),
+            dev.context().cu_device(),
+            CUDA_NVSCISYNC_ATTR_SIGNAL,
+        )
+    };
+    match r {
+        Ok(()) => Ok(0),
+        Err(Error::Cuda { code, .. }) => Ok(code),
+        Err(e) => Err(e),
+    }
 }

@@ -21,7 +21,7 @@
 //! waits until the queue holds nothing more of a context (for example before the context itself
 //! is torn down, or before counting leaks).
 
-use cudarc::driver::{sys, CudaContext};
+use cudarc::driver::CudaContext;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -253,9 +253,9 @@ fn serve() {
 }
 
 /// Logs a failed destroy call; true when it succeeded.
-pub(crate) fn succeeded(what: &'static str, r: sys::CUresult) -> bool {
-    if r != sys::CUresult::CUDA_SUCCESS {
-        log::warn!("{what} failed: {r:?}");
+pub(crate) fn succeeded(what: &'static str, r: crate::Result<()>) -> bool {
+    if let Err(e) = r {
+        log::warn!("{what}: {e}");
         return false;
     }
     true

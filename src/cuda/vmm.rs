@@ -3,7 +3,7 @@
 //! on any CUDA GPU).
 
 use super::device::CudaGpu;
-use super::result::check;
+use super::result::vmm as cu;
 use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::{sys, CudaStream, DevicePtr, DevicePtrMut, DeviceSlice, SyncOnDrop};
@@ -68,16 +68,9 @@ impl ExportableAllocation {
         }
         dev.bind()?;
         let p = prop(dev);
-        let mut gran = 0usize;
-        // SAFETY: `p` is a complete property block; `gran` is a valid out-pointer.
-        check("cuMemGetAllocationGranularity", unsafe {
-            sys::cuMemGetAllocationGranularity(
-                &mut gran,
-                &p,
-                sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM,
-            )
-        })?;
-        let gran = gran.max(1);
+        let minimum = sys::CUmemAllocationGranularity_flags::CU_MEM_ALLOC_GRANULARITY_MINIMUM;
+        // SAFETY: `p` is a complete property block for the bound context's device.
+        let gran = unsafe { cu::get_allocation_granularity(&p, minimum) }?.max(1);
         let rounded = size.div_ceil(gran).checked_mul(gran).ok_or_else(|| {
             invalid("size", format!("{size} bytes cannot be rounded to the {gran}-byte granularity"))
         })?;
@@ -91,24 +84,22 @@ impl ExportableAllocation {
             size: rounded,
         };
         // Each step records what it created so Drop undoes exactly that on a later failure.
-        let mut h = 0;
-        // SAFETY: valid out-pointer and property block; size is a granularity multiple.
-        check("cuMemCreate", unsafe { sys::cuMemCreate(&mut h, rounded, &p, 0) })?;
+        // SAFETY: a complete property block; size is a granularity multiple.
+        let h = unsafe { cu::create(rounded, &p) }?;
         me.handle = Some(h);
-        let mut ptr = 0;
-        // SAFETY: reserves a fresh address range of the allocation's size.
-        check("cuMemAddressReserve", unsafe { sys::cuMemAddressReserve(&mut ptr, rounded, 0, 0, 0) })?;
+        // SAFETY: reserves a fresh address range of the allocation's size (a granularity multiple).
+        let ptr = unsafe { cu::address_reserve(rounded) }?;
         me.ptr = ptr;
         me.reserved = rounded;
-        // SAFETY: maps the whole allocation at the start of the reserved range.
-        check("cuMemMap", unsafe { sys::cuMemMap(ptr, rounded, 0, h, 0) })?;
+        // SAFETY: maps the whole live allocation at the start of the fresh reserved range.
+        unsafe { cu::map(ptr, rounded, h) }?;
         me.mapped = true;
         let access = sys::CUmemAccessDesc {
             location: p.location,
             flags: sys::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
-        // SAFETY: the range is mapped; one access descriptor is passed.
-        check("cuMemSetAccess", unsafe { sys::cuMemSetAccess(ptr, rounded, &access, 1) })?;
+        // SAFETY: the range is mapped; the descriptor names the allocation's device.
+        unsafe { cu::set_access(ptr, rounded, &access) }?;
         Ok(me)
     }
 
@@ -116,16 +107,9 @@ impl ExportableAllocation {
     pub fn export_fd(&self) -> Result<OwnedFd> {
         let h = self.handle.ok_or_else(|| invalid("allocation", "not created"))?;
         self.dev.bind()?;
-        let mut fd: i32 = -1;
-        // SAFETY: for POSIX_FILE_DESCRIPTOR the driver writes an int fd through the pointer.
-        check("cuMemExportToShareableHandle", unsafe {
-            sys::cuMemExportToShareableHandle(
-                &mut fd as *mut i32 as *mut core::ffi::c_void,
-                h,
-                sys::CUmemAllocationHandleType::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                0,
-            )
-        })?;
+        // SAFETY: a live allocation (released only by Drop), created with the POSIX fd handle
+        // type requested (`prop`).
+        let fd = unsafe { cu::export_to_posix_fd(h) }?;
         if fd < 0 {
             return Err(invalid("fd", "the driver returned no descriptor"));
         }
@@ -154,13 +138,9 @@ impl Drop for ExportableAllocation {
             // reverse order, after the work that used the allocation finished. Exported fds keep
             // the physical memory alive on their own, as the driver documents.
             unsafe {
-                let unmap = if mapped { sys::cuMemUnmap(ptr, reserved) } else { sys::CUresult::CUDA_SUCCESS };
-                let free = if reserved != 0 {
-                    sys::cuMemAddressFree(ptr, reserved)
-                } else {
-                    sys::CUresult::CUDA_SUCCESS
-                };
-                let release = handle.map_or(sys::CUresult::CUDA_SUCCESS, |h| sys::cuMemRelease(h));
+                let unmap = if mapped { cu::unmap(ptr, reserved) } else { Ok(()) };
+                let free = if reserved != 0 { cu::address_free(ptr, reserved) } else { Ok(()) };
+                let release = handle.map_or(Ok(()), |h| cu::release(h));
                 for r in [unmap, free, release] {
                     succeeded(what, r);
                 }

@@ -1,4 +1,23 @@
-//! CUDA status codes to [`Error`](crate::Error), named by the driver itself.
+//! The CUDA result layer: one thin `unsafe fn` per driver entry point the crate calls that
+//! cudarc's `driver::result` does not offer, taking typed raw arguments and returning
+//! [`Result`](crate::Result), with a `# Safety` section stating the driver API's contract
+//! (cudarc's `driver/result.rs` is the model, and its functions are used where they exist with
+//! the same semantics: streams, events, `cuInit`, `cuDestroyExternalMemory`, mapped buffers and
+//! their `cuMemFree`). The safe types of `src/cuda` build their handles, ownership, teardown and
+//! error explanations on these functions and call the driver nowhere else.
+//!
+//! A status other than `CUDA_SUCCESS` is [`Error::Cuda`](crate::Error::Cuda) naming the entry
+//! point as `cuda.h` names it (without a `_v2` suffix) and the code as the driver names it;
+//! [`cu`] names a cudarc error the same way.
+//!
+//! One room per area: [`driver`] (version, initialisation, entry-point lookup), [`memory`]
+//! (external memory, CUDA arrays, copies, surfaces, page-locked host memory), [`semaphore`]
+//! (external semaphores and stream memory operations) and [`vmm`] (the virtual-memory API).
+
+pub(crate) mod driver;
+pub(crate) mod memory;
+pub(crate) mod semaphore;
+pub(crate) mod vmm;
 
 use crate::error::{Error, Result};
 use cudarc::driver::{sys, DriverError};
@@ -57,6 +76,12 @@ pub(crate) fn check(function: &'static str, r: sys::CUresult) -> Result<()> {
 pub(crate) fn from_driver(function: &'static str, e: DriverError) -> Error {
     let code = e.0 as u32;
     Error::Cuda { function, code, name: name(code) }
+}
+
+/// The error of cudarc's call of `function`, for `map_err` after a `cudarc::driver::result`
+/// function (the function named as `cuda.h` names it).
+pub(crate) fn cu(function: &'static str) -> impl FnOnce(DriverError) -> Error {
+    move |e| from_driver(function, e)
 }
 
 /// cudarc's errors become [`Error::Cuda`], so code mixing cudarc calls with the crate's keeps `?`
