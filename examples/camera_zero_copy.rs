@@ -763,6 +763,12 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
         match &engine {
             #[cfg(feature = "cuda")]
             Engine::Cuda(dev) => {
+                if plan.block_linear {
+                    println!(
+                        "note: the copy pipeline uploads pitch-linear frames (cuMemcpyHtoD has no layout): \
+                         it is the pipeline a block-linear camera would be compared with on a desktop"
+                    );
+                }
                 let (s, bad) = gpu::run_copy(dev, plan, &cpu_layout)?;
                 mismatches += bad;
                 stats.push(s);
