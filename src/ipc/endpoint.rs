@@ -565,24 +565,6 @@ impl IpcEndpoint {
         Ok(len)
     }
 
-    /// Ends the session with the peer (NvSciIpcResetEndpointSafe): the peer's next read or write
-    /// fails with [`Error::IpcPeerGone`], and so do this endpoint's. For a peer that can no
-    /// longer be followed (its messages cannot be parsed): it learns so, and drops this end.
-    pub(crate) fn disconnect(&self) {
-        let _calls = self.lock_calls();
-        let fns = &self.ipc.0.fns;
-        // SAFETY: the endpoint is open.
-        match unsafe { nvipc::reset_endpoint_safe(fns, self.raw) } {
-            Err(e) if is_missing(&e) => {
-                // SAFETY: as above (libraries without the Safe entry point).
-                let _ = unsafe { nvipc::reset_endpoint(fns, self.raw) };
-            }
-            Err(e) => log::warn!("NvSciIpcResetEndpointSafe({}) failed: {e}", self.name),
-            Ok(()) => {}
-        }
-        self.gone.store(true, Ordering::Release);
-    }
-
     /// `InvalidState` from a read or write: the endpoint is not connected (yet) or is being
     /// reset. An error, not something to retry: retrying would loop for ever without a timeout.
     fn not_connected(&self, function: &'static str, code: sys::NvSciError) -> Error {

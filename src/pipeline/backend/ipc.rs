@@ -77,7 +77,18 @@ fn check_channel(ep: &IpcEndpoint, frames: usize) -> Result<()> {
     let fs = info.frame_size as usize;
     // `send_message`: a 4-byte length, then the message, over frames of `fs` bytes.
     let len = 4 + FENCE_MSG;
-    let per_message = if fs == 0 { usize::MAX } else { len.div_ceil(fs) };
+    // One frame per ring message: a message split over frames could be cut by a timeout
+    // between its frames, leaving the peer reading the next message's start as its rest.
+    if fs < len {
+        return Err(invalid(
+            "endpoint",
+            format!(
+                "endpoint {} carries frames of {fs} bytes; a ring's fence messages need {len}",
+                ep.name()
+            ),
+        ));
+    }
+    let per_message = 1;
     let needed = frames.saturating_mul(per_message).saturating_add(1);
     if needed > info.frames as usize {
         return Err(invalid(
@@ -306,6 +317,8 @@ pub(crate) struct Upstream {
     /// The consumer's index in the producer's ring.
     pub(crate) index: usize,
     pub(crate) ep: IpcEndpoint,
+    /// A message could not be followed: this consumer is out of step with the producer.
+    pub(crate) broken: std::sync::atomic::AtomicBool,
 }
 
 /// What a consumer's receive found: a frame (its slot, sequence and present fence) or the end.
@@ -315,24 +328,37 @@ pub(crate) enum Received {
 }
 
 impl Upstream {
-    /// Receives the next frame or the end of the stream. A message that cannot be parsed
-    /// leaves this consumer out of step with the producer for good: the endpoint is
-    /// disconnected (the producer drops this consumer as gone) and the parse error returned.
+    /// Receives the next frame or the end of the stream. A message that cannot be followed
+    /// (it cannot be parsed, or does not fit a ring message) leaves this consumer out of step
+    /// with the producer for good: this and every later receive fail with a protocol error.
+    /// The endpoint is not reset here: frames this consumer still holds, or released with work
+    /// still reading them, keep their slots until the ring is dropped, which waits for its
+    /// fences before it closes the endpoint (the producer then drops this consumer as gone).
     pub(crate) fn recv(&self, timeout: Duration) -> Result<Received> {
+        use std::sync::atomic::Ordering;
+        if self.broken.load(Ordering::Acquire) {
+            return Err(protocol(&self.ep, "out of step with the producer since an earlier message".into()));
+        }
         let mut msg = [0u8; FENCE_MSG];
-        let n = self.ep.recv_small_message(&mut msg, Some(timeout))?;
+        let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
+            Ok(n) => n,
+            Err(e @ (Error::IpcTimeout { .. } | Error::IpcPeerGone { .. })) => return Err(e),
+            Err(e) => {
+                self.broken.store(true, Ordering::Release);
+                return Err(e);
+            }
+        };
         let msg = &msg[..n];
         if msg == [END] {
             return Ok(Received::End);
         }
-        match parse_fence_msg(&self.ep, msg, FRAME) {
-            Ok((slot, seq, desc)) => Ok(Received::Frame(slot, seq, desc)),
-            Err(e) => {
-                log::warn!("endpoint `{}`: disconnected from the producer: {e}", self.ep.name());
-                self.ep.disconnect();
-                Err(e)
-            }
-        }
+        parse_fence_msg(&self.ep, msg, FRAME)
+            .map(|(slot, seq, desc)| Received::Frame(slot, seq, desc))
+            .map_err(|e| {
+                log::warn!("endpoint `{}`: out of step with the producer: {e}", self.ep.name());
+                self.broken.store(true, Ordering::Release);
+                e
+            })
     }
 
     /// Hands frame (`slot`, `seq`) back unread: its release with a cleared fence (nothing read
@@ -433,7 +459,7 @@ pub(crate) fn connect_consumer(
     m.extend_from_slice(release.export_with_attr_list(SyncPerm::WaitOnly, &ep)?.as_bytes());
     ep.send_message(&m, t)?;
     let ring = NvSciRing::imported(sync, layout, frames, present, release);
-    Ok((ring, count, Upstream { index, ep }))
+    Ok((ring, count, Upstream { index, ep, broken: Default::default() }))
 }
 
 #[cfg(all(test, feature = "mock"))]
@@ -445,7 +471,7 @@ mod tests {
     /// error is returned, and the producer's end learns that its peer is gone (so the producer
     /// drops this consumer instead of waiting for a release that never comes).
     #[test]
-    fn an_unparseable_frame_message_disconnects_the_consumer() {
+    fn an_unparseable_frame_message_breaks_the_consumer_and_its_drop_ends_the_session() {
         let dir = std::env::temp_dir().join(format!("nvsci-ipc-unit-{}-parse", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -453,15 +479,25 @@ mod tests {
         nvsci_mock::set_ipc_dir(Some(&dir));
         let ipc = Ipc::mock().unwrap();
         let producer = IpcEndpoint::open(&ipc, "up_0").unwrap();
-        let up = Upstream { index: 0, ep: IpcEndpoint::open(&ipc, "up_1").unwrap() };
+        let up =
+            Upstream { index: 0, ep: IpcEndpoint::open(&ipc, "up_1").unwrap(), broken: Default::default() };
         let t = Some(Duration::from_secs(5));
         up.ep.wait_connected(t).unwrap();
         producer.wait_connected(t).unwrap();
         // A frame message cut short: the tag, then 3 bytes where the slot and sequence belong.
         producer.send_message(&[FRAME, 1, 2, 3], t).unwrap();
         assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        // Out of step for good, even when a well-formed message follows.
+        producer.send_message(&[END], t).unwrap();
+        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        // The session stays up while the consumer's ring (which may still hold frames) lives;
+        // dropping it closes the endpoint and the producer sees the consumer gone.
         let mut buf = [0u8; 16];
+        assert!(matches!(
+            producer.read(&mut buf, Some(Duration::from_millis(50))),
+            Err(Error::IpcTimeout { .. })
+        ));
+        drop(up);
         assert!(matches!(producer.read(&mut buf, t), Err(Error::IpcPeerGone { .. })));
-        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::IpcPeerGone { .. })));
     }
 }
