@@ -139,7 +139,9 @@ impl Drop for ExportableAllocation {
             // the physical memory alive on their own, as the driver documents.
             unsafe {
                 let unmap = if mapped { cu::unmap(ptr, reserved) } else { Ok(()) };
-                let free = if reserved != 0 { cu::address_free(ptr, reserved) } else { Ok(()) };
+                // A range still mapped is not freed (the address range leaks with the mapping).
+                let free =
+                    if reserved != 0 && unmap.is_ok() { cu::address_free(ptr, reserved) } else { Ok(()) };
                 let release = handle.map_or(Ok(()), |h| cu::release(h));
                 for r in [unmap, free, release] {
                     succeeded(what, r);

@@ -156,8 +156,9 @@ pub(crate) unsafe fn surf_object_destroy(obj: sys::CUsurfObject) -> Result<()> {
 /// with [`mem_host_unregister`].
 ///
 /// # Safety
-/// `base..base + len` is allocated host memory that stays allocated until it is unregistered,
-/// and no part of it is registered already ("CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED").
+/// `base..base + len` is allocated host memory that stays allocated until it is unregistered.
+/// (A range overlapping one registered already is refused by the driver with
+/// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`, an error, not undefined behaviour.)
 pub(crate) unsafe fn mem_host_register(base: *mut c_void, len: usize, flags: u32) -> Result<()> {
     // SAFETY: caller contract.
     check("cuMemHostRegister", unsafe { sys::cuMemHostRegister_v2(base, len, flags) })
