@@ -14,10 +14,16 @@
 //!
 //! `cargo run --release --example fence_bench -- [iterations]`
 
+#[path = "support/percentile.rs"]
+mod percentile;
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use nvsci::cuda::cudarc::driver::sys;
 use nvsci::cuda::{fill_sync_attrs, CudaGpu, CudaSyncObj, MemSync};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
+use percentile::pct;
 use std::time::{Duration, Instant};
 
 // cudarc binds the `_v2` stream memory operations from its CUDA 11.7 bindings on, the original
@@ -29,16 +35,8 @@ use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    rusage::cpu_time(rusage::THREAD)
 }
 
 fn ck(what: &str, r: sys::CUresult) -> Res<()> {

@@ -24,9 +24,15 @@
 //! cargo run --release --example fence_bench_ipc -- [iterations]     (default 2000)
 //! ```
 
+#[path = "support/percentile.rs"]
+mod percentile;
+#[path = "support/rusage.rs"]
+mod rusage;
+
 use nvsci::ipc::{AttrListDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
 use nvsci::sync::{CpuWaitContext, Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
+use percentile::pct;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -103,16 +109,8 @@ fn main() -> ExitCode {
     }
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[((v.len() - 1) as f64 * p).round() as usize]
-}
-
 fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    rusage::cpu_time(rusage::THREAD)
 }
 
 // ------------------------------------------------------------------------------------------
