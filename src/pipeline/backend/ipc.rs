@@ -155,6 +155,20 @@ fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> [u8; FEN
     m
 }
 
+/// Exports the fence at (`slot`, `point`) of `b` over `ep` and sends it as a `tag` message
+/// for frame `seq`.
+fn send_fence(
+    ep: &IpcEndpoint,
+    b: &dyn RingBackend,
+    point: super::Point,
+    tag: u8,
+    (slot, seq): (usize, u64),
+    timeout: Duration,
+) -> Result<()> {
+    let desc = b.export_fence(slot, point, ep)?;
+    ep.send_message(&fence_msg(tag, slot, seq, &desc), Some(timeout))
+}
+
 fn parse_fence_msg(ep: &IpcEndpoint, msg: &[u8], tag: u8) -> Result<(usize, u64, FenceDescriptor)> {
     expect(ep, msg, tag)?;
     let mut f = Fields(&msg[1..]);
@@ -189,8 +203,7 @@ impl RemoteConsumer {
         seq: u64,
         timeout: Duration,
     ) -> Result<()> {
-        let desc = b.export_fence(slot, super::Point::Present, &self.ep)?;
-        self.ep.send_message(&fence_msg(FRAME, slot, seq, &desc), Some(timeout))
+        send_fence(&self.ep, b, super::Point::Present, FRAME, (slot, seq), timeout)
     }
 
     /// Receives the next release: the slot, its sequence and the release fence.
@@ -376,8 +389,7 @@ impl Upstream {
         seq: u64,
         timeout: Duration,
     ) -> Result<()> {
-        let desc = b.export_fence(slot, super::Point::Release(0), &self.ep)?;
-        self.ep.send_message(&fence_msg(RELEASED, slot, seq, &desc), Some(timeout))
+        send_fence(&self.ep, b, super::Point::Release(0), RELEASED, (slot, seq), timeout)
     }
 
     /// The error for a message that does not fit the ring's state.
