@@ -164,6 +164,12 @@ fn raw_list(m: &BufModule, perm: Perm) -> BufAttrList {
     l
 }
 
+/// The sync lists `lists` exported unreconciled over `from` and imported at `to` (a peer's lists
+/// as the process at `to` receives them).
+fn relay(m: &SyncModule, from: &IpcEndpoint, to: &IpcEndpoint, lists: &[&SyncAttrList]) -> SyncAttrList {
+    m.import_unreconciled(to, &SyncAttrList::export_unreconciled(lists, from).unwrap()).unwrap()
+}
+
 /// Opens both ends of `pair` in this process and waits until they are connected.
 fn pair(ipc: &Ipc, a: &str, b: &str) -> (IpcEndpoint, IpcEndpoint) {
     let x = IpcEndpoint::open(ipc, a).unwrap();
@@ -771,8 +777,7 @@ fn sync_objects_and_fences_cross_and_foreign_fences_are_refused() {
     let (s0, s1) = pair(&ipc, "s_0", "s_1");
     let m = SyncModule::open(&lib).unwrap();
     let waiter = sync_list(&m, SyncPerm::WaitOnly);
-    let waiter_in =
-        m.import_unreconciled(&s0, &SyncAttrList::export_unreconciled(&[&waiter], &s1).unwrap()).unwrap();
+    let waiter_in = relay(&m, &s1, &s0, &[&waiter]);
     let signaler = sync_list(&m, SyncPerm::SignalOnly);
     let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &waiter_in]).unwrap()).unwrap();
     let pair_d = obj.export_with_attr_list(SyncPerm::WaitOnly, &s0).unwrap();
@@ -832,8 +837,7 @@ fn cpu_wait_permission_is_reconciled_per_peer() {
     let mut ctx = m.cpu_wait_context().unwrap();
 
     for (theirs, cpu_may_wait) in [(vec![&engine_waiter], false), (vec![&engine_waiter, &cpu_waiter], true)] {
-        let relayed =
-            m.import_unreconciled(&p0, &SyncAttrList::export_unreconciled(&theirs, &p1).unwrap()).unwrap();
+        let relayed = relay(&m, &p1, &p0, &theirs);
         let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&signaler, &own_cpu_waiter, &relayed]).unwrap())
             .unwrap();
         let pair_d = obj.export_with_attr_list(SyncPerm::WaitOnly, &p0).unwrap();
@@ -875,9 +879,7 @@ fn the_reconcilers_cpu_waits_only_on_the_strength_of_its_own_lists() {
     let peer_cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
     let own_cpu_waiter = sync_list(&m, SyncPerm::WaitOnly);
     let mut ctx = m.cpu_wait_context().unwrap();
-    let relayed = m
-        .import_unreconciled(&r0, &SyncAttrList::export_unreconciled(&[&peer_cpu_waiter], &r1).unwrap())
-        .unwrap();
+    let relayed = relay(&m, &r1, &r0, &[&peer_cpu_waiter]);
     for (own, cpu_may_wait) in
         [(vec![&signaler, &relayed], false), (vec![&signaler, &own_cpu_waiter, &relayed], true)]
     {
@@ -916,9 +918,7 @@ fn a_peers_cpu_signaler_list_does_not_let_the_reconciler_signal() {
     let m = SyncModule::open(&lib).unwrap();
     let peer_signaler = sync_list(&m, SyncPerm::SignalOnly);
     let own_waiter = sync_list(&m, SyncPerm::WaitOnly);
-    let relayed = m
-        .import_unreconciled(&s0, &SyncAttrList::export_unreconciled(&[&peer_signaler], &s1).unwrap())
-        .unwrap();
+    let relayed = relay(&m, &s1, &s0, &[&peer_signaler]);
     let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&own_waiter, &relayed]).unwrap()).unwrap();
     match obj.signal() {
         Err(Error::Refused { culprit, .. }) => assert_eq!(culprit, nvsci::Culprit::NotCpuSignaler),
