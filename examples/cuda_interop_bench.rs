@@ -14,9 +14,13 @@
 //! cargo run --release --features vulkan --example cuda_interop_bench -- [--iters 10000] [--map-iters 1000]
 //! ```
 
+#[path = "support/percentile.rs"]
+mod percentile;
+
 use nvsci::cuda::cudarc::driver::sys;
 use nvsci::cuda::{CudaGpu, CudaSemaphore, ExportableAllocation, ExternalMemory, ReadWrite, SemaphoreKind};
 use nvsci::vulkan::{TimelineSemaphore, VulkanContext};
+use percentile::pct;
 use std::os::fd::{AsRawFd, IntoRawFd};
 use std::time::{Duration, Instant};
 
@@ -270,38 +274,46 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
     }
     let n = (blocks * block) as f64;
     let crate_ns = t_crate.as_nanos() as f64 / n;
-    // End to end: a batch of crate cycles and the teardown thread's destroys of all of them,
-    // against the same number of raw cycles (each destroying at once).
-    let t0 = Instant::now();
-    for _ in 0..blocks * block {
-        crate_cycle(false)?;
+    // End to end, in interleaved rounds (the machine's speed drifts between runs): a batch of crate
+    // cycles and the teardown thread's destroys of all of them; the same number of raw cycles
+    // (each destroying at once); crate cycles each waiting for their own destroys. Medians of the
+    // per-round figures.
+    let rounds = 10;
+    let per = (blocks * block).div_ceil(rounds).max(1);
+    let (mut batch, mut raw, mut each) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        for _ in 0..per {
+            crate_cycle(false)?;
+        }
+        let left = dev.flush_teardown(Duration::from_secs(60));
+        batch.push(t0.elapsed().as_nanos() as f64 / per as f64);
+        if left != 0 {
+            failures.push(format!("{left} destroys still queued after a batch"));
+        }
+        let t0 = Instant::now();
+        for _ in 0..per {
+            raw_cycle(false, false)?;
+        }
+        raw.push(t0.elapsed().as_nanos() as f64 / per as f64);
+        let t0 = Instant::now();
+        for _ in 0..per {
+            crate_cycle(false)?;
+            dev.flush_teardown(Duration::from_secs(60));
+        }
+        each.push(t0.elapsed().as_nanos() as f64 / per as f64);
     }
-    let left = dev.flush_teardown(Duration::from_secs(60));
-    let t_crate_all = t0.elapsed();
-    if left != 0 {
-        failures.push(format!("{left} destroys still queued after the batch"));
-    }
-    let t0 = Instant::now();
-    for _ in 0..blocks * block {
-        raw_cycle(false, false)?;
-    }
-    let t_raw_all = t0.elapsed();
-    // One at a time: each crate cycle waits for its own destroys (as the raw cycle does).
-    let t0 = Instant::now();
-    for _ in 0..blocks * block {
-        crate_cycle(false)?;
-        dev.flush_teardown(Duration::from_secs(60));
-    }
-    let t_crate_each = t0.elapsed();
+    let median = |v: &[f64]| pct(&mut v.to_vec(), 0.5);
+    let ratio = |v: &[f64]| median(&v.iter().zip(&raw).map(|(c, r)| c / r).collect::<Vec<_>>());
     println!(
-        "import+map+unmap, {} cycles: raw {:.0} ns/iter; crate, destroys completed at the end of the batch {:.0} \
-         ns/iter ({:.3}x), each cycle waiting for its own destroys {:.0} ns/iter ({:.3}x)",
-        blocks * block,
-        t_raw_all.as_nanos() as f64 / n,
-        t_crate_all.as_nanos() as f64 / n,
-        t_crate_all.as_secs_f64() / t_raw_all.as_secs_f64(),
-        t_crate_each.as_nanos() as f64 / n,
-        t_crate_each.as_secs_f64() / t_raw_all.as_secs_f64()
+        "import+map+unmap, {rounds} rounds of {per} cycles, medians: raw {:.0} ns/iter; crate, destroys completed \
+         at the end of each batch {:.0} ns/iter ({:.3}x), each cycle waiting for its own destroys {:.0} ns/iter \
+         ({:.3}x)",
+        median(&raw),
+        median(&batch),
+        ratio(&batch),
+        median(&each),
+        ratio(&each)
     );
     Ok((
         Row {
