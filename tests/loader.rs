@@ -4,7 +4,7 @@
 #![cfg(feature = "mock")]
 
 use nvsci::sys::loader::{LoadError, JETPACK5_LIB_DIR, JETPACK6_LIB_DIR};
-use nvsci::{Error, Implementation, NvSci};
+use nvsci::{Error, Implementation, IpcError, NvSci};
 use std::path::Path;
 
 mod common;
@@ -127,7 +127,7 @@ fn nvsciipc_loads_through_dlopen_under_its_real_name() {
     assert!(!ipc.is_mock(), "loaded through the real loader, not the in-process mock");
     // The shared object's copy of the mock has no configuration: the name is unknown.
     match nvsci::ipc::IpcEndpoint::open(&ipc, "nvscisync_a_0") {
-        Err(Error::Ipc { endpoint, reason, .. }) => {
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, reason, .. })) => {
             assert_eq!(endpoint, "nvscisync_a_0");
             assert!(reason.contains("not configured"), "{reason}");
         }
