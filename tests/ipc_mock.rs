@@ -12,7 +12,7 @@ use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, IpcError, NvSci, RingError};
+use nvsci::{Error, IpcError, NvSci, NvSciError, RingError};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -640,22 +640,27 @@ fn endpoint_names_are_checked() {
     let _g = use_dir(&dir);
     let ipc = Ipc::mock().unwrap();
     match IpcEndpoint::open(&ipc, "not_there") {
-        Err(Error::Ipc(IpcError::Endpoint { endpoint, reason, .. })) => {
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, code, .. })) => {
             assert_eq!(endpoint, "not_there");
-            assert!(reason.contains("not configured"), "{reason}");
+            assert_eq!(code, Some(NvSciError(nvsci::sys::NvSciError_NoSuchEntry)), "not configured");
         }
         other => panic!("expected Ipc error, got {other:?}"),
     }
     let a = IpcEndpoint::open(&ipc, "known_0").unwrap();
     match IpcEndpoint::open(&ipc, "known_0") {
-        Err(Error::Ipc(IpcError::Endpoint { reason, .. })) => {
-            assert!(reason.contains("already open"), "{reason}")
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, code, .. })) => {
+            assert_eq!(endpoint, "known_0");
+            assert_eq!(code, Some(NvSciError(nvsci::sys::NvSciError_Busy)), "already open");
         }
         other => panic!("expected Busy, got {other:?}"),
     }
+    // Names the library would not take are refused before the call (no status code).
     let long = "x".repeat(64);
-    assert!(matches!(IpcEndpoint::open(&ipc, &long), Err(Error::Ipc(IpcError::Endpoint { .. }))));
-    assert!(matches!(IpcEndpoint::open(&ipc, "a\0b"), Err(Error::Ipc(IpcError::Endpoint { .. }))));
+    assert!(matches!(IpcEndpoint::open(&ipc, &long), Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))));
+    assert!(matches!(
+        IpcEndpoint::open(&ipc, "a\0b"),
+        Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))
+    ));
     assert_eq!(a.info().frame_size, 4096);
     assert_eq!(a.info().frames, 16);
     // Nobody at the other end: connecting times out with a typed error.
