@@ -665,9 +665,8 @@ fn endpoint_names_are_checked() {
     assert_eq!(a.info().frames, 16);
     // Nobody at the other end: connecting times out with a typed error.
     let t = Some(Duration::from_millis(50));
-    assert!(
-        matches!(a.wait_connected(t), Err(Error::Ipc(IpcError::Timeout { ref endpoint, .. })) if endpoint == "known_0")
-    );
+    assert!(matches!(a.wait_connected(t), Err(Error::Ipc(IpcError::Timeout { ref endpoint, .. }))
+            if endpoint == "known_0"));
     drop(a);
     drop(ipc);
     ledger_is_clean();
@@ -1217,7 +1216,10 @@ fn a_restarted_peer_is_not_the_old_session() {
     });
     events_until(&a, |e| e.connected());
     let b = restarted.join().unwrap();
-    let peer_gone = |r: &nvsci::Result<()>| matches!(r, Err(Error::Ipc(IpcError::PeerGone { endpoint, .. })) if endpoint == "r_0");
+    let peer_gone = |r: &nvsci::Result<()>| match r {
+        Err(Error::Ipc(IpcError::PeerGone { endpoint, .. })) => endpoint == "r_0",
+        _ => false,
+    };
     let w = a.write(b"two", T);
     assert!(peer_gone(&w), "a write after a reset reached the restarted peer: {w:?}");
     let r = a.read(&mut buf, Some(Duration::from_millis(50))).map(drop);
@@ -1262,7 +1264,8 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     }
     let full = a.write(&[4], Some(Duration::from_millis(50)));
     assert!(
-        matches!(full, Err(Error::Ipc(IpcError::Timeout { during: "write", ref endpoint, .. })) if endpoint == "f_0"),
+        matches!(full, Err(Error::Ipc(IpcError::Timeout { during: "write", ref endpoint, .. }))
+            if endpoint == "f_0"),
         "a fifth frame fit in a channel of four: {full:?}"
     );
     let mut one = [0u8; 1];

@@ -355,9 +355,7 @@ impl Upstream {
         let mut msg = [0u8; FENCE_MSG];
         let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
             Ok(n) => n,
-            Err(e @ (Error::Ipc(IpcError::Timeout { .. }) | Error::Ipc(IpcError::PeerGone { .. }))) => {
-                return Err(e)
-            }
+            Err(e @ Error::Ipc(IpcError::Timeout { .. } | IpcError::PeerGone { .. })) => return Err(e),
             Err(e) => {
                 self.broken.store(true, Ordering::Release);
                 return Err(e);
