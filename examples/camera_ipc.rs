@@ -29,7 +29,7 @@ use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
 use nvsci::convert::nv12_to_rgba;
 use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameLayout, FrameRing, RingConfig, RingConsumer};
-use nvsci::{Error, Implementation, NvSci};
+use nvsci::{Error, Implementation, NvSci, RingError};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -158,7 +158,7 @@ fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     loop {
         let f = match c.acquire() {
             Ok(f) => f,
-            Err(Error::RingEnded { .. }) => break,
+            Err(Error::Ring(RingError::Ended { .. })) => break,
             Err(e) => return Err(e.to_string()),
         };
         let sum = {
@@ -229,7 +229,7 @@ mod gpu {
             match done {
                 Ok(Some(seq)) => seqs.push(seq),
                 Ok(None) => return Err(format!("more than the {} frames announced", a.frames)),
-                Err(Error::RingEnded { .. }) => break,
+                Err(Error::Ring(RingError::Ended { .. })) => break,
                 Err(e) => return Err(e.to_string()),
             }
         }

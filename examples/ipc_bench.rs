@@ -18,7 +18,7 @@
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
-use nvsci::{Error, NvSci};
+use nvsci::{Error, NvSci, RingError};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ fn consume(lib: &NvSci, ep: IpcEndpoint, a: &Args) -> u64 {
     loop {
         let f = match c.acquire() {
             Ok(f) => f,
-            Err(Error::RingEnded { .. }) => return touched,
+            Err(Error::Ring(RingError::Ended { .. })) => return touched,
             Err(e) => panic!("acquire: {e}"),
         };
         touched += u64::from(c.cpu_read(&f).expect("read")[0]);

@@ -177,11 +177,11 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
                     sys::cuMemsetD8Async(f.device_address(), t as u8, size, f.stream().cu_stream())
                 };
                 if r != sys::CUresult::CUDA_SUCCESS {
-                    return Err(nvsci::Error::Cuda {
+                    return Err(nvsci::Error::Cuda(nvsci::CudaError::Call {
                         function: "cuMemsetD8Async",
                         code: r as u32,
                         name: "memset",
-                    });
+                    }));
                 }
                 Ok(())
             })

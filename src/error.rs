@@ -288,51 +288,6 @@ pub enum Error {
         /// The timeout that expired, in microseconds.
         timeout_us: i64,
     },
-    /// A frame-ring operation ran out of time; `detail` names who holds the frame or whose
-    /// fence did not expire.
-    #[error("{detail}")]
-    RingTimeout {
-        /// Who or what the ring waited for.
-        detail: String,
-        /// The ring's timeout, in microseconds.
-        timeout_us: i64,
-    },
-    /// An IPC endpoint could not be used: `endpoint` names it, `reason` says what happened (not
-    /// configured, busy, peer gone, message too large, ...).
-    #[error("IPC endpoint `{endpoint}`: {reason}")]
-    Ipc {
-        /// The endpoint's name.
-        endpoint: String,
-        /// What went wrong.
-        reason: String,
-        /// The NvSci status code behind it, if any.
-        code: Option<NvSciError>,
-    },
-    /// The peer process of an endpoint went away (closed or reset its endpoint, or exited).
-    #[error("IPC endpoint `{endpoint}`: the peer is gone (connection reset) during {during}")]
-    IpcPeerGone {
-        /// The endpoint's name.
-        endpoint: String,
-        /// What was being done.
-        during: &'static str,
-    },
-    /// The producer at the other end of an IPC endpoint ended its frame stream (its ring's
-    /// producer was dropped): no more frames will come.
-    #[error("IPC endpoint `{endpoint}`: the producer ended the frame stream")]
-    RingEnded {
-        /// The endpoint's name.
-        endpoint: String,
-    },
-    /// An IPC operation ran out of time.
-    #[error("IPC endpoint `{endpoint}`: {during} timed out after {timeout_us} us")]
-    IpcTimeout {
-        /// The endpoint's name.
-        endpoint: String,
-        /// What was being waited for.
-        during: &'static str,
-        /// The timeout that expired, in microseconds.
-        timeout_us: i64,
-    },
     /// An import asked for more permission than the exporter granted.
     #[error("{what}: the exporter granted less than the {requested} this import asked for")]
     ImportPermission {
@@ -379,56 +334,9 @@ pub enum Error {
         /// What was found.
         detail: String,
     },
-    /// A CUDA array mapping would reach past the memory it maps: in the driver's own layout
-    /// ([`cuda::CudaGpu::array_footprint`](crate::cuda::CudaGpu::array_footprint)) the array
-    /// covers `footprint` bytes from `offset`, and the import holds `size`. The driver itself
-    /// does not check this: such a mapping would overlap whatever follows the import.
-    #[error(
-        "a CUDA array covering {footprint} bytes (the driver's layout) at offset {offset} does not fit in \
-         the {size} imported bytes"
-    )]
-    ArrayFootprint {
-        /// Offset of the array in the import.
-        offset: u64,
-        /// Bytes the array covers in the driver's layout, all levels included.
-        footprint: u64,
-        /// Bytes imported.
-        size: u64,
-    },
     /// The operation needs a permission the object does not have.
     #[error("permission denied: {0}")]
     PermissionDenied(&'static str),
-    /// A CUDA driver call failed.
-    #[error("{function} failed: CUDA error {code} ({name})")]
-    Cuda {
-        /// The CUDA function that failed.
-        function: &'static str,
-        /// The `CUresult` value.
-        code: u32,
-        /// The `CUresult` name, when known.
-        name: &'static str,
-    },
-    /// No usable CUDA driver or device; the message says what to do instead.
-    #[error("CUDA is not available: {reason}")]
-    CudaUnavailable {
-        /// What is missing and what to use instead.
-        reason: String,
-    },
-    /// A Vulkan call failed (feature `vulkan`).
-    #[error("{function} failed: VkResult {code} ({})", vk_result_name(*code))]
-    Vulkan {
-        /// The Vulkan function that failed.
-        function: &'static str,
-        /// The `VkResult` value.
-        code: i32,
-    },
-    /// No usable Vulkan loader, driver or device; the message says what was looked for and what
-    /// was found.
-    #[error("Vulkan is not available: {reason}")]
-    VulkanUnavailable {
-        /// What is missing, what was found instead and what to do.
-        reason: String,
-    },
     /// A handle given to one of the constructors that adopt handles of other libraries
     /// (`from_foreign`, `from_raw_owned`) was NULL. Nothing was created or freed.
     #[error("the foreign {what} is NULL")]
@@ -469,6 +377,137 @@ pub enum Error {
         what: &'static str,
         /// Its capacity.
         max: usize,
+    },
+    /// A CUDA failure: a driver call, a missing driver or device, or an array mapping that would
+    /// not fit (see [`CudaError`]).
+    #[error(transparent)]
+    Cuda(#[from] CudaError),
+    /// A Vulkan failure: a call, or a missing loader, driver or device (see [`VulkanError`]).
+    #[error(transparent)]
+    Vulkan(#[from] VulkanError),
+    /// A frame-ring failure: a wait that ran out of time, or a stream its producer ended (see
+    /// [`RingError`]).
+    #[error(transparent)]
+    Ring(#[from] RingError),
+    /// An NvSciIpc failure: an endpoint that cannot be used, a peer that went away, or a wait
+    /// that ran out of time (see [`IpcError`]).
+    #[error(transparent)]
+    Ipc(#[from] IpcError),
+}
+
+/// A failure of the CUDA layer ([`Error::Cuda`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CudaError {
+    /// A CUDA driver call failed.
+    #[error("{function} failed: CUDA error {code} ({name})")]
+    Call {
+        /// The CUDA function that failed.
+        function: &'static str,
+        /// The `CUresult` value.
+        code: u32,
+        /// The `CUresult` name, when known.
+        name: &'static str,
+    },
+    /// No usable CUDA driver or device; the message says what to do instead.
+    #[error("CUDA is not available: {reason}")]
+    Unavailable {
+        /// What is missing and what to use instead.
+        reason: String,
+    },
+    /// A CUDA array mapping would reach past the memory it maps: in the driver's own layout
+    /// ([`cuda::CudaGpu::array_footprint`](crate::cuda::CudaGpu::array_footprint)) the array
+    /// covers `footprint` bytes from `offset`, and the import holds `size`. The driver itself
+    /// does not check this: such a mapping would overlap whatever follows the import.
+    #[error(
+        "a CUDA array covering {footprint} bytes (the driver's layout) at offset {offset} does not fit in \
+         the {size} imported bytes"
+    )]
+    ArrayFootprint {
+        /// Offset of the array in the import.
+        offset: u64,
+        /// Bytes the array covers in the driver's layout, all levels included.
+        footprint: u64,
+        /// Bytes imported.
+        size: u64,
+    },
+}
+
+/// A failure of the Vulkan layer ([`Error::Vulkan`], feature `vulkan`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VulkanError {
+    /// A Vulkan call failed.
+    #[error("{function} failed: VkResult {code} ({})", vk_result_name(*code))]
+    Call {
+        /// The Vulkan function that failed.
+        function: &'static str,
+        /// The `VkResult` value.
+        code: i32,
+    },
+    /// No usable Vulkan loader, driver or device; the message says what was looked for and what
+    /// was found.
+    #[error("Vulkan is not available: {reason}")]
+    Unavailable {
+        /// What is missing, what was found instead and what to do.
+        reason: String,
+    },
+}
+
+/// A failure of the frame ring ([`Error::Ring`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RingError {
+    /// A frame-ring operation ran out of time; `detail` names who holds the frame or whose
+    /// fence did not expire.
+    #[error("{detail}")]
+    Timeout {
+        /// Who or what the ring waited for.
+        detail: String,
+        /// The ring's timeout, in microseconds.
+        timeout_us: i64,
+    },
+    /// The producer at the other end of an IPC endpoint ended its frame stream (its ring's
+    /// producer was dropped): no more frames will come.
+    #[error("IPC endpoint `{endpoint}`: the producer ended the frame stream")]
+    Ended {
+        /// The endpoint's name.
+        endpoint: String,
+    },
+}
+
+/// A failure of the NvSciIpc layer ([`Error::Ipc`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IpcError {
+    /// An IPC endpoint could not be used: `endpoint` names it, `reason` says what happened (not
+    /// configured, busy, peer gone, message too large, ...).
+    #[error("IPC endpoint `{endpoint}`: {reason}")]
+    Endpoint {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What went wrong.
+        reason: String,
+        /// The NvSci status code behind it, if any.
+        code: Option<NvSciError>,
+    },
+    /// The peer process of an endpoint went away (closed or reset its endpoint, or exited).
+    #[error("IPC endpoint `{endpoint}`: the peer is gone (connection reset) during {during}")]
+    PeerGone {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What was being done.
+        during: &'static str,
+    },
+    /// An IPC operation ran out of time.
+    #[error("IPC endpoint `{endpoint}`: {during} timed out after {timeout_us} us")]
+    Timeout {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What was being waited for.
+        during: &'static str,
+        /// The timeout that expired, in microseconds.
+        timeout_us: i64,
     },
 }
 
@@ -669,14 +708,14 @@ pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
 
 #[cfg(all(test, feature = "vulkan"))]
 mod tests {
-    use super::Error;
+    use super::{Error, VulkanError};
 
     /// Values from the Vulkan specification's `VkResult` table.
     #[test]
     fn vulkan_results_are_named_by_ash() {
-        let e = Error::Vulkan { function: "vkAllocateMemory", code: -2 };
+        let e = Error::Vulkan(VulkanError::Call { function: "vkAllocateMemory", code: -2 });
         assert_eq!(e.to_string(), "vkAllocateMemory failed: VkResult -2 (VK_ERROR_OUT_OF_DEVICE_MEMORY)");
-        let e = Error::Vulkan { function: "vkGetMemoryFdKHR", code: -1000072003 };
+        let e = Error::Vulkan(VulkanError::Call { function: "vkGetMemoryFdKHR", code: -1000072003 });
         assert!(e.to_string().ends_with("(VK_ERROR_INVALID_EXTERNAL_HANDLE)"), "{e}");
     }
 }

@@ -71,7 +71,10 @@ pub mod vulkan;
 
 pub use attr::{AttrElem, Key};
 pub use attr_list::{AttrList, AttrListRef, Family};
-pub use error::{Culprit, Error, NvSciError, Result, UnsupportedReason, MAX_CONFLICT_KEYS};
+pub use error::{
+    CudaError, Culprit, Error, IpcError, NvSciError, Result, RingError, UnsupportedReason, VulkanError,
+    MAX_CONFLICT_KEYS,
+};
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};
 pub use list_state::ListState;

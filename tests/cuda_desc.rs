@@ -3,7 +3,7 @@
 #![cfg(feature = "cuda")]
 
 use nvsci::cuda::{self, MemSync};
-use nvsci::Error;
+use nvsci::{CudaError, Error};
 
 fn bytes<T>(v: &T) -> &[u8] {
     // SAFETY: reading the bytes of a plain C struct for inspection; only bytes of initialised
@@ -154,15 +154,15 @@ fn memsync_decision_table() {
 fn no_gpu_paths_return_typed_errors() {
     // A device ordinal that cannot exist is an error on every machine, never a panic.
     match cuda::CudaGpu::open(4096) {
-        Err(Error::CudaUnavailable { reason }) => assert!(reason.contains("mock"), "{reason}"),
-        other => panic!("expected CudaUnavailable, got {other:?}"),
+        Err(Error::Cuda(CudaError::Unavailable { reason })) => assert!(reason.contains("mock"), "{reason}"),
+        other => panic!("expected CudaError::Unavailable, got {other:?}"),
     }
     if !cuda::driver_present() {
         match cuda::CudaGpu::open(0) {
-            Err(Error::CudaUnavailable { reason }) => {
+            Err(Error::Cuda(CudaError::Unavailable { reason })) => {
                 assert!(reason.contains("libcuda"), "{reason}");
             }
-            other => panic!("expected CudaUnavailable without a driver, got {other:?}"),
+            other => panic!("expected CudaError::Unavailable without a driver, got {other:?}"),
         }
         assert!(!cuda::nvsci_sync_attrs_available());
     }
@@ -177,7 +177,7 @@ fn the_former_name_still_builds() {
         g.gpu_id()
     }
     let opened: nvsci::Result<cuda::CudaDevice> = cuda::CudaDevice::open(4096);
-    assert!(matches!(opened, Err(Error::CudaUnavailable { .. })));
+    assert!(matches!(opened, Err(Error::Cuda(CudaError::Unavailable { .. }))));
     if let Ok(d) = opened {
         takes_new(&d);
     }

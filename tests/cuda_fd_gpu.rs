@@ -7,7 +7,7 @@ mod common;
 
 use common::{gpu, open_fds, serial};
 use nvsci::cuda::{CudaSemaphore, ExportableAllocation, ExternalMemory, ReadWrite, SemaphoreKind};
-use nvsci::Error;
+use nvsci::{CudaError, Error};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 const N: usize = 1000;
@@ -35,7 +35,11 @@ fn failures(what: &str, mut f: impl FnMut() -> Result<(), Error>) -> isize {
     let before = open_fds() as isize;
     for i in 0..N {
         match f() {
-            Err(Error::Cuda { .. } | Error::InvalidArgument { .. } | Error::Unsupported { .. }) => {}
+            Err(
+                Error::Cuda(CudaError::Call { .. })
+                | Error::InvalidArgument { .. }
+                | Error::Unsupported { .. },
+            ) => {}
             other => panic!("{what}, attempt {i}: expected a typed failure, got {other:?}"),
         }
     }

@@ -8,7 +8,7 @@ use common::{expected_pattern, gpu, open_fds, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{self, CudaGpu, ExportableAllocation, ExternalMemory, ReadOnly, ReadWrite};
-use nvsci::Error;
+use nvsci::{CudaError, Error};
 
 fn fill(dev: &CudaGpu, ptr: u64, n: usize, seed: u32) {
     let module = dev.context().load_module(Ptx::from_src(FILL_PATTERN_PTX)).expect("load PTX");
@@ -163,7 +163,7 @@ fn failed_fd_import_closes_the_fd_once() {
     // by us, and nothing aborts on a double close.
     let r = ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, fd, 4096, false);
     eprintln!("after: fd {n} -> {:?}; result {r:?}", std::fs::read_link(format!("/proc/self/fd/{n}")));
-    assert!(matches!(r, Err(Error::Cuda { .. })), "{r:?}");
+    assert!(matches!(r, Err(Error::Cuda(CudaError::Call { .. }))), "{r:?}");
     assert_eq!(open_fds(), before);
     let _ = std::fs::remove_file(path);
 }
@@ -274,7 +274,7 @@ fn array_desc(offset: u64, width: usize, height: usize, channels: u32, levels: u
 
 /// `map_array` checks the array's footprint in the driver's layout, not only its packed
 /// texels: an array whose packed texels fit at the end of the import but whose tiled layout
-/// reaches past it is refused with `Error::ArrayFootprint`; placed where its footprint fits,
+/// reaches past it is refused with `CudaError::ArrayFootprint`; placed where its footprint fits,
 /// the same array maps, round-trips and leaves the bytes before it alone. Mip chains count all
 /// their levels.
 #[test]
@@ -299,7 +299,7 @@ fn map_array_checks_the_real_footprint() {
     assert!(fp.size > packed, "{fp:?}: the driver's layout should cover more than the {packed} packed bytes");
     let tail = size - packed;
     match mem.map_array(array_desc(tail, w, h, 1, 1)) {
-        Err(Error::ArrayFootprint { offset, footprint, size: imported }) => {
+        Err(Error::Cuda(CudaError::ArrayFootprint { offset, footprint, size: imported })) => {
             assert_eq!((offset, footprint, imported), (tail, fp.size, size))
         }
         other => panic!("expected the footprint refusal, got {:?}", other.map(|_| ())),
@@ -318,7 +318,10 @@ fn map_array_checks_the_real_footprint() {
     assert!(whole[..fits as usize] == expected[..fits as usize], "bytes before the array changed");
     if fits + align + packed <= size {
         assert!(
-            matches!(mem.map_array(array_desc(fits + align, w, h, 1, 1)), Err(Error::ArrayFootprint { .. })),
+            matches!(
+                mem.map_array(array_desc(fits + align, w, h, 1, 1)),
+                Err(Error::Cuda(CudaError::ArrayFootprint { .. }))
+            ),
             "one alignment further the footprint reaches past the import"
         );
     }
@@ -330,7 +333,10 @@ fn map_array_checks_the_real_footprint() {
     assert!(chain.size > one.size, "the levels after 0 take memory too");
     let at = (size - one.size) / one.alignment.max(1) * one.alignment.max(1);
     if at + chain.size > size {
-        assert!(matches!(mem.map_array(array_desc(at, 256, 256, 4, 9)), Err(Error::ArrayFootprint { .. })));
+        assert!(matches!(
+            mem.map_array(array_desc(at, 256, 256, 4, 9)),
+            Err(Error::Cuda(CudaError::ArrayFootprint { .. }))
+        ));
     }
     mem.map_array(array_desc(at, 256, 256, 4, 1)).unwrap();
     mem.map_array(array_desc(0, 256, 256, 4, 9)).unwrap();

@@ -12,7 +12,7 @@ use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, NvSci};
+use nvsci::{Error, IpcError, NvSci, NvSciError, RingError};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -137,7 +137,7 @@ fn consume(c: &mut Consumer, who: &str) -> u64 {
     loop {
         let f = match c.acquire() {
             Ok(f) => f,
-            Err(Error::RingEnded { .. }) => return n,
+            Err(Error::Ring(RingError::Ended { .. })) => return n,
             Err(e) => panic!("{who}: acquire failed after {n} frames: {e:?}"),
         };
         assert_eq!(f.sequence(), n, "{who}: frames arrive in order");
@@ -229,7 +229,10 @@ fn child_process_entry() {
                 })
                 .unwrap();
             }
-            assert!(matches!(c.acquire(), Err(Error::RingEnded { .. })), "the producer ended the stream");
+            assert!(
+                matches!(c.acquire(), Err(Error::Ring(RingError::Ended { .. }))),
+                "the producer ended the stream"
+            );
             let host = stream.clone_dtoh(&copies).unwrap();
             for t in 0..frames as usize {
                 check(&host[t * n..(t + 1) * n], t as u64, &ep_name);
@@ -369,8 +372,8 @@ fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
         p.present(f).unwrap();
     };
     assert!(
-        matches!(err, Error::IpcPeerGone { ref endpoint, .. } if endpoint == "ring_0"),
-        "expected IpcPeerGone naming ring_0, got {err:?}"
+        matches!(err, Error::Ipc(IpcError::PeerGone { ref endpoint, .. }) if endpoint == "ring_0"),
+        "expected IpcError::PeerGone naming ring_0, got {err:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(5), "noticed within the timeout");
     let _ = wait_child(child, Duration::from_secs(30));
@@ -454,7 +457,7 @@ fn two_consumer_processes_and_one_in_process_consumer_each_verify_a_thousand_fra
 }
 
 /// A consumer process that dies mid-stream does not hang the producer: its next acquire
-/// reports `IpcPeerGone` naming that consumer's endpoint once, the consumer is dropped from the
+/// reports `IpcError::PeerGone` naming that consumer's endpoint once, the consumer is dropped from the
 /// multicast, and the other process and the in-process consumer receive every frame.
 #[test]
 fn a_consumer_process_that_dies_mid_stream_is_dropped_from_the_multicast() {
@@ -487,8 +490,8 @@ fn a_consumer_process_that_dies_mid_stream_is_dropped_from_the_multicast() {
     }
     assert_eq!(errors.len(), 1, "one error, once: {errors:?}");
     assert!(
-        matches!(&errors[0], Error::IpcPeerGone { endpoint, .. } if endpoint == "mc_a_0"),
-        "expected IpcPeerGone naming mc_a_0, got {errors:?}"
+        matches!(&errors[0], Error::Ipc(IpcError::PeerGone { endpoint, .. }) if endpoint == "mc_a_0"),
+        "expected IpcError::PeerGone naming mc_a_0, got {errors:?}"
     );
     let c = local.join().unwrap();
     drop(p);
@@ -637,27 +640,33 @@ fn endpoint_names_are_checked() {
     let _g = use_dir(&dir);
     let ipc = Ipc::mock().unwrap();
     match IpcEndpoint::open(&ipc, "not_there") {
-        Err(Error::Ipc { endpoint, reason, .. }) => {
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, code, .. })) => {
             assert_eq!(endpoint, "not_there");
-            assert!(reason.contains("not configured"), "{reason}");
+            assert_eq!(code, Some(NvSciError(nvsci::sys::NvSciError_NoSuchEntry)), "not configured");
         }
         other => panic!("expected Ipc error, got {other:?}"),
     }
     let a = IpcEndpoint::open(&ipc, "known_0").unwrap();
     match IpcEndpoint::open(&ipc, "known_0") {
-        Err(Error::Ipc { reason, .. }) => assert!(reason.contains("already open"), "{reason}"),
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, code, .. })) => {
+            assert_eq!(endpoint, "known_0");
+            assert_eq!(code, Some(NvSciError(nvsci::sys::NvSciError_Busy)), "already open");
+        }
         other => panic!("expected Busy, got {other:?}"),
     }
+    // Names the library would not take are refused before the call (no status code).
     let long = "x".repeat(64);
-    assert!(matches!(IpcEndpoint::open(&ipc, &long), Err(Error::Ipc { .. })));
-    assert!(matches!(IpcEndpoint::open(&ipc, "a\0b"), Err(Error::Ipc { .. })));
+    assert!(matches!(IpcEndpoint::open(&ipc, &long), Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))));
+    assert!(matches!(
+        IpcEndpoint::open(&ipc, "a\0b"),
+        Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))
+    ));
     assert_eq!(a.info().frame_size, 4096);
     assert_eq!(a.info().frames, 16);
     // Nobody at the other end: connecting times out with a typed error.
     let t = Some(Duration::from_millis(50));
-    assert!(
-        matches!(a.wait_connected(t), Err(Error::IpcTimeout { ref endpoint, .. }) if endpoint == "known_0")
-    );
+    assert!(matches!(a.wait_connected(t), Err(Error::Ipc(IpcError::Timeout { ref endpoint, .. }))
+            if endpoint == "known_0"));
     drop(a);
     drop(ipc);
     ledger_is_clean();
@@ -687,9 +696,12 @@ fn frames_and_messages_round_trip_and_oversize_frames_are_refused() {
     let big: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
     b.send_message(&big, T).unwrap();
     assert_eq!(a.recv_message(T).unwrap(), big);
-    assert!(matches!(a.write(&vec![0u8; 4097], T), Err(Error::Ipc { .. })));
+    assert!(matches!(a.write(&vec![0u8; 4097], T), Err(Error::Ipc(IpcError::Endpoint { .. }))));
     // Nothing to read: a typed timeout.
-    assert!(matches!(a.read(&mut buf, Some(Duration::from_millis(20))), Err(Error::IpcTimeout { .. })));
+    assert!(matches!(
+        a.read(&mut buf, Some(Duration::from_millis(20))),
+        Err(Error::Ipc(IpcError::Timeout { .. }))
+    ));
     // The event descriptor reports readable data.
     b.write(b"x", T).unwrap();
     let mut p =
@@ -1087,8 +1099,14 @@ fn reads_and_writes_on_an_unconnected_endpoint_fail_instead_of_retrying() {
         rx.recv_timeout(Duration::from_secs(10)).expect("a write or read on an unconnected endpoint hung");
     worker.join().unwrap();
     let invalid_state = nvsci::NvSciError(nvsci::sys::NvSciError_InvalidState);
-    assert!(matches!(w, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{w:?}");
-    assert!(matches!(r, Err(Error::Ipc { code: Some(c), .. }) if c == invalid_state), "{r:?}");
+    assert!(
+        matches!(w, Err(Error::Ipc(IpcError::Endpoint { code: Some(c), .. })) if c == invalid_state),
+        "{w:?}"
+    );
+    assert!(
+        matches!(r, Err(Error::Ipc(IpcError::Endpoint { code: Some(c), .. })) if c == invalid_state),
+        "{r:?}"
+    );
     drop(a);
     drop(ipc);
     ledger_is_clean();
@@ -1175,7 +1193,7 @@ fn reads_and_writes_poll_events_first() {
 
 /// A peer that closes its endpoint and opens it again (a restarted process) is a new session:
 /// the channel is re-established and NvSciIpc reports CONN_RESET, then CONN_EST, each once. An
-/// endpoint that saw the reset, whoever collected the event, keeps failing with `IpcPeerGone`
+/// endpoint that saw the reset, whoever collected the event, keeps failing with `IpcError::PeerGone`
 /// instead of writing the old session's frames to the new peer.
 #[test]
 fn a_restarted_peer_is_not_the_old_session() {
@@ -1198,8 +1216,10 @@ fn a_restarted_peer_is_not_the_old_session() {
     });
     events_until(&a, |e| e.connected());
     let b = restarted.join().unwrap();
-    let peer_gone =
-        |r: &nvsci::Result<()>| matches!(r, Err(Error::IpcPeerGone { endpoint, .. }) if endpoint == "r_0");
+    let peer_gone = |r: &nvsci::Result<()>| match r {
+        Err(Error::Ipc(IpcError::PeerGone { endpoint, .. })) => endpoint == "r_0",
+        _ => false,
+    };
     let w = a.write(b"two", T);
     assert!(peer_gone(&w), "a write after a reset reached the restarted peer: {w:?}");
     let r = a.read(&mut buf, Some(Duration::from_millis(50))).map(drop);
@@ -1221,9 +1241,9 @@ fn a_reset_collected_by_a_write_is_not_lost() {
     drop(b);
     let b = IpcEndpoint::open(&ipc, "s_1").unwrap();
     // The peer opened again and connects as soon as `a` listens again, which it does once it is
-    // used: a write on the old session must come back as IpcPeerGone.
+    // used: a write on the old session must come back as IpcError::PeerGone.
     let w = a.write(b"stale", T);
-    assert!(matches!(w, Err(Error::IpcPeerGone { .. })), "{w:?}");
+    assert!(matches!(w, Err(Error::Ipc(IpcError::PeerGone { .. }))), "{w:?}");
     drop((a, b, ipc));
     ledger_is_clean();
 }
@@ -1244,7 +1264,8 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     }
     let full = a.write(&[4], Some(Duration::from_millis(50)));
     assert!(
-        matches!(full, Err(Error::IpcTimeout { during: "write", ref endpoint, .. }) if endpoint == "f_0"),
+        matches!(full, Err(Error::Ipc(IpcError::Timeout { during: "write", ref endpoint, .. }))
+            if endpoint == "f_0"),
         "a fifth frame fit in a channel of four: {full:?}"
     );
     let mut one = [0u8; 1];
@@ -1252,7 +1273,10 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     assert_eq!(one, [0]);
     // The read made room for exactly one more.
     a.write(&[4], T).unwrap();
-    assert!(matches!(a.write(&[5], Some(Duration::from_millis(50))), Err(Error::IpcTimeout { .. })));
+    assert!(matches!(
+        a.write(&[5], Some(Duration::from_millis(50))),
+        Err(Error::Ipc(IpcError::Timeout { .. }))
+    ));
     for want in 1..=4u8 {
         b.read(&mut one, T).unwrap();
         assert_eq!(one, [want]);
@@ -1349,7 +1373,10 @@ fn a_failed_send_keeps_a_live_consumer_process_and_its_held_slot() {
         assert_eq!((f2.sequence(), f2.index()), (2, 0));
         check(&c.cpu_read(&f2).unwrap(), 2, "frame 2");
         c.release(f2).unwrap();
-        assert!(matches!(c.acquire(), Err(Error::RingEnded { .. })), "the producer ended the stream");
+        assert!(
+            matches!(c.acquire(), Err(Error::Ring(RingError::Ended { .. }))),
+            "the producer ended the stream"
+        );
     });
     let mut p = endpoint_ring(&lib, &ipc, &["sf_0"], 2, timeout);
     produce(&mut p, 1);
@@ -1403,7 +1430,7 @@ fn a_frame_a_consumer_process_fails_to_take_is_handed_back() {
         loop {
             let f = match c.acquire() {
                 Ok(f) => f,
-                Err(Error::RingEnded { .. }) => break,
+                Err(Error::Ring(RingError::Ended { .. })) => break,
                 Err(e) => panic!("acquire failed after frames {seen:?}: {e:?}"),
             };
             check(&c.cpu_read(&f).unwrap(), f.sequence(), "consumer");
@@ -1463,7 +1490,7 @@ fn ending_the_stream_tells_every_consumer_process_before_waiting_for_their_frame
     drop(p);
     assert_eq!(a.join().unwrap(), frames, "consumer a took every frame");
     let (end, released) = b.join().unwrap();
-    assert!(matches!(end, Err(Error::RingEnded { .. })), "consumer b was told the end: {end:?}");
+    assert!(matches!(end, Err(Error::Ring(RingError::Ended { .. }))), "consumer b was told the end: {end:?}");
     assert!(released.is_ok(), "the producer took b's last frame back: {released:?}");
     drop(ipc);
     ledger_is_clean();

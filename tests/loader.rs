@@ -4,7 +4,7 @@
 #![cfg(feature = "mock")]
 
 use nvsci::sys::loader::{LoadError, JETPACK5_LIB_DIR, JETPACK6_LIB_DIR};
-use nvsci::{Error, Implementation, NvSci};
+use nvsci::{Error, Implementation, IpcError, NvSci, NvSciError};
 use std::path::Path;
 
 mod common;
@@ -109,6 +109,8 @@ fn a_file_that_is_not_a_loadable_library_reports_the_loaders_reason() {
 fn loading_from_no_directory_says_so() {
     // SAFETY: nothing is loaded from an empty list.
     let err = unsafe { NvSci::load_from_dirs(&[]) }.unwrap_err();
+    assert!(matches!(&err, Error::Load(LoadError::NotFound { tried, .. }) if tried.is_empty()), "{err:?}");
+    // The message says why nothing was tried instead of listing nothing.
     let msg = err.to_string();
     assert!(msg.contains("no directory was given"), "{msg}");
     assert!(!msg.contains("tried: ."), "{msg}");
@@ -127,9 +129,9 @@ fn nvsciipc_loads_through_dlopen_under_its_real_name() {
     assert!(!ipc.is_mock(), "loaded through the real loader, not the in-process mock");
     // The shared object's copy of the mock has no configuration: the name is unknown.
     match nvsci::ipc::IpcEndpoint::open(&ipc, "nvscisync_a_0") {
-        Err(Error::Ipc { endpoint, reason, .. }) => {
+        Err(Error::Ipc(IpcError::Endpoint { endpoint, code, .. })) => {
             assert_eq!(endpoint, "nvscisync_a_0");
-            assert!(reason.contains("not configured"), "{reason}");
+            assert_eq!(code, Some(NvSciError(nvsci::sys::NvSciError_NoSuchEntry)), "not configured");
         }
         other => panic!("expected a not-configured error, got {other:?}"),
     }
@@ -138,10 +140,13 @@ fn nvsciipc_loads_through_dlopen_under_its_real_name() {
     // Nothing under either name: every path tried is listed.
     // SAFETY: the directory does not exist; nothing is loaded.
     let err = unsafe { nvsci::ipc::Ipc::load_from_dirs(&["/nonexistent/ipc".into()]) }.unwrap_err();
-    let text = err.to_string();
+    let Error::Load(LoadError::NotFound { tried, .. }) = &err else {
+        panic!("expected NotFound, got {err:?}")
+    };
+    let paths: Vec<&str> = tried.iter().map(|a| a.path.as_str()).collect();
     assert!(
-        text.contains("/nonexistent/ipc/libnvsciipc.so")
-            && text.contains("/nonexistent/ipc/libnvsciipc.so.1"),
-        "{text}"
+        paths.contains(&"/nonexistent/ipc/libnvsciipc.so")
+            && paths.contains(&"/nonexistent/ipc/libnvsciipc.so.1"),
+        "{paths:?}"
     );
 }

@@ -5,7 +5,7 @@
 
 use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, NvSci};
+use nvsci::{Error, NvSci, RingError};
 use std::time::{Duration, Instant};
 
 fn ring(frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
@@ -90,7 +90,7 @@ fn a_release_fence_that_never_expires_times_out_naming_the_consumer() {
     let obj = cs[1].release_sync().unwrap().clone();
     cs[1].release_after(g, obj.generate_fence().unwrap()).unwrap();
     match p.acquire() {
-        Err(Error::RingTimeout { detail, .. }) => {
+        Err(Error::Ring(RingError::Timeout { detail, .. })) => {
             assert!(detail.contains("release fence of consumer 1 for slot 0"), "{detail}")
         }
         other => panic!("expected a ring timeout, got {other:?}"),
@@ -219,7 +219,10 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     let g = cs[0].acquire().unwrap();
     assert!(matches!(cs[0].release_after(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
     let g = cs[0].acquire().unwrap_err();
-    assert!(matches!(g, Error::RingTimeout { .. }), "the refused release dropped the frame: {g:?}");
+    assert!(
+        matches!(g, Error::Ring(RingError::Timeout { .. })),
+        "the refused release dropped the frame: {g:?}"
+    );
 }
 
 /// A party's engine is fixed when the ring is built: a CPU party's frames are waited on the CPU

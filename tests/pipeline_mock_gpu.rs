@@ -272,7 +272,7 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
         points += 1;
         match r {
             Err(e) => {
-                assert!(e.to_string().contains(function), "call {nth} of {function} surfaced as `{e}`");
+                assert!(fails_in(&e, function), "call {nth} of {function} surfaced as {e:?}");
                 assert_eq!(after, before, "failing call {nth} of {function} leaked");
                 surfaced += 1;
             }
@@ -303,6 +303,19 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
         absorbed.join(", ")
     );
     assert!(calls.contains(&"SyncObjGenerateEngineFence") && calls.contains(&"BufObjGetHostMemory"));
+}
+
+/// Whether `e` is the injected failure of `function`: the call's status as the library returned
+/// it (`NvSci`), or explained by the crate (`AttrRefused`, `Refused`), naming the function and
+/// keeping the injected code.
+fn fails_in(e: &Error, function: &str) -> bool {
+    let injected = nvsci::NvSciError(nvsci_sys::NvSciError_InsufficientMemory);
+    match e {
+        Error::NvSci { function: f, code }
+        | Error::AttrRefused { function: f, code, .. }
+        | Error::Refused { function: f, code, .. } => *f == function && *code == injected,
+        _ => false,
+    }
 }
 
 #[path = "../examples/support/nv12_pattern.rs"]

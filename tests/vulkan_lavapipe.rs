@@ -16,7 +16,7 @@ use common::own_vulkan::OwnVulkan;
 use nvsci::cuda::cudarc::driver::sys::{self, CUarray_format};
 use nvsci::vulkan::ash::vk;
 use nvsci::vulkan::*;
-use nvsci::Error;
+use nvsci::{CudaError, Error, VulkanError};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -97,11 +97,11 @@ fn missing_loader_is_a_typed_error() {
         ..Default::default()
     });
     match r {
-        Err(Error::VulkanUnavailable { reason }) => {
+        Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
             assert!(reason.contains("/nonexistent/libvulkan.so.1"), "{reason}");
             assert!(reason.contains("libvulkan1"), "the message says what to install: {reason}");
         }
-        other => panic!("expected VulkanUnavailable, got {other:?}"),
+        other => panic!("expected VulkanError::Unavailable, got {other:?}"),
     }
 }
 
@@ -132,11 +132,11 @@ fn selection_by_uuid_matches_and_a_mismatch_explains_itself() {
     assert_eq!(again.info(), ctx.info());
     let wrong = nvsci::buf::GpuId([0xab; 16]);
     match VulkanContext::new(DeviceSelection::Uuid(wrong)) {
-        Err(Error::VulkanUnavailable { reason }) => {
+        Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
             assert!(reason.contains("abababab-abab-abab-abab-abababababab"), "{reason}");
             assert!(reason.contains(&ctx.info().name), "the devices found are listed: {reason}");
         }
-        other => panic!("expected VulkanUnavailable, got {other:?}"),
+        other => panic!("expected VulkanError::Unavailable, got {other:?}"),
     }
 }
 
@@ -342,7 +342,11 @@ fn vulkan_backend_without_cuda_is_a_typed_error() {
             let ctx = b.vulkan().expect("the Vulkan backend has a Vulkan context");
             assert!(semaphore_export_support(ctx).timeline, "{:?}", ctx.info());
         }
-        Err(e @ (Error::CudaUnavailable { .. } | Error::Cuda { .. } | Error::VulkanUnavailable { .. })) => {
+        Err(
+            e @ (Error::Cuda(CudaError::Unavailable { .. })
+            | Error::Cuda(CudaError::Call { .. })
+            | Error::Vulkan(VulkanError::Unavailable { .. })),
+        ) => {
             eprintln!("refused as expected: {e}")
         }
         Err(Error::Unsupported { what, reason }) => {
@@ -763,7 +767,9 @@ fn adopt_refuses_what_it_cannot_use() {
     // SAFETY: as in `adopted_device_is_used_and_left_to_its_owner`; the refused adoption keeps
     // nothing.
     match unsafe { VulkanContext::adopt(bad) } {
-        Err(Error::VulkanUnavailable { reason }) => assert!(reason.contains("queue family 99"), "{reason}"),
+        Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
+            assert!(reason.contains("queue family 99"), "{reason}")
+        }
         other => panic!("expected a refusal naming the queue family, got {other:?}"),
     }
     own.destroy();
@@ -774,7 +780,9 @@ fn adopt_refuses_what_it_cannot_use() {
     // SAFETY: as above, except that the device lacks VK_KHR_external_memory_fd: what the check
     // must find (the entry point does not resolve on a device that did not enable it).
     match unsafe { VulkanContext::adopt(existing) } {
-        Err(Error::VulkanUnavailable { reason }) => assert!(reason.contains("vkGetMemoryFdKHR"), "{reason}"),
+        Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
+            assert!(reason.contains("vkGetMemoryFdKHR"), "{reason}")
+        }
         other => panic!("expected a refusal naming VK_KHR_external_memory_fd, got {other:?}"),
     }
     own.destroy();

@@ -3,7 +3,7 @@
 use super::driver::driver_present;
 use super::result::from_driver;
 use crate::buf::GpuId;
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use cudarc::driver::{CudaContext, CudaStream};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,22 +47,24 @@ pub type CudaDevice = CudaGpu;
 impl CudaGpu {
     /// Opens device `ordinal` with its primary context (cudarc's `CudaContext::new`, which is
     /// also the context the CUDA runtime uses). No driver, no device or an invalid ordinal give
-    /// [`Error::CudaUnavailable`] (never a panic).
+    /// [`CudaError::Unavailable`] (never a panic).
     pub fn open(ordinal: usize) -> Result<Self> {
         if !driver_present() {
-            return Err(Error::CudaUnavailable {
+            return Err(Error::Cuda(CudaError::Unavailable {
                 reason: "libcuda.so (the NVIDIA driver's CUDA library) was not found; install the \
                          NVIDIA driver, or use the mock backend for CPU-only runs"
                     .into(),
-            });
+            }));
         }
-        let count = CudaContext::device_count().map_err(|e| Error::CudaUnavailable {
-            reason: format!("the CUDA driver found no usable device ({e}); use the mock backend"),
+        let count = CudaContext::device_count().map_err(|e| {
+            Error::Cuda(CudaError::Unavailable {
+                reason: format!("the CUDA driver found no usable device ({e}); use the mock backend"),
+            })
         })?;
         if count <= 0 || ordinal >= count as usize {
-            return Err(Error::CudaUnavailable {
+            return Err(Error::Cuda(CudaError::Unavailable {
                 reason: format!("CUDA device {ordinal} requested but {count} present; use the mock backend"),
-            });
+            }));
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| from_driver("cuDevicePrimaryCtxRetain", e))?;
         Self::from_context(ctx)
@@ -76,7 +78,7 @@ impl CudaGpu {
     ///
     /// Nothing is created: the context is shared (the `Arc` is kept, so it lives at least as
     /// long as the returned value and everything made with it). Fails only when the device's
-    /// UUID cannot be read (`cuDeviceGetUuid`), as [`Error::Cuda`].
+    /// UUID cannot be read (`cuDeviceGetUuid`), as [`CudaError::Call`].
     pub fn from_context(ctx: Arc<CudaContext>) -> Result<Self> {
         let uuid = ctx.uuid().map_err(|e| from_driver("cuDeviceGetUuid", e))?;
         let mut id = [0u8; 16];

@@ -12,7 +12,7 @@ use super::memsync::{self, CoherencyGuard};
 use super::result::{cu, memory as mem, CUDA_ERROR_NOT_SUPPORTED};
 use super::teardown::succeeded;
 use crate::buf::{BufObj, ColorFormat, ImageLayout, Perm, PlaneLayout};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, CudaError, Error, Result};
 use crate::GpuInterop;
 use core::marker::PhantomData;
 use cudarc::driver::result::{external_memory, memory_free};
@@ -138,7 +138,7 @@ fn import(
     // caller keeps an NvSciBuf object alive with the import, and reclaims an fd the driver did
     // not take).
     match unsafe { mem::import_external_memory(d) } {
-        Err(Error::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, .. }) if what == "NvSciBuf" => {
+        Err(Error::Cuda(CudaError::Call { code: CUDA_ERROR_NOT_SUPPORTED, .. })) if what == "NvSciBuf" => {
             Err(Error::Unsupported {
                 what: "importing NvSciBuf memory into CUDA",
                 reason: crate::error::UnsupportedReason::CudaWithoutNvSciBuf,
@@ -379,7 +379,7 @@ impl<A: Access> ExternalMemory<A> {
     /// not check it against the import (on an H100 an array reaching past the import is mapped
     /// and overlaps whatever follows). Where the driver reports the footprint of an array of
     /// this description, all levels included ([`CudaGpu::array_footprint`]), a mapping whose
-    /// `offset + footprint` exceeds the import is refused with [`Error::ArrayFootprint`]: for
+    /// `offset + footprint` exceeds the import is refused with [`CudaError::ArrayFootprint`]: for
     /// arrays carved out of linear memory (a non-dedicated opaque-fd import). Memory that belongs
     /// to one image (a dedicated Vulkan allocation, an NvSciBuf image) was sized for its layout by
     /// the driver, and CUDA's footprint, rounded to its allocation granularity, would refuse it
@@ -475,11 +475,11 @@ impl<A: Access> ExternalMemory<A> {
         let footprint = if carved { self.inner.dev.array_footprint(&a)? } else { None };
         if let Some(f) = footprint {
             if a.offset.checked_add(f.size).is_none_or(|end| end > self.inner.size) {
-                return Err(Error::ArrayFootprint {
+                return Err(Error::Cuda(CudaError::ArrayFootprint {
                     offset: a.offset,
                     footprint: f.size,
                     size: self.inner.size,
-                });
+                }));
             }
             if f.alignment > 0 && !a.offset.is_multiple_of(f.alignment) {
                 log::debug!(

@@ -6,7 +6,7 @@ use super::host::HostRegistration;
 use super::memsync::{self, MemSync};
 use super::result::{cu, semaphore as sem, CUDA_ERROR_NOT_SUPPORTED};
 use super::teardown::succeeded;
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use crate::sync::{Fence, SyncObj};
 use crate::GpuInterop;
 use cudarc::driver::result::{event, stream as cu_stream};
@@ -57,7 +57,7 @@ fn import(dev: &CudaGpu, d: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, nvsci: bo
     // SAFETY: the descriptor is complete and its handle valid for the call (the caller keeps
     // an NvSciSync object alive with the import, and reclaims an fd the driver did not take).
     let raw = match unsafe { sem::import_external_semaphore(d) } {
-        Err(Error::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, .. }) if nvsci => {
+        Err(Error::Cuda(CudaError::Call { code: CUDA_ERROR_NOT_SUPPORTED, .. })) if nvsci => {
             return Err(Error::Unsupported {
                 what: "importing an NvSciSync object into CUDA",
                 reason: crate::error::UnsupportedReason::CudaWithoutNvSciSync,

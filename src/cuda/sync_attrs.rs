@@ -4,7 +4,7 @@
 use super::device::CudaGpu;
 use super::driver::driver_present;
 use super::result::driver::{device_get_nvsci_sync_attributes, GetNvSciSyncAttributes};
-use crate::error::{Error, Result, UnsupportedReason};
+use crate::error::{CudaError, Error, Result, UnsupportedReason};
 use crate::sync::SyncAttrList;
 use std::sync::OnceLock;
 
@@ -148,7 +148,7 @@ pub fn probe_sync_attrs_entry(dev: &CudaGpu) -> Result<u32> {
     };
     match r {
         Ok(()) => Ok(0),
-        Err(Error::Cuda { code, .. }) => Ok(code),
+        Err(Error::Cuda(CudaError::Call { code, .. })) => Ok(code),
         Err(e) => Err(e),
     }
 }

@@ -2,7 +2,7 @@
 //! the endpoint's event descriptor up to a timeout.
 
 use super::Ipc;
-use crate::error::{Error, NvSciError, Result};
+use crate::error::{Error, IpcError, NvSciError, Result};
 use crate::result::{ipc as nvipc, is_missing};
 use nvsci_sys as sys;
 use std::ffi::CString;
@@ -38,7 +38,7 @@ pub struct EndpointInfo {
 /// first, and the endpoint remembers what they said, whichever call or thread collected them:
 /// once the connection was established and then reset, the session is over and every later
 /// [`read`](Self::read), [`write`](Self::write) and [`wait_connected`](Self::wait_connected)
-/// fails with [`Error::IpcPeerGone`], even if a restarted peer has connected to the channel
+/// fails with [`IpcError::PeerGone`], even if a restarted peer has connected to the channel
 /// meanwhile. Open the endpoint again to talk to the new peer.
 ///
 /// # Threads
@@ -136,11 +136,12 @@ impl IpcEndpoint {
     /// Opens the endpoint `name` (as configured in `/etc/nvsciipc.cfg`, or the mock's
     /// configuration file), resets it so that the connection is established, and reads its
     /// geometry. A name that is not configured, already open, or too long is an
-    /// [`Error::Ipc`] naming it.
+    /// [`IpcError::Endpoint`] naming it.
     pub fn open(ipc: &Ipc, name: &str) -> Result<Self> {
         let fns = &ipc.0.fns;
-        let err =
-            |reason: String, code: Option<NvSciError>| Error::Ipc { endpoint: name.to_owned(), reason, code };
+        let err = |reason: String, code: Option<NvSciError>| {
+            Error::Ipc(IpcError::Endpoint { endpoint: name.to_owned(), reason, code })
+        };
         let cname = CString::new(name).map_err(|_| err("the name contains a NUL byte".into(), None))?;
         if name.is_empty() || name.len() >= sys::NVSCIIPC_MAX_ENDPOINT_NAME as usize {
             return Err(err(
@@ -197,15 +198,15 @@ impl IpcEndpoint {
         Ok(ep)
     }
 
-    /// A failed call on this endpoint as [`Error::Ipc`] naming `function` (an error that is
+    /// A failed call on this endpoint as [`IpcError::Endpoint`] naming `function` (an error that is
     /// not the library's status passes unchanged).
     fn failed(&self, function: &'static str, e: Error) -> Error {
         match e {
-            Error::NvSci { code, .. } => Error::Ipc {
+            Error::NvSci { code, .. } => Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name.clone(),
                 reason: format!("{function} failed"),
                 code: Some(code),
-            },
+            }),
             other => other,
         }
     }
@@ -214,11 +215,11 @@ impl IpcEndpoint {
         if code == sys::NvSciError_Success {
             Ok(())
         } else {
-            Err(Error::Ipc {
+            Err(Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name.clone(),
                 reason: format!("{function} failed"),
                 code: Some(NvSciError(code)),
-            })
+            }))
         }
     }
 
@@ -322,7 +323,7 @@ impl IpcEndpoint {
     }
 
     /// Waits until the connection with the peer endpoint is established, up to `timeout`
-    /// (`None`: without a limit). [`Error::IpcPeerGone`] once the session is over (see the
+    /// (`None`: without a limit). [`IpcError::PeerGone`] once the session is over (see the
     /// type's "Sessions").
     pub fn wait_connected(&self, timeout: Option<Duration>) -> Result<()> {
         let until = deadline(timeout);
@@ -335,11 +336,11 @@ impl IpcEndpoint {
                 return Ok(());
             }
             if !self.wait_event(until) {
-                return Err(Error::IpcTimeout {
+                return Err(Error::Ipc(IpcError::Timeout {
                     endpoint: self.name.clone(),
                     during: "connecting",
                     timeout_us: timeout_micros(timeout),
-                });
+                }));
             }
         }
     }
@@ -350,16 +351,16 @@ impl IpcEndpoint {
     /// The channel holds [`EndpointInfo::frames`] frames per direction: once the peer has that
     /// many unread, `NvSciIpcWriteSafe` answers "write channel is full" (`InsufficientMemory`)
     /// and this waits for the `WRITE` event, which comes when the peer reads. A write that
-    /// finds no room within `timeout` is [`Error::IpcTimeout`]; [`Error::IpcPeerGone`] once
-    /// the session is over; [`Error::Ipc`] (code `InvalidState`) before the connection was
+    /// finds no room within `timeout` is [`IpcError::Timeout`]; [`IpcError::PeerGone`] once
+    /// the session is over; [`IpcError::Endpoint`] (code `InvalidState`) before the connection was
     /// ever established.
     pub fn write(&self, frame: &[u8], timeout: Option<Duration>) -> Result<()> {
         if frame.is_empty() || frame.len() > self.info.frame_size as usize {
-            return Err(Error::Ipc {
+            return Err(Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name.clone(),
                 reason: format!("a frame is 1 to {} bytes, not {}", self.info.frame_size, frame.len()),
                 code: None,
-            });
+            }));
         }
         let until = deadline(timeout);
         loop {
@@ -424,11 +425,11 @@ impl IpcEndpoint {
     pub fn read(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
         let size = buf.len().min(self.info.frame_size as usize);
         if size == 0 {
-            return Err(Error::Ipc {
+            return Err(Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name.clone(),
                 reason: "read into an empty buffer".into(),
                 code: None,
-            });
+            }));
         }
         let until = deadline(timeout);
         loop {
@@ -483,16 +484,18 @@ impl IpcEndpoint {
     pub fn send_message(&self, msg: &[u8], timeout: Option<Duration>) -> Result<()> {
         let fs = self.info.frame_size as usize;
         if fs <= 4 {
-            return Err(Error::Ipc {
+            return Err(Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name.clone(),
                 reason: format!("frames of {fs} bytes are too small"),
                 code: None,
-            });
+            }));
         }
-        let len = u32::try_from(msg.len()).map_err(|_| Error::Ipc {
-            endpoint: self.name.clone(),
-            reason: format!("a message of {} bytes is too long", msg.len()),
-            code: None,
+        let len = u32::try_from(msg.len()).map_err(|_| {
+            Error::Ipc(IpcError::Endpoint {
+                endpoint: self.name.clone(),
+                reason: format!("a message of {} bytes is too long", msg.len()),
+                code: None,
+            })
         })?;
         let first = msg.len().min(fs - 4);
         // The first frame: on the stack for a small message (the ring's per-frame messages), so
@@ -519,7 +522,9 @@ impl IpcEndpoint {
         let fs = self.info.frame_size as usize;
         let mut frame = vec![0u8; fs];
         let n = self.read(&mut frame, timeout)?;
-        let bad = |reason: String| Error::Ipc { endpoint: self.name.clone(), reason, code: None };
+        let bad = |reason: String| {
+            Error::Ipc(IpcError::Endpoint { endpoint: self.name.clone(), reason, code: None })
+        };
         if n < 4 {
             return Err(bad(format!("a message frame of {n} bytes has no length")));
         }
@@ -542,13 +547,15 @@ impl IpcEndpoint {
 
     /// Receives a message sent with [`send_message`](Self::send_message) of at most
     /// `SMALL_MESSAGE` bytes into `buf`, allocating nothing; returns its length. A longer message
-    /// (or one longer than `buf`) is an [`Error::Ipc`] and leaves the channel out of step.
+    /// (or one longer than `buf`) is an [`IpcError::Endpoint`] and leaves the channel out of step.
     pub(crate) fn recv_small_message(&self, buf: &mut [u8], timeout: Option<Duration>) -> Result<usize> {
         let fs = self.info.frame_size as usize;
         let cap = buf.len().min(SMALL_MESSAGE);
         let mut first = [0u8; 4 + SMALL_MESSAGE];
         let n = self.read(&mut first[..(4 + cap).min(fs.max(1))], timeout)?;
-        let bad = |reason: String| Error::Ipc { endpoint: self.name.clone(), reason, code: None };
+        let bad = |reason: String| {
+            Error::Ipc(IpcError::Endpoint { endpoint: self.name.clone(), reason, code: None })
+        };
         if n < 4 {
             return Err(bad(format!("a message frame of {n} bytes has no length")));
         }
@@ -568,21 +575,25 @@ impl IpcEndpoint {
     /// `InvalidState` from a read or write: the endpoint is not connected (yet) or is being
     /// reset. An error, not something to retry: retrying would loop for ever without a timeout.
     fn not_connected(&self, function: &'static str, code: sys::NvSciError) -> Error {
-        Error::Ipc {
+        Error::Ipc(IpcError::Endpoint {
             endpoint: self.name.clone(),
             reason: format!(
                 "{function}: the endpoint is not connected or is being reset (call wait_connected first)"
             ),
             code: Some(crate::error::NvSciError(code)),
-        }
+        })
     }
 
     pub(crate) fn peer_gone(&self, during: &'static str) -> Error {
-        Error::IpcPeerGone { endpoint: self.name.clone(), during }
+        Error::Ipc(IpcError::PeerGone { endpoint: self.name.clone(), during })
     }
 
     pub(crate) fn timed_out(&self, during: &'static str, timeout: Option<Duration>) -> Error {
-        Error::IpcTimeout { endpoint: self.name.clone(), during, timeout_us: timeout_micros(timeout) }
+        Error::Ipc(IpcError::Timeout {
+            endpoint: self.name.clone(),
+            during,
+            timeout_us: timeout_micros(timeout),
+        })
     }
 }
 
@@ -656,11 +667,11 @@ impl IpcEndpoint {
     pub(crate) fn export_error(&self, function: &'static str, code: sys::NvSciError) -> Error {
         match code {
             sys::NvSciError_ConnectionReset => self.peer_gone(function),
-            sys::NvSciError_InvalidState => Error::Ipc {
+            sys::NvSciError_InvalidState => Error::Ipc(IpcError::Endpoint {
                 endpoint: self.name().to_owned(),
                 reason: format!("{function}: the endpoint is not connected yet (call wait_connected first)"),
                 code: Some(crate::NvSciError(code)),
-            },
+            }),
             c => Error::NvSci { function, code: crate::NvSciError(c) },
         }
     }

@@ -16,7 +16,8 @@ pub struct RingConfig {
     /// Consumers (1 to [`MAX_CONSUMERS`]).
     pub consumers: usize,
     /// How long an acquire waits (for a free frame, a presented one, or a fence) before it fails
-    /// with [`Error::RingTimeout`](crate::Error::RingTimeout); also how long teardown waits for outstanding fences.
+    /// with [`RingError::Timeout`](crate::RingError::Timeout); also how long teardown waits for
+    /// outstanding fences.
     pub timeout: Duration,
     /// Whether GPU parties may cache the frames (NvSci backends; default `true`). On a Tegra
     /// iGPU with CPU access, cached frames need GPU software cache coherency

@@ -29,7 +29,7 @@ use super::engine::Engine;
 use super::format::FrameLayout;
 use super::party::{ConsumerEngine, ProducerEngine};
 use crate::buf::BufObj;
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, Error, IpcError, Result, RingError};
 use crate::sync::{Fence, SyncObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -157,13 +157,13 @@ impl Inner {
     }
 
     /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
-    /// ([`Error::IpcPeerGone`]): the producer no longer waits for it. Only a gone peer is
+    /// ([`IpcError::PeerGone`]): the producer no longer waits for it. Only a gone peer is
     /// dropped: its endpoint was closed or reset, which a consumer process does only after its
     /// ring waited for its fences (or when the process died, and its engines with it), so the
     /// slots it held can be reused. A live consumer is never dropped: its held slots stay held
     /// until it releases them.
     fn drop_remote(&self, consumer: usize, why: &Error) {
-        debug_assert!(matches!(why, Error::IpcPeerGone { .. }), "only a gone peer is dropped");
+        debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
         let bit = 1u32 << consumer;
         {
             let mut st = self.state();
@@ -192,7 +192,7 @@ impl Inner {
                 continue;
             }
             if let Err(e) = r.send_frame(self.backend.as_ref(), index, sequence, self.config.timeout) {
-                if matches!(e, Error::IpcPeerGone { .. }) {
+                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                     self.drop_remote(r.consumer, &e);
                 } else {
                     log::warn!(
@@ -242,7 +242,7 @@ impl Inner {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.take_remote_release(r, left) {
                 Ok(()) => {}
-                Err(Error::IpcTimeout { .. }) => {
+                Err(Error::Ipc(IpcError::Timeout { .. })) => {
                     let st = self.state();
                     return Err(ring_timeout(
                         format!(
@@ -256,7 +256,7 @@ impl Inner {
                     ));
                 }
                 Err(e) => {
-                    if matches!(e, Error::IpcPeerGone { .. }) {
+                    if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                         self.drop_remote(c, &e);
                     }
                     return Err(e);
@@ -278,7 +278,7 @@ impl Inner {
             let left = deadline.saturating_duration_since(Instant::now());
             if let Err(e) = r.send_end(left) {
                 log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
-                if matches!(e, Error::IpcPeerGone { .. }) {
+                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                     self.drop_remote(c, &e);
                 }
             }
@@ -325,7 +325,7 @@ impl Inner {
                 self.state().ended = true;
                 Err(up.ended())
             }
-            Err(Error::IpcTimeout { .. }) => Err(ring_timeout(
+            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(ring_timeout(
                 format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
                 timeout,
             )),
@@ -336,7 +336,10 @@ impl Inner {
 
 /// A ring timeout naming who held the frame or whose fence did not expire.
 fn ring_timeout(detail: String, timeout: Duration) -> Error {
-    Error::RingTimeout { detail, timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX) }
+    Error::Ring(RingError::Timeout {
+        detail,
+        timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX),
+    })
 }
 
 impl Drop for Inner {

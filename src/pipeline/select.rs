@@ -418,9 +418,10 @@ impl FrameRing {
     ///
     /// A consumer process that goes away (its endpoint reset or closed) or breaks the protocol
     /// is dropped from the multicast; the producer's next acquire reports it once
-    /// ([`Error::IpcPeerGone`] naming its endpoint, or the error met), and the ring serves the
-    /// others. Dropping the producer ends the stream for every consumer process
-    /// ([`Error::RingEnded`] from their next acquire) and takes back the frames they hold.
+    /// ([`IpcError::PeerGone`](crate::IpcError::PeerGone) naming its endpoint, or the error
+    /// met), and the ring serves the others. Dropping the producer ends the stream for every
+    /// consumer process ([`RingError::Ended`](crate::RingError::Ended) from their next acquire)
+    /// and takes back the frames they hold.
     /// Connecting waits up to `config.timeout` for each peer.
     pub fn with_consumers(
         lib: &NvSci,
@@ -449,8 +450,9 @@ impl Consumer {
     /// working on `engine`: imports the frames read-only and the present object, allocates and
     /// exports this consumer's release object. The consumer acquires, reads and releases as
     /// any other (its [`id`](Self::id) is 0, the only consumer of this process's view); an
-    /// acquire after the producer ended the stream fails with [`Error::RingEnded`]. Every wait
-    /// (connecting, a frame, a fence) is bounded by `timeout`. The endpoint is closed last,
+    /// acquire after the producer ended the stream fails with
+    /// [`RingError::Ended`](crate::RingError::Ended). Every wait (connecting, a frame, a fence)
+    /// is bounded by `timeout`. The endpoint is closed last,
     /// after the imported objects are freed.
     pub fn connect(
         lib: &NvSci,

@@ -3,7 +3,7 @@
 
 use super::context::{vk_err, VulkanContext};
 use crate::cuda::{CudaGpu, ExternalMemory, MappedBuffer, ReadWrite};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, Error, Result, VulkanError};
 use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicIsize, Ordering};
@@ -86,7 +86,10 @@ pub(crate) fn export_memory_fd(ctx: &VulkanContext, memory: vk::DeviceMemory) ->
     // enabled on every context.
     let fd = unsafe { ctx.ext_memory_fd().get_memory_fd(&info) }.map_err(vk_err("vkGetMemoryFdKHR"))?;
     if fd < 0 {
-        return Err(Error::Vulkan { function: "vkGetMemoryFdKHR", code: vk::Result::ERROR_UNKNOWN.as_raw() });
+        return Err(Error::Vulkan(VulkanError::Call {
+            function: "vkGetMemoryFdKHR",
+            code: vk::Result::ERROR_UNKNOWN.as_raw(),
+        }));
     }
     // SAFETY: vkGetMemoryFdKHR creates a new file descriptor owned by the application.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -248,10 +251,10 @@ impl ExportableBuffer {
             let p = unsafe { d.map_memory(me.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
                 .map_err(vk_err("vkMapMemory"))?;
             if p.is_null() {
-                return Err(Error::Vulkan {
+                return Err(Error::Vulkan(VulkanError::Call {
                     function: "vkMapMemory",
                     code: vk::Result::ERROR_MEMORY_MAP_FAILED.as_raw(),
-                });
+                }));
             }
             me.mapped = p.cast();
         }

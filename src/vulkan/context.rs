@@ -2,11 +2,11 @@
 //! queue.
 //!
 //! The Vulkan loader (`libvulkan.so.1`) is opened at run time: a missing loader, a loader without
-//! a driver, or no suitable device is [`Error::VulkanUnavailable`] with a message that names what
+//! a driver, or no suitable device is [`VulkanError::Unavailable`] with a message that names what
 //! was looked for and what was found, never a panic.
 
 use crate::buf::GpuId;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, VulkanError};
 use ash::vk;
 use std::ffi::CStr;
 use std::path::PathBuf;
@@ -118,7 +118,7 @@ pub fn uuid_string(u: &[u8; 16]) -> String {
 }
 
 pub(crate) fn vk_err(function: &'static str) -> impl FnOnce(vk::Result) -> Error {
-    move |r| Error::Vulkan { function, code: r.as_raw() }
+    move |r| Error::Vulkan(VulkanError::Call { function, code: r.as_raw() })
 }
 
 /// A Vulkan instance and logical device on one physical device, with one queue that supports
@@ -279,13 +279,15 @@ impl VulkanContext {
         // Held until the context is complete (or every partial object is destroyed again).
         let _lifecycle = lifecycle_lock();
         let loader = options.loader.clone().unwrap_or_else(|| PathBuf::from(LOADER_NAME));
-        let entry = loaded_entry(&loader).map_err(|e| Error::VulkanUnavailable {
-            reason: format!(
-                "could not open the Vulkan loader {}: {e}; install the loader (Debian: libvulkan1) \
+        let entry = loaded_entry(&loader).map_err(|e| {
+            Error::Vulkan(VulkanError::Unavailable {
+                reason: format!(
+                    "could not open the Vulkan loader {}: {e}; install the loader (Debian: libvulkan1) \
                  and a driver (the NVIDIA driver's Vulkan ICD, or mesa-vulkan-drivers for the \
                  lavapipe CPU driver)",
-                loader.display()
-            ),
+                    loader.display()
+                ),
+            })
         })?;
         // SAFETY: vkEnumerateInstanceVersion takes no handles; ash treats its absence (a 1.0
         // loader) as Ok(None).
@@ -293,13 +295,13 @@ impl VulkanContext {
             .map_err(vk_err("vkEnumerateInstanceVersion"))?
             .unwrap_or(vk::API_VERSION_1_0);
         if version < vk::API_VERSION_1_1 {
-            return Err(Error::VulkanUnavailable {
+            return Err(Error::Vulkan(VulkanError::Unavailable {
                 reason: format!(
                     "the Vulkan loader {} only supports Vulkan 1.0; 1.2 is needed (timeline \
                      semaphores, external memory)",
                     loader.display()
                 ),
-            });
+            }));
         }
         let app = vk::ApplicationInfo::default()
             .application_name(c"nvsci")
@@ -310,13 +312,13 @@ impl VulkanContext {
         // VkInstanceCreateInfo (no layers, no extensions, a valid VkApplicationInfo).
         let instance = unsafe { entry.create_instance(&create, None) }.map_err(|e| match e {
             vk::Result::ERROR_INCOMPATIBLE_DRIVER | vk::Result::ERROR_INITIALIZATION_FAILED => {
-                Error::VulkanUnavailable {
+                Error::Vulkan(VulkanError::Unavailable {
                     reason: format!(
                         "the Vulkan loader found no driver supporting Vulkan 1.1+ ({e}); install \
                          the NVIDIA driver's Vulkan ICD or mesa-vulkan-drivers, or point \
                          VK_DRIVER_FILES at an ICD manifest"
                     ),
-                }
+                })
             }
             e => vk_err("vkCreateInstance")(e),
         })?;
@@ -325,8 +327,10 @@ impl VulkanContext {
         let instance = &guard.instance;
         let candidates = enumerate(instance)?;
         let c = &candidates[choose(&candidates, options.device)?];
-        let family = c.queue_family.ok_or_else(|| Error::VulkanUnavailable {
-            reason: format!("{} has no queue family with transfer support", c.info.name),
+        let family = c.queue_family.ok_or_else(|| {
+            Error::Vulkan(VulkanError::Unavailable {
+                reason: format!("{} has no queue family with transfer support", c.info.name),
+            })
         })?;
         let (device, ext_memory_fd, ext_semaphore_fd) =
             create_device(instance, c.physical, family, c.has_semaphore_fd)?;
@@ -365,7 +369,7 @@ impl VulkanContext {
     /// live on that device, so the renderer uses them directly. The context never destroys what
     /// it adopted; dropping it only waits for its queue to go idle.
     ///
-    /// Checked here, each failure an [`Error::VulkanUnavailable`] naming what is missing:
+    /// Checked here, each failure a [`VulkanError::Unavailable`] naming what is missing:
     /// the physical device supports Vulkan 1.2, `VK_KHR_external_memory_fd` (and
     /// `VK_KHR_external_semaphore_fd` when `semaphore_fd` is set) and the `timelineSemaphore`
     /// feature, is not part of a device group of several GPUs, and has `queue_family` with
@@ -477,13 +481,13 @@ impl VulkanContext {
             );
         }
         if !problems.is_empty() {
-            return Err(Error::VulkanUnavailable {
+            return Err(Error::Vulkan(VulkanError::Unavailable {
                 reason: format!(
                     "the adopted Vulkan device {} cannot be used: {}",
                     c.info.name,
                     problems.join("; ")
                 ),
-            });
+            }));
         }
         let ext_memory_fd = ash::khr::external_memory_fd::Device::new(&instance, &device);
         let ext_semaphore_fd =
@@ -737,9 +741,9 @@ fn enumerate(instance: &ash::Instance) -> Result<Vec<Candidate>> {
     let physicals =
         unsafe { instance.enumerate_physical_devices() }.map_err(vk_err("vkEnumeratePhysicalDevices"))?;
     if physicals.is_empty() {
-        return Err(Error::VulkanUnavailable {
+        return Err(Error::Vulkan(VulkanError::Unavailable {
             reason: "the Vulkan driver reports no physical device".into(),
-        });
+        }));
     }
     let groups = device_groups(instance)?;
     let group_slices: Vec<&[vk::PhysicalDevice]> = groups.iter().map(|g| g.as_slice()).collect();
@@ -863,31 +867,33 @@ fn choose(candidates: &[Candidate], selection: DeviceSelection) -> Result<usize>
                 .filter(|(_, c)| c.problems.is_empty())
                 .min_by_key(|(i, c)| (type_rank(c.info.device_type), *i))
                 .map(|(i, _)| i);
-            best.ok_or_else(|| Error::VulkanUnavailable {
-                reason: format!("no suitable Vulkan device; found:\n  {}", describe(candidates)),
+            best.ok_or_else(|| {
+                Error::Vulkan(VulkanError::Unavailable {
+                    reason: format!("no suitable Vulkan device; found:\n  {}", describe(candidates)),
+                })
             })
         }
         DeviceSelection::Uuid(uuid) => {
             let Some(i) = candidates.iter().position(|c| c.info.uuid == uuid) else {
-                return Err(Error::VulkanUnavailable {
+                return Err(Error::Vulkan(VulkanError::Unavailable {
                     reason: format!(
                         "no Vulkan device has UUID {} (the CUDA device's); is the NVIDIA Vulkan \
                          ICD installed (VK_DRIVER_FILES)? found:\n  {}",
                         uuid_string(&uuid.0),
                         describe(candidates)
                     ),
-                });
+                }));
             };
             let c = &candidates[i];
             if !c.problems.is_empty() {
-                return Err(Error::VulkanUnavailable {
+                return Err(Error::Vulkan(VulkanError::Unavailable {
                     reason: format!(
                         "the Vulkan device with UUID {} ({}) cannot be used: {}",
                         c.info.uuid_string(),
                         c.info.name,
                         c.problems.join("; ")
                     ),
-                });
+                }));
             }
             Ok(i)
         }
@@ -1026,19 +1032,22 @@ mod tests {
         assert_eq!(choose(&cs, DeviceSelection::Any).unwrap(), 2);
         assert_eq!(choose(&cs, DeviceSelection::Uuid(GpuId([1; 16]))).unwrap(), 0);
         match choose(&cs, DeviceSelection::Uuid(GpuId([2; 16]))) {
-            Err(Error::VulkanUnavailable { reason }) => {
+            Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
                 assert!(reason.contains("device group of 2"), "{reason}")
             }
             other => panic!("{other:?}"),
         }
         match choose(&cs, DeviceSelection::Uuid(GpuId([9; 16]))) {
-            Err(Error::VulkanUnavailable { reason }) => {
+            Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
                 assert!(reason.contains("09090909-0909"), "{reason}");
                 assert!(reason.contains("lavapipe"), "{reason}");
             }
             other => panic!("{other:?}"),
         }
         let none = [cand("old", vk::PhysicalDeviceType::CPU, 1, &["supports Vulkan 1.1.0 only"])];
-        assert!(matches!(choose(&none, DeviceSelection::Any), Err(Error::VulkanUnavailable { .. })));
+        assert!(matches!(
+            choose(&none, DeviceSelection::Any),
+            Err(Error::Vulkan(VulkanError::Unavailable { .. }))
+        ));
     }
 }

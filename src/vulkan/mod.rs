@@ -7,7 +7,7 @@
 //! * [`VulkanContext`]: the loader is opened at run time (nothing is linked); the device is
 //!   matched to a CUDA device by UUID ([`VulkanContext::for_cuda`]), and a physical device in a
 //!   device group of more than one is refused. No loader, no driver or no match is
-//!   [`Error::VulkanUnavailable`](crate::Error::VulkanUnavailable), never a panic. A renderer
+//!   [`VulkanError::Unavailable`](crate::VulkanError::Unavailable), never a panic. A renderer
 //!   that already has an instance, device and queue hands them over with the `unsafe`
 //!   [`VulkanContext::adopt`] ([`ExistingDevice`]); the context then never destroys them.
 //! * [`ExportableBuffer`] / [`ExportableImage`]: dedicated `OPAQUE_FD` allocations, imported

@@ -7,7 +7,7 @@
 
 use super::context::{vk_err, VulkanContext, ONE_SHOT_TIMEOUT_NS};
 use crate::cuda::{CudaGpu, CudaSemaphore, SemaphoreKind};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, Error, Result, VulkanError};
 use ash::vk;
 use cudarc::driver::CudaStream;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -110,10 +110,10 @@ fn export_semaphore_fd(ctx: &VulkanContext, semaphore: vk::Semaphore, exportable
     // is SYNC_FD's, VUID-VkSemaphoreGetFdInfoKHR-handleType-01134).
     let fd = unsafe { ext.get_semaphore_fd(&info) }.map_err(vk_err("vkGetSemaphoreFdKHR"))?;
     if fd < 0 {
-        return Err(Error::Vulkan {
+        return Err(Error::Vulkan(VulkanError::Call {
             function: "vkGetSemaphoreFdKHR",
             code: vk::Result::ERROR_UNKNOWN.as_raw(),
-        });
+        }));
     }
     // SAFETY: vkGetSemaphoreFdKHR creates a new descriptor owned by the application.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

@@ -6,7 +6,7 @@
 use super::common::{expected_pattern, open_fds};
 use super::Env;
 use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig};
-use nvsci::Error;
+use nvsci::{Error, RingError};
 use std::time::Duration;
 
 const N: usize = 64 * 1024;
@@ -236,7 +236,7 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
     cs[0].release(a).unwrap();
     let _stuck = cs[1].acquire().unwrap();
     match p.acquire() {
-        Err(Error::RingTimeout { timeout_us, detail }) => {
+        Err(Error::Ring(RingError::Timeout { timeout_us, detail })) => {
             assert_eq!(timeout_us, 50_000);
             assert!(detail.contains("consumer(s) 1 have not released slot 0 (frame 0)"), "{detail}");
         }
@@ -246,7 +246,7 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
         ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu])
             .split()
             .unwrap();
-    assert!(matches!(cs[0].acquire(), Err(Error::RingTimeout { .. })));
+    assert!(matches!(cs[0].acquire(), Err(Error::Ring(RingError::Timeout { .. }))));
     let cfg = RingConfig { timeout: Duration::MAX, ..config(1) };
     let (mut p, mut cs) =
         ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();

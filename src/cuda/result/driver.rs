@@ -93,11 +93,11 @@ pub(crate) unsafe fn device_get_nvsci_sync_attributes(
     // SAFETY: caller contract.
     let code = unsafe { f(list, device, flags) };
     if code != 0 {
-        return Err(crate::Error::Cuda {
+        return Err(crate::Error::Cuda(crate::error::CudaError::Call {
             function: "cuDeviceGetNvSciSyncAttributes",
             code,
             name: super::name(code),
-        });
+        }));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 //! their `cuMemFree`). The safe types of `src/cuda` build their handles, ownership, teardown and
 //! error explanations on these functions and call the driver nowhere else.
 //!
-//! A status other than `CUDA_SUCCESS` is [`Error::Cuda`](crate::Error::Cuda) naming the entry
+//! A status other than `CUDA_SUCCESS` is [`CudaError::Call`] naming the entry
 //! point as `cuda.h` names it (without a `_v2` suffix) and the code as the driver names it;
 //! [`cu`] names a cudarc error the same way.
 //!
@@ -19,7 +19,7 @@ pub(crate) mod memory;
 pub(crate) mod semaphore;
 pub(crate) mod vmm;
 
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Error, Result};
 use cudarc::driver::{sys, DriverError};
 use std::ffi::{c_char, CStr};
 use std::sync::OnceLock;
@@ -68,14 +68,14 @@ pub(crate) fn check(function: &'static str, r: sys::CUresult) -> Result<()> {
         Ok(())
     } else {
         let code = r as u32;
-        Err(Error::Cuda { function, code, name: name(code) })
+        Err(Error::Cuda(CudaError::Call { function, code, name: name(code) }))
     }
 }
 
 /// Converts a cudarc error.
 pub(crate) fn from_driver(function: &'static str, e: DriverError) -> Error {
     let code = e.0 as u32;
-    Error::Cuda { function, code, name: name(code) }
+    Error::Cuda(CudaError::Call { function, code, name: name(code) })
 }
 
 /// The error of cudarc's call of `function`, for `map_err` after a `cudarc::driver::result`
@@ -84,7 +84,7 @@ pub(crate) fn cu(function: &'static str) -> impl FnOnce(DriverError) -> Error {
     move |e| from_driver(function, e)
 }
 
-/// cudarc's errors become [`Error::Cuda`], so code mixing cudarc calls with the crate's keeps `?`
+/// cudarc's errors become [`CudaError::Call`], so code mixing cudarc calls with the crate's keeps `?`
 /// (the failing function is not known here: `function` reads "a CUDA driver call").
 impl From<DriverError> for Error {
     fn from(e: DriverError) -> Self {
@@ -123,7 +123,7 @@ mod tests {
             Err(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE))?;
             Ok(())
         }
-        assert!(matches!(fails(), Err(Error::Cuda { code: 1, .. })));
+        assert!(matches!(fails(), Err(Error::Cuda(CudaError::Call { code: 1, .. }))));
     }
 
     /// Without a driver nothing is named, and nothing panics.
@@ -135,7 +135,9 @@ mod tests {
         assert_eq!(name(1), UNNAMED);
         assert_eq!(check("cuTest", sys::CUresult::CUDA_SUCCESS).ok(), Some(()));
         match check("cuTest", sys::CUresult::CUDA_ERROR_INVALID_VALUE) {
-            Err(Error::Cuda { function: "cuTest", code: 1, name }) => assert_eq!(name, UNNAMED),
+            Err(Error::Cuda(CudaError::Call { function: "cuTest", code: 1, name })) => {
+                assert_eq!(name, UNNAMED)
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -32,7 +32,7 @@
 use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
 use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
-use crate::error::{invalid, Error, Result};
+use crate::error::{invalid, Error, IpcError, Result, RingError};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpoint, SMALL_MESSAGE};
 use crate::pipeline::config::{RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
@@ -60,11 +60,11 @@ pub enum RingConsumer {
 }
 
 fn protocol(ep: &IpcEndpoint, what: String) -> Error {
-    Error::Ipc {
+    Error::Ipc(IpcError::Endpoint {
         endpoint: ep.name().to_owned(),
         reason: format!("unexpected message from the peer: {what}"),
         code: None,
-    }
+    })
 }
 
 /// Checks that the channel of `ep` holds every message a ring of `frames` slots can have in
@@ -355,7 +355,7 @@ impl Upstream {
         let mut msg = [0u8; FENCE_MSG];
         let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
             Ok(n) => n,
-            Err(e @ (Error::IpcTimeout { .. } | Error::IpcPeerGone { .. })) => return Err(e),
+            Err(e @ Error::Ipc(IpcError::Timeout { .. } | IpcError::PeerGone { .. })) => return Err(e),
             Err(e) => {
                 self.broken.store(true, Ordering::Release);
                 return Err(e);
@@ -399,7 +399,7 @@ impl Upstream {
 
     /// The error for the end of the stream.
     pub(crate) fn ended(&self) -> Error {
-        Error::RingEnded { endpoint: self.ep.name().to_owned() }
+        Error::Ring(RingError::Ended { endpoint: self.ep.name().to_owned() })
     }
 }
 
@@ -498,18 +498,24 @@ mod tests {
         producer.wait_connected(t).unwrap();
         // A frame message cut short: the tag, then 3 bytes where the slot and sequence belong.
         producer.send_message(&[FRAME, 1, 2, 3], t).unwrap();
-        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        assert!(matches!(
+            up.recv(Duration::from_secs(5)),
+            Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))
+        ));
         // Out of step for good, even when a well-formed message follows.
         producer.send_message(&[END], t).unwrap();
-        assert!(matches!(up.recv(Duration::from_secs(5)), Err(Error::Ipc { code: None, .. })));
+        assert!(matches!(
+            up.recv(Duration::from_secs(5)),
+            Err(Error::Ipc(IpcError::Endpoint { code: None, .. }))
+        ));
         // The session stays up while the consumer's ring (which may still hold frames) lives;
         // dropping it closes the endpoint and the producer sees the consumer gone.
         let mut buf = [0u8; 16];
         assert!(matches!(
             producer.read(&mut buf, Some(Duration::from_millis(50))),
-            Err(Error::IpcTimeout { .. })
+            Err(Error::Ipc(IpcError::Timeout { .. }))
         ));
         drop(up);
-        assert!(matches!(producer.read(&mut buf, t), Err(Error::IpcPeerGone { .. })));
+        assert!(matches!(producer.read(&mut buf, t), Err(Error::Ipc(IpcError::PeerGone { .. }))));
     }
 }
