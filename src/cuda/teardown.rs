@@ -21,7 +21,7 @@
 //! fence that never expires. Past it, an object still queued is leaked (logged), never freed
 //! under the driver: [`CudaGpu::flush_teardown`](super::CudaGpu::flush_teardown) and
 //! [`CudaGpu::pending_teardown`](super::CudaGpu::pending_teardown) give up on it. A thread
-//! blocked that long in a synchronisation is replaced for later drops, so one context's stuck
+//! held past the deadline of its batch in a synchronisation is replaced for later drops, so one context's stuck
 //! stream does not hold up the destroys of another context.
 
 use cudarc::driver::CudaContext;
@@ -34,9 +34,27 @@ pub const DESTROY_TIMEOUT: Duration = Duration::from_secs(10);
 
 type Destroy = Box<dyn FnOnce() + Send>;
 
+/// What the queue needs of a context: an identity and a way to wait for all its work.
+trait Drainable: Send + Sync {
+    /// Identifies the context (two values with one key are one context).
+    fn key(&self) -> usize;
+    /// Makes the context current on the calling thread and waits for every stream of it.
+    fn drain(&self) -> Result<(), String>;
+}
+
+impl Drainable for CudaContext {
+    fn key(&self) -> usize {
+        self.cu_ctx() as usize
+    }
+
+    fn drain(&self) -> Result<(), String> {
+        self.bind_to_thread().and_then(|_| self.synchronize()).map_err(|e| e.to_string())
+    }
+}
+
 /// One dropped object.
 struct Item {
-    ctx: Arc<CudaContext>,
+    ctx: Arc<dyn Drainable>,
     what: &'static str,
     deadline: Instant,
     /// The destroy, until the teardown thread runs it or it is leaked: whoever takes it decides.
@@ -45,7 +63,7 @@ struct Item {
 
 impl Item {
     fn key(&self) -> usize {
-        self.ctx.cu_ctx() as usize
+        self.ctx.key()
     }
 
     fn take(&self) -> Option<Destroy> {
@@ -74,8 +92,8 @@ struct Queue {
     generation: u64,
     /// Whether a thread of the current generation runs.
     running: bool,
-    /// Since when the current thread has been synchronising or destroying a batch.
-    busy_since: Option<Instant>,
+    /// The earliest deadline of the batch the current thread is synchronising or destroying.
+    busy_until: Option<Instant>,
 }
 
 struct Shared {
@@ -94,7 +112,7 @@ fn shared() -> &'static Shared {
             outstanding: Vec::new(),
             generation: 0,
             running: false,
-            busy_since: None,
+            busy_until: None,
         }),
         work: Condvar::new(),
         done: Condvar::new(),
@@ -120,28 +138,27 @@ pub(crate) fn destroy_after_work(
     what: &'static str,
     destroy: impl FnOnce() + Send + 'static,
 ) {
-    if INLINE.with(|c| c.get()) == Some(ctx.cu_ctx() as usize) {
+    enqueue(ctx.clone(), what, DESTROY_TIMEOUT, Box::new(destroy));
+}
+
+fn enqueue(ctx: Arc<dyn Drainable>, what: &'static str, timeout: Duration, destroy: Destroy) {
+    if INLINE.with(|c| c.get()) == Some(ctx.key()) {
         // Dropped by a destroy of the teardown thread, right after a synchronisation of this
         // context: what the object was used by has finished (its last holder was a destroy of
         // that batch, so no work can have been queued on it after the synchronisation began).
         destroy();
         return;
     }
-    let destroy: Destroy = Box::new(destroy);
-    let item = Arc::new(Item {
-        ctx: ctx.clone(),
-        what,
-        deadline: Instant::now() + DESTROY_TIMEOUT,
-        destroy: Mutex::new(Some(destroy)),
-    });
+    let item =
+        Arc::new(Item { ctx, what, deadline: Instant::now() + timeout, destroy: Mutex::new(Some(destroy)) });
     let s = shared();
     let mut q = lock(&s.q);
-    // A thread stuck past the bound in one context's synchronisation is replaced, so drops of
+    // A thread held past a deadline in one context's synchronisation is replaced, so drops of
     // other contexts go on being served.
-    let stuck = q.busy_since.is_some_and(|t| t.elapsed() >= DESTROY_TIMEOUT);
+    let stuck = q.busy_until.is_some_and(|t| Instant::now() >= t);
     if !q.running || stuck {
         q.generation += 1;
-        q.busy_since = None;
+        q.busy_until = None;
         let generation = q.generation;
         let spawned =
             std::thread::Builder::new().name("nvsci-cuda-teardown".into()).spawn(move || serve(generation));
@@ -178,15 +195,22 @@ fn count(q: &Queue, key: usize) -> usize {
 
 /// Destroys queued for `ctx` and not yet run (nor leaked past their deadline).
 pub(crate) fn pending(ctx: &CudaContext) -> usize {
+    pending_of(ctx.key())
+}
+
+fn pending_of(key: usize) -> usize {
     let mut q = lock(&shared().q);
     reap(&mut q);
-    count(&q, ctx.cu_ctx() as usize)
+    count(&q, key)
 }
 
 /// Waits until nothing of `ctx` is queued, at most `timeout`; returns what is still queued.
 /// Items past their deadline are leaked on the way.
 pub(crate) fn flush(ctx: &CudaContext, timeout: Duration) -> usize {
-    let key = ctx.cu_ctx() as usize;
+    flush_of(ctx.key(), timeout)
+}
+
+fn flush_of(key: usize, timeout: Duration) -> usize {
     let s = shared();
     let end = Instant::now() + timeout;
     let mut q = lock(&s.q);
@@ -221,14 +245,14 @@ fn serve(generation: u64) {
                 }
                 q = s.work.wait(q).unwrap_or_else(|e| e.into_inner());
             }
-            q.busy_since = Some(Instant::now());
+            q.busy_until = q.waiting.iter().map(|it| it.deadline).min();
             std::mem::take(&mut q.waiting)
         };
         let mut rest: Vec<&Arc<Item>> = batch.iter().collect();
         while let Some(first) = rest.first() {
             let ctx = first.ctx.clone();
             let key = first.key();
-            let synced = ctx.bind_to_thread().and_then(|_| ctx.synchronize());
+            let synced = ctx.drain();
             if let Err(e) = &synced {
                 log::warn!("context synchronise before a destroy failed: {e}");
             }
@@ -252,7 +276,7 @@ fn serve(generation: u64) {
         }
         let mut q = lock(&s.q);
         if q.generation == generation {
-            q.busy_since = None;
+            q.busy_until = None;
         }
         q.outstanding.retain(|it| !it.finished());
         drop(q);
@@ -267,4 +291,160 @@ pub(crate) fn succeeded(what: &'static str, r: crate::Result<()>) -> bool {
         return false;
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    //! The queue's rules with stand-in contexts whose synchronisation the test controls (no GPU).
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    /// A context whose synchronisation waits until the test opens its gate (or fails).
+    #[derive(Default)]
+    struct Fake {
+        open: Mutex<bool>,
+        opened: Condvar,
+        fail: AtomicBool,
+        syncs: AtomicUsize,
+    }
+
+    impl Drainable for Fake {
+        fn key(&self) -> usize {
+            self as *const Fake as usize
+        }
+
+        fn drain(&self) -> Result<(), String> {
+            let mut g = lock(&self.open);
+            while !*g {
+                g = self.opened.wait(g).unwrap_or_else(|e| e.into_inner());
+            }
+            self.syncs.fetch_add(1, Ordering::SeqCst);
+            if self.fail.load(Ordering::SeqCst) {
+                return Err("sticky error".into());
+            }
+            Ok(())
+        }
+    }
+
+    impl Fake {
+        fn new(open: bool) -> Arc<Fake> {
+            let f = Arc::new(Fake::default());
+            *lock(&f.open) = open;
+            f
+        }
+
+        fn open(&self) {
+            *lock(&self.open) = true;
+            self.opened.notify_all();
+        }
+    }
+
+    /// Counts how often it was dropped: a leaked destroy never drops what it owns.
+    struct Owned(Arc<AtomicUsize>);
+
+    impl Drop for Owned {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    const LONG: Duration = Duration::from_secs(30);
+
+    /// The queue is process-wide: these tests take turns so that one's held synchronisation does
+    /// not share a batch with another's drops.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static S: Mutex<()> = Mutex::new(());
+        lock(&S)
+    }
+
+    /// Queues a destroy that counts its runs and owns an `Owned`.
+    fn queue(ctx: &Arc<Fake>, timeout: Duration, ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) {
+        let (ran, owned) = (ran.clone(), Owned(dropped.clone()));
+        enqueue(
+            ctx.clone(),
+            "test destroy",
+            timeout,
+            Box::new(move || {
+                ran.fetch_add(1, Ordering::SeqCst);
+                drop(owned);
+            }),
+        );
+    }
+
+    #[test]
+    fn a_destroy_waits_for_the_synchronisation_and_a_burst_costs_one_more() {
+        let _s = serial();
+        let ctx = Fake::new(false);
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        queue(&ctx, LONG, &ran, &dropped);
+        // The thread is held in the first synchronisation; a burst of drops queues behind it.
+        for _ in 0..9 {
+            queue(&ctx, LONG, &ran, &dropped);
+        }
+        assert_eq!(pending_of(ctx.key()), 10);
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "destroyed before the context was synchronised");
+        ctx.open();
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (10, 10));
+        // The first drop's synchronisation, then at most one for the burst queued meanwhile.
+        let syncs = ctx.syncs.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&syncs), "{syncs} synchronisations for two batches");
+    }
+
+    #[test]
+    fn an_object_released_by_a_destroy_is_destroyed_in_the_same_batch() {
+        let _s = serial();
+        let ctx = Fake::new(true);
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (inner_ctx, inner_ran, inner_dropped) = (ctx.clone(), ran.clone(), dropped.clone());
+        let (outer_ran, outer_owned) = (ran.clone(), Owned(dropped.clone()));
+        enqueue(
+            ctx.clone(),
+            "mapping",
+            LONG,
+            Box::new(move || {
+                outer_ran.fetch_add(1, Ordering::SeqCst);
+                drop(outer_owned);
+                // Its import's last holder goes here: the import's destroy is queued from the
+                // teardown thread.
+                queue(&inner_ctx, LONG, &inner_ran, &inner_dropped);
+            }),
+        );
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (2, 2));
+        assert_eq!(ctx.syncs.load(Ordering::SeqCst), 1, "the import waited for a second synchronisation");
+    }
+
+    #[test]
+    fn past_its_deadline_a_destroy_is_leaked_and_other_contexts_are_still_served() {
+        let _s = serial();
+        let stuck = Fake::new(false);
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        queue(&stuck, Duration::from_millis(50), &ran, &dropped);
+        // The synchronisation never returns within the bound: flushing gives up on the destroy
+        // (leaked: it never ran and what it owns was not dropped).
+        assert_eq!(flush_of(stuck.key(), LONG), 0);
+        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+        // Another context's drop is served by a thread that replaced the held one.
+        let other = Fake::new(true);
+        let (ran2, dropped2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        queue(&other, LONG, &ran2, &dropped2);
+        assert_eq!(flush_of(other.key(), LONG), 0);
+        assert_eq!((ran2.load(Ordering::SeqCst), dropped2.load(Ordering::SeqCst)), (1, 1));
+        // The held synchronisation returns at last: the leaked destroy stays leaked.
+        stuck.open();
+        assert_eq!(flush_of(stuck.key(), LONG), 0);
+        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+    }
+
+    #[test]
+    fn a_failed_synchronisation_leaks_instead_of_destroying() {
+        let _s = serial();
+        let ctx = Fake::new(true);
+        ctx.fail.store(true, Ordering::SeqCst);
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        queue(&ctx, LONG, &ran, &dropped);
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+    }
 }
