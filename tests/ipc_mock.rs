@@ -1165,6 +1165,32 @@ fn connection_events_are_reported_once_and_fifo_events_while_they_hold() {
     ledger_is_clean();
 }
 
+/// A peer that connected, wrote and closed before this endpoint first looked at its events: the
+/// connection is reported (CONN_EST), what the peer wrote reads back, and the reset follows, as
+/// for a peer that goes away after this endpoint saw it (nvsciipc.h: CONN_EST and CONN_RESET are
+/// edge-triggered; READ is reported "as long as ... data are available in read FIFO").
+#[test]
+fn a_peer_that_wrote_and_left_before_the_first_look_is_read_then_reset() {
+    let dir = ipc_dir("early", &[("e_0", "e_1")]);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let a = IpcEndpoint::open(&ipc, "e_0").unwrap();
+    let b = IpcEndpoint::open(&ipc, "e_1").unwrap();
+    b.wait_connected(T).unwrap();
+    b.write(b"early", T).unwrap();
+    drop(b);
+    // `a` has not polled its events once until here.
+    let first = events_until(&a, |e| e.connected() || e.reset());
+    assert!(first.connected() && !first.reset(), "{first:?}");
+    let mut got = [0u8; 5];
+    a.read(&mut got, T).unwrap();
+    assert_eq!(&got, b"early");
+    let gone = events_until(&a, |e| e.reset());
+    assert!(!gone.connected());
+    drop((a, ipc));
+    ledger_is_clean();
+}
+
 /// nvsciipc.h: "Before using any Read/Write APIs, the user must check if NV_SCI_IPC_EVENT_READ
 /// or NV_SCI_IPC_EVENT_WRITE event is available through NvSciIpcGetEventSafe()", and the
 /// connection is established through it ("NvSciIpcGetEventSafe() has additional support to
