@@ -59,6 +59,9 @@ struct Item {
     deadline: Instant,
     /// The destroy, until the teardown thread runs it or it is leaked: whoever takes it decides.
     destroy: Mutex<Option<Destroy>>,
+    /// Set once the destroy has returned or was leaked (a destroy taken and still running is
+    /// not finished: what it frees may still be alive).
+    done: std::sync::atomic::AtomicBool,
 }
 
 impl Item {
@@ -71,7 +74,11 @@ impl Item {
     }
 
     fn finished(&self) -> bool {
-        lock(&self.destroy).is_none()
+        self.done.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    fn set_done(&self) {
+        self.done.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// Leaks the destroy (and what it owns) if it has not run yet.
@@ -79,6 +86,7 @@ impl Item {
         if let Some(d) = self.take() {
             log::error!("{why} ({}); leaking it", self.what);
             std::mem::forget(d);
+            self.set_done();
         }
     }
 }
@@ -149,8 +157,13 @@ fn enqueue(ctx: Arc<dyn Drainable>, what: &'static str, timeout: Duration, destr
         destroy();
         return;
     }
-    let item =
-        Arc::new(Item { ctx, what, deadline: Instant::now() + timeout, destroy: Mutex::new(Some(destroy)) });
+    let item = Arc::new(Item {
+        ctx,
+        what,
+        deadline: Instant::now() + timeout,
+        destroy: Mutex::new(Some(destroy)),
+        done: Default::default(),
+    });
     let s = shared();
     let mut q = lock(&s.q);
     // A thread held past a deadline in one context's synchronisation is replaced, so drops of
@@ -262,12 +275,14 @@ fn serve(generation: u64) {
                         INLINE.with(|c| c.set(Some(key)));
                         destroy();
                         INLINE.with(|c| c.set(None));
+                        it.set_done();
                     }
                     (Err(_), Some(destroy)) => {
                         // A sticky context error: the work may never complete; nothing is
                         // destroyed under it.
                         log::error!("leaking what {} would destroy: its context failed", it.what);
                         std::mem::forget(destroy);
+                        it.set_done();
                     }
                     (_, None) => {} // leaked past its deadline meanwhile
                 }
@@ -365,6 +380,8 @@ mod tests {
             "test destroy",
             timeout,
             Box::new(move || {
+                // A destroy takes a while: flushing must wait until it has returned.
+                std::thread::sleep(Duration::from_millis(2));
                 ran.fetch_add(1, Ordering::SeqCst);
                 drop(owned);
             }),
@@ -435,6 +452,31 @@ mod tests {
         stuck.open();
         assert_eq!(flush_of(stuck.key(), LONG), 0);
         assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+    }
+
+    #[test]
+    fn flushing_waits_for_a_destroy_in_progress() {
+        let _s = serial();
+        let ctx = Fake::new(true);
+        let (started, finished) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (st, fin) = (started.clone(), finished.clone());
+        enqueue(
+            ctx.clone(),
+            "slow destroy",
+            LONG,
+            Box::new(move || {
+                st.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(50));
+                fin.store(true, Ordering::SeqCst);
+            }),
+        );
+        while !started.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        // The destroy is running: what it frees is still alive, so it is still pending.
+        assert_eq!(pending_of(ctx.key()), 1);
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert!(finished.load(Ordering::SeqCst), "flush returned while the destroy was still running");
     }
 
     #[test]
