@@ -112,7 +112,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
     let format = FrameFormat::nv12(a.width, a.height);
-    let config = RingConfig { frames: a.buffers, consumers: 1, timeout: TIMEOUT, ..Default::default() };
+    let config = RingConfig::default().with_frames(a.buffers).with_consumers(1).with_timeout(TIMEOUT);
     let ring = FrameRing::with_consumers(lib, format, config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
         .map_err(|e| e.to_string())?;
     let (mut p, _) = ring.split().map_err(|e| e.to_string())?;

@@ -637,12 +637,10 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     } else {
         FrameFormat::nv12(plan.width, plan.height)
     };
-    let config = RingConfig {
-        frames: plan.buffers,
-        consumers: 1 + plan.recorder as usize,
-        timeout: Duration::from_secs(10),
-        ..Default::default()
-    };
+    let config = RingConfig::default()
+        .with_frames(plan.buffers)
+        .with_consumers(1 + plan.recorder as usize)
+        .with_timeout(Duration::from_secs(10));
     let engine = backend.gpu_engine();
     let mut consumers_engines = vec![engine.clone()];
     if plan.recorder {

@@ -91,7 +91,7 @@ fn stats(mut lat: Vec<Duration>, total: Duration) -> Stats {
 
 /// A ring of `buffers` frames whose one consumer is at the other end of `ep`.
 fn producer(lib: &NvSci, ep: IpcEndpoint, a: &Args, buffers: usize) -> Producer {
-    let config = RingConfig { frames: buffers, consumers: 1, timeout: T, ..Default::default() };
+    let config = RingConfig::default().with_frames(buffers).with_consumers(1).with_timeout(T);
     let ring =
         FrameRing::with_consumers(lib, format(a), config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
             .expect("producer set-up");

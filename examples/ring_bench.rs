@@ -90,8 +90,7 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
 /// Measurement 1: consumer-thread CPU time per frame.
 fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(1920, 1080);
-    let config =
-        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
+    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
     let gpu = b.gpu_engine();
     // Fence-driven.
     let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
@@ -154,8 +153,7 @@ fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffe
 /// Measurement 2: GPU producer in place vs own buffer + copy. Frames per second of each.
 fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config =
-        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
+    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
     let gpu = b.gpu_engine();
     let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
     let layout = ring.layout().clone();
@@ -273,8 +271,7 @@ fn launch_empty(stream: &CudaStream, f: &CudaFunction, at: u64) -> Res<()> {
 /// and on one stream without hand-off, same memory, same operations.
 fn ring_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config =
-        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
+    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
     let gpu = b.gpu_engine();
     let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
     let size = ring.layout().size as usize;
@@ -360,8 +357,7 @@ fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> R
 /// device-to-device copy reaches in the same run. Returns (converter us, floor us, GB/s).
 fn converter_alone(b: &Backend, dev: &CudaGpu, width: u32, height: u32) -> Res<(f64, f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config =
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() };
+    let config = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(10));
     let gpu = b.gpu_engine();
     let layout = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?.layout().clone();
     let stream = dev.context().new_stream().map_err(e)?;

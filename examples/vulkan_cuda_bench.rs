@@ -122,7 +122,7 @@ impl ZeroCopy {
         let imported = buffer.import_into_cuda(dev)?;
         let sems = HandoffSemaphores::new(vk)?;
         let handoff = sems.import_into_cuda(dev)?;
-        let config = ProducerConfig { source: FrameSource::Device, readback: WINDOWS };
+        let config = ProducerConfig::default().with_source(FrameSource::Device).with_readback(WINDOWS);
         let mut producer = FrameProducer::new(vk, &buffer, &sems, config)?;
         producer.staging_mut()?.copy_from_slice(source);
         producer.commit_source()?;
@@ -182,14 +182,15 @@ impl CopyPath {
         let size = source.len() as u64;
         let a = ExportableBuffer::new(vk, size, vk::BufferUsageFlags::empty())?;
         let b = ExportableBuffer::new(vk, size, vk::BufferUsageFlags::empty())?;
-        let render_cfg = ProducerConfig { source: FrameSource::Device, readback: Readback::Full };
+        let render_cfg =
+            ProducerConfig::default().with_source(FrameSource::Device).with_readback(Readback::Full);
         let mut render = FrameProducer::host_only(vk, &a, render_cfg)?;
         render.staging_mut()?.copy_from_slice(source);
         render.commit_source()?;
         let upload = FrameProducer::host_only(
             vk,
             &b,
-            ProducerConfig { source: FrameSource::Staging, readback: WINDOWS },
+            ProducerConfig::default().with_source(FrameSource::Staging).with_readback(WINDOWS),
         )?;
         let cuda_buf = stream.alloc_zeros::<u8>(source.len())?;
         Ok(Self { render, upload, cuda_buf, frame: 0 })
@@ -252,7 +253,7 @@ fn breakdown(dev: &CudaGpu, vk: &Arc<VulkanContext>, xor: &CudaFunction, frames:
     // 1. Vulkan alone: produce (device copy into the exported buffer) + return (readback
     //    windows), two submits, host fence wait.
     let buffer = ExportableBuffer::new(vk, bytes, vk::BufferUsageFlags::empty())?;
-    let cfg = ProducerConfig { source: FrameSource::Device, readback: WINDOWS };
+    let cfg = ProducerConfig::default().with_source(FrameSource::Device).with_readback(WINDOWS);
     let mut vk_only = FrameProducer::host_only(vk, &buffer, cfg)?;
     vk_only.staging_mut()?.copy_from_slice(&source);
     vk_only.commit_source()?;

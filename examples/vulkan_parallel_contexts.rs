@@ -98,7 +98,7 @@ fn main() -> ExitCode {
                         let _g = lock.then(|| RAW_LOCK.lock().unwrap_or_else(|e| e.into_inner()));
                         raw_round(shared.as_deref())
                     } else {
-                        let options = ContextOptions { private, ..Default::default() };
+                        let options = ContextOptions::default().with_private(private);
                         VulkanContext::with_options(options)
                             .map(|c| if leak { std::mem::forget(c) } else { drop(c) })
                             .map_err(|e| e.to_string())

@@ -18,7 +18,7 @@ fn a_destroy_behind_a_stuck_wait_is_bounded_and_leaks() {
     let ring = FrameRing::with_engines(
         &lib,
         FrameFormat::Raw { size: 4096 },
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_secs(1), ..Default::default() },
+        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(1)),
         &Engine::Cpu,
         &[Engine::Cuda(dev.clone())],
     )

@@ -134,7 +134,7 @@ fn streams_of_another_context_are_refused() {
     let ring = nvsci::pipeline::FrameRing::with_engines(
         &lib,
         nvsci::pipeline::FrameFormat::Raw { size: 4096 },
-        nvsci::pipeline::RingConfig { frames: 2, consumers: 1, ..Default::default() },
+        nvsci::pipeline::RingConfig::default().with_frames(2).with_consumers(1),
         &nvsci::pipeline::Engine::Cpu,
         &[nvsci::pipeline::Engine::Cuda(dev.clone())],
     )

@@ -207,7 +207,7 @@ fn foreign_flow(lib: &NvSci) -> nvsci::Result<()> {
 
 fn ring_flow(lib: &NvSci) -> nvsci::Result<()> {
     let config =
-        RingConfig { frames: 2, consumers: 2, timeout: Duration::from_millis(200), ..Default::default() };
+        RingConfig::default().with_frames(2).with_consumers(2).with_timeout(Duration::from_millis(200));
     let ring = FrameRing::new(lib, FrameFormat::nv12(64, 32), config)?;
     let (mut p, mut cs) = ring.split()?;
     for t in 0..3u8 {

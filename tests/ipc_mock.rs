@@ -116,7 +116,7 @@ fn check(bytes: &[u8], seq: u64, who: &str) {
 
 /// Ring parameters for `consumers` consumers over 4 frames.
 fn config(consumers: usize, timeout: Duration) -> RingConfig {
-    RingConfig { frames: 4, consumers, timeout, ..Default::default() }
+    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(timeout)
 }
 
 /// Presents `frames` frames with their patterns (each acquire waits until every consumer
@@ -995,7 +995,7 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
     let raw = FrameFormat::Raw { size: FRAME };
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
     // One frame is no ring; two consumers named for a ring of one.
-    let bad = RingConfig { frames: 1, ..config(1, RING_TIMEOUT) };
+    let bad = config(1, RING_TIMEOUT).with_frames(1);
     assert!(matches!(
         FrameRing::with_consumers(&lib, raw, bad, &Engine::Cpu, vec![RingConsumer::Remote(ep)]),
         Err(Error::InvalidArgument { name: "config.frames", .. })
@@ -1014,7 +1014,7 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
         consume(&mut c, "thread")
     });
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
-    let cfg = RingConfig { frames: 3, ..config(1, RING_TIMEOUT) };
+    let cfg = config(1, RING_TIMEOUT).with_frames(3);
     let ring =
         FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)]).unwrap();
     let (mut p, _) = ring.split().unwrap();
@@ -1324,7 +1324,7 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
     let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
     let raw = FrameFormat::Raw { size: FRAME };
     let ring = |frames: usize, ep: IpcEndpoint, timeout: Duration| {
-        let cfg = RingConfig { frames, ..config(1, timeout) };
+        let cfg = config(1, timeout).with_frames(frames);
         FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
     };
     match ring(4, ep, Duration::from_millis(200)) {
@@ -1357,7 +1357,7 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
 fn endpoint_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], frames: usize, timeout: Duration) -> Producer {
     let consumers =
         endpoints.iter().map(|n| RingConsumer::Remote(IpcEndpoint::open(ipc, n).unwrap())).collect();
-    let cfg = RingConfig { frames, ..config(endpoints.len(), timeout) };
+    let cfg = config(endpoints.len(), timeout).with_frames(frames);
     let ring = FrameRing::with_consumers(lib, FrameFormat::Raw { size: FRAME }, cfg, &Engine::Cpu, consumers)
         .unwrap();
     ring.split().unwrap().0

@@ -42,7 +42,11 @@ fn take_wait_decisions() -> (usize, usize) {
 
 fn consume(dev: &CudaGpu, gpu_cache: bool, frames: usize) -> (usize, usize, Option<bool>) {
     let lib = NvSci::mock();
-    let config = RingConfig { frames: 3, consumers: 1, timeout: Duration::from_secs(10), gpu_cache };
+    let config = RingConfig::default()
+        .with_frames(3)
+        .with_consumers(1)
+        .with_timeout(Duration::from_secs(10))
+        .with_gpu_cache(gpu_cache);
     let ring = FrameRing::with_engines(
         &lib,
         FrameFormat::Raw { size: 65536 },

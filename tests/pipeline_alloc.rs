@@ -16,7 +16,7 @@ fn thousand_frames_allocate_nothing_after_warm_up() {
     let ring = FrameRing::new(
         &NvSci::mock(),
         FrameFormat::nv12(320, 240),
-        RingConfig { frames: 4, consumers: 2, ..Default::default() },
+        RingConfig::default().with_frames(4).with_consumers(2),
     )
     .unwrap();
     let (mut p, mut cs) = ring.split().unwrap();

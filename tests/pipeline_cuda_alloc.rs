@@ -22,7 +22,7 @@ fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
     let ring = FrameRing::with_engines(
         &NvSci::mock(),
         FrameFormat::nv12(320, 240),
-        RingConfig { frames: 4, consumers: 1, timeout: Duration::from_secs(10), ..Default::default() },
+        RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10)),
         &Engine::Cpu,
         &[Engine::Cuda(dev.clone())],
     )

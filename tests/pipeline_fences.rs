@@ -12,7 +12,10 @@ fn ring(frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
     FrameRing::new(
         &NvSci::mock(),
         FrameFormat::Raw { size: 4096 },
-        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms), ..Default::default() },
+        RingConfig::default()
+            .with_frames(frames)
+            .with_consumers(consumers)
+            .with_timeout(Duration::from_millis(timeout_ms)),
     )
     .unwrap()
 }
@@ -151,8 +154,7 @@ fn a_dropped_consumer_frame_is_released_after_its_present_fence() {
 #[test]
 fn tokens_of_a_dropped_ring_are_refused_by_a_new_one() {
     let lib = NvSci::mock();
-    let cfg =
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(200), ..Default::default() };
+    let cfg = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(200));
     let mut ids = std::collections::HashSet::new();
     let (old_token, old_id) = {
         let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
@@ -197,7 +199,7 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     let (mut p, mut cs) = FrameRing::new(
         &lib,
         FrameFormat::Raw { size: 64 },
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(200), ..Default::default() },
+        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(200)),
     )
     .unwrap()
     .split()

@@ -15,7 +15,10 @@ fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -
     FrameRing::new(
         &NvSci::mock(),
         format,
-        RingConfig { frames, consumers, timeout: Duration::from_millis(timeout_ms), ..Default::default() },
+        RingConfig::default()
+            .with_frames(frames)
+            .with_consumers(consumers)
+            .with_timeout(Duration::from_millis(timeout_ms)),
     )
     .unwrap()
 }

@@ -19,7 +19,7 @@ const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
 fn config(consumers: usize) -> RingConfig {
-    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
+    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(Duration::from_secs(10))
 }
 
 /// Device memory in use and open fds, to compare before and after a run.
@@ -230,7 +230,7 @@ fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
     let ring = FrameRing::with_engines(
         &lib,
         FrameFormat::Raw { size: 4096 },
-        RingConfig { frames: 2, consumers: 1, timeout: Duration::from_millis(500), ..Default::default() },
+        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(500)),
         &Engine::Cpu,
         &[Engine::Cuda(dev.clone())],
     )?;

@@ -14,7 +14,7 @@ fn ring_teardown_frees_every_handle() {
         let ring = FrameRing::new(
             &lib,
             FrameFormat::nv12(64, 48),
-            RingConfig { frames: 3, consumers: 2, ..Default::default() },
+            RingConfig::default().with_frames(3).with_consumers(2),
         )
         .unwrap();
         let (mut p, mut cs) = ring.split().unwrap();

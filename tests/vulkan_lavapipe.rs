@@ -76,7 +76,7 @@ const WAIT: Duration = Duration::from_secs(20);
 /// destroy a device take `common::vulkan_exclusive()`.
 fn vk_ctx() -> Option<Arc<VulkanContext>> {
     let private = std::env::var("NVSCI_TEST_PRIVATE_VULKAN").is_ok_and(|v| v == "1");
-    match VulkanContext::with_options(ContextOptions { private, ..Default::default() }) {
+    match VulkanContext::with_options(ContextOptions::default().with_private(private)) {
         Ok(c) => Some(c),
         Err(e) if common::vulkan_required() => panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}"),
         Err(e) => {
@@ -92,10 +92,7 @@ fn pattern(n: usize, seed: u32) -> Vec<u8> {
 
 #[test]
 fn missing_loader_is_a_typed_error() {
-    let r = VulkanContext::with_options(ContextOptions {
-        loader: Some("/nonexistent/libvulkan.so.1".into()),
-        ..Default::default()
-    });
+    let r = VulkanContext::with_options(ContextOptions::default().with_loader("/nonexistent/libvulkan.so.1"));
     match r {
         Err(Error::Vulkan(VulkanError::Unavailable { reason })) => {
             assert!(reason.contains("/nonexistent/libvulkan.so.1"), "{reason}");
@@ -151,8 +148,7 @@ fn contexts_are_shared_unless_private() {
     assert!(Arc::ptr_eq(&ctx, &again), "the same shared context from another thread");
     let by_uuid = VulkanContext::new(DeviceSelection::Uuid(ctx.uuid())).unwrap();
     assert!(Arc::ptr_eq(&ctx, &by_uuid), "the same device selected by UUID shares the context");
-    let private =
-        VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
+    let private = VulkanContext::with_options(ContextOptions::default().with_private(true)).unwrap();
     assert!(!Arc::ptr_eq(&ctx, &private));
     assert_ne!(private.ash_device().handle(), ctx.ash_device().handle());
     assert_eq!(private.uuid(), ctx.uuid(), "the same physical device");
@@ -166,7 +162,7 @@ fn objects_keep_the_context_alive() {
     // A private context, destroyed once its last object is gone.
     let _vk = common::vulkan_exclusive();
     let Some(_) = vk_ctx() else { return };
-    let ctx = VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
+    let ctx = VulkanContext::with_options(ContextOptions::default().with_private(true)).unwrap();
     let weak = Arc::downgrade(&ctx);
     let buffer = ExportableBuffer::new(&ctx, 4096, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
@@ -599,8 +595,9 @@ fn device_source_and_readback_windows() {
     let buffer = ExportableBuffer::new(&ctx, size, vk::BufferUsageFlags::empty()).unwrap();
     let sem = TimelineSemaphore::new(&ctx, 0).unwrap();
     let sems = HandoffSemaphores::from_timeline(sem.clone());
-    let config =
-        ProducerConfig { source: FrameSource::Device, readback: Readback::Windows { count: 5, len: 1000 } };
+    let config = ProducerConfig::default()
+        .with_source(FrameSource::Device)
+        .with_readback(Readback::Windows { count: 5, len: 1000 });
     let mut p = FrameProducer::new(&ctx, &buffer, &sems, config).unwrap();
     assert!(matches!(
         FrameProducer::host_only(&ctx, &buffer, ProducerConfig::default()).map(|mut q| q.commit_source()),
@@ -644,8 +641,7 @@ fn producer_steps_out_of_order_are_rejected() {
     assert!(p.readback().is_empty());
     // Dropped with a frame in flight: the producer waits for it before destroying anything.
     drop(p);
-    let other_ctx =
-        VulkanContext::with_options(ContextOptions { private: true, ..Default::default() }).unwrap();
+    let other_ctx = VulkanContext::with_options(ContextOptions::default().with_private(true)).unwrap();
     assert!(!Arc::ptr_eq(&other_ctx, &ctx));
     assert!(matches!(
         FrameProducer::host_only(&other_ctx, &buffer, ProducerConfig::default()),

@@ -8,8 +8,10 @@ pub const MAX_FRAMES: usize = 16;
 /// Most consumers a ring serves.
 pub const MAX_CONSUMERS: usize = 4;
 
-/// Ring parameters.
+/// Ring parameters: start from [`RingConfig::default`] and change what differs with the `with_*`
+/// methods, e.g. `RingConfig::default().with_frames(2).with_consumers(2)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RingConfig {
     /// Frame buffers in the ring (2 to [`MAX_FRAMES`]).
     pub frames: usize,
@@ -36,6 +38,30 @@ impl Default for RingConfig {
 }
 
 impl RingConfig {
+    /// Sets [`frames`](Self::frames).
+    pub fn with_frames(mut self, frames: usize) -> Self {
+        self.frames = frames;
+        self
+    }
+
+    /// Sets [`consumers`](Self::consumers).
+    pub fn with_consumers(mut self, consumers: usize) -> Self {
+        self.consumers = consumers;
+        self
+    }
+
+    /// Sets [`timeout`](Self::timeout).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets [`gpu_cache`](Self::gpu_cache).
+    pub fn with_gpu_cache(mut self, gpu_cache: bool) -> Self {
+        self.gpu_cache = gpu_cache;
+        self
+    }
+
     pub(crate) fn validate(&self) -> Result<()> {
         if !(2..=MAX_FRAMES).contains(&self.frames) {
             return Err(invalid(

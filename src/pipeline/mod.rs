@@ -11,7 +11,7 @@
 //! let ring = FrameRing::new(
 //!     &nvsci::NvSci::mock(),
 //!     FrameFormat::nv12(64, 32),
-//!     RingConfig { frames: 3, consumers: 1, ..Default::default() },
+//!     RingConfig::default().with_frames(3).with_consumers(1),
 //! )
 //! .unwrap();
 //! let (mut producer, mut consumers) = ring.split().unwrap();

@@ -463,7 +463,7 @@ impl Consumer {
     ) -> Result<Self> {
         let (ring, frames, upstream) =
             super::backend::ipc::connect_consumer(lib, ep, format, &engine, timeout)?;
-        let config = RingConfig { frames, consumers: 1, timeout, ..Default::default() };
+        let config = RingConfig::default().with_frames(frames).with_consumers(1).with_timeout(timeout);
         let ring = FrameRing::with_links(
             config,
             Arc::new(ring),

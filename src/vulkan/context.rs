@@ -31,8 +31,10 @@ pub enum DeviceSelection {
     Uuid(GpuId),
 }
 
-/// Options for [`VulkanContext::with_options`].
+/// Options for [`VulkanContext::with_options`]: start from [`ContextOptions::default`] and change
+/// what differs with the `with_*` methods.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ContextOptions {
     /// Which physical device to open.
     pub device: DeviceSelection,
@@ -43,6 +45,26 @@ pub struct ContextOptions {
     /// process's shared context for this loader and selection (see
     /// [`VulkanContext::with_options`] for why contexts are shared by default).
     pub private: bool,
+}
+
+impl ContextOptions {
+    /// Sets [`device`](Self::device).
+    pub fn with_device(mut self, device: DeviceSelection) -> Self {
+        self.device = device;
+        self
+    }
+
+    /// Sets [`loader`](Self::loader) to `loader`.
+    pub fn with_loader(mut self, loader: impl Into<PathBuf>) -> Self {
+        self.loader = Some(loader.into());
+        self
+    }
+
+    /// Sets [`private`](Self::private).
+    pub fn with_private(mut self, private: bool) -> Self {
+        self.private = private;
+        self
+    }
 }
 
 /// What the selected physical device reports about itself.
@@ -225,7 +247,7 @@ impl VulkanContext {
     /// The process's shared context for the default loader and the selected device, created on
     /// first use (see [`with_options`](Self::with_options)).
     pub fn new(device: DeviceSelection) -> Result<Arc<Self>> {
-        Self::with_options(ContextOptions { device, ..ContextOptions::default() })
+        Self::with_options(ContextOptions::default().with_device(device))
     }
 
     /// The shared context of the Vulkan device that is the same GPU as `cuda` (matched by UUID;

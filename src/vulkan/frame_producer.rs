@@ -66,13 +66,29 @@ pub enum Readback {
     },
 }
 
-/// Producer configuration.
+/// Producer configuration: start from [`ProducerConfig::default`] and change what differs with
+/// the `with_*` methods.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProducerConfig {
     /// Where frames come from.
     pub source: FrameSource,
     /// What comes back to the host after CUDA.
     pub readback: Readback,
+}
+
+impl ProducerConfig {
+    /// Sets [`source`](Self::source).
+    pub fn with_source(mut self, source: FrameSource) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Sets [`readback`](Self::readback).
+    pub fn with_readback(mut self, readback: Readback) -> Self {
+        self.readback = readback;
+        self
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

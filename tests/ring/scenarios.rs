@@ -13,7 +13,7 @@ const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
 fn config(consumers: usize) -> RingConfig {
-    RingConfig { frames: 4, consumers, timeout: Duration::from_secs(10), ..Default::default() }
+    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(Duration::from_secs(10))
 }
 
 fn ring(
@@ -198,13 +198,8 @@ fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize)
 /// Frames come in order, slot after slot, with their contents, to three CPU consumers on
 /// threads of their own.
 pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
-    let r = ring(
-        env,
-        FrameFormat::Raw { size: 4096 },
-        RingConfig { frames: 3, ..config(1) },
-        &Engine::Cpu,
-        &[Engine::Cpu],
-    );
+    let r =
+        ring(env, FrameFormat::Raw { size: 4096 }, config(1).with_frames(3), &Engine::Cpu, &[Engine::Cpu]);
     let (mut p, mut cs) = r.split().unwrap();
     let c = &mut cs[0];
     for seq in 0..10u64 {
@@ -223,8 +218,7 @@ pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
 /// The producer waits for every consumer and times out naming the one that holds the slot; a
 /// consumer times out without frames; an unbounded timeout does not overflow the clock.
 pub fn timeouts_name_who_holds_the_frame(env: &Env) {
-    let cfg =
-        RingConfig { frames: 2, consumers: 2, timeout: Duration::from_millis(50), ..Default::default() };
+    let cfg = RingConfig::default().with_frames(2).with_consumers(2).with_timeout(Duration::from_millis(50));
     let r = ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu]);
     let (mut p, mut cs) = r.split().unwrap();
     for _ in 0..2 {
@@ -247,7 +241,7 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
             .split()
             .unwrap();
     assert!(matches!(cs[0].acquire(), Err(Error::Ring(RingError::Timeout { .. }))));
-    let cfg = RingConfig { timeout: Duration::MAX, ..config(1) };
+    let cfg = config(1).with_timeout(Duration::MAX);
     let (mut p, mut cs) =
         ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();
     let f = p.acquire().unwrap();
@@ -319,12 +313,12 @@ pub fn bad_input_is_refused(env: &Env) {
     let b = &env.backend;
     let raw = FrameFormat::Raw { size: 4096 };
     for frames in [0usize, 1, 17] {
-        let c = RingConfig { frames, ..config(1) };
+        let c = config(1).with_frames(frames);
         let r = b.build_ring(raw, c, &Engine::Cpu, std::slice::from_ref(&e));
         assert!(matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })), "{frames}: {r:?}");
     }
     for consumers in [0usize, 5] {
-        let c = RingConfig { consumers, ..config(1) };
+        let c = config(1).with_consumers(consumers);
         let engines = vec![e.clone(); consumers];
         let r = b.build_ring(raw, c, &Engine::Cpu, &engines);
         assert!(

@@ -387,7 +387,10 @@ mod tests {
     }
 
     fn config(frames: usize, consumers: usize) -> RingConfig {
-        RingConfig { frames, consumers, timeout: Duration::from_secs(5), ..Default::default() }
+        RingConfig::default()
+            .with_frames(frames)
+            .with_consumers(consumers)
+            .with_timeout(Duration::from_secs(5))
     }
 
     #[test]

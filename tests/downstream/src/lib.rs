@@ -10,7 +10,7 @@ pub fn one_frame() -> nvsci::Result<bool> {
     let ring = FrameRing::new(
         &nvsci::NvSci::mock(),
         FrameFormat::nv12(64, 32),
-        RingConfig { frames: 2, consumers: 1, ..Default::default() },
+        RingConfig::default().with_frames(2).with_consumers(1),
     )?;
     let (mut producer, mut consumers) = ring.split()?;
     let frame = producer.acquire()?;
