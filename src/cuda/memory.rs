@@ -580,12 +580,16 @@ pub struct MappedBuffer<A: Access = ReadWrite> {
 
 impl<A: Access> Drop for MappedBuffer<A> {
     fn drop(&mut self) {
-        if !self.owned {
-            return; // host memory: the import's own teardown covers it
-        }
-        let ptr = self.ptr;
         let mem = self.mem.clone(); // the import outlives the mapping's release
         let dev = self.mem.inner.dev.clone();
+        if !self.owned {
+            // Host memory: nothing to free, but the import is released through the teardown
+            // queue like every holder that work reaches the memory through, so that it is
+            // destroyed only after a synchronisation started after this drop.
+            dev.destroy_after_work("release of a host-memory mapping", move || drop(mem));
+            return;
+        }
+        let ptr = self.ptr;
         dev.destroy_after_work("cuMemFree of a mapped buffer", move || {
             // SAFETY: the pointer came from cuExternalMemoryGetMappedBuffer and is freed once with
             // cuMemFree, as the driver documents, after the work that used it finished.

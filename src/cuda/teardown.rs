@@ -25,7 +25,9 @@
 //! past the deadline of its batch in a synchronisation is replaced for later drops, so one
 //! context's stuck stream does not hold up the destroys of another context.
 
-use cudarc::driver::CudaContext;
+use cudarc::driver::{result as cu, CudaContext};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -56,7 +58,11 @@ impl Drainable for CudaContext {
     }
 
     fn drain(&self) -> Result<(), String> {
-        self.bind_to_thread().and_then(|_| self.synchronize()).map_err(|e| e.to_string())
+        // The driver's calls, not cudarc's `bind_to_thread`, which would first hand over (and
+        // so fail on) an error cudarc recorded for the context elsewhere.
+        // SAFETY: the context is alive (`self`); making it current has no other precondition.
+        unsafe { cu::ctx::set_current(self.cu_ctx()) }.map_err(|e| e.to_string())?;
+        cu::ctx::synchronize().map_err(|e| e.to_string())
     }
 }
 
@@ -64,12 +70,13 @@ impl Drainable for CudaContext {
 struct Item {
     ctx: Arc<dyn Drainable>,
     what: &'static str,
+    timeout: Duration,
     deadline: Instant,
     /// The destroy, until the teardown thread runs it or it is leaked: whoever takes it decides.
     destroy: Mutex<Option<Destroy>>,
     /// Set once the destroy has returned or was leaked (a destroy taken and still running is
     /// not finished: what it frees may still be alive).
-    done: std::sync::atomic::AtomicBool,
+    done: AtomicBool,
 }
 
 impl Item {
@@ -81,19 +88,26 @@ impl Item {
         lock(&self.destroy).take()
     }
 
+    /// Whether nobody has taken the destroy yet (neither run nor leaked nor running).
+    fn untaken(&self) -> bool {
+        lock(&self.destroy).is_some()
+    }
+
     fn finished(&self) -> bool {
-        self.done.load(std::sync::atomic::Ordering::Acquire)
+        self.done.load(Ordering::Acquire)
     }
 
     fn set_done(&self) {
-        self.done.store(true, std::sync::atomic::Ordering::Release);
+        self.done.store(true, Ordering::Release);
     }
 
-    /// Leaks the destroy (and what it owns) if it has not run yet.
+    /// Leaks the destroy, what it owns and the context (whose teardown would free the objects
+    /// too), if nobody has taken the destroy yet.
     fn leak(&self, why: &str) {
         if let Some(d) = self.take() {
             log::error!("{why} ({}); leaking it", self.what);
             std::mem::forget(d);
+            std::mem::forget(self.ctx.clone());
             self.set_done();
         }
     }
@@ -102,21 +116,26 @@ impl Item {
 struct Queue {
     /// Dropped and not yet taken by the teardown thread.
     waiting: Vec<Arc<Item>>,
-    /// Every item neither destroyed nor leaked (`waiting` and the batch in progress).
+    /// Every item neither destroyed nor leaked (`waiting` and the group in progress).
     outstanding: Vec<Arc<Item>>,
-    /// The current teardown thread's generation; a thread of an older one exits after its batch.
+    /// The current teardown thread's generation; a thread of an older one exits after the
+    /// group it holds.
     generation: u64,
     /// Whether a thread of the current generation runs.
     running: bool,
-    /// The earliest deadline of the batch the current thread is synchronising or destroying.
-    busy_until: Option<Instant>,
+    /// The context the current thread synchronises or destroys for, and the earliest deadline
+    /// of the items it took.
+    draining: Option<(usize, Instant)>,
+    /// Contexts an older thread is still synchronising past a deadline: no other thread
+    /// synchronises them (their items wait, or are leaked at their deadlines).
+    stuck: Vec<usize>,
     /// Callers of `flush` waiting: the thread then takes what is queued at once.
     flushing: usize,
 }
 
 struct Shared {
     q: Mutex<Queue>,
-    /// New items (or a new generation).
+    /// New items, a new generation or a context no longer stuck.
     work: Condvar,
     /// Items finished.
     done: Condvar,
@@ -130,7 +149,8 @@ fn shared() -> &'static Shared {
             outstanding: Vec::new(),
             generation: 0,
             running: false,
-            busy_until: None,
+            draining: None,
+            stuck: Vec::new(),
             flushing: 0,
         }),
         work: Condvar::new(),
@@ -140,8 +160,7 @@ fn shared() -> &'static Shared {
 
 thread_local! {
     /// On the teardown thread while it runs destroys of a context it has just synchronised:
-    /// that context. Destroys queued from there (an import whose last mapping was destroyed)
-    /// run at once.
+    /// that context. Destroys queued from there run at once (see `enqueue`).
     static INLINE: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
 }
 
@@ -162,55 +181,84 @@ pub(crate) fn destroy_after_work(
 
 fn enqueue(ctx: Arc<dyn Drainable>, what: &'static str, timeout: Duration, destroy: Destroy) {
     if INLINE.with(|c| c.get()) == Some(ctx.key()) {
-        // Dropped by a destroy of the teardown thread, right after a synchronisation of this
-        // context: what the object was used by has finished (its last holder was a destroy of
-        // that batch, so no work can have been queued on it after the synchronisation began).
+        // Dropped by a destroy of the teardown thread right after a synchronisation of this
+        // context (an import released by its last mapping's destroy). Every holder through
+        // which work can reach an object (a mapping, an array, a surface) releases it through
+        // this queue, so its last holder being one of these destroys means every such holder
+        // was dropped, after its work was queued, before the synchronisation began.
         destroy();
         return;
     }
+    let now = Instant::now();
     let item = Arc::new(Item {
         ctx,
         what,
-        deadline: Instant::now() + timeout,
+        timeout,
+        deadline: now.checked_add(timeout).unwrap_or_else(|| far_future(now)),
         destroy: Mutex::new(Some(destroy)),
-        done: Default::default(),
+        done: AtomicBool::new(false),
     });
     let s = shared();
     let mut q = lock(&s.q);
-    // A thread held past a deadline in one context's synchronisation is replaced, so drops of
-    // other contexts go on being served.
-    let stuck = q.busy_until.is_some_and(|t| Instant::now() >= t);
-    if !q.running || stuck {
-        q.generation += 1;
-        q.busy_until = None;
-        let generation = q.generation;
-        let spawned =
-            std::thread::Builder::new().name("nvsci-cuda-teardown".into()).spawn(move || serve(generation));
-        if spawned.is_err() {
-            q.running = false;
-            drop(q);
-            item.leak("no teardown thread could be started");
-            return;
-        }
-        q.running = true;
-    }
     q.outstanding.push(item.clone());
     q.waiting.push(item);
+    ensure_server(&mut q);
     drop(q);
     s.work.notify_all();
 }
 
-/// Leaks every outstanding item past its deadline and forgets finished ones.
-fn reap(q: &mut Queue) {
+fn far_future(now: Instant) -> Instant {
+    now + Duration::from_secs(100 * 365 * 86_400)
+}
+
+/// Starts a teardown thread when none runs, or when the running one has been synchronising one
+/// context past the deadline of what it took: that context is marked stuck and the old thread
+/// exits once its synchronisation returns, so other contexts' drops are still served.
+fn ensure_server(q: &mut Queue) {
+    let held = q.draining.filter(|&(_, deadline)| Instant::now() >= deadline);
+    if q.running && held.is_none() {
+        return;
+    }
+    if let Some((key, _)) = held {
+        q.stuck.push(key);
+    }
+    q.generation += 1;
+    q.draining = None;
+    let generation = q.generation;
+    q.running = std::thread::Builder::new()
+        .name("nvsci-cuda-teardown".into())
+        .spawn(move || serve(generation))
+        .is_ok();
+    if !q.running {
+        log::error!(
+            "no teardown thread could be started; dropped CUDA objects are leaked at their deadlines"
+        );
+    }
+}
+
+/// Leaks every outstanding item past its deadline that nobody took, and removes finished ones
+/// (returned, to be dropped once the queue's lock is released: dropping one may release a
+/// context).
+#[must_use]
+fn reap(q: &mut Queue) -> Vec<Arc<Item>> {
     let now = Instant::now();
     for it in q.outstanding.iter().filter(|it| now >= it.deadline) {
         it.leak(&format!(
-            "the work queued before it was dropped did not finish within {DESTROY_TIMEOUT:?} (a stream waits on \
-             a fence that never expired?)"
+            "the work queued before it was dropped did not finish within {:?} (a stream waits on a fence that \
+             never expired?)",
+            it.timeout
         ));
     }
-    q.outstanding.retain(|it| !it.finished());
     q.waiting.retain(|it| !it.finished());
+    let mut removed = Vec::new();
+    q.outstanding.retain(|it| {
+        let keep = !it.finished();
+        if !keep {
+            removed.push(it.clone());
+        }
+        keep
+    });
+    removed
 }
 
 fn count(q: &Queue, key: usize) -> usize {
@@ -224,8 +272,18 @@ pub(crate) fn pending(ctx: &CudaContext) -> usize {
 
 fn pending_of(key: usize) -> usize {
     let mut q = lock(&shared().q);
-    reap(&mut q);
-    count(&q, key)
+    let removed = reap(&mut q);
+    ensure_server_if_needed(&mut q);
+    let n = count(&q, key);
+    drop(q);
+    drop(removed);
+    n
+}
+
+fn ensure_server_if_needed(q: &mut Queue) {
+    if !q.waiting.is_empty() {
+        ensure_server(q);
+    }
 }
 
 /// Waits until nothing of `ctx` is queued, at most `timeout`; returns what is still queued.
@@ -236,91 +294,126 @@ pub(crate) fn flush(ctx: &CudaContext, timeout: Duration) -> usize {
 
 fn flush_of(key: usize, timeout: Duration) -> usize {
     let s = shared();
-    let end = Instant::now() + timeout;
+    let start = Instant::now();
+    let end = start.checked_add(timeout).unwrap_or_else(|| far_future(start));
     let mut q = lock(&s.q);
     q.flushing += 1;
     s.work.notify_all();
-    let r = loop {
-        reap(&mut q);
+    let mut removed = Vec::new();
+    let n = loop {
+        removed.extend(reap(&mut q));
+        ensure_server_if_needed(&mut q);
         let n = count(&q, key);
         let now = Instant::now();
         if n == 0 || now >= end {
             break n;
         }
-        let next =
-            q.outstanding.iter().filter(|it| it.key() == key).map(|it| it.deadline).min().unwrap_or(end);
-        let until = next.min(end).max(now + Duration::from_micros(1));
-        q = s.done.wait_timeout(q, until - now).unwrap_or_else(|e| e.into_inner()).0;
+        // Wake at the next deadline that can change something: an item of `ctx` nobody took
+        // yet (leaked then), or a thread held in a synchronisation (replaced then); a destroy
+        // that is running is waited for through `done`.
+        let next = q
+            .outstanding
+            .iter()
+            .filter(|it| it.key() == key && it.untaken())
+            .map(|it| it.deadline)
+            .chain(q.draining.map(|d| d.1))
+            .filter(|&d| d > now)
+            .min()
+            .unwrap_or(end)
+            .min(end);
+        q = s.done.wait_timeout(q, next - now).unwrap_or_else(|e| e.into_inner()).0;
     };
     q.flushing -= 1;
-    r
+    drop(q);
+    drop(removed);
+    n
 }
 
-/// The teardown thread of `generation`: takes everything queued, synchronises each context of
-/// the batch once and runs the destroys of that context right after; sleeps while nothing is
-/// queued.
+/// The teardown thread of `generation`: waits for drops, gathers a burst, then serves one
+/// context at a time: takes its queued items, synchronises it and runs their destroys right
+/// after. Exits when a newer generation replaced it.
 fn serve(generation: u64) {
     let s = shared();
     loop {
-        let batch = {
+        let (ctx, key, group) = {
             let mut q = lock(&s.q);
+            let mut slept = false;
             loop {
                 if q.generation != generation {
                     return;
                 }
-                if !q.waiting.is_empty() {
+                if q.waiting.iter().any(|it| !q.stuck.contains(&it.key())) {
                     break;
                 }
                 q = s.work.wait(q).unwrap_or_else(|e| e.into_inner());
+                slept = true;
             }
-            // Gather the drops of a burst (the mapping, import and semaphores of one frame or
-            // one cycle) into one batch, unless a flush waits.
-            let until = Instant::now() + GATHER;
-            while q.flushing == 0 && q.generation == generation {
-                let now = Instant::now();
-                if now >= until {
-                    break;
+            if slept {
+                // Gather the drops of a burst (the mapping, import and semaphores of one frame
+                // or one cycle) into one group, unless a flush waits.
+                let until = Instant::now() + GATHER;
+                loop {
+                    if q.generation != generation {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if q.flushing > 0 || now >= until {
+                        break;
+                    }
+                    q = s.work.wait_timeout(q, until - now).unwrap_or_else(|e| e.into_inner()).0;
                 }
-                q = s.work.wait_timeout(q, until - now).unwrap_or_else(|e| e.into_inner()).0;
             }
-            q.busy_until = q.waiting.iter().map(|it| it.deadline).min();
-            std::mem::take(&mut q.waiting)
-        };
-        let mut rest: Vec<&Arc<Item>> = batch.iter().collect();
-        while let Some(first) = rest.first() {
-            let ctx = first.ctx.clone();
+            let Some(first) = q.waiting.iter().find(|it| !q.stuck.contains(&it.key())).cloned() else {
+                continue;
+            };
             let key = first.key();
-            let synced = ctx.drain();
-            if let Err(e) = &synced {
-                log::warn!("context synchronise before a destroy failed: {e}");
-            }
-            for it in rest.iter().filter(|it| it.key() == key) {
-                match (&synced, it.take()) {
-                    (Ok(()), Some(destroy)) => {
-                        INLINE.with(|c| c.set(Some(key)));
-                        destroy();
-                        INLINE.with(|c| c.set(None));
-                        it.set_done();
-                    }
-                    (Err(_), Some(destroy)) => {
-                        // A sticky context error: the work may never complete; nothing is
-                        // destroyed under it.
-                        log::error!("leaking what {} would destroy: its context failed", it.what);
-                        std::mem::forget(destroy);
-                        it.set_done();
-                    }
-                    (_, None) => {} // leaked past its deadline meanwhile
+            let mut group = Vec::new();
+            q.waiting.retain(|it| {
+                let mine = it.key() == key;
+                if mine {
+                    group.push(it.clone());
+                }
+                !mine
+            });
+            let earliest = group.iter().map(|it| it.deadline).min().unwrap_or(first.deadline);
+            q.draining = Some((key, earliest));
+            (first.ctx.clone(), key, group)
+        };
+        let synced = if group.iter().any(|it| it.untaken()) { ctx.drain() } else { Ok(()) };
+        if let Err(e) = &synced {
+            log::warn!("context synchronise before a destroy failed: {e}");
+        }
+        for it in &group {
+            let Some(destroy) = it.take() else { continue }; // leaked past its deadline meanwhile
+            if synced.is_err() {
+                // A sticky context error: the work may never complete; nothing is destroyed
+                // under it.
+                log::error!("leaking what {} would destroy: its context failed", it.what);
+                std::mem::forget(destroy);
+                std::mem::forget(it.ctx.clone());
+            } else {
+                INLINE.with(|c| c.set(Some(key)));
+                let r = catch_unwind(AssertUnwindSafe(destroy));
+                INLINE.with(|c| c.set(None));
+                if r.is_err() {
+                    log::error!("the destroy of {} panicked", it.what);
                 }
             }
-            rest.retain(|it| it.key() != key);
+            it.set_done();
         }
+        #[cfg(test)]
+        tests::group_done(key);
         let mut q = lock(&s.q);
+        q.stuck.retain(|&k| k != key);
         if q.generation == generation {
-            q.busy_until = None;
+            q.draining = None;
         }
-        q.outstanding.retain(|it| !it.finished());
+        let removed = reap(&mut q);
         drop(q);
         s.done.notify_all();
+        s.work.notify_all(); // a context no longer stuck
+        drop(removed);
+        drop(group);
     }
 }
 
@@ -337,7 +430,32 @@ pub(crate) fn succeeded(what: &'static str, r: crate::Result<()>) -> bool {
 mod tests {
     //! The queue's rules with stand-in contexts whose synchronisation the test controls (no GPU).
     use super::*;
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
+
+    /// Keys of the groups the teardown threads finished (to wait for a thread's last group).
+    static GROUPS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+    pub(super) fn group_done(key: usize) {
+        lock(&GROUPS).push(key);
+    }
+
+    /// Waits (at most 10 s) until a thread finished a group of `key`.
+    fn wait_group(key: usize) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !lock(&GROUPS).contains(&key) {
+            assert!(Instant::now() < end, "no thread finished a group of the context");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Waits (at most 10 s) until `f` holds.
+    fn wait_until(f: impl Fn() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !f() {
+            assert!(Instant::now() < end, "timed out waiting");
+            std::thread::yield_now();
+        }
+    }
 
     /// A context whose synchronisation waits until the test opens its gate (or fails).
     #[derive(Default)]
@@ -345,7 +463,8 @@ mod tests {
         open: Mutex<bool>,
         opened: Condvar,
         fail: AtomicBool,
-        syncs: AtomicUsize,
+        started: AtomicUsize,
+        finished: AtomicUsize,
     }
 
     impl Drainable for Fake {
@@ -354,11 +473,13 @@ mod tests {
         }
 
         fn drain(&self) -> Result<(), String> {
+            self.started.fetch_add(1, Ordering::SeqCst);
             let mut g = lock(&self.open);
             while !*g {
                 g = self.opened.wait(g).unwrap_or_else(|e| e.into_inner());
             }
-            self.syncs.fetch_add(1, Ordering::SeqCst);
+            drop(g);
+            self.finished.fetch_add(1, Ordering::SeqCst);
             if self.fail.load(Ordering::SeqCst) {
                 return Err("sticky error".into());
             }
@@ -366,16 +487,30 @@ mod tests {
         }
     }
 
-    impl Fake {
-        fn new(open: bool) -> Arc<Fake> {
+    /// Opens the fake's gate when dropped, so a failed assertion does not leave a teardown
+    /// thread blocked for the tests after it.
+    struct Gate(Arc<Fake>);
+
+    impl Gate {
+        fn new(open: bool) -> Gate {
             let f = Arc::new(Fake::default());
             *lock(&f.open) = open;
-            f
+            Gate(f)
         }
 
         fn open(&self) {
-            *lock(&self.open) = true;
-            self.opened.notify_all();
+            *lock(&self.0.open) = true;
+            self.0.opened.notify_all();
+        }
+
+        fn key(&self) -> usize {
+            self.0.key()
+        }
+    }
+
+    impl Drop for Gate {
+        fn drop(&mut self) {
+            self.open();
         }
     }
 
@@ -390,103 +525,153 @@ mod tests {
 
     const LONG: Duration = Duration::from_secs(30);
 
-    /// The queue is process-wide: these tests take turns so that one's held synchronisation does
-    /// not share a batch with another's drops.
-    fn serial() -> std::sync::MutexGuard<'static, ()> {
-        static S: Mutex<()> = Mutex::new(());
-        lock(&S)
+    /// Run and drop counters of the destroys a test queues.
+    #[derive(Default, Clone)]
+    struct Counts {
+        ran: Arc<AtomicUsize>,
+        dropped: Arc<AtomicUsize>,
+        /// Set when a destroy ran before a synchronisation that started after its drop ended.
+        early: Arc<AtomicBool>,
     }
 
-    /// Queues a destroy that counts its runs and owns an `Owned`.
-    fn queue(ctx: &Arc<Fake>, timeout: Duration, ran: &Arc<AtomicUsize>, dropped: &Arc<AtomicUsize>) {
-        let (ran, owned) = (ran.clone(), Owned(dropped.clone()));
+    impl Counts {
+        fn get(&self) -> (usize, usize) {
+            (self.ran.load(Ordering::SeqCst), self.dropped.load(Ordering::SeqCst))
+        }
+    }
+
+    /// Queues a destroy that checks it runs after a synchronisation started after this call,
+    /// takes a while, counts its run and owns an `Owned`.
+    fn queue(ctx: &Gate, timeout: Duration, c: &Counts) {
+        let (c, owned, fake) = (c.clone(), Owned(c.dropped.clone()), ctx.0.clone());
+        let started_before = fake.started.load(Ordering::SeqCst);
         enqueue(
-            ctx.clone(),
+            ctx.0.clone(),
             "test destroy",
             timeout,
             Box::new(move || {
+                // A synchronisation that started after the drop has finished: more have finished
+                // than had started at the drop.
+                if fake.finished.load(Ordering::SeqCst) <= started_before {
+                    c.early.store(true, Ordering::SeqCst);
+                }
                 // A destroy takes a while: flushing must wait until it has returned.
                 std::thread::sleep(Duration::from_millis(2));
-                ran.fetch_add(1, Ordering::SeqCst);
+                c.ran.fetch_add(1, Ordering::SeqCst);
                 drop(owned);
             }),
         );
     }
 
-    #[test]
-    fn a_destroy_waits_for_the_synchronisation_and_a_burst_costs_one_more() {
-        let _s = serial();
-        let ctx = Fake::new(false);
-        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        queue(&ctx, LONG, &ran, &dropped);
-        // The thread is held in the first synchronisation; a burst of drops queues behind it.
-        for _ in 0..9 {
-            queue(&ctx, LONG, &ran, &dropped);
-        }
-        assert_eq!(pending_of(ctx.key()), 10);
-        assert_eq!(ran.load(Ordering::SeqCst), 0, "destroyed before the context was synchronised");
-        ctx.open();
-        assert_eq!(flush_of(ctx.key(), LONG), 0);
-        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (10, 10));
-        // The first drop's synchronisation, then at most one for the burst queued meanwhile.
-        let syncs = ctx.syncs.load(Ordering::SeqCst);
-        assert!((1..=2).contains(&syncs), "{syncs} synchronisations for two batches");
+    /// The queue is process-wide: these tests take turns so that one's held synchronisation does
+    /// not share the thread with another's drops.
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        static S: Mutex<()> = Mutex::new(());
+        lock(&S)
     }
 
     #[test]
-    fn an_object_released_by_a_destroy_is_destroyed_in_the_same_batch() {
+    fn a_destroy_waits_for_a_synchronisation_started_after_its_drop_and_a_burst_costs_one_more() {
         let _s = serial();
-        let ctx = Fake::new(true);
-        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        let (inner_ctx, inner_ran, inner_dropped) = (ctx.clone(), ran.clone(), dropped.clone());
-        let (outer_ran, outer_owned) = (ran.clone(), Owned(dropped.clone()));
+        let ctx = Gate::new(false);
+        let c = Counts::default();
+        queue(&ctx, LONG, &c);
+        // The thread is held in the first synchronisation; a burst of drops queues behind it.
+        wait_until(|| ctx.0.started.load(Ordering::SeqCst) == 1);
+        for _ in 0..9 {
+            queue(&ctx, LONG, &c);
+        }
+        assert_eq!(pending_of(ctx.key()), 10);
+        assert_eq!(c.get(), (0, 0), "destroyed before the context was synchronised");
+        ctx.open();
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert_eq!(c.get(), (10, 10));
+        assert!(!c.early.load(Ordering::SeqCst), "a destroy ran under a synchronisation older than its drop");
+        // The first drop's synchronisation, then one for the burst queued meanwhile.
+        assert_eq!(ctx.0.finished.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn an_object_released_by_a_destroy_is_destroyed_in_the_same_group_but_not_another_contexts() {
+        let _s = serial();
+        let (a, b) = (Gate::new(true), Gate::new(false));
+        let (outer, inner, other) = (Counts::default(), Counts::default(), Counts::default());
+        let (a_fake, inner2, other2) = (Gate(a.0.clone()), inner.clone(), other.clone());
+        let b_fake = Gate(b.0.clone());
+        let owned = Owned(outer.dropped.clone());
+        let ran = outer.ran.clone();
         enqueue(
-            ctx.clone(),
+            a.0.clone(),
             "mapping",
             LONG,
             Box::new(move || {
-                outer_ran.fetch_add(1, Ordering::SeqCst);
-                drop(outer_owned);
+                ran.fetch_add(1, Ordering::SeqCst);
+                drop(owned);
                 // Its import's last holder goes here: the import's destroy is queued from the
-                // teardown thread.
-                queue(&inner_ctx, LONG, &inner_ran, &inner_dropped);
+                // teardown thread; and an object of another context.
+                queue(&a_fake, LONG, &inner2);
+                queue(&b_fake, LONG, &other2);
+                std::mem::forget(a_fake);
+                std::mem::forget(b_fake);
             }),
         );
-        assert_eq!(flush_of(ctx.key(), LONG), 0);
-        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (2, 2));
-        assert_eq!(ctx.syncs.load(Ordering::SeqCst), 1, "the import waited for a second synchronisation");
+        assert_eq!(flush_of(a.key(), LONG), 0);
+        assert_eq!((outer.get(), inner.get()), ((1, 1), (1, 1)));
+        assert_eq!(a.0.finished.load(Ordering::SeqCst), 1, "the import waited for a second synchronisation");
+        // The other context's object waits for its own synchronisation.
+        assert_eq!(other.get(), (0, 0), "destroyed without a synchronisation of its context");
+        assert_eq!(pending_of(b.key()), 1);
+        b.open();
+        assert_eq!(flush_of(b.key(), LONG), 0);
+        assert_eq!(other.get(), (1, 1));
+        assert!(!other.early.load(Ordering::SeqCst));
     }
 
     #[test]
     fn past_its_deadline_a_destroy_is_leaked_and_other_contexts_are_still_served() {
         let _s = serial();
-        let stuck = Fake::new(false);
-        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        queue(&stuck, Duration::from_millis(50), &ran, &dropped);
-        // The synchronisation never returns within the bound: flushing gives up on the destroy
-        // (leaked: it never ran and what it owns was not dropped).
+        lock(&GROUPS).clear();
+        let stuck = Gate::new(false);
+        let c = Counts::default();
+        queue(&stuck, Duration::from_millis(50), &c);
+        wait_until(|| stuck.0.started.load(Ordering::SeqCst) == 1);
+        // The synchronisation does not return within the bound: flushing gives up on the
+        // destroy (leaked: it never ran and what it owns was not dropped).
         assert_eq!(flush_of(stuck.key(), LONG), 0);
-        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+        assert_eq!(c.get(), (0, 0));
         // Another context's drop is served by a thread that replaced the held one.
-        let other = Fake::new(true);
-        let (ran2, dropped2) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        queue(&other, LONG, &ran2, &dropped2);
+        let other = Gate::new(true);
+        let c2 = Counts::default();
+        queue(&other, LONG, &c2);
         assert_eq!(flush_of(other.key(), LONG), 0);
-        assert_eq!((ran2.load(Ordering::SeqCst), dropped2.load(Ordering::SeqCst)), (1, 1));
-        // The held synchronisation returns at last: the leaked destroy stays leaked.
+        assert_eq!(c2.get(), (1, 1));
+        // A later drop of the stuck context is not synchronised by the new thread while the old
+        // one still waits in that context.
+        let c3 = Counts::default();
+        queue(&stuck, LONG, &c3);
+        let (third, c4) = (Gate::new(true), Counts::default());
+        queue(&third, LONG, &c4);
+        assert_eq!(flush_of(third.key(), Duration::from_secs(5)), 0, "the thread waits in the stuck context");
+        assert_eq!(c4.get(), (1, 1));
+        assert_eq!(stuck.0.started.load(Ordering::SeqCst), 1, "a second thread waits in the stuck context");
+        // The held synchronisation returns at last: the leaked destroy stays leaked once the old
+        // thread has finished its group, and the later drop is served.
         stuck.open();
+        wait_group(stuck.key());
         assert_eq!(flush_of(stuck.key(), LONG), 0);
-        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+        assert_eq!(c.get(), (0, 0));
+        assert_eq!(c3.get(), (1, 1));
+        assert!(!c3.early.load(Ordering::SeqCst));
     }
 
     #[test]
     fn flushing_waits_for_a_destroy_in_progress() {
         let _s = serial();
-        let ctx = Fake::new(true);
+        let ctx = Gate::new(true);
         let (started, finished) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         let (st, fin) = (started.clone(), finished.clone());
         enqueue(
-            ctx.clone(),
+            ctx.0.clone(),
             "slow destroy",
             LONG,
             Box::new(move || {
@@ -495,9 +680,7 @@ mod tests {
                 fin.store(true, Ordering::SeqCst);
             }),
         );
-        while !started.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
+        wait_until(|| started.load(Ordering::SeqCst));
         // The destroy is running: what it frees is still alive, so it is still pending.
         assert_eq!(pending_of(ctx.key()), 1);
         assert_eq!(flush_of(ctx.key(), LONG), 0);
@@ -507,11 +690,33 @@ mod tests {
     #[test]
     fn a_failed_synchronisation_leaks_instead_of_destroying() {
         let _s = serial();
-        let ctx = Fake::new(true);
-        ctx.fail.store(true, Ordering::SeqCst);
-        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-        queue(&ctx, LONG, &ran, &dropped);
+        let ctx = Gate::new(true);
+        ctx.0.fail.store(true, Ordering::SeqCst);
+        let c = Counts::default();
+        queue(&ctx, LONG, &c);
         assert_eq!(flush_of(ctx.key(), LONG), 0);
-        assert_eq!((ran.load(Ordering::SeqCst), dropped.load(Ordering::SeqCst)), (0, 0));
+        assert_eq!(c.get(), (0, 0));
+    }
+
+    #[test]
+    fn a_destroy_that_panics_finishes_and_the_thread_serves_on() {
+        let _s = serial();
+        let ctx = Gate::new(true);
+        enqueue(ctx.0.clone(), "panicking destroy", LONG, Box::new(|| panic!("destroy failed")));
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        let c = Counts::default();
+        queue(&ctx, LONG, &c);
+        assert_eq!(flush_of(ctx.key(), LONG), 0);
+        assert_eq!(c.get(), (1, 1));
+    }
+
+    #[test]
+    fn a_flush_without_bound_returns_when_done() {
+        let _s = serial();
+        let ctx = Gate::new(true);
+        let c = Counts::default();
+        queue(&ctx, LONG, &c);
+        assert_eq!(flush_of(ctx.key(), Duration::MAX), 0);
+        assert_eq!(c.get(), (1, 1));
     }
 }
