@@ -1025,6 +1025,48 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
     ledger_is_clean();
 }
 
+/// `RingConfig::gpu_cache` holds for a CUDA consumer at the other end of an endpoint (here a
+/// thread with its own endpoint) as for one in the producer's process, although the producer (a
+/// CPU) names no GPU in its own lists: on an integrated GPU, frames with CPU access need GPU cache
+/// coherency when cached (the `EnableGpuCache` default for an iGPU on system memory, nvscibuf.h)
+/// and none when the consumer's list sets `EnableGpuCache = false`.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_rings_gpu_cache_setting_reaches_a_remote_cuda_consumer() {
+    let dir = ipc_dir("gpucache", &[("g_0", "g_1")]);
+    let _g = use_dir(&dir);
+    let Some(dev) = common::gpu() else { return };
+    nvsci_mock::set_gpu_integrated(dev.gpu_id().0, true);
+    let raw = FrameFormat::Raw { size: FRAME };
+    for gpu_cache in [true, false] {
+        let lib = NvSci::mock();
+        let ipc = Ipc::mock().unwrap();
+        let (lib2, ipc2, dev2) = (lib.clone(), ipc.clone(), dev.clone());
+        let consumer = std::thread::spawn(move || {
+            let ep = IpcEndpoint::open(&ipc2, "g_1").unwrap();
+            let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cuda(dev2.clone()), RING_TIMEOUT).unwrap();
+            let needs = c.slot_view(0).unwrap().gpu_sw_need_cache_coherency(dev2.gpu_id()).unwrap();
+            for _ in 0..3 {
+                c.process(|_| Ok(())).unwrap();
+            }
+            assert!(matches!(c.acquire(), Err(Error::Ring(RingError::Ended { .. }))));
+            needs
+        });
+        let ep = IpcEndpoint::open(&ipc, "g_0").unwrap();
+        let cfg = config(1, RING_TIMEOUT).with_gpu_cache(gpu_cache);
+        let ring =
+            FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)]).unwrap();
+        let (mut p, _) = ring.split().unwrap();
+        produce(&mut p, 3);
+        drop(p);
+        assert_eq!(consumer.join().unwrap(), Some(gpu_cache), "gpu_cache = {gpu_cache}");
+        drop(ipc);
+    }
+    nvsci_mock::set_gpu_integrated(dev.gpu_id().0, false);
+    assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
+}
+
 /// nvsciipc.h (DRIVE OS 6.0.10, `NvSciIpcDeinit`): no reference counting, and "before calling
 /// this API, the user shall ensure all existing opened endpoints are closed". Two `Ipc` values in
 /// one process share one initialisation: dropping the first while the second has connected

@@ -7,8 +7,9 @@
 //! a sync object allocates it, with every consumer (in this process or another) in one
 //! reconciliation:
 //!
-//! 1. the producer sends each remote consumer its index and the waiter lists for its release
-//!    object (the producer's engine's, and the CPU's, which waits before anything is freed);
+//! 1. the producer sends each remote consumer its index, the ring's `gpu_cache` setting and the
+//!    waiter lists for its release object (the producer's engine's, and the CPU's, which waits
+//!    before anything is freed);
 //! 2. each remote consumer sends its buffer list (read-only, its engine) and its waiter lists
 //!    for the present object (its engine's; a CUDA consumer also the CPU's, as it may wait on the
 //!    CPU);
@@ -265,6 +266,7 @@ pub(crate) fn build_producer(
         r.ep.wait_connected(timeout)?;
         let mut m = vec![WAITER_LIST];
         m.extend_from_slice(&(r.consumer as u32).to_le_bytes());
+        m.push(u8::from(config.gpu_cache));
         m.extend_from_slice(SyncAttrList::export_unreconciled(&waiter_refs, &r.ep)?.as_bytes());
         r.ep.send_message(&m, timeout)?;
     }
@@ -422,12 +424,20 @@ pub(crate) fn connect_consumer(
     let msg = ep.recv_message(t)?;
     expect(&ep, &msg, WAITER_LIST)?;
     let mut f = Fields(&msg[1..]);
-    let index = f.u32().ok_or_else(|| protocol(&ep, "a truncated waiter-list message".into()))? as usize;
+    let truncated = || protocol(&ep, "a truncated waiter-list message".into());
+    let index = f.u32().ok_or_else(truncated)? as usize;
+    // The ring's `gpu_cache`: a consumer's GPU is cached or not as the producer's configuration
+    // says, wherever the consumer lives.
+    let gpu_cache = match f.take(1).ok_or_else(truncated)? {
+        [0] => false,
+        [1] => true,
+        other => return Err(protocol(&ep, format!("a GPU cache flag of {}", other[0]))),
+    };
     let prod_waiter = sync.import_unreconciled(&ep, &AttrListDescriptor::from_bytes(f.0)?)?;
     // 2. Our lists. NvSciSync reconciles NeedCpuAccess per peer and NvSciSyncFenceWait needs
     // CPU wait permission, so an engine consumer, which may also wait on the CPU (a dropped
     // frame, teardown), sends the CPU's waiter list beside its engine's.
-    let own_buf = format.attr_list(&bufm, Perm::ReadOnly, true, engine.gpu_id(), true)?;
+    let own_buf = format.attr_list(&bufm, Perm::ReadOnly, true, engine.gpu_id(), gpu_cache)?;
     let own_waiters = waiter_lists(&sync, engine)?;
     let waiter_refs: Vec<&SyncAttrList> = own_waiters.iter().collect();
     let mut m = vec![CONSUMER_LISTS];
