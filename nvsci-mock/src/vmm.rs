@@ -64,6 +64,9 @@ struct Driver {
     device_get_count: unsafe extern "C" fn(*mut i32) -> CuResult,
     device_get: unsafe extern "C" fn(*mut CuDevice, i32) -> CuResult,
     device_get_uuid: unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult,
+    /// `cuDeviceGetUuid_v2` (CUDA 11.4 and newer drivers), which names a MIG instance by its own
+    /// UUID where `cuDeviceGetUuid` gives the whole GPU's: a caller's GPU ID may come from either.
+    device_get_uuid_v2: Option<unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult>,
     device_get_attribute: unsafe extern "C" fn(*mut i32, i32, CuDevice) -> CuResult,
     primary_ctx_retain: unsafe extern "C" fn(*mut CuContext, CuDevice) -> CuResult,
     ctx_push: unsafe extern "C" fn(CuContext) -> CuResult,
@@ -121,6 +124,7 @@ impl Driver {
                 device_get_count: sym(lib, c"cuDeviceGetCount")?,
                 device_get: sym(lib, c"cuDeviceGet")?,
                 device_get_uuid: sym(lib, c"cuDeviceGetUuid")?,
+                device_get_uuid_v2: sym(lib, c"cuDeviceGetUuid_v2"),
                 device_get_attribute: sym(lib, c"cuDeviceGetAttribute")?,
                 primary_ctx_retain: sym(lib, c"cuDevicePrimaryCtxRetain")?,
                 ctx_push: sym(lib, c"cuCtxPushCurrent_v2")?,
@@ -151,21 +155,28 @@ impl Driver {
         DRIVER.get_or_init(Driver::load).as_ref()
     }
 
-    /// The device whose UUID is `uuid`.
+    /// The device whose UUID is `uuid`, as either `cuDeviceGetUuid` or `cuDeviceGetUuid_v2`
+    /// reports it (they differ for a MIG instance; which one a caller used depends on the CUDA
+    /// version its bindings target).
     fn device(&self, uuid: &[u8; 16]) -> Option<CuDevice> {
         let mut n = 0;
         // SAFETY: valid out-pointer.
         if unsafe { (self.device_get_count)(&mut n) } != CUDA_SUCCESS {
             return None;
         }
+        let is = |get: unsafe extern "C" fn(*mut [u8; 16], CuDevice) -> CuResult, dev: CuDevice| {
+            let mut id = [0u8; 16];
+            // SAFETY: a valid out-pointer and a device handle from cuDeviceGet.
+            unsafe { get(&mut id, dev) == CUDA_SUCCESS && id == *uuid }
+        };
         (0..n).find_map(|i| {
-            let (mut dev, mut id) = (0, [0u8; 16]);
-            // SAFETY: valid out-pointers; `i` is a valid ordinal.
-            let ok = unsafe {
-                (self.device_get)(&mut dev, i) == CUDA_SUCCESS
-                    && (self.device_get_uuid)(&mut id, dev) == CUDA_SUCCESS
-            };
-            (ok && id == *uuid).then_some(dev)
+            let mut dev = 0;
+            // SAFETY: valid out-pointer; `i` is a valid ordinal.
+            if unsafe { (self.device_get)(&mut dev, i) } != CUDA_SUCCESS {
+                return None;
+            }
+            (is(self.device_get_uuid, dev) || self.device_get_uuid_v2.is_some_and(|v2| is(v2, dev)))
+                .then_some(dev)
         })
     }
 
