@@ -119,6 +119,10 @@ pub enum UnsupportedReason {
     },
     /// No CUDA driver library (`libcuda.so`) was found.
     CudaDriverMissing,
+    /// The CUDA driver did not report its version (`cuDriverGetVersion` failed), so an entry
+    /// point newer than CUDA 11.4 is not called: the bindings would end the process if the
+    /// driver lacked it.
+    CudaDriverVersionUnknown,
     /// `cuInit` failed: the driver found no usable device or could not start.
     CudaInitFailed,
     /// The CUDA driver does not export the entry point `what` names.
@@ -185,6 +189,10 @@ impl fmt::Display for UnsupportedReason {
                 since % 1000 / 10
             ),
             CudaDriverMissing => f.write_str("no CUDA driver library (libcuda.so) was found"),
+            CudaDriverVersionUnknown => f.write_str(
+                "the CUDA driver did not report its version (cuDriverGetVersion failed), so entry points \
+                 newer than CUDA 11.4 are not called; build nvsci with the cuda-11040 feature to avoid them",
+            ),
             CudaInitFailed => {
                 f.write_str("cuInit failed: the CUDA driver found no usable device or could not start")
             }

@@ -93,7 +93,11 @@ mod probe {
                 log::debug!("CUDA array footprint unknown: driver {v} predates CUDA 11.6");
                 return Ok(None);
             }
-            _ => {}
+            Some(_) => {}
+            None => {
+                log::debug!("CUDA array footprint unknown: the driver does not report its version");
+                return Ok(None);
+            }
         }
         let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED;
         match gpu.context().attribute(attr) {

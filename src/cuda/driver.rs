@@ -37,10 +37,13 @@ pub(crate) fn driver_version() -> Option<i32> {
 
 // Checks before entry points newer than CUDA 11.4; builds for CUDA 11.4 and 11.5 call none.
 #[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050")))]
-/// `Ok` when the driver provides `what`, an entry point introduced in CUDA `since` (e.g. 11070),
-/// or when the driver version is unknown (the call itself then reports what is wrong); otherwise
-/// [`Error::Unsupported`] with [`CudaDriverTooOld`](crate::UnsupportedReason::CudaDriverTooOld),
-/// whose text names the `cuda-*` feature that avoids the entry point.
+/// `Ok` when the driver provides `what`, an entry point introduced in CUDA `since` (e.g. 11070);
+/// otherwise [`Error::Unsupported`] with
+/// [`CudaDriverTooOld`](crate::UnsupportedReason::CudaDriverTooOld), whose text names the `cuda-*`
+/// feature that avoids the entry point, or
+/// [`CudaDriverVersionUnknown`](crate::UnsupportedReason::CudaDriverVersionUnknown) when the
+/// driver does not report its version (cudarc ends the process on a missing entry point, so an
+/// unknown driver is not called).
 // Builds for CUDA 11.6 check only the driver version itself (array footprints).
 #[cfg_attr(feature = "cuda-11060", allow(dead_code))]
 pub(crate) fn require_driver(what: &'static str, since: i32) -> Result<()> {
@@ -49,6 +52,10 @@ pub(crate) fn require_driver(what: &'static str, since: i32) -> Result<()> {
             what,
             reason: crate::error::UnsupportedReason::CudaDriverTooOld { since },
         }),
-        _ => Ok(()),
+        Some(_) => Ok(()),
+        None => Err(Error::Unsupported {
+            what,
+            reason: crate::error::UnsupportedReason::CudaDriverVersionUnknown,
+        }),
     }
 }

@@ -51,8 +51,10 @@ fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi:
 fn proc_address(symbol: &core::ffi::CStr) -> std::result::Result<*mut core::ffi::c_void, UnsupportedReason> {
     const SYMBOL_FOUND: cudarc::driver::sys::CUdriverProcAddressQueryResult =
         cudarc::driver::sys::CUdriverProcAddressQueryResult::CU_GET_PROC_ADDRESS_SUCCESS;
-    if super::driver::driver_version().is_some_and(|v| v < 12000) {
-        return Err(UnsupportedReason::CudaDriverTooOld { since: 12000 });
+    match super::driver::driver_version() {
+        Some(v) if v < 12000 => return Err(UnsupportedReason::CudaDriverTooOld { since: 12000 }),
+        Some(_) => {}
+        None => return Err(UnsupportedReason::CudaDriverVersionUnknown),
     }
     // SAFETY: the driver library is present and initialised (see `resolve`) and exports the
     // `_v2` entry point (CUDA 12.0 or newer, checked above); the address is called only with the
