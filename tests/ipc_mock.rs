@@ -30,6 +30,17 @@ const CHILD_INDEX: &str = "NVSCI_IPC_TEST_INDEX";
 /// At most this many cross-process waits until one is ended by a wake (a signal that lands
 /// between two of the wait's bounded sleeps is seen without one).
 const WAKE_ROUNDS: u64 = 3;
+/// The block-linear NV12 frames of the cross-process test.
+const BL_W: usize = 128;
+const BL_H: usize = 64;
+
+/// Luma and interleaved chroma (V, U) of block-linear frame `seq`, packed rows.
+fn bl_planes(seq: u64) -> (Vec<u8>, Vec<u8>) {
+    let luma = (0..BL_W * BL_H).map(|i| (seq as usize * 7 + (i % BL_W) * 3 + (i / BL_W) * 5) as u8).collect();
+    let chroma =
+        (0..BL_W * BL_H / 2).map(|i| (seq as usize * 11 + (i % BL_W) * 13 + (i / BL_W) * 17) as u8).collect();
+    (luma, chroma)
+}
 
 /// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
@@ -238,6 +249,64 @@ fn child_process_entry() {
                 check(&host[t * n..(t + 1) * n], t as u64, &ep_name);
             }
             drop((copies, c));
+        }
+        "bl_cpu_consumer" => {
+            use nvsci::buf::PlaneDst;
+            let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
+            let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
+            let mut c = Consumer::connect(&lib, ep, format, Engine::Cpu, RING_TIMEOUT).unwrap();
+            for seq in 0..frames {
+                let f = c.acquire().unwrap();
+                assert_eq!(f.sequence(), seq);
+                let (mut luma, mut chroma) = (vec![0u8; BL_W * BL_H], vec![0u8; BL_W * BL_H / 2]);
+                let mut planes = [
+                    PlaneDst { data: &mut luma, pitch: BL_W as u32 },
+                    PlaneDst { data: &mut chroma, pitch: BL_W as u32 },
+                ];
+                c.get_pixels(&f, None, &mut planes).unwrap();
+                let (want_luma, want_chroma) = bl_planes(seq);
+                assert!(
+                    luma == want_luma && chroma == want_chroma,
+                    "frame {seq} differs from what the producer put"
+                );
+                c.release(f).unwrap();
+            }
+            assert!(matches!(c.acquire(), Err(Error::Ring(RingError::Ended { .. }))));
+            drop(c);
+            ledger_is_clean();
+        }
+        #[cfg(feature = "cuda")]
+        "bl_cuda_consumer" => {
+            use nvsci::cuda::ArrayRegion;
+            let dev = common::gpu().expect("the parent found a GPU");
+            let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
+            let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
+            let mut c = Consumer::connect(&lib, ep, format, Engine::Cuda(dev), RING_TIMEOUT).unwrap();
+            let stream = c.stream().unwrap().clone();
+            for seq in 0..frames {
+                let f = c.acquire().unwrap();
+                assert_eq!(f.sequence(), seq);
+                let planes = c.cuda_planes(&f).unwrap();
+                assert_eq!(planes.len(), 2, "luma and chroma arrays");
+                // Copies on the consumer's stream, after its wait for the present fence.
+                let mut luma = vec![0u8; BL_W * BL_H];
+                planes[0]
+                    .array()
+                    .copy_to_host_async(&stream, 0, ArrayRegion::new(0, 0, BL_W, BL_H), &mut luma)
+                    .unwrap();
+                let mut chroma = vec![0u8; BL_W * BL_H / 2];
+                let half = ArrayRegion::new(0, 0, BL_W / 2, BL_H / 2);
+                planes[1].array().copy_to_host_async(&stream, 0, half, &mut chroma).unwrap();
+                let (want_luma, want_chroma) = bl_planes(seq);
+                assert!(luma == want_luma, "frame {seq}: the luma array differs from what the producer put");
+                assert!(
+                    chroma == want_chroma,
+                    "frame {seq}: the chroma array differs from what the producer put"
+                );
+                c.release(f).unwrap();
+            }
+            assert!(matches!(c.acquire(), Err(Error::Ring(RingError::Ended { .. }))));
+            drop(c);
         }
         "dies" => {
             let mut c = connect(Engine::Cpu);
@@ -550,6 +619,65 @@ fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_th
     // The imports' destroys (and the descriptors they hold) finish before the next test counts
     // descriptors.
     assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
+}
+
+/// Block-linear frames across processes on the mock in GPU mode: the producer (the CPU, in this
+/// process) puts each frame with `put_pixels` into images the mock backs with CUDA virtual memory
+/// (see docs/mock.md); the consumer process imports them (the allocation's fd travels over the
+/// endpoint), maps both planes as CUDA arrays and reads them back on its stream after its wait
+/// for the present fence: every byte as put.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_linear_frames_cross_processes_to_a_cuda_consumer_reading_arrays() {
+    let dir = ipc_dir("bl-cuda", &[("bl_0", "bl_1")]);
+    let _g = use_dir(&dir);
+    let Some(dev) = common::gpu() else { return };
+    block_linear_frames_to_a_consumer_process(&dir, "bl_cuda_consumer");
+    assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
+}
+
+/// The same with a CPU consumer reading each frame with `get_pixels` (host pages, no GPU).
+#[test]
+fn block_linear_frames_cross_processes_to_a_cpu_consumer_reading_pixels() {
+    let dir = ipc_dir("bl-cpu", &[("bl_0", "bl_1")]);
+    let _g = use_dir(&dir);
+    block_linear_frames_to_a_consumer_process(&dir, "bl_cpu_consumer");
+    ledger_is_clean();
+}
+
+/// Puts 30 block-linear NV12 frames (`bl_planes`) with a CPU producer for a consumer process
+/// running `scenario` at the other end of `bl_0` / `bl_1`, and checks the process succeeded.
+fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str) {
+    use nvsci::buf::PlaneSrc;
+    let frames = 30u64;
+    let child =
+        spawn_child_with(scenario, dir, &[(CHILD_EP, "bl_1".into()), (CHILD_FRAMES, frames.to_string())]);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ep = IpcEndpoint::open(&ipc, "bl_0").unwrap();
+    let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
+    let ring = FrameRing::with_consumers(
+        &lib,
+        format,
+        config(1, RING_TIMEOUT),
+        &Engine::Cpu,
+        vec![RingConsumer::Remote(ep)],
+    )
+    .unwrap();
+    let (mut p, _) = ring.split().unwrap();
+    for seq in 0..frames {
+        let f = p.acquire().unwrap();
+        let (luma, chroma) = bl_planes(seq);
+        let planes =
+            [PlaneSrc { data: &luma, pitch: BL_W as u32 }, PlaneSrc { data: &chroma, pitch: BL_W as u32 }];
+        p.put_pixels(&f, None, &planes).unwrap();
+        p.present(f).unwrap();
+    }
+    drop(p);
+    let status = wait_child(child, Duration::from_secs(120));
+    assert!(status.success(), "{scenario} process failed: {status}");
+    drop(ipc);
 }
 
 /// A CPU wait in another process on a fence this process signals later sleeps (the blocking

@@ -3,6 +3,9 @@
 //! `cuImportExternalMemory` (`OPAQUE_FD`), the import Tegra makes for NvSciBuf objects with
 //! another handle type.
 //!
+//! Such memory crosses processes as the POSIX fd of the allocation (sent over the endpoint like
+//! the memfd of host pages); the importing process maps it with `cuMemImportFromShareableHandle`.
+//!
 //! The mock otherwise never calls CUDA: `libcuda.so.1` is opened (with `dlopen`) only when a
 //! block-linear image names a GPU, and the mock keeps working without it (CPU mode, machines
 //! without a GPU): every failure here means "use host pages instead", never an error.
@@ -80,6 +83,7 @@ struct Driver {
     unmap: unsafe extern "C" fn(CuDevicePtr, usize) -> CuResult,
     set_access: unsafe extern "C" fn(CuDevicePtr, usize, *const AccessDesc, usize) -> CuResult,
     export: unsafe extern "C" fn(*mut c_void, CuMemHandle, u32, u64) -> CuResult,
+    import: unsafe extern "C" fn(*mut CuMemHandle, *mut c_void, u32) -> CuResult,
     /// Primary contexts retained so far (device, context): kept for the life of the process.
     contexts: Mutex<Vec<(CuDevice, usize)>>,
 }
@@ -138,6 +142,7 @@ impl Driver {
                 unmap: sym(lib, c"cuMemUnmap")?,
                 set_access: sym(lib, c"cuMemSetAccess")?,
                 export: sym(lib, c"cuMemExportToShareableHandle")?,
+                import: sym(lib, c"cuMemImportFromShareableHandle")?,
                 contexts: Mutex::new(Vec::new()),
             }
         };
@@ -216,6 +221,9 @@ pub(crate) struct VmmMemory {
     handle: CuMemHandle,
     va: CuDevicePtr,
     len: usize,
+    /// For memory imported from another process: the fd it came in (a POSIX fd of the
+    /// allocation), whose duplicates [`export_fd`](Self::export_fd) hands out.
+    shared: Option<std::os::fd::OwnedFd>,
 }
 
 // SAFETY: the allocation is plain memory addressed by `va`; users coordinate their accesses as
@@ -257,41 +265,80 @@ impl VmmMemory {
                 return None;
             }
             let len = usize::try_from(size).ok()?.max(1).checked_next_multiple_of(gran.max(1))?;
-            let mut me = VmmMemory { driver, dev, handle: 0, va: 0, len: 0 };
             let mut handle = 0;
             // SAFETY: complete property block; `len` is a multiple of the granularity.
             if unsafe { (driver.create)(&mut handle, len, &prop, 0) } != CUDA_SUCCESS {
                 return None;
             }
-            me.handle = handle;
-            let mut va = 0;
-            // SAFETY: reserves a fresh range of `len` bytes.
-            if unsafe { (driver.reserve)(&mut va, len, 0, 0, 0) } != CUDA_SUCCESS {
-                return None; // drop releases the handle
-            }
-            // SAFETY: maps the whole allocation at the start of the reserved range.
-            if unsafe { (driver.map)(va, len, 0, handle, 0) } != CUDA_SUCCESS {
-                // SAFETY: frees the range reserved just above.
-                unsafe { (driver.address_free)(va, len) };
-                return None;
-            }
-            me.va = va;
-            me.len = len;
-            let access = [
-                AccessDesc {
-                    location: MemLocation { kind: CU_MEM_LOCATION_TYPE_DEVICE, id: dev },
-                    flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
-                },
-                AccessDesc { location: host, flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
-            ];
-            // SAFETY: the range is mapped; two access descriptors are passed.
-            if unsafe { (driver.set_access)(va, len, access.as_ptr(), access.len()) } != CUDA_SUCCESS {
-                return None;
-            }
+            let me = VmmMemory { driver, dev, handle, va: 0, len: 0, shared: None }.mapped(host, len)?;
             // SAFETY: the CPU may access the range now (host NUMA access granted); it is ours.
-            unsafe { std::ptr::write_bytes(va as usize as *mut u8, 0, len) };
+            unsafe { std::ptr::write_bytes(me.as_ptr(), 0, len) };
             Some(me)
         })
+    }
+
+    /// Imports an allocation another process exported (`fd`, from [`export_fd`](Self::export_fd)
+    /// there, `len` bytes) for the GPU `uuid` and the CPU (`cuMemImportFromShareableHandle`, then
+    /// mapped as [`alloc`](Self::alloc) maps). `None` where the GPU, its driver or any step fails.
+    pub(crate) fn import(uuid: &[u8; 16], fd: std::os::fd::OwnedFd, len: usize) -> Option<VmmMemory> {
+        use std::os::fd::AsRawFd;
+        let driver = Driver::get()?;
+        let dev = driver.device(uuid)?;
+        let mut numa = -1;
+        // SAFETY: valid out-pointer, device and attribute.
+        let r = unsafe { (driver.device_get_attribute)(&mut numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) };
+        if r != CUDA_SUCCESS || numa < 0 || len == 0 {
+            return None;
+        }
+        let host = MemLocation { kind: CU_MEM_LOCATION_TYPE_HOST_NUMA, id: numa };
+        driver.with_context(dev, || {
+            let mut handle = 0;
+            // SAFETY: for POSIX_FILE_DESCRIPTOR the handle argument is the fd itself, cast to a
+            // pointer (cuda.h); the driver does not take the fd, which stays ours.
+            let r = unsafe {
+                (driver.import)(
+                    &mut handle,
+                    fd.as_raw_fd() as isize as *mut c_void,
+                    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                )
+            };
+            if r != CUDA_SUCCESS {
+                return None;
+            }
+            VmmMemory { driver, dev, handle, va: 0, len: 0, shared: Some(fd) }.mapped(host, len)
+        })
+    }
+
+    /// Reserves `len` bytes of address space, maps the allocation there and grants the device
+    /// and the `host` location read-write access; on failure what was done is undone (by drop).
+    /// Runs with the device's context current.
+    fn mapped(mut self, host: MemLocation, len: usize) -> Option<VmmMemory> {
+        let d = self.driver;
+        let mut va = 0;
+        // SAFETY: reserves a fresh range of `len` bytes.
+        if unsafe { (d.reserve)(&mut va, len, 0, 0, 0) } != CUDA_SUCCESS {
+            return None; // drop releases the handle
+        }
+        // SAFETY: maps the whole allocation at the start of the reserved range.
+        if unsafe { (d.map)(va, len, 0, self.handle, 0) } != CUDA_SUCCESS {
+            // SAFETY: frees the range reserved just above.
+            unsafe { (d.address_free)(va, len) };
+            return None;
+        }
+        self.va = va;
+        self.len = len;
+        let access = [
+            AccessDesc {
+                location: MemLocation { kind: CU_MEM_LOCATION_TYPE_DEVICE, id: self.dev },
+                flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
+            },
+            AccessDesc { location: host, flags: CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+        ];
+        // SAFETY: the range is mapped; two access descriptors are passed.
+        if unsafe { (d.set_access)(va, len, access.as_ptr(), access.len()) } != CUDA_SUCCESS {
+            return None;
+        }
+        Some(self)
     }
 
     /// The CPU (and device) address of the first byte.
@@ -304,10 +351,15 @@ impl VmmMemory {
         self.len
     }
 
-    /// A new POSIX fd of the allocation (`cuMemExportToShareableHandle`), which CUDA imports as
-    /// `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD` of [`len`](Self::len) bytes.
+    /// A new POSIX fd of the allocation (`cuMemExportToShareableHandle`; for imported memory a
+    /// duplicate of the fd it came in), which CUDA imports as
+    /// `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD` of [`len`](Self::len) bytes, and which another
+    /// process maps with [`import`](Self::import).
     pub(crate) fn export_fd(&self) -> Option<std::os::fd::OwnedFd> {
         use std::os::fd::FromRawFd;
+        if let Some(fd) = &self.shared {
+            return fd.try_clone().ok();
+        }
         self.driver.with_context(self.dev, || {
             let mut fd: i32 = -1;
             // SAFETY: for POSIX_FILE_DESCRIPTOR the driver writes an int through the pointer.
@@ -330,11 +382,11 @@ impl Drop for VmmMemory {
         let d = self.driver;
         let (va, len, handle) = (self.va, self.len, self.handle);
         let undo = || {
-            // SAFETY: each call undoes a step of `alloc` that succeeded, once, in reverse order
-            // (`undo` runs once: inside the context, or, where it cannot be made current,
-            // without it, as these calls take no context). Memory imported from an exported fd
-            // stays alive on its own (the driver keeps the allocation until every import is
-            // destroyed).
+            // SAFETY: each call undoes a step of `alloc` or `import` that succeeded, once, in
+            // reverse order (`undo` runs once: inside the context, or, where it cannot be made
+            // current, without it, as these calls take no context). Memory imported from an
+            // exported fd stays alive on its own (the driver keeps the allocation until every
+            // import is destroyed).
             unsafe {
                 if len != 0 {
                     (d.unmap)(va, len);

@@ -17,7 +17,9 @@
 //!   endpoint, or a truncated or corrupted descriptor, is `BadParameter`. Exporting through an
 //!   endpoint that is not connected is `InvalidState`; through one whose peer left,
 //!   `ConnectionReset`. Buffers whose alignment exceeds the page size live in private memory
-//!   and cannot be exported (`NotSupported`).
+//!   and cannot be exported (`NotSupported`). Block-linear images in CUDA VMM memory (GPU mode)
+//!   travel as the allocation's POSIX fd and are mapped by the importer for the same GPU; where
+//!   it cannot (no such GPU or driver there), the import is `NotSupported`.
 
 use super::keys::BUF_KEYS;
 use super::list::{self, BufAttrListRec};
@@ -193,23 +195,37 @@ fn valid_perm(p: NvSciBufAttrValAccessPerm) -> bool {
     p == NvSciBufAccessPerm_Readonly || p == NvSciBufAccessPerm_ReadWrite
 }
 
+/// What backs an exported object: host pages (a memfd) or CUDA VMM memory (its POSIX fd).
+const MEM_PAGES: u32 = 0;
+const MEM_VMM: u32 = 1;
+
 /// Sends the object's memory to the peer and encodes its descriptor.
 fn export_obj(o: &obj::BufObjRec, perm: NvSciBufAttrValAccessPerm, ep: NvSciIpcEndpoint) -> Res<Vec<u8>> {
     let granted = if perm == NvSciBufAccessPerm_Auto { o.perm() } else { perm };
     if !valid_perm(granted) || granted > o.perm() {
         return bad();
     }
-    // VMM memory (block-linear images for a GPU) has no memfd to send: not emulated across
-    // processes.
-    let pages = o.pages().ok_or(NvSciError_NotSupported)?;
-    let fd = pages.fd().ok_or(NvSciError_NotSupported)?;
-    let (link, id) = endpoint::send_fd(ep, fd)?;
+    let (link, id, len, kind) = match (o.pages(), o.vmm()) {
+        (Some(pages), _) => {
+            let fd = pages.fd().ok_or(NvSciError_NotSupported)?;
+            let (link, id) = endpoint::send_fd(ep, fd)?;
+            (link, id, pages.len(), MEM_PAGES)
+        }
+        (None, Some(vmm)) => {
+            use std::os::fd::AsFd;
+            let fd = vmm.export_fd().ok_or(NvSciError_NotSupported)?;
+            let (link, id) = endpoint::send_fd(ep, fd.as_fd())?;
+            (link, id, vmm.len(), MEM_VMM)
+        }
+        (None, None) => return Err(NvSciError_NotSupported),
+    };
     let mut w = Writer::default();
     w.u64(OBJ_MAGIC)
         .u64(link)
         .u64(id)
         .u64(o.size())
-        .u64(pages.len() as u64)
+        .u64(len as u64)
+        .u32(kind)
         .u32(granted)
         .u64(lists::digest(o.attrs(), NvSciBufGeneralAttrKey_ActualPerm));
     Ok(w.seal())
@@ -232,10 +248,11 @@ fn import_obj(
     if field()? != OBJ_MAGIC || field()? != link {
         return bad();
     }
-    let (id, size, pages_len) = (field()?, field()?, field()?);
+    let (id, size, mem_len) = (field()?, field()?, field()?);
+    let kind = r.u32().ok_or(NvSciError_BadParameter)?;
     let granted = r.u32().ok_or(NvSciError_BadParameter)?;
     let digest = r.u64().ok_or(NvSciError_BadParameter)?;
-    if !r.is_done() || !valid_perm(granted) || size == 0 || size > pages_len {
+    if !r.is_done() || !valid_perm(granted) || size == 0 || size > mem_len || kind > MEM_VMM {
         return bad();
     }
     if digest != lists::digest(&l.slot0(), NvSciBufGeneralAttrKey_ActualPerm) {
@@ -245,9 +262,14 @@ fn import_obj(
         return Err(NvSciError_AccessDenied);
     }
     let fd = endpoint::take_fd(ep, id, timeout_us)?;
-    let len = usize::try_from(pages_len).map_err(|_| NvSciError_BadParameter)?;
-    let pages = map_pages(fd, len)?;
-    Ok(obj::from_import(pages, size, l, granted))
+    let len = usize::try_from(mem_len).map_err(|_| NvSciError_BadParameter)?;
+    let memory = if kind == MEM_VMM {
+        let gpu = obj::first_gpu(&l.slot0()).ok_or(NvSciError_BadParameter)?;
+        obj::Memory::Vmm(crate::vmm::VmmMemory::import(&gpu, fd, len).ok_or(NvSciError_NotSupported)?)
+    } else {
+        obj::Memory::Pages(map_pages(fd, len)?)
+    };
+    Ok(obj::from_import(memory, size, l, granted))
 }
 
 #[cfg(all(target_os = "linux", not(miri)))]

@@ -26,7 +26,7 @@ pub(crate) enum Memory {
     /// Host pages (page-aligned, whole pages; a memfd on Linux, exportable to other processes).
     Pages(Pages),
     /// Host-NUMA CUDA VMM memory, for block-linear images that a GPU maps as arrays (see
-    /// [`crate::vmm`]); not exportable to other processes.
+    /// [`crate::vmm`]); exported to other processes as the allocation's POSIX fd.
     Vmm(crate::vmm::VmmMemory),
 }
 
@@ -134,10 +134,10 @@ impl BufObjRec {
     }
 }
 
-/// A handle with permission `perm` on `pages` exported by another process, described by the
+/// A handle with permission `perm` on `memory` exported by another process, described by the
 /// reconciled list `l` (imported from the same exporter) and of object size `size`.
 pub(crate) fn from_import(
-    pages: Pages,
+    memory: Memory,
     size: u64,
     l: &BufAttrListRec,
     perm: NvSciBufAttrValAccessPerm,
@@ -145,13 +145,7 @@ pub(crate) fn from_import(
     let mut attrs = l.slot0();
     attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
-    let mem = Arc::new(BufMem {
-        pages: Memory::Pages(pages),
-        size,
-        need_cpu_access,
-        module: l.module.clone(),
-        attrs,
-    });
+    let mem = Arc::new(BufMem { pages: memory, size, need_cpu_access, module: l.module.clone(), attrs });
     new_handle(mem, perm)
 }
 
@@ -193,7 +187,7 @@ pub(crate) fn alloc_for(l: &BufAttrListRec) -> Res<NvSciBufObj> {
 fn gpu_array_memory(attrs: &Slot, size: u64, align: u64) -> Option<crate::vmm::VmmMemory> {
     let block_linear =
         attrs.get(NvSciBufImageAttrKey_Layout).map(Value::u32) == Some(NvSciBufImage_BlockLinearType);
-    let gpu: [u8; 16] = attrs.get(NvSciBufGeneralAttrKey_GpuId)?.bytes().get(..16)?.try_into().ok()?;
+    let gpu = first_gpu(attrs)?;
     if !block_linear {
         return None;
     }
@@ -201,6 +195,11 @@ fn gpu_array_memory(attrs: &Slot, size: u64, align: u64) -> Option<crate::vmm::V
     // The granule (2 MiB on an H100) is a multiple of any plane alignment the mock reconciles;
     // checked rather than assumed.
     (v.as_ptr() as usize as u64).is_multiple_of(align.max(1)).then_some(v)
+}
+
+/// The first GPU the reconciled attributes name (`GpuId`): the one VMM memory is made for.
+pub(crate) fn first_gpu(attrs: &Slot) -> Option<[u8; 16]> {
+    attrs.get(NvSciBufGeneralAttrKey_GpuId)?.bytes().get(..16)?.try_into().ok()
 }
 
 pub(crate) unsafe extern "C" fn alloc(reconciled: NvSciBufAttrList, out: *mut NvSciBufObj) -> NvSciError {
