@@ -6,13 +6,13 @@
 //! streams are doing.
 //!
 //! The thread gathers the drops of a burst for up to half a millisecond (not while a
-//! [`flush_teardown`](super::CudaGpu::flush_teardown) waits), takes everything queued,
-//! synchronises each context that has something in the batch once (a synchronisation started
-//! after the drops: by then no work queued before them, on any stream of the context, the
-//! crate's or the application's, with a raw device address or not, can still use the objects)
-//! and runs the batch's destroys right after it, on the same thread. A burst of drops costs one
-//! synchronisation, and an object whose last holder was one of those destroys (an import
-//! released by its last mapping) is destroyed right away, in the same batch. Waiting for the
+//! [`flush_teardown`](super::CudaGpu::flush_teardown) waits), then serves one context at a time:
+//! it takes that context's queued drops, synchronises the context once (a synchronisation
+//! started after the drops: by then no work queued before them, on any stream of the context,
+//! the crate's or the application's, with a raw device address or not, can still use the
+//! objects) and runs their destroys right after it, on the same thread. A burst of drops costs
+//! one synchronisation, and an object whose last holder was one of those destroys (an import
+//! released by its last mapping) is destroyed right away, in the same group. Waiting for the
 //! streams that used an object alone would not be shorter: the driver's destroy and free calls
 //! themselves wait for the work in flight on the whole device (measured on an H100, driver 580:
 //! `cuMemFree` of a mapping does not return while another stream of the context is blocked).
