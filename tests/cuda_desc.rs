@@ -167,18 +167,3 @@ fn no_gpu_paths_return_typed_errors() {
         assert!(!cuda::nvsci_sync_attrs_available());
     }
 }
-
-/// Code written against the former name still builds: `CudaDevice` is a (deprecated) alias of
-/// `CudaGpu`, with the same constructors.
-#[test]
-#[allow(deprecated)]
-fn the_former_name_still_builds() {
-    fn takes_new(g: &cuda::CudaGpu) -> nvsci::buf::GpuId {
-        g.gpu_id()
-    }
-    let opened: nvsci::Result<cuda::CudaDevice> = cuda::CudaDevice::open(4096);
-    assert!(matches!(opened, Err(Error::Cuda(CudaError::Unavailable { .. }))));
-    if let Ok(d) = opened {
-        takes_new(&d);
-    }
-}

@@ -37,13 +37,6 @@ pub struct CudaGpu {
     gpu_id: GpuId,
 }
 
-/// The former name of [`CudaGpu`], kept so that code written against it still builds.
-#[deprecated(
-    since = "0.1.0",
-    note = "renamed to `CudaGpu`, so that it does not read as cudarc's old `CudaDevice`"
-)]
-pub type CudaDevice = CudaGpu;
-
 impl CudaGpu {
     /// Opens device `ordinal` with its primary context (cudarc's `CudaContext::new`, which is
     /// also the context the CUDA runtime uses). No driver, no device or an invalid ordinal give

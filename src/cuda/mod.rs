@@ -3,8 +3,7 @@
 //! * [`CudaGpu::open`] never panics: no driver, no device and bad ordinals are typed errors.
 //!   An application that already has a cudarc context keeps it: [`CudaGpu::from_context`]
 //!   adopts its `Arc<CudaContext>`, and every call that enqueues work takes the application's
-//!   own `&CudaStream` (a stream of another context is refused, naming `stream`). `CudaGpu` was
-//!   called `CudaDevice` before; that name is kept as a deprecated alias.
+//!   own `&CudaStream` (a stream of another context is refused, naming `stream`).
 //! * [`ExternalMemory`] imports NvSciBuf objects (Jetson/DRIVE only; desktop drivers answer
 //!   `CUDA_ERROR_NOT_SUPPORTED`, reported as [`Error::Unsupported`](crate::Error::Unsupported))
 //!   or opaque fds (Vulkan, [`ExportableAllocation`]); mappings are cudarc `DevicePtr`s, and
@@ -74,8 +73,6 @@ pub use desc::{
 };
 pub use desc::{nvscibuf_memory as nvscibuf_memory_desc, nvscisync_semaphore as nvscisync_semaphore_desc};
 pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_params, wait as wait_params};
-#[allow(deprecated)]
-pub use device::CudaDevice;
 pub use device::CudaGpu;
 pub use driver::driver_present;
 pub use memory::{
