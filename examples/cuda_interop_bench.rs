@@ -22,6 +22,9 @@ use nvsci::cuda::{CudaGpu, CudaSemaphore, ExportableAllocation, ExternalMemory, 
 use nvsci::vulkan::{TimelineSemaphore, VulkanContext};
 use percentile::pct;
 use std::os::fd::{AsRawFd, IntoRawFd};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -173,6 +176,90 @@ fn semaphore_round_trip(
     })
 }
 
+/// A mapping and its import, handed to [`RawDestroyer`]'s thread.
+struct RawObjects(sys::CUdeviceptr, sys::CUexternalMemory);
+
+// SAFETY: the driver's handles may be used from any thread that has their context current; the
+// destroy thread binds it before using them, and each pair is destroyed once, by that thread only.
+unsafe impl Send for RawObjects {}
+
+enum RawMsg {
+    Destroy(RawObjects),
+    Flush(mpsc::Sender<()>),
+}
+
+/// The raw reproduction of a deferred destroy, with no crate code: the caller imports and maps and
+/// sends the handles to one long-lived thread, which synchronises the context once for what it has
+/// gathered (a queued stream operation may still use the memory) and then frees and destroys it.
+/// The floor of any teardown that moves destroys off the caller's thread.
+struct RawDestroyer {
+    tx: Option<mpsc::Sender<RawMsg>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl RawDestroyer {
+    fn new(ctx: Arc<nvsci::cuda::cudarc::driver::CudaContext>) -> Self {
+        let (tx, rx) = mpsc::channel::<RawMsg>();
+        let thread = std::thread::spawn(move || {
+            if ctx.bind_to_thread().is_err() {
+                return;
+            }
+            let mut objects = Vec::new();
+            let mut flushes = Vec::new();
+            while let Ok(first) = rx.recv() {
+                let mut msg = Some(first);
+                while let Some(m) = msg.take().or_else(|| rx.try_recv().ok()) {
+                    match m {
+                        RawMsg::Destroy(o) => objects.push(o),
+                        RawMsg::Flush(done) => flushes.push(done),
+                    }
+                }
+                if !objects.is_empty() {
+                    // SAFETY: the context is current on this thread.
+                    let _ = unsafe { sys::cuCtxSynchronize() };
+                }
+                for RawObjects(ptr, mem) in objects.drain(..) {
+                    // SAFETY: each mapping and import arrives once; the mapping is freed before its
+                    // import is destroyed, after a synchronisation that started after both were sent.
+                    unsafe {
+                        sys::cuMemFree_v2(ptr);
+                        sys::cuDestroyExternalMemory(mem);
+                    }
+                }
+                for done in flushes.drain(..) {
+                    let _ = done.send(());
+                }
+            }
+        });
+        Self { tx: Some(tx), thread: Some(thread) }
+    }
+
+    fn destroy(&self, objects: RawObjects) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(RawMsg::Destroy(objects));
+        }
+    }
+
+    /// Returns once everything sent before has been destroyed.
+    fn flush(&self) {
+        let (done, wait) = mpsc::channel();
+        if let Some(tx) = &self.tx {
+            if tx.send(RawMsg::Flush(done)).is_ok() {
+                let _ = wait.recv();
+            }
+        }
+    }
+}
+
+impl Drop for RawDestroyer {
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// (b): ns per import+map+unmap+destroy, crate vs raw (and raw plus a context synchronise before
 /// the free). The crate's destroys run on its teardown thread: the interleaved rows time the
 /// caller, the batch line after them includes the destroys (`flush_teardown`).
@@ -223,6 +310,32 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
             return Err(format!("raw import mapped {ptr:#x} reading {probe:?}").into());
         }
         Ok(t)
+    };
+    let destroyer = RawDestroyer::new(dev.context().clone());
+    let raw_deferred_cycle = || -> Res<()> {
+        let fd = alloc.export_fd()?;
+        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut mem: sys::CUexternalMemory = core::ptr::null_mut();
+        // SAFETY: a complete descriptor with a valid VMM-exported fd of `size` bytes.
+        check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut mem, &desc) })?;
+        let _ = fd.into_raw_fd(); // owned by the driver after a successful import
+        let bdesc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size, flags: 0, reserved: [0; 16] };
+        let mut ptr: sys::CUdeviceptr = 0;
+        // SAFETY: the import is alive and the range lies inside it.
+        let mapped = unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, mem, &bdesc) };
+        if mapped != sys::CUresult::CUDA_SUCCESS {
+            // SAFETY: the import is alive and has no mapping.
+            unsafe { sys::cuDestroyExternalMemory(mem) };
+            return check("cuExternalMemoryGetMappedBuffer", mapped);
+        }
+        destroyer.destroy(RawObjects(ptr, mem));
+        Ok(())
     };
     let crate_cycle = |verify: bool| -> Res<Duration> {
         let fd = alloc.export_fd()?;
@@ -280,8 +393,21 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
     // per-round figures.
     let rounds = 10;
     let per = (blocks * block).div_ceil(rounds).max(1);
-    let (mut batch, mut raw, mut each) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut batch, mut raw, mut each, mut deferred) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut deferred_each = Vec::new();
     for _ in 0..rounds {
+        let t0 = Instant::now();
+        for _ in 0..per {
+            raw_deferred_cycle()?;
+        }
+        destroyer.flush();
+        deferred.push(t0.elapsed().as_nanos() as f64 / per as f64);
+        let t0 = Instant::now();
+        for _ in 0..per {
+            raw_deferred_cycle()?;
+            destroyer.flush();
+        }
+        deferred_each.push(t0.elapsed().as_nanos() as f64 / per as f64);
         let t0 = Instant::now();
         for _ in 0..per {
             crate_cycle(false)?;
@@ -304,7 +430,9 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
         each.push(t0.elapsed().as_nanos() as f64 / per as f64);
     }
     let median = |v: &[f64]| pct(&mut v.to_vec(), 0.5);
-    let ratio = |v: &[f64]| median(&v.iter().zip(&raw).map(|(c, r)| c / r).collect::<Vec<_>>());
+    let ratio_to =
+        |v: &[f64], floor: &[f64]| median(&v.iter().zip(floor).map(|(c, r)| c / r).collect::<Vec<_>>());
+    let ratio = |v: &[f64]| ratio_to(v, &raw);
     println!(
         "import+map+unmap, {rounds} rounds of {per} cycles, medians: raw {:.0} ns/iter; crate, destroys completed \
          at the end of each batch {:.0} ns/iter ({:.3}x), each cycle waiting for its own destroys {:.0} ns/iter \
@@ -314,6 +442,18 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
         ratio(&batch),
         median(&each),
         ratio(&each)
+    );
+    println!(
+        "  raw, destroys deferred to one thread that synchronises once per gathered burst (the floor of a \
+         deferred teardown), destroys completed at the end of each batch: {:.0} ns/iter ({:.3}x of raw); \
+         crate batch / raw deferred: {:.3}x; each raw cycle waiting for its deferred destroys {:.0} ns/iter \
+         ({:.3}x of raw), crate one at a time / raw deferred one at a time: {:.3}x",
+        median(&deferred),
+        ratio(&deferred),
+        ratio_to(&batch, &deferred),
+        median(&deferred_each),
+        ratio(&deferred_each),
+        ratio_to(&each, &deferred_each)
     );
     Ok((
         Row {
