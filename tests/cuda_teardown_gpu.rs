@@ -2,7 +2,8 @@
 //! thread after the streams that used the object (and no others) have finished with it.
 //!
 //! Ordering, not timing, is asserted: work in flight on an unrelated stream (a stream blocked on
-//! a host word until the test releases it) is still in flight after the drop returns; a stream
+//! a host word, or a kernel that runs for a second, until the test releases it) is still in
+//! flight after the drop returns; a stream
 //! blocked on a fence keeps what it uses queued until the fence is signalled. The driver's own
 //! free waits for the device's work in flight, so a destroy completes only after unrelated work
 //! too, off the dropping thread. Durations are printed for the record.
@@ -10,9 +11,11 @@
 
 mod common;
 
+use common::kernels::SPIN_UNTIL_RELEASED_PTX;
 use common::{gpu, open_fds, serial, settle};
 use nvsci::cuda::cudarc::driver::sys;
-use nvsci::cuda::cudarc::driver::CudaStream;
+use nvsci::cuda::cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{
     fill_sync_attrs, CudaGpu, CudaSyncObj, ExportableAllocation, ExternalMemory, MemSync, ReadWrite,
 };
@@ -112,6 +115,103 @@ fn dropping_a_mapping_returns_while_another_stream_is_blocked() {
         "drop of mapping + import with another stream blocked: {took:?}; destroyed {:?} after that stream was \
          released",
         released.elapsed()
+    );
+}
+
+/// Two page-locked host words mapped for the device: the spinning kernel's "started" flag and
+/// the host's "release" flag.
+struct HostWords {
+    host: *mut u32,
+    dev: u64,
+}
+
+impl HostWords {
+    fn new(dev: &CudaGpu) -> Self {
+        dev.context().bind_to_thread().unwrap();
+        let mut host: *mut core::ffi::c_void = std::ptr::null_mut();
+        let mut dptr = 0;
+        // SAFETY: valid out-pointers; both words are zeroed before any kernel sees them.
+        unsafe {
+            let flags = sys::CU_MEMHOSTALLOC_DEVICEMAP;
+            assert_eq!(sys::cuMemHostAlloc(&mut host, 8, flags), sys::CUresult::CUDA_SUCCESS);
+            host.cast::<u64>().write_volatile(0);
+            assert_eq!(sys::cuMemHostGetDevicePointer_v2(&mut dptr, host, 0), sys::CUresult::CUDA_SUCCESS);
+        }
+        Self { host: host.cast(), dev: dptr }
+    }
+
+    fn read(&self, i: usize) -> u32 {
+        // SAFETY: `i` < 2 words of the live allocation.
+        unsafe { self.host.add(i).read_volatile() }
+    }
+
+    fn write(&self, i: usize, v: u32) {
+        // SAFETY: `i` < 2 words of the live allocation.
+        unsafe { self.host.add(i).write_volatile(v) }
+    }
+
+    /// Frees the words; the caller has synchronised every stream that used them.
+    fn free(self) {
+        // SAFETY: allocated by cuMemHostAlloc, no work in flight uses it any more.
+        unsafe { sys::cuMemFreeHost(self.host.cast()) };
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn dropping_a_mapping_returns_while_a_one_second_kernel_runs_on_another_stream() {
+    let _s = serial();
+    let Some(dev) = gpu() else { return };
+    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
+    let size = alloc.size();
+    let (busy, user) = (dev.context().new_stream().unwrap(), dev.context().new_stream().unwrap());
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false)
+            .unwrap();
+    let m = mem.map_all().unwrap();
+    fill(&m, &user, 3, size);
+    user.synchronize().unwrap();
+    let module = dev.context().load_module(Ptx::from_src(SPIN_UNTIL_RELEASED_PTX)).unwrap();
+    let spin = module.load_function("spin_until_released").unwrap();
+    settle(&dev);
+    // A kernel of another stream of the same context runs for one second unless released.
+    let words = HostWords::new(&dev);
+    let (started, release, max_ns) = (words.dev, words.dev + 4, 1_000_000_000u64);
+    let mut launch = busy.launch_builder(&spin);
+    launch.arg(&started).arg(&release).arg(&max_ns);
+    let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: the kernel reads and writes only the two mapped host words, which outlive it.
+    unsafe { launch.launch(cfg) }.unwrap();
+    let launched = Instant::now();
+    let mut event = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer; recorded after the kernel on a live stream.
+    unsafe {
+        assert_eq!(sys::cuEventCreate(&mut event, 0), sys::CUresult::CUDA_SUCCESS);
+        assert_eq!(sys::cuEventRecord(event, busy.cu_stream()), sys::CUresult::CUDA_SUCCESS);
+    }
+    while words.read(0) == 0 {
+        assert!(launched.elapsed() < Duration::from_secs(10), "the kernel did not start");
+        std::hint::spin_loop();
+    }
+    let t = Instant::now();
+    drop(m);
+    drop(mem);
+    let took = t.elapsed();
+    // The kernel ends only when released below (or after a second): had the drop waited for it,
+    // the event after it would have completed.
+    // SAFETY: a live event.
+    let running = unsafe { sys::cuEventQuery(event) };
+    words.write(1, 1);
+    busy.synchronize().unwrap();
+    assert_eq!(running, sys::CUresult::CUDA_ERROR_NOT_READY, "the drop waited for the kernel");
+    assert_eq!(dev.flush_teardown(Duration::from_secs(30)), 0);
+    // SAFETY: the event is not used again.
+    unsafe { sys::cuEventDestroy_v2(event) };
+    words.free();
+    eprintln!(
+        "drop of mapping + import while a one-second kernel ran on another stream: {took:?} (the kernel had \
+         run {:?})",
+        t.duration_since(launched)
     );
 }
 

@@ -174,3 +174,44 @@ DONE:
 pub fn expected_pattern(n: usize, seed: u32) -> Vec<u8> {
     (0..n).map(|i| ((i as u32).wrapping_mul(7).wrapping_add(seed) & 0xff) as u8).collect()
 }
+
+/// `spin_until_released(u32* started, const u32* release, u64 max_ns)`: one thread sets
+/// `*started = 1`, then spins until `*release` is non-zero or `max_ns` nanoseconds of the GPU's
+/// global timer have passed. Both words are meant to be page-locked host memory mapped for the
+/// device, so the host sees the kernel running and ends it.
+pub const SPIN_UNTIL_RELEASED_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry spin_until_released(
+    .param .u64 p_started,
+    .param .u64 p_release,
+    .param .u64 p_max_ns
+)
+{
+    .reg .pred %p<3>;
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<9>;
+
+    ld.param.u64 %rd1, [p_started];
+    ld.param.u64 %rd2, [p_release];
+    ld.param.u64 %rd3, [p_max_ns];
+    cvta.to.global.u64 %rd4, %rd1;
+    cvta.to.global.u64 %rd5, %rd2;
+    mov.u64 %rd6, %globaltimer;
+    mov.u32 %r1, 1;
+    st.volatile.global.u32 [%rd4], %r1;
+    membar.sys;
+LOOP:
+    ld.volatile.global.u32 %r2, [%rd5];
+    setp.ne.u32 %p1, %r2, 0;
+    @%p1 bra DONE;
+    mov.u64 %rd7, %globaltimer;
+    sub.u64 %rd8, %rd7, %rd6;
+    setp.lt.u64 %p2, %rd8, %rd3;
+    @%p2 bra LOOP;
+DONE:
+    ret;
+}
+"#;
