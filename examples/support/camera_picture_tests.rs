@@ -400,9 +400,10 @@ fn clip_rgba(w: u32, h: u32, k: u64, mono: bool) -> Vec<u8> {
     out
 }
 
-/// A generated clip played through the ring: to its end, looped, luma only; the last frame
-/// and a contact sheet of every frame compared with the conversion of the samples written.
-fn clip_round_trip(backend: &str, converter: Option<&str>, tag: &str) {
+/// A generated clip played through the ring (block-linear frames when `block_linear`, which
+/// the camera writes with `put_pixels`): to its end, looped, luma only; the last frame and a
+/// contact sheet of every frame compared with the conversion of the samples written.
+fn clip_round_trip(backend: &str, converter: Option<&str>, tag: &str, block_linear: bool) {
     let _serial = serial();
     let (w, h) = (64, 48);
     let scratch = Scratch::new(&format!("clip-{tag}"));
@@ -416,6 +417,7 @@ fn clip_round_trip(backend: &str, converter: Option<&str>, tag: &str) {
         recorder: true,
         input: Some(clip.clone()),
         out: Some(out.clone()),
+        block_linear,
         ..Default::default()
     };
     // To the end: 5 frames, also when more are asked for without --loop.
@@ -447,7 +449,12 @@ fn clip_round_trip(backend: &str, converter: Option<&str>, tag: &str) {
 
 #[test]
 fn a_generated_clip_plays_through_the_ring() {
-    clip_round_trip("mock", None, "mock");
+    clip_round_trip("mock", None, "mock", false);
+}
+
+#[test]
+fn a_generated_clip_plays_through_a_block_linear_ring() {
+    clip_round_trip("mock", None, "mock-bl", true);
 }
 
 #[test]
@@ -641,7 +648,8 @@ fn pattern_pictures_on_the_cuda_converter_gpu() {
 #[ignore = "needs a CUDA GPU"]
 fn a_generated_clip_plays_through_the_cuda_converter_gpu() {
     if let Some(kind) = gpu_backend("mock") {
-        clip_round_trip(kind, Some("CUDA"), "cuda");
+        clip_round_trip(kind, Some("CUDA"), "cuda", false);
+        clip_round_trip(kind, Some("CUDA"), "cuda-bl", true);
     }
 }
 
@@ -651,7 +659,7 @@ fn a_generated_clip_plays_through_the_cuda_converter_gpu() {
 fn pattern_pictures_and_a_clip_on_the_vulkan_backend_gpu() {
     if let Some(kind) = gpu_backend("vulkan") {
         pictures(kind, Some("CUDA"), "vulkan");
-        clip_round_trip(kind, Some("CUDA"), "vulkan");
+        clip_round_trip(kind, Some("CUDA"), "vulkan", false);
     }
 }
 
