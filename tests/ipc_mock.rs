@@ -1245,6 +1245,75 @@ fn dropped_endpoints_are_closed_with_the_safe_call() {
     ledger_is_clean();
 }
 
+/// The closes of the endpoints named `names`, in the order they happened.
+fn closes_of(names: &[&str]) -> Vec<nvsci_mock::ipc::EndpointClose> {
+    nvsci_mock::ipc::endpoint_closes().into_iter().filter(|c| names.contains(&c.endpoint.as_str())).collect()
+}
+
+/// Teardown order: a ring's endpoints close after the frames, sync objects and fences exported
+/// or imported through them are freed, on the producer's side and on a consumer's. NVIDIA's
+/// rawstream sample frees its objects before it closes its endpoints, and nvsciipc.h requires it
+/// of inter-chip endpoints (`NvSciIpcCloseEndpointSafe`, "@pre Closing Inter-Chip Endpoint": "the
+/// user must ensure all fences submitted to NvIpc for Inter-Chip communication for signaling are
+/// expired and also all NvSciBufObjs and NvSciSyncObjs mappings registered, exported and imported
+/// with NvIpc for Inter-Chip communication are un-registered and released"). The mock records,
+/// per close, the objects of that endpoint still alive.
+#[test]
+fn a_rings_endpoints_close_after_every_object_exported_through_them_is_freed() {
+    let dir = ipc_dir("order", &[("order_0", "order_1"), ("order_2", "order_3")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let (lib2, ipc2) = (lib.clone(), ipc.clone());
+    let consumer = std::thread::spawn(move || {
+        let mut c = connect_on(&lib2, &ipc2, "order_1", RING_TIMEOUT);
+        let n = consume(&mut c, "thread");
+        drop(c);
+        n
+    });
+    let mut p = endpoint_ring(&lib, &ipc, &["order_0"], 3, RING_TIMEOUT);
+    produce(&mut p, 10);
+    drop(p);
+    assert_eq!(consumer.join().unwrap(), 10);
+    let closes = closes_of(&["order_0", "order_1"]);
+    assert_eq!(closes.len(), 2, "both ends closed once: {closes:?}");
+    for c in &closes {
+        assert_eq!(
+            (c.live_buf_objects, c.live_sync_objects),
+            (0, 0),
+            "endpoint {} closed before what was exported or imported through it was freed",
+            c.endpoint
+        );
+    }
+
+    // The record itself: an endpoint closed while a frame and a sync object exported through it
+    // (the sync object also held by a fence alone) are alive is reported with both.
+    let (a, b) = pair(&ipc, "order_2", "order_3");
+    let m = BufModule::open(&lib).unwrap();
+    let own = raw_list(&m, Perm::ReadWrite);
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&own]).unwrap()).unwrap();
+    let _ = obj.export(Perm::ReadOnly, &a).unwrap();
+    let sm = SyncModule::open(&lib).unwrap();
+    let sync = SyncObj::alloc(
+        &SyncAttrList::reconcile(&[
+            &sync_list(&sm, SyncPerm::SignalOnly),
+            &sync_list(&sm, SyncPerm::WaitOnly),
+        ])
+        .unwrap(),
+    )
+    .unwrap();
+    let fence = sync.generate_fence().unwrap();
+    let _ = fence.export(&a).unwrap();
+    drop(sync);
+    drop(a);
+    assert_eq!(
+        closes_of(&["order_2"]).iter().map(|c| (c.live_buf_objects, c.live_sync_objects)).collect::<Vec<_>>(),
+        [(1, 1)]
+    );
+    drop((fence, obj, own, m, sm, b, ipc));
+    ledger_is_clean();
+}
+
 /// nvsciipc.h: `NvSciIpcWriteSafe` / `NvSciIpcReadSafe` answer `NvSciError_InvalidState` for "an
 /// invalid operation state" (an endpoint not connected, or being reset). That is an error to
 /// report, not a transient to retry: a write without a timeout on an endpoint nobody connects to

@@ -248,6 +248,7 @@ fn export_obj(o: &obj::SyncObjRec, perm: NvSciSyncAccessPerm, ep: NvSciIpcEndpoi
     let view = o.view_slot();
     let fd = o.core.counter.pages().fd().ok_or(NvSciError_NotSupported)?;
     let (link, id) = endpoint::send_fd(ep, fd)?;
+    endpoint::bind(ep, &o.core, endpoint::BoundKind::Sync);
     let mut w = Writer::default();
     w.u64(OBJ_MAGIC)
         .u64(link)
@@ -289,7 +290,7 @@ fn import_obj(
     let fd = endpoint::take_fd(ep, id, timeout_us)?;
     let len = usize::try_from(pages_len).map_err(|_| NvSciError_BadParameter)?;
     let counter = map_counter(fd, len)?;
-    obj::from_import(counter, uuid, l)
+    obj::from_import(counter, uuid, l, ep)
 }
 
 #[cfg(all(target_os = "linux", not(miri)))]
@@ -355,7 +356,10 @@ pub(crate) unsafe extern "C" fn export_fence(
         let fence_value = unsafe { f.read() };
         let (uuid, value) = match fence::core_of(&fence_value)? {
             None => (0, 0),
-            Some(core) => (core.uuid, fence_value.payload[3]),
+            Some(core) => {
+                endpoint::bind(ep, &core, endpoint::BoundKind::Sync);
+                (core.uuid, fence_value.payload[3])
+            }
         };
         let mut w = Writer::default();
         w.u64(FENCE_MAGIC).u64(link).u64(uuid).u64(value);
