@@ -13,23 +13,13 @@ use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, Perm};
 use nvsci::pipeline::{FrameFormat, FrameRing, Nv12Image, RingConfig};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
-use nvsci_mock::faults;
 use std::time::Duration;
 
-type Flow = fn(&NvSci) -> nvsci::Result<()>;
+mod common;
 
-/// Whether `e` is the injected failure of `function`: the call's status as the library returned
-/// it (`NvSci`), or explained by the crate (`AttrRefused`, `Refused`), naming the function and
-/// keeping the injected code.
-fn fails_in(e: &nvsci::Error, function: &str) -> bool {
-    let injected = nvsci::NvSciError(nvsci_sys::NvSciError_InsufficientMemory);
-    match e {
-        nvsci::Error::NvSci { function: f, code }
-        | nvsci::Error::AttrRefused { function: f, code, .. }
-        | nvsci::Error::Refused { function: f, code, .. } => *f == function && *code == injected,
-        _ => false,
-    }
-}
+use common::sweep::sweep;
+
+type Flow = fn(&NvSci) -> nvsci::Result<()>;
 
 fn buffer_flow(lib: &NvSci) -> nvsci::Result<()> {
     let m = BufModule::open(lib)?;
@@ -228,51 +218,31 @@ fn ring_flow(lib: &NvSci) -> nvsci::Result<()> {
 
 #[test]
 fn every_injected_failure_surfaces_typed_and_leaks_nothing() {
-    let ledger = nvsci_mock::global_ledger();
     let flows: [(&str, Flow); 4] =
         [("buffer", buffer_flow), ("sync", sync_flow), ("foreign", foreign_flow), ("ring", ring_flow)];
     let (mut points, mut surfaced, mut teardown_leaks) = (0, 0, Vec::new());
     // Under Miri, which runs each flow some hundred times slower, every 9th point is swept.
     let stride = if cfg!(miri) { 9 } else { 1 };
     for (name, flow) in flows {
-        faults::trace_start();
-        flow(&NvSci::mock()).unwrap_or_else(|e| panic!("{name} flow fails without injection: {e}"));
-        let calls = faults::trace_take();
-        assert_eq!(ledger.counts().total(), 0, "{name} flow leaks without injection");
-        assert!(!calls.is_empty());
-        for (i, &function) in calls.iter().enumerate().step_by(stride) {
-            let nth = calls[..i].iter().filter(|&&f| f == function).count();
-            let before = ledger.counts();
-            faults::inject(function, nth, nvsci_sys::NvSciError_InsufficientMemory);
-            let r = flow(&NvSci::mock());
-            let fired = !faults::clear();
-            let after = ledger.counts();
-            assert!(fired, "{name}: call {nth} of {function} was not reached again");
-            points += 1;
-            match r {
-                Err(e) => {
-                    assert!(fails_in(&e, function), "{name}: call {nth} of {function} surfaced as {e:?}");
-                    assert_eq!(after, before, "{name}: failing call {nth} of {function} leaked: {after:?}");
-                    surfaced += 1;
-                }
-                Ok(()) => {
-                    // Only teardown absorbs a failure: when the ring, being dropped, cannot wait on
-                    // the CPU (no wait context, no duplicate of the fence to wait on, or a failing
-                    // wait), it leaks its buffers and sync objects instead of freeing memory an
-                    // engine might still use.
-                    assert!(
-                        ["NvSciSyncFenceWait", "NvSciSyncFenceDup", "NvSciSyncCpuWaitContextAlloc"]
-                            .contains(&function),
-                        "{name}: failing call {nth} of {function} went unnoticed"
-                    );
-                    assert!(
-                        after.total() > before.total(),
-                        "{name}: an absorbed wait failure must leak, not free"
-                    );
-                    teardown_leaks.push(format!("{name}: {function} #{nth}"));
-                }
-            }
-        }
+        // Only teardown absorbs a failure: when the ring, being dropped, cannot wait on the CPU
+        // (no wait context, no duplicate of the fence to wait on, or a failing wait), it leaks
+        // its buffers and sync objects instead of freeing memory an engine might still use.
+        let s = sweep(
+            name,
+            stride,
+            || flow(&NvSci::mock()),
+            || {},
+            &["NvSciSyncFenceWait", "NvSciSyncFenceDup", "NvSciSyncCpuWaitContextAlloc"],
+            |function, before, after| {
+                assert!(
+                    after.total() > before.total(),
+                    "{name}: an absorbed {function} failure must leak, not free"
+                )
+            },
+        );
+        points += s.points;
+        surfaced += s.surfaced;
+        teardown_leaks.extend(s.absorbed.iter().map(|a| format!("{name}: {a}")));
     }
     eprintln!(
         "{points} injection points: {surfaced} surfaced as typed errors naming the function, {} in ring \

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::sweep::sweep;
 use common::{expected_pattern, gpu, open_fds, serial, settle};
 use nvsci::cuda::cudarc::driver::CudaSlice;
 use nvsci::cuda::{CudaGpu, CudaSyncObj, MemSync};
@@ -252,70 +253,30 @@ fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
-    use nvsci_mock::faults;
     let Some(dev) = gpu() else { return };
     let _s = serial();
-    let ledger = nvsci_mock::global_ledger();
-    faults::trace_start();
-    cuda_ring_flow(&dev).unwrap();
-    let calls = faults::trace_take();
-    let (mut points, mut surfaced, mut absorbed) = (0, 0, Vec::new());
-    for (i, &function) in calls.iter().enumerate() {
-        let nth = calls[..i].iter().filter(|&&f| f == function).count();
-        settle(&dev);
-        let before = ledger.counts();
-        faults::inject(function, nth, nvsci_sys::NvSciError_InsufficientMemory);
-        let r = cuda_ring_flow(&dev);
-        assert!(!faults::clear(), "call {nth} of {function} was not reached again");
-        settle(&dev);
-        let after = ledger.counts();
-        points += 1;
-        match r {
-            Err(e) => {
-                assert!(fails_in(&e, function), "call {nth} of {function} surfaced as {e:?}");
-                assert_eq!(after, before, "failing call {nth} of {function} leaked");
-                surfaced += 1;
-            }
-            Ok(()) => {
-                // Absorbed by design: teardown waits (the ring leaks rather than frees), and the
-                // import's GpuSwNeedCacheCoherency query, whose failure means "coherency needed"
-                // (as for NvSciBuf before 2.8, which has no such key).
-                assert!(
-                    [
-                        "NvSciSyncFenceWait",
-                        // The duplicate a teardown wait waits on.
-                        "NvSciSyncFenceDup",
-                        "NvSciSyncCpuWaitContextAlloc",
-                        "NvSciBufObjGetAttrList",
-                        "NvSciBufAttrListSlotGetAttrs"
-                    ]
-                    .contains(&function),
-                    "failing call {nth} of {function} went unnoticed"
-                );
-                absorbed.push(format!("{function} #{nth}"));
-            }
-        }
-    }
+    // Absorbed by design: teardown waits (the ring leaks rather than frees), and the import's
+    // GpuSwNeedCacheCoherency query, whose failure means "coherency needed" (as for NvSciBuf
+    // before 2.8, which has no such key).
+    let absorbable = [
+        "NvSciSyncFenceWait",
+        // The duplicate a teardown wait waits on.
+        "NvSciSyncFenceDup",
+        "NvSciSyncCpuWaitContextAlloc",
+        "NvSciBufObjGetAttrList",
+        "NvSciBufAttrListSlotGetAttrs",
+    ];
+    let s = sweep("CUDA ring", 1, || cuda_ring_flow(&dev), || settle(&dev), &absorbable, |_, _, _| {});
     eprintln!(
-        "CUDA ring flow: {points} injection points, {surfaced} typed errors naming the function, {} absorbed by \
+        "CUDA ring flow: {} injection points, {} typed errors naming the function, {} absorbed by \
          teardown ({})",
-        absorbed.len(),
-        absorbed.join(", ")
+        s.points,
+        s.surfaced,
+        s.absorbed.len(),
+        s.absorbed.join(", ")
     );
+    let calls = s.calls;
     assert!(calls.contains(&"SyncObjGenerateEngineFence") && calls.contains(&"BufObjGetHostMemory"));
-}
-
-/// Whether `e` is the injected failure of `function`: the call's status as the library returned
-/// it (`NvSci`), or explained by the crate (`AttrRefused`, `Refused`), naming the function and
-/// keeping the injected code.
-fn fails_in(e: &Error, function: &str) -> bool {
-    let injected = nvsci::NvSciError(nvsci_sys::NvSciError_InsufficientMemory);
-    match e {
-        Error::NvSci { function: f, code }
-        | Error::AttrRefused { function: f, code, .. }
-        | Error::Refused { function: f, code, .. } => *f == function && *code == injected,
-        _ => false,
-    }
 }
 
 #[path = "../examples/support/nv12_pattern.rs"]

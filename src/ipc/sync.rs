@@ -92,7 +92,8 @@ impl SyncObj {
 
     /// Imports an object the peer of `ep` exported, described by the reconciled list imported
     /// from the same peer, asking for `perm` (more than was granted is an
-    /// [`Error::ImportPermission`]).
+    /// [`Error::InvalidDescriptor`]: NvSciSync reports it as `BadParameter`, like a descriptor
+    /// of another endpoint, truncated or corrupted, and the explanation names both).
     pub fn import(
         ep: &IpcEndpoint,
         desc: &SyncObjDescriptor,

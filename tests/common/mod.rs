@@ -4,6 +4,8 @@
 pub mod counting;
 #[cfg(feature = "vulkan")]
 pub mod own_vulkan;
+#[cfg(feature = "mock")]
+pub mod sweep;
 
 /// Whether GPU tests must fail instead of skipping when no GPU is found (set on GPU hosts).
 pub fn gpu_required() -> bool {

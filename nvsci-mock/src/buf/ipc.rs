@@ -219,6 +219,7 @@ fn export_obj(o: &obj::BufObjRec, perm: NvSciBufAttrValAccessPerm, ep: NvSciIpcE
         }
         (None, None) => return Err(NvSciError_NotSupported),
     };
+    o.bind_to(ep);
     let mut w = Writer::default();
     w.u64(OBJ_MAGIC)
         .u64(link)
@@ -269,7 +270,7 @@ fn import_obj(
     } else {
         obj::Memory::Pages(map_pages(fd, len)?)
     };
-    Ok(obj::from_import(memory, size, l, granted))
+    Ok(obj::from_import(memory, size, l, granted, ep))
 }
 
 #[cfg(all(target_os = "linux", not(miri)))]

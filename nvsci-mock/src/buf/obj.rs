@@ -90,6 +90,11 @@ pub(crate) unsafe fn get<'a>(obj: NvSciBufObj) -> Res<&'a BufObjRec> {
 }
 
 impl BufObjRec {
+    /// Notes that this object was exported through `ep` (see `ipc::endpoint::bind`).
+    pub(crate) fn bind_to(&self, ep: NvSciIpcEndpoint) {
+        crate::ipc::endpoint::bind(ep, &self.mem, crate::ipc::endpoint::BoundKind::Buf);
+    }
+
     /// This handle's access permission.
     pub(crate) fn perm(&self) -> NvSciBufAttrValAccessPerm {
         self.perm
@@ -141,11 +146,13 @@ pub(crate) fn from_import(
     size: u64,
     l: &BufAttrListRec,
     perm: NvSciBufAttrValAccessPerm,
+    ep: NvSciIpcEndpoint,
 ) -> NvSciBufObj {
     let mut attrs = l.slot0();
     attrs.insert(NvSciBufGeneralAttrKey_ActualPerm, Value::from_u32s(&[perm]));
     let need_cpu_access = attrs.get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool);
     let mem = Arc::new(BufMem { pages: memory, size, need_cpu_access, module: l.module.clone(), attrs });
+    crate::ipc::endpoint::bind(ep, &mem, crate::ipc::endpoint::BoundKind::Buf);
     new_handle(mem, perm)
 }
 

@@ -49,7 +49,49 @@ pub(crate) struct Endpoint {
     epoll: OwnedFd,
     notify: OwnedFd,
     st: Mutex<State>,
+    /// The objects of this process exported or imported through this endpoint (see [`bind`]).
+    bound: Mutex<Vec<Bound>>,
 }
+
+/// What an object exported or imported through an endpoint is, for [`EndpointClose`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BoundKind {
+    /// An NvSciBuf object (its allocation, in this process).
+    Buf,
+    /// An NvSciSync object (its state, which every fence of it also holds).
+    Sync,
+}
+
+/// One object exported or imported through an endpoint: alive while any handle or fence of it is.
+struct Bound {
+    /// The address of the object's shared state (one entry per object).
+    key: usize,
+    kind: BoundKind,
+    alive: Box<dyn Fn() -> bool + Send>,
+}
+
+/// One `NvSciIpcCloseEndpointSafe` (or effective `NvSciIpcCloseEndpoint`) in this process, and
+/// the objects exported or imported through that endpoint that were still alive when it closed.
+///
+/// nvsciipc.h (version 1.4, DRIVE OS 6.0.10, `NvSciIpcCloseEndpointSafe`, "@pre Closing
+/// Inter-Chip Endpoint"): "before calling NvSciIpcCloseEndpointSafe() for (INTER_CHIP, PCIE)
+/// endpoint, the user must ensure all fences submitted to NvIpc for Inter-Chip communication for
+/// signaling are expired and also all NvSciBufObjs and NvSciSyncObjs mappings registered,
+/// exported and imported with NvIpc for Inter-Chip communication are un-registered and
+/// released". The header documents no error for a close that breaks the rule, so the mock
+/// records it rather than refusing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndpointClose {
+    /// The endpoint's name.
+    pub endpoint: String,
+    /// NvSciBuf objects exported or imported through it with a handle still alive.
+    pub live_buf_objects: usize,
+    /// NvSciSync objects exported or imported through it with a handle or a fence still alive.
+    pub live_sync_objects: usize,
+}
+
+/// Every endpoint close of this process, oldest first.
+static CLOSES: Mutex<Vec<EndpointClose>> = Mutex::new(Vec::new());
 
 #[derive(Default)]
 struct State {
@@ -593,7 +635,14 @@ pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvS
             epoll_add(&epoll, t.as_raw_fd());
             st.retry = Some(t);
         }
-        let ep = Arc::new(Endpoint { name: name.to_owned(), cfg, epoll, notify, st: Mutex::new(st) });
+        let ep = Arc::new(Endpoint {
+            name: name.to_owned(),
+            cfg,
+            epoll,
+            notify,
+            st: Mutex::new(st),
+            bound: Mutex::new(Vec::new()),
+        });
         {
             let mut st = lock(&ep.st);
             ep.pump(&mut st);
@@ -609,8 +658,38 @@ pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvS
 fn close(h: NvSciIpcEndpoint) -> Res {
     let ep = registry(|m| m.remove(&h)).ok_or(NvSciError_BadParameter)?;
     crate::ledger::global_ledger().sub(crate::ledger::Kind::Endpoint);
+    let live = |kind| lock(&ep.bound).iter().filter(|b| b.kind == kind && (b.alive)()).count();
+    let record = EndpointClose {
+        endpoint: ep.name.clone(),
+        live_buf_objects: live(BoundKind::Buf),
+        live_sync_objects: live(BoundKind::Sync),
+    };
+    lock(&CLOSES).push(record);
     drop(ep);
     Ok(())
+}
+
+/// Notes that the object whose shared state is `obj` was exported or imported through `h`, so
+/// that closing `h` records whether it is still alive ([`EndpointClose`]). An endpoint that is
+/// not open is ignored (the export or import itself reports it).
+pub(crate) fn bind<T: Send + Sync + 'static>(h: NvSciIpcEndpoint, obj: &Arc<T>, kind: BoundKind) {
+    let Some(ep) = registry(|m| m.get(&h).cloned()) else { return };
+    let key = Arc::as_ptr(obj) as *const u8 as usize;
+    let mut bound = lock(&ep.bound);
+    // Two live objects never share an address: a live entry at this address is this object
+    // (a fence exported per frame finds its object here).
+    if bound.iter().any(|b| b.key == key && (b.alive)()) {
+        return;
+    }
+    // Objects freed already need no record.
+    bound.retain(|b| (b.alive)());
+    let weak = Arc::downgrade(obj);
+    bound.push(Bound { key, kind, alive: Box::new(move || weak.strong_count() > 0) });
+}
+
+/// Every endpoint close of this process so far, oldest first.
+pub(crate) fn closes() -> Vec<EndpointClose> {
+    lock(&CLOSES).clone()
 }
 
 pub(crate) unsafe extern "C" fn close_endpoint(h: NvSciIpcEndpoint) {

@@ -9,6 +9,16 @@ pub(crate) mod lists;
 
 use nvsci_sys::NvSciIpcFns;
 
+pub use endpoint::EndpointClose;
+
+/// Every endpoint this process closed so far (oldest first), each with the objects exported or
+/// imported through it that were still alive at the close. NVIDIA's rawstream sample frees its
+/// objects before it closes its endpoints, and nvsciipc.h requires it of inter-chip endpoints
+/// (see [`EndpointClose`]); the header documents no error for it, so the mock only records it.
+pub fn endpoint_closes() -> Vec<EndpointClose> {
+    endpoint::closes()
+}
+
 /// How many `NvSciIpcDeinit` calls in this process found endpoints still open. nvsciipc.h
 /// (DRIVE OS 6.0.10) requires every endpoint closed with `NvSciIpcCloseEndpointSafe` first and
 /// documents no reference counting of `NvSciIpcInit`; the function returns nothing, so the mock

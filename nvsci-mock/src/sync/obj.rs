@@ -88,7 +88,12 @@ static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new
 /// A handle on an object exported by another process: its counter mapped from the exporter's
 /// pages, identified by the exporter's `uuid`, described by the reconciled list `l` (imported
 /// from the same exporter). Fences generated here continue from the counter's current value.
-pub(crate) fn from_import(counter: Counter, uuid: u64, l: &SyncAttrListRec) -> Res<NvSciSyncObj> {
+pub(crate) fn from_import(
+    counter: Counter,
+    uuid: u64,
+    l: &SyncAttrListRec,
+    ep: NvSciIpcEndpoint,
+) -> Res<NvSciSyncObj> {
     let meta = match (l.flags.reconciled, l.meta) {
         (true, Some(meta)) => meta,
         _ => return bad(),
@@ -96,6 +101,7 @@ pub(crate) fn from_import(counter: Counter, uuid: u64, l: &SyncAttrListRec) -> R
     let next = counter.load();
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let core = Arc::new(SyncCore::new(id, uuid, l.module.clone(), meta, counter, next));
+    crate::ipc::endpoint::bind(ep, &core, crate::ipc::endpoint::BoundKind::Sync);
     Ok(new_handle(core, l))
 }
 
