@@ -521,6 +521,9 @@ impl RawRoundTrip {
 
 impl Drop for RawRoundTrip {
     fn drop(&mut self) {
+        // A wait still queued (a round trip that failed) passes, so the synchronise returns.
+        // SAFETY: an aligned u64 of the live allocation.
+        unsafe { self.ready.write_volatile(u64::MAX) };
         let _ = self.stream.synchronize();
         // SAFETY: allocated in `new`; the stream that used it is synchronised above.
         unsafe { sys::cuMemFreeHost(self.host) };
