@@ -578,7 +578,8 @@ fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64)
         Ok(())
     };
     let cam = camera();
-    // On a camera error the producer goes first, so that the consumer stops waiting.
+    // After a camera error no frame comes: the consumer's acquire fails at the ring's timeout
+    // (10 s) and its thread ends with that error, reported beside the camera's.
     drop(p);
     let cons = consumer.join().map_err(|_| "consumer thread panicked")?;
     match (cam, cons) {
