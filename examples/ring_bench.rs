@@ -22,11 +22,24 @@
 //!    CUDA consumer running an empty kernel, through the ring in place at 3840x2160, against the
 //!    same two operations on the same memory on one stream with no hand-off. The difference per
 //!    frame is what the ring's fences cost the GPU timeline.
+//! 5. The ring's own cost per frame with a CPU camera: a camera thread writes the frame number
+//!    into the first 8 bytes of a 3840x2160 NV12 frame and presents it; a CUDA consumer thread
+//!    runs the empty kernel of item 4 on it in place, the ring's fences doing the hand-off. One
+//!    frame is in flight (the camera's next acquire waits for the release of the frame it just
+//!    presented), so the time per frame is a round trip: p50 and p99 over the frames (at least
+//!    2000). Beside it, in the same run and in alternating blocks of 200 frames (to cancel
+//!    drift), the raw round trip without the crate: the CPU writes the frame number to a
+//!    page-locked host counter mapped for the device, a stream waits for it
+//!    (`cuStreamWaitValue64`), runs the same empty kernel and writes the number to a second
+//!    counter (`cuStreamWriteValue64`), which the CPU spins on. The consumer checks that it saw
+//!    every frame in order and, on the last one, the number the camera wrote.
 //!
 //! On the mock backend the ring's memory is page-locked host memory (as on Tegra, where the
 //! GPU and CPU share DRAM); on a discrete GPU every access to it crosses PCIe. On the Vulkan
 //! backend with only GPU parties it is device memory.
 
+#[path = "support/percentile.rs"]
+mod percentile;
 #[path = "support/rusage.rs"]
 mod rusage;
 
@@ -36,10 +49,20 @@ use nvsci::cuda::cudarc::driver::{
 };
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
-use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
+use nvsci::pipeline::{
+    Backend, Consumer, ConsumerFrame, Engine, FrameFormat, FrameLayout, Producer, ProducerFrame, RingConfig,
+};
+use percentile::pct;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+// cudarc binds the `_v2` stream memory operations from its CUDA 11.7 bindings on, the original
+// entry points before (as src/cuda/semaphore.rs does).
+#[cfg(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060"))]
+use sys::{cuStreamWaitValue64 as stream_wait_value64, cuStreamWriteValue64 as stream_write_value64};
+#[cfg(not(any(feature = "cuda-11040", feature = "cuda-11050", feature = "cuda-11060")))]
+use sys::{cuStreamWaitValue64_v2 as stream_wait_value64, cuStreamWriteValue64_v2 as stream_write_value64};
 
 type Res<T> = Result<T, String>;
 
@@ -336,6 +359,246 @@ fn ring_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -
     Ok((ring_us, one_us))
 }
 
+/// Frames per block of measurement 5: ring and raw floor alternate in blocks this long.
+const CAMERA_BLOCK: u64 = 200;
+
+/// p50 and p99 of per-frame times, in microseconds.
+struct Spread {
+    p50: f64,
+    p99: f64,
+}
+
+impl Spread {
+    fn of(mut v: Vec<f64>) -> Res<Self> {
+        if v.is_empty() {
+            return Err("no samples".into());
+        }
+        Ok(Self { p50: pct(&mut v, 0.5), p99: pct(&mut v, 0.99) })
+    }
+}
+
+/// The CUDA consumer of measurement 5, on its own thread: acquires every frame (its present
+/// wait enqueued on the consumer's stream), enqueues the empty kernel on it, then releases the
+/// frame before it (its release signal enqueued after the kernel just queued). Holding each frame
+/// until the next one's kernel is queued makes the producer's acquire of frame n + 1 (on a
+/// ring of 2 slots: the slot of frame n - 1) wait for the completion of frame n's kernel: one
+/// frame in flight. Checks that frames come in order, every one of `total`, and that the last
+/// frame's first 8 bytes (read on the stream, after its present wait) hold its number.
+fn camera_consumer(
+    mut c: Consumer,
+    empty: CudaFunction,
+    dev: CudaGpu,
+    total: u64,
+) -> std::thread::JoinHandle<Res<()>> {
+    std::thread::spawn(move || {
+        dev.context().bind_to_thread().map_err(e)?;
+        let stream = c.stream().ok_or("the CUDA consumer has no stream")?.clone();
+        let mut held: Option<ConsumerFrame> = None;
+        for n in 0..total {
+            let f = c.acquire().map_err(e)?;
+            if f.sequence() != n || f.index() as u64 != n % 2 {
+                return Err(format!(
+                    "consumer: expected frame {n} in slot {}, got frame {} in slot {}",
+                    n % 2,
+                    f.sequence(),
+                    f.index()
+                ));
+            }
+            let at = c.cuda_buffer(&f).map_err(e)?.device_address();
+            launch_empty(&stream, &empty, at)?;
+            if let Some(prev) = held.replace(f) {
+                c.release(prev).map_err(e)?;
+            }
+        }
+        let last = held.ok_or("consumer: no frame")?;
+        let at = c.cuda_buffer(&last).map_err(e)?.device_address();
+        let mut seen = [0u8; 8];
+        // SAFETY: `at` maps the held frame (more than 8 bytes); `seen` is 8 writable bytes that
+        // outlive the copy (the stream is synchronised before they are read or dropped).
+        let r = unsafe { sys::cuMemcpyDtoHAsync_v2(seen.as_mut_ptr().cast(), at, 8, stream.cu_stream()) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(format!("cuMemcpyDtoHAsync: {r:?}"));
+        }
+        stream.synchronize().map_err(e)?;
+        if u64::from_le_bytes(seen) != total - 1 {
+            return Err(format!(
+                "consumer: frame {} holds counter {}, expected {}",
+                total - 1,
+                u64::from_le_bytes(seen),
+                total - 1
+            ));
+        }
+        c.release(last).map_err(e)?;
+        stream.synchronize().map_err(e)?;
+        Ok(())
+    })
+}
+
+/// One frame of the CPU camera of measurement 5: writes frame `n`'s number into the first 8
+/// bytes of the held frame, presents it and acquires the next one (which waits for the release
+/// of frame `n`, see [`camera_consumer`]). Returns the wall time of the round trip in
+/// microseconds.
+fn camera_frame(p: &mut Producer, held: &mut Option<ProducerFrame>, n: u64) -> Res<f64> {
+    let f = held.take().ok_or("camera: no frame held")?;
+    if f.sequence() != n {
+        return Err(format!("camera: expected frame {n}, acquired frame {}", f.sequence()));
+    }
+    let t = Instant::now();
+    p.cpu_write(&f).map_err(e)?[..8].copy_from_slice(&n.to_le_bytes());
+    p.present(f).map_err(e)?;
+    *held = Some(p.acquire().map_err(e)?);
+    Ok(t.elapsed().as_secs_f64() * 1e6)
+}
+
+/// The raw floor of measurement 5: a page-locked host counter pair mapped for the device. Frame
+/// `n`: the CPU writes `n` to `ready`; the stream waits for `ready >= n`, runs the empty kernel
+/// and writes `n` to `done`; the CPU spins until it reads `n` there.
+struct RawRoundTrip {
+    stream: Arc<CudaStream>,
+    host: *mut core::ffi::c_void,
+    ready: *mut u64,
+    done: *mut u64,
+    ready_dev: u64,
+    done_dev: u64,
+    next: u64,
+}
+
+impl RawRoundTrip {
+    fn new(dev: &CudaGpu) -> Res<Self> {
+        let stream = dev.context().new_stream().map_err(e)?;
+        dev.context().bind_to_thread().map_err(e)?;
+        let mut host: *mut core::ffi::c_void = core::ptr::null_mut();
+        // SAFETY: valid out-pointer; 128 bytes of page-locked memory mapped for the device.
+        ck("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, 128, sys::CU_MEMHOSTALLOC_DEVICEMAP) })?;
+        let ready = host.cast::<u64>();
+        // SAFETY: offset 64 bytes (its own cache line) inside the 128-byte allocation.
+        let done = unsafe { ready.add(8) };
+        let mut raw = Self { stream, host, ready, done, ready_dev: 0, done_dev: 0, next: 1 };
+        // SAFETY: both counters lie in the mapped allocation, which `raw` frees on drop.
+        unsafe {
+            raw.ready.write_volatile(0);
+            raw.done.write_volatile(0);
+            ck(
+                "cuMemHostGetDevicePointer",
+                sys::cuMemHostGetDevicePointer_v2(&mut raw.ready_dev, ready.cast(), 0),
+            )?;
+            ck(
+                "cuMemHostGetDevicePointer",
+                sys::cuMemHostGetDevicePointer_v2(&mut raw.done_dev, done.cast(), 0),
+            )?;
+        }
+        Ok(raw)
+    }
+
+    /// One round trip; its wall time in microseconds.
+    fn frame(&mut self, empty: &CudaFunction) -> Res<f64> {
+        let n = self.next;
+        self.next += 1;
+        let s = self.stream.cu_stream();
+        let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+        let t = Instant::now();
+        // SAFETY: an aligned u64 of the live allocation; the device reads it only through the
+        // stream wait.
+        unsafe { self.ready.write_volatile(n) };
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: both device addresses map the live allocation, freed only after the stream
+        // is synchronised (drop).
+        ck("cuStreamWaitValue64", unsafe { stream_wait_value64(s, self.ready_dev, n, geq) })?;
+        launch_empty(&self.stream, empty, self.ready_dev)?;
+        // SAFETY: as above.
+        ck("cuStreamWriteValue64", unsafe { stream_write_value64(s, self.done_dev, n, 0) })?;
+        let deadline = t + Duration::from_secs(10);
+        // SAFETY: an aligned u64 of the live allocation, written by the device.
+        while unsafe { self.done.read_volatile() } < n {
+            if Instant::now() > deadline {
+                return Err(format!("raw round trip: frame {n} not done after 10 s"));
+            }
+            std::hint::spin_loop();
+        }
+        Ok(t.elapsed().as_secs_f64() * 1e6)
+    }
+}
+
+impl Drop for RawRoundTrip {
+    fn drop(&mut self) {
+        // A wait still queued (a round trip that failed) passes, so the synchronise returns.
+        // SAFETY: an aligned u64 of the live allocation.
+        unsafe { self.ready.write_volatile(u64::MAX) };
+        let _ = self.stream.synchronize();
+        // SAFETY: allocated in `new`; the stream that used it is synchronised above.
+        unsafe { sys::cuMemFreeHost(self.host) };
+    }
+}
+
+fn ck(what: &str, r: sys::CUresult) -> Res<()> {
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(format!("{what}: {r:?}"));
+    }
+    Ok(())
+}
+
+/// Measurement 5: the ring's round trip per frame with a CPU camera (8 bytes written, then
+/// present) and a CUDA consumer running the empty kernel in place, one frame in flight,
+/// against the raw host-counter round trip, in alternating blocks of [`CAMERA_BLOCK`] frames.
+/// Returns (ring, raw).
+fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(Spread, Spread)> {
+    let format = FrameFormat::nv12(width, height);
+    let config = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let gpu = b.gpu_engine();
+    let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let (mut p, cs) = ring.split().map_err(e)?;
+    let mut c = cs.into_iter().next().ok_or("consumer")?;
+    c.set_stream(dev.context().new_stream().map_err(e)?).map_err(e)?;
+    let empty = dev
+        .context()
+        .load_module(Ptx::from_src(EMPTY_PTX))
+        .and_then(|m| m.load_function("empty"))
+        .map_err(e)?;
+    const WARM: u64 = 50;
+    let blocks = frames.div_ceil(CAMERA_BLOCK);
+    let total = WARM + blocks * CAMERA_BLOCK;
+    let consumer = camera_consumer(c, empty.clone(), dev.clone(), total);
+    let mut raw = RawRoundTrip::new(dev)?;
+    let (mut ring_us, mut raw_us) = (Vec::new(), Vec::new());
+    let mut camera = || -> Res<()> {
+        let mut held = Some(p.acquire().map_err(e)?);
+        for n in 0..WARM {
+            camera_frame(&mut p, &mut held, n)?;
+            raw.frame(&empty)?;
+        }
+        for k in 0..blocks {
+            for i in 0..CAMERA_BLOCK {
+                ring_us.push(camera_frame(&mut p, &mut held, WARM + k * CAMERA_BLOCK + i)?);
+            }
+            for _ in 0..CAMERA_BLOCK {
+                raw_us.push(raw.frame(&empty)?);
+            }
+        }
+        // `held` (frame `total`, never presented) is discarded here.
+        Ok(())
+    };
+    let cam = camera();
+    // After a camera error no frame comes: the consumer's acquire fails at the ring's timeout
+    // (10 s) and its thread ends with that error, reported beside the camera's.
+    drop(p);
+    let cons = consumer.join().map_err(|_| "consumer thread panicked")?;
+    match (cam, cons) {
+        (Ok(()), Ok(())) => {}
+        (Err(c), Ok(())) => return Err(format!("camera: {c}")),
+        (Ok(()), Err(k)) => return Err(k),
+        (Err(c), Err(k)) => return Err(format!("camera: {c}; {k}")),
+    }
+    if ring_us.len() as u64 != blocks * CAMERA_BLOCK || raw_us.len() != ring_us.len() {
+        return Err(format!(
+            "{} ring and {} raw samples, expected {}",
+            ring_us.len(),
+            raw_us.len(),
+            blocks * CAMERA_BLOCK
+        ));
+    }
+    Ok((Spread::of(ring_us)?, Spread::of(raw_us)?))
+}
+
 /// GPU time of `f` enqueued `reps` times on `stream`, per repetition, in microseconds (CUDA
 /// events around the whole batch).
 fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> Res<f64> {
@@ -428,6 +691,19 @@ fn run() -> Res<()> {
             1e6 / cp - 1e6 / zc
         );
     }
+    let label = if name == "auto" { b.kind().to_string() } else { name.clone() };
+    let (ring, raw) = camera_cost(&b, &dev, 3840, 2160, frames.max(2000))?;
+    println!(
+        "ring's own cost, CPU camera -> CUDA consumer (empty kernel), 3840x2160, {label}: ring p50 {:.1} us \
+         p99 {:.1} us; raw host-counter round trip p50 {:.1} us p99 {:.1} us; the ring adds p50 {:.1} us \
+         ({} frames each, one in flight)",
+        ring.p50,
+        ring.p99,
+        raw.p50,
+        raw.p99,
+        ring.p50 - raw.p50,
+        frames.max(2000).div_ceil(CAMERA_BLOCK) * CAMERA_BLOCK
+    );
     Ok(())
 }
 
