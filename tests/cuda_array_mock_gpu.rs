@@ -124,22 +124,37 @@ fn no_fd_or_device_memory_growth_over_1000_cycles() {
     let Some(dev) = common::gpu() else { return };
     let m = BufModule::open(&NvSci::mock()).unwrap();
     let shape = [(ColorFormat::Y8, 256, 128), (ColorFormat::V8U8, 128, 64)];
+    // The host-NUMA VMM allocations the mock holds while a cycle's image lives (cuMemGetInfo does
+    // not see host memory, so this is the only view of a leak of them).
+    let held = std::cell::Cell::new(nvsci_mock::GpuMemoryStats::default());
     let cycle = || {
         let obj = image(&m, &dev, &shape);
         let planes = obj.planes().unwrap();
         let mem = ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &obj).unwrap();
         let arrays: Vec<_> = planes.iter().map(|p| mem.map_plane(p, 0).unwrap()).collect();
+        held.set(nvsci_mock::gpu_memory_stats());
         drop((arrays, mem, obj));
     };
     cycle();
     common::settle(&dev);
+    let vmm = nvsci_mock::gpu_memory_stats();
     let (fds, (free, _)) = (common::open_fds(), dev.context().mem_get_info().unwrap());
-    for _ in 0..1000 {
+    for i in 0..1000 {
         cycle();
+        // Each cycle's image is one VMM allocation of at least its planes' bytes (earlier cycles'
+        // may still be live: an import releases its duplicate of the object on the teardown
+        // thread), so the final comparison cannot pass with allocations left uncounted.
+        let h = held.get();
+        assert!(h.allocations > vmm.allocations, "cycle {i}: {h:?} while the image lives, {vmm:?} before");
+        assert!(
+            h.bytes >= vmm.bytes + 256 * 128 + 128 * 64 * 2,
+            "cycle {i}: {h:?} while the image lives, {vmm:?} before"
+        );
     }
     common::settle(&dev);
     let (fds_after, (free_after, _)) = (common::open_fds(), dev.context().mem_get_info().unwrap());
     assert_eq!(fds_after, fds, "open fds before and after 1000 cycles");
+    assert_eq!(nvsci_mock::gpu_memory_stats(), vmm, "live VMM allocations before and after 1000 cycles");
     // One cycle's arrays and imports (two planes of 256 x 128) take far less than 2 MiB of device
     // memory: a leak of one cycle each would lose over 1000 x that.
     assert!(free_after + (2 << 20) >= free, "device memory free: {free} before, {free_after} after");
