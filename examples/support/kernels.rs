@@ -117,6 +117,141 @@ DONE:
 }
 "#;
 
+/// `surface_write(u64 surf, u8* in, u32 width, u32 height, u32 bytes_per_texel)`: the reverse of
+/// [`SURFACE_READ_PTX`]: writes every texel of a 2D surface object from `in`, packed row-major
+/// (2D grid, one thread per texel; texel sizes 1, 2, 4, 8 and 16 bytes).
+pub const SURFACE_WRITE_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry surface_write(
+    .param .u64 p_surf,
+    .param .u64 p_in,
+    .param .u32 p_width,
+    .param .u32 p_height,
+    .param .u32 p_bpt
+)
+{
+    .reg .pred %p<8>;
+    .reg .b16 %rs<2>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_surf];
+    ld.param.u64 %rd2, [p_in];
+    ld.param.u32 %r1, [p_width];
+    ld.param.u32 %r2, [p_height];
+    ld.param.u32 %r3, [p_bpt];
+    mov.u32 %r4, %ctaid.x;
+    mov.u32 %r5, %ntid.x;
+    mov.u32 %r6, %tid.x;
+    mad.lo.s32 %r7, %r4, %r5, %r6;
+    mov.u32 %r4, %ctaid.y;
+    mov.u32 %r5, %ntid.y;
+    mov.u32 %r6, %tid.y;
+    mad.lo.s32 %r8, %r4, %r5, %r6;
+    setp.ge.u32 %p1, %r7, %r1;
+    setp.ge.u32 %p2, %r8, %r2;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+    // byte x coordinate for sust.b and the linear input offset
+    mul.lo.s32 %r9, %r7, %r3;
+    mad.lo.s32 %r10, %r8, %r1, %r7;
+    mul.wide.u32 %rd3, %r10, %r3;
+    cvta.to.global.u64 %rd4, %rd2;
+    add.s64 %rd5, %rd4, %rd3;
+    setp.eq.u32 %p4, %r3, 1;
+    @%p4 bra B1;
+    setp.eq.u32 %p5, %r3, 2;
+    @%p5 bra B2;
+    setp.eq.u32 %p6, %r3, 4;
+    @%p6 bra B4;
+    setp.eq.u32 %p7, %r3, 8;
+    @%p7 bra B8;
+    ld.global.v4.u32 {%r11, %r12, %r13, %r14}, [%rd5];
+    sust.b.2d.v4.b32.trap [%rd1, {%r9, %r8}], {%r11, %r12, %r13, %r14};
+    bra DONE;
+B1:
+    ld.global.u8 %rs1, [%rd5];
+    sust.b.2d.b8.trap [%rd1, {%r9, %r8}], {%rs1};
+    bra DONE;
+B2:
+    ld.global.u16 %rs1, [%rd5];
+    sust.b.2d.b16.trap [%rd1, {%r9, %r8}], {%rs1};
+    bra DONE;
+B4:
+    ld.global.u32 %r11, [%rd5];
+    sust.b.2d.b32.trap [%rd1, {%r9, %r8}], {%r11};
+    bra DONE;
+B8:
+    ld.global.v2.u32 {%r11, %r12}, [%rd5];
+    sust.b.2d.v2.b32.trap [%rd1, {%r9, %r8}], {%r11, %r12};
+DONE:
+    ret;
+}
+"#;
+
+/// `texture_read(u64 tex, u8* out, u32 width, u32 height, u32 channels)`: fetches every texel of
+/// a 2D texture object over an array of 8-bit unsigned channels (1, 2 or 4) at unnormalised
+/// integer coordinates (`tex.2d.v4.u32.s32`: the texel at column x, row y, no filtering) and
+/// writes its channels into `out`, packed row-major (`channels` bytes a texel; 2D grid, one
+/// thread per texel). The texture must read its elements as integers
+/// (`CU_TRSF_READ_AS_INTEGER`, without `CU_TRSF_NORMALIZED_COORDINATES`), so each channel
+/// arrives as its 8-bit value in a `u32`; channels the array lacks are not stored.
+pub const TEXTURE_READ_PTX: &str = r#"
+.version 7.0
+.target sm_52
+.address_size 64
+
+.visible .entry texture_read(
+    .param .u64 p_tex,
+    .param .u64 p_out,
+    .param .u32 p_width,
+    .param .u32 p_height,
+    .param .u32 p_channels
+)
+{
+    .reg .pred %p<8>;
+    .reg .b32 %r<24>;
+    .reg .b64 %rd<8>;
+
+    ld.param.u64 %rd1, [p_tex];
+    ld.param.u64 %rd2, [p_out];
+    ld.param.u32 %r1, [p_width];
+    ld.param.u32 %r2, [p_height];
+    ld.param.u32 %r3, [p_channels];
+    mov.u32 %r4, %ctaid.x;
+    mov.u32 %r5, %ntid.x;
+    mov.u32 %r6, %tid.x;
+    mad.lo.s32 %r7, %r4, %r5, %r6;
+    mov.u32 %r4, %ctaid.y;
+    mov.u32 %r5, %ntid.y;
+    mov.u32 %r6, %tid.y;
+    mad.lo.s32 %r8, %r4, %r5, %r6;
+    setp.ge.u32 %p1, %r7, %r1;
+    setp.ge.u32 %p2, %r8, %r2;
+    or.pred %p3, %p1, %p2;
+    @%p3 bra DONE;
+    // the linear output offset: (y * width + x) * channels
+    mad.lo.s32 %r10, %r8, %r1, %r7;
+    mul.wide.u32 %rd3, %r10, %r3;
+    cvta.to.global.u64 %rd4, %rd2;
+    add.s64 %rd5, %rd4, %rd3;
+    tex.2d.v4.u32.s32 {%r11, %r12, %r13, %r14}, [%rd1, {%r7, %r8}];
+    st.global.u8 [%rd5], %r11;
+    setp.lt.u32 %p4, %r3, 2;
+    @%p4 bra DONE;
+    st.global.u8 [%rd5+1], %r12;
+    setp.lt.u32 %p5, %r3, 4;
+    @%p5 bra DONE;
+    st.global.u8 [%rd5+2], %r13;
+    st.global.u8 [%rd5+3], %r14;
+DONE:
+    ret;
+}
+"#;
+
 /// The XOR key of frame `frame` (never 0, so every frame changes every word).
 pub fn frame_key(frame: u64) -> u32 {
     ((frame as u32).wrapping_add(1)).wrapping_mul(0x9E37_79B1) | 1

@@ -89,7 +89,8 @@
 //!   imports as `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD` and maps as buffers or arrays;
 //!   `BufObjGetHostMemory` reports the CPU mapping. Its planes follow the GOB layout and the
 //!   block height that the GPU's arrays of the plane's size use ([`desktop_gob_offset`],
-//!   [`desktop_block_linear_log2_gobs`], measured on an H100). Such objects cannot be exported
+//!   [`desktop_block_linear_log2_gobs`], measured on an H100). [`gpu_memory_stats`] counts the
+//!   live allocations of this kind (and their bytes) in the process. Such objects cannot be exported
 //!   to another process (`NotSupported`). Anywhere else (no driver, no such GPU, no host-NUMA
 //!   VMM memory) the allocation is host pages as below, `BufObjExportGpuMemory` answers
 //!   `NotSupported`, and the planes follow the Tegra layout. Either way, block-linear planes of
@@ -151,6 +152,7 @@ pub use buf::image::{
 pub use ipc::config::{set_ipc_dir, IPC_DIR_ENV};
 pub use ledger::{global_ledger, Flush, HandleCounts, Ledger};
 pub use sync::counter::{cpu_wait_stats, CpuWaitStats};
+pub use vmm::{gpu_memory_stats, GpuMemoryStats};
 
 use nvsci_sys::{NvSciBufFns, NvSciBufModule, NvSciHostGpuFns, NvSciSyncFns, NvSciSyncModule};
 use std::sync::atomic::Ordering;

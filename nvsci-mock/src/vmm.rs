@@ -16,6 +16,7 @@
 //! gives once `cuMemSetAccess` grants the host NUMA location access.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 type CuResult = i32;
@@ -60,6 +61,32 @@ struct AllocationProp {
 struct AccessDesc {
     location: MemLocation,
     flags: u32,
+}
+
+/// Process-wide counts of the CUDA VMM allocations the mock holds (see [`gpu_memory_stats`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GpuMemoryStats {
+    /// Live allocations: handles from `cuMemCreate` (block-linear images of GPU mode) and from
+    /// `cuMemImportFromShareableHandle` (such images imported from another process) not yet
+    /// released with `cuMemRelease`.
+    pub allocations: u64,
+    /// Bytes of those allocations (each rounded up to the allocation granularity).
+    pub bytes: u64,
+}
+
+static LIVE_ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static LIVE_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// How many CUDA VMM allocations (host-NUMA memory backing block-linear images in GPU mode, see
+/// the crate documentation) this process holds now, and their bytes. Each is counted from the
+/// moment the driver hands out its handle until the handle is released, failed setups included;
+/// a leak check compares two snapshots taken with nothing in flight. Always zero where the mock
+/// never reaches a GPU (CPU mode, no driver).
+pub fn gpu_memory_stats() -> GpuMemoryStats {
+    GpuMemoryStats {
+        allocations: LIVE_ALLOCATIONS.load(Ordering::Relaxed),
+        bytes: LIVE_BYTES.load(Ordering::Relaxed),
+    }
 }
 
 /// The driver entry points this module calls, resolved once per process.
@@ -224,6 +251,8 @@ pub(crate) struct VmmMemory {
     /// For memory imported from another process: the fd it came in (a POSIX fd of the
     /// allocation), whose duplicates [`export_fd`](Self::export_fd) hands out.
     shared: Option<std::os::fd::OwnedFd>,
+    /// Bytes this allocation adds to [`gpu_memory_stats`] until its handle is released.
+    counted: u64,
 }
 
 // SAFETY: the allocation is plain memory addressed by `va`; users coordinate their accesses as
@@ -270,7 +299,7 @@ impl VmmMemory {
             if unsafe { (driver.create)(&mut handle, len, &prop, 0) } != CUDA_SUCCESS {
                 return None;
             }
-            let me = VmmMemory { driver, dev, handle, va: 0, len: 0, shared: None }.mapped(host, len)?;
+            let me = VmmMemory::owning(driver, dev, handle, len, None).mapped(host, len)?;
             // SAFETY: the CPU may access the range now (host NUMA access granted); it is ours.
             unsafe { std::ptr::write_bytes(me.as_ptr(), 0, len) };
             Some(me)
@@ -305,8 +334,23 @@ impl VmmMemory {
             if r != CUDA_SUCCESS {
                 return None;
             }
-            VmmMemory { driver, dev, handle, va: 0, len: 0, shared: Some(fd) }.mapped(host, len)
+            VmmMemory::owning(driver, dev, handle, len, Some(fd)).mapped(host, len)
         })
+    }
+
+    /// Takes ownership of the allocation `handle` (`len` bytes) the driver has just handed out,
+    /// not yet mapped, and counts it in [`gpu_memory_stats`] (until drop releases it).
+    fn owning(
+        driver: &'static Driver,
+        dev: CuDevice,
+        handle: CuMemHandle,
+        len: usize,
+        shared: Option<std::os::fd::OwnedFd>,
+    ) -> VmmMemory {
+        let counted = len as u64;
+        LIVE_ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(counted, Ordering::Relaxed);
+        VmmMemory { driver, dev, handle, va: 0, len: 0, shared, counted }
     }
 
     /// Reserves `len` bytes of address space, maps the allocation there and grants the device
@@ -401,5 +445,8 @@ impl Drop for VmmMemory {
         if d.with_context(self.dev, undo).is_none() {
             undo();
         }
+        // Every value was counted once, by `owning`.
+        LIVE_ALLOCATIONS.fetch_sub(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_sub(self.counted, Ordering::Relaxed);
     }
 }
