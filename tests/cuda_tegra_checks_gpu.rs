@@ -83,6 +83,10 @@ fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {
 #[ignore = "needs a CUDA GPU"]
 fn pitch_linear_planes_are_mapped_as_buffers_not_arrays() {
     let Some(dev) = common::gpu() else { return };
+    // Alone, as the other tests: importing mock memory (`cuMemHostRegister`) waits for the
+    // context's work in flight, and the timestamp test holds a stream behind a fence that its
+    // own thread signals only after its next driver calls, which then wait for this import.
+    let _s = common::serial();
     let lib = NvSci::mock();
     let m = BufModule::open(&lib).unwrap();
     let obj = nv12(&m, ImageLayout::PitchLinear, dev.gpu_id());
