@@ -267,9 +267,12 @@ mod gpu {
     //! The sample's CUDA path: the NvSci objects imported into CUDA, the kernels on two streams,
     //! the callers ordered by NvSciSync fences signalled and waited on those streams.
     use super::*;
-    use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
+    use nvsci::cuda::cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
     use nvsci::cuda::{fill_sync_attrs, ArrayRegion, CudaGpu, CudaSyncObj, ExternalMemory, MappedArray};
-    use nvsci::cuda::{MappedBuffer, MemSync, ReadWrite};
+    use nvsci::cuda::{
+        ArrayTexture, MappedBuffer, MemSync, ReadWrite, TextureAddress, TextureFilter, TextureOptions,
+        TextureRead,
+    };
     use std::sync::Arc;
 
     /// `rotate(u64 tex, u32* out, u32 width, u32 height, f32 cos, f32 sin)`: the sample's
@@ -426,62 +429,16 @@ DONE:
         Ok(m.load_function(name)?)
     }
 
-    /// The sample's texture object (`createTexture`) over level 0 of a mapped array: normalised
-    /// coordinates, linear filtering, wrap addressing, 8-bit channels read as normalised floats.
-    /// Holds the array; destroy it only once the work that samples it has completed.
-    struct Texture {
-        obj: sys::CUtexObject,
-        _array: MappedArray<ReadWrite>,
+    /// The sample's texture (`createTexture`): normalised coordinates, linear filtering, wrap
+    /// addressing, 8-bit channels read as normalised floats.
+    fn sample_texture(array: MappedArray<ReadWrite>) -> nvsci::Result<ArrayTexture<ReadWrite>> {
+        let options = TextureOptions::default()
+            .with_filter(TextureFilter::Linear)
+            .with_address(TextureAddress::Wrap)
+            .with_normalized_coords(true)
+            .with_read(TextureRead::NormalizedFloat);
+        ArrayTexture::new(array, options)
     }
-
-    impl Texture {
-        fn new(array: MappedArray<ReadWrite>) -> Res<Self> {
-            let res = sys::CUDA_RESOURCE_DESC {
-                resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
-                res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
-                    array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
-                },
-                flags: 0,
-            };
-            let wrap = sys::CUaddress_mode::CU_TR_ADDRESS_MODE_WRAP;
-            let tex = sys::CUDA_TEXTURE_DESC {
-                addressMode: [wrap; 3],
-                filterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_LINEAR,
-                // Without CU_TRSF_READ_AS_INTEGER, 8-bit channels read as normalised floats.
-                flags: sys::CU_TRSF_NORMALIZED_COORDINATES,
-                maxAnisotropy: 0,
-                mipmapFilterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
-                mipmapLevelBias: 0.0,
-                minMipmapLevelClamp: 0.0,
-                maxMipmapLevelClamp: 0.0,
-                borderColor: [0.0; 4],
-                reserved: [0; 12],
-            };
-            let mut obj: sys::CUtexObject = 0;
-            // SAFETY: the array is level 0 of a live mapping (held by the result); both
-            // descriptors are complete, no view descriptor is given, `obj` is a valid out-pointer.
-            let r = unsafe { sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null()) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                return Err(format!("cuTexObjectCreate: {r:?}").into());
-            }
-            Ok(Self { obj, _array: array })
-        }
-    }
-
-    impl Drop for Texture {
-        fn drop(&mut self) {
-            // SAFETY: created above and destroyed once; the owner drops it only after the work
-            // that samples it has completed (see `run`). The array is dropped after it.
-            let r = unsafe { sys::cuTexObjectDestroy(self.obj) };
-            if r != sys::CUresult::CUDA_SUCCESS {
-                eprintln!("cuTexObjectDestroy: {r:?}");
-            }
-        }
-    }
-
-    // SAFETY: a driver handle, usable from any thread once the context is current; the kernels
-    // only read it.
-    unsafe impl Send for Texture {}
 
     /// A sync object signalled by CUDA, waited on by CUDA (`cpu_waits` false) or the CPU.
     fn cuda_signalled(gpu: &CudaGpu, m: &SyncModule, cpu_waits: bool) -> Res<SyncObj> {
@@ -524,10 +481,10 @@ DONE:
             ArrayRegion::new(0, 0, width as usize, height as usize),
             picture,
         )?;
-        let tex = Texture::new(array)?;
+        let tex = sample_texture(array)?;
         let rotate = load(gpu, ROTATE_PTX, "rotate")?;
         let (s, c) = ANGLE.sin_cos();
-        let (t, o) = (tex.obj, out.device_address());
+        let (t, o) = (tex.handle(), out.device_address());
         let mut b = stream.launch_builder(&rotate);
         b.arg(&t).arg(&o).arg(&width).arg(&height).arg(&c).arg(&s);
         let cfg = LaunchConfig {

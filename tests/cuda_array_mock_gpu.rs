@@ -12,7 +12,7 @@ use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, 
 use nvsci::buf::{PlaneDst, PlaneSrc, ScanType};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
-use nvsci::cuda::{ArraySurface, CudaGpu, ExternalMemory, MappedArray, ReadWrite};
+use nvsci::cuda::{ArraySurface, ArrayTexture, CudaGpu, ExternalMemory, ReadWrite, TextureOptions};
 use nvsci::NvSci;
 
 /// A block-linear image of one plane per `(format, width, height)`, CPU-accessible, for `dev`.
@@ -143,11 +143,11 @@ fn texel_grid(width: u32, height: u32) -> LaunchConfig {
     }
 }
 
-/// Every texel of `array` (8-bit unsigned channels) fetched through a texture object (point
-/// filtering, unnormalised coordinates, elements read as integers) by `texture_read`, packed
-/// row-major.
-fn read_through_texture(dev: &CudaGpu, array: &MappedArray<ReadWrite>) -> Vec<u8> {
-    let d = *array.desc();
+/// Every texel of `texture`'s array (8-bit unsigned channels) fetched through it (the default
+/// options: point filtering, unnormalised coordinates, elements read as integers) by
+/// `texture_read`, packed row-major.
+fn read_through_texture(dev: &CudaGpu, texture: &ArrayTexture<ReadWrite>) -> Vec<u8> {
+    let d = *texture.array().desc();
     assert_eq!(
         d.format,
         sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
@@ -156,33 +156,7 @@ fn read_through_texture(dev: &CudaGpu, array: &MappedArray<ReadWrite>) -> Vec<u8
     let f = function(dev, TEXTURE_READ_PTX, "texture_read");
     let stream = dev.default_stream();
     dev.context().bind_to_thread().unwrap();
-    let res = sys::CUDA_RESOURCE_DESC {
-        resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
-        res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
-            array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
-        },
-        flags: 0,
-    };
-    let clamp = sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP;
-    let tex = sys::CUDA_TEXTURE_DESC {
-        addressMode: [clamp; 3],
-        filterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
-        // No CU_TRSF_NORMALIZED_COORDINATES: coordinates are texel indices.
-        flags: sys::CU_TRSF_READ_AS_INTEGER,
-        maxAnisotropy: 0,
-        mipmapFilterMode: sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT,
-        mipmapLevelBias: 0.0,
-        minMipmapLevelClamp: 0.0,
-        maxMipmapLevelClamp: 0.0,
-        borderColor: [0.0; 4],
-        reserved: [0; 12],
-    };
-    let mut obj: sys::CUtexObject = 0;
-    // SAFETY: the array is level 0 of a live mapping (borrowed for this call); both descriptors
-    // are complete, no view descriptor is given, `obj` is a valid out-pointer.
-    let r = unsafe { sys::cuTexObjectCreate(&mut obj, &res, &tex, std::ptr::null()) };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "cuTexObjectCreate");
-    let (w, h, channels) = (d.width as u32, d.height as u32, d.channels);
+    let (w, h, channels, obj) = (d.width as u32, d.height as u32, d.channels, texture.handle());
     let mut out = stream.alloc_zeros::<u8>(d.width * d.height * channels as usize).unwrap();
     let mut b = stream.launch_builder(&f);
     b.arg(&obj).arg(&mut out).arg(&w).arg(&h).arg(&channels);
@@ -191,9 +165,6 @@ fn read_through_texture(dev: &CudaGpu, array: &MappedArray<ReadWrite>) -> Vec<u8
     unsafe { b.launch(texel_grid(w, h)) }.unwrap();
     let host = stream.clone_dtoh(&out).unwrap();
     stream.synchronize().unwrap();
-    // SAFETY: created above; no queued work uses it any more (synchronised).
-    let r = unsafe { sys::cuTexObjectDestroy(obj) };
-    assert_eq!(r, sys::CUresult::CUDA_SUCCESS, "cuTexObjectDestroy");
     host
 }
 
@@ -245,7 +216,8 @@ fn block_linear_frames_put_on_the_cpu_read_back_through_textures() {
         for (i, p) in planes.iter().enumerate() {
             let array = mem.map_plane(p, 0).unwrap();
             assert_eq!(array.desc().channels * 8, p.bits_per_pixel, "{shape:?} plane {i}: 8-bit channels");
-            let back = read_through_texture(&dev, &array);
+            let texture = ArrayTexture::new(array, TextureOptions::default()).unwrap();
+            let back = read_through_texture(&dev, &texture);
             assert_eq!(back.len(), data[i].len(), "{shape:?} plane {i}: bytes fetched");
             let bad = back.iter().zip(&data[i]).position(|(a, b)| a != b);
             assert!(bad.is_none(), "{shape:?} plane {i}: first difference at byte {bad:?}");

@@ -694,6 +694,11 @@ impl<A: Access> std::fmt::Debug for MappedArray<A> {
 }
 
 impl<A: Access> MappedArray<A> {
+    /// The context the array's import belongs to.
+    pub(crate) fn gpu(&self) -> &CudaGpu {
+        &self.mem.inner.dev
+    }
+
     /// Level 0 of the array (valid while `self` lives), for surface/texture objects and copies.
     pub fn level0(&self) -> sys::CUarray {
         self.level0
@@ -930,68 +935,3 @@ impl MappedArray<ReadWrite> {
         finish_host_copy(stream, guard, enqueued)
     }
 }
-
-/// A CUDA surface object (`cuSurfObjectCreate`) over level 0 of a mapped array, for kernels
-/// that read (and, over a [`ReadWrite`] mapping, write) the texels with `suld` / `sust`. The
-/// array must be mapped with `CUDA_ARRAY3D_SURFACE_LDST`. Holds the array; destroyed, after the
-/// context's queued work, before it.
-pub struct ArraySurface<A: Access = ReadWrite> {
-    obj: sys::CUsurfObject,
-    /// Taken by `drop` into the surface's destroy, so the array outlives the surface.
-    array: core::mem::ManuallyDrop<MappedArray<A>>,
-}
-
-impl<A: Access> ArraySurface<A> {
-    /// A surface object over level 0 of `array`. The driver refuses an array mapped without
-    /// `CUDA_ARRAY3D_SURFACE_LDST` (a CUDA error).
-    pub fn new(array: MappedArray<A>) -> Result<Self> {
-        array.mem.inner.dev.bind()?;
-        let desc = sys::CUDA_RESOURCE_DESC {
-            resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
-            res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
-                array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0 },
-            },
-            flags: 0,
-        };
-        // SAFETY: the array is level 0 of a live mipmapped array, held by the result and
-        // destroyed after the surface; the descriptor is complete.
-        let obj = unsafe { mem::surf_object_create(&desc) }?;
-        Ok(Self { obj, array: core::mem::ManuallyDrop::new(array) })
-    }
-
-    /// The surface object, a kernel parameter (`.u64`), valid while `self` lives.
-    pub fn handle(&self) -> sys::CUsurfObject {
-        self.obj
-    }
-
-    /// The array the surface reads.
-    pub fn array(&self) -> &MappedArray<A> {
-        &self.array
-    }
-}
-
-impl<A: Access> Drop for ArraySurface<A> {
-    fn drop(&mut self) {
-        let obj = self.obj;
-        let dev = self.array.mem.inner.dev.clone();
-        // SAFETY: `array` is taken once, here, and never used again.
-        let array = unsafe { core::mem::ManuallyDrop::take(&mut self.array) };
-        dev.destroy_after_work("cuSurfObjectDestroy", move || {
-            // SAFETY: destroyed once, after the work that used it finished, before the array it
-            // reads (dropped next).
-            succeeded("cuSurfObjectDestroy", unsafe { mem::surf_object_destroy(obj) });
-            drop(array);
-        });
-    }
-}
-
-impl<A: Access> std::fmt::Debug for ArraySurface<A> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArraySurface").field("array", &self.array).finish()
-    }
-}
-
-// SAFETY: as for MappedArray: a handle usable from any thread that binds the context.
-unsafe impl<A: Access> Send for ArraySurface<A> {}
-// SAFETY: shared access only reads the handle.
-unsafe impl<A: Access> Sync for ArraySurface<A> {}

@@ -58,6 +58,7 @@ mod host;
 mod memory;
 pub mod memsync;
 mod result;
+mod sampling;
 mod semaphore;
 mod sync_attrs;
 mod teardown;
@@ -76,12 +77,13 @@ pub use desc::{opaque_fd_memory as opaque_fd_memory_desc, signal as signal_param
 pub use device::CudaGpu;
 pub use driver::driver_present;
 pub use memory::{
-    array_format, probe_nvscibuf_import, Access, ArraySurface, ExternalMemory, MappedArray, MappedBuffer,
-    ReadOnly, ReadWrite,
+    array_format, probe_nvscibuf_import, Access, ExternalMemory, MappedArray, MappedBuffer, ReadOnly,
+    ReadWrite,
 };
 pub use memsync::MemSync;
 pub(crate) use result::from_driver;
 pub use result::CUDA_ERROR_NOT_SUPPORTED;
+pub use sampling::{ArraySurface, ArrayTexture, TextureAddress, TextureFilter, TextureOptions, TextureRead};
 pub use semaphore::{CudaSemaphore, CudaSyncObj, SemaphoreKind};
 pub use sync_attrs::{
     fill_sync_attrs, nvsci_sync_attrs_available, probe_sync_attrs_entry, CUDA_NVSCISYNC_ATTR_SIGNAL,

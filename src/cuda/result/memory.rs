@@ -152,6 +152,31 @@ pub(crate) unsafe fn surf_object_destroy(obj: sys::CUsurfObject) -> Result<()> {
     check("cuSurfObjectDestroy", unsafe { sys::cuSurfObjectDestroy(obj) })
 }
 
+/// `cuTexObjectCreate`: a texture object over the resource `res` names, sampled as `tex` says,
+/// to be destroyed once with [`tex_object_destroy`] before that resource is.
+///
+/// # Safety
+/// `res` and `tex` are complete and `res` names a live array that outlives the texture.
+pub(crate) unsafe fn tex_object_create(
+    res: &sys::CUDA_RESOURCE_DESC,
+    tex: &sys::CUDA_TEXTURE_DESC,
+) -> Result<sys::CUtexObject> {
+    let mut obj: sys::CUtexObject = 0;
+    // SAFETY: caller contract; `obj` is a valid out-pointer; no resource view is given.
+    check("cuTexObjectCreate", unsafe { sys::cuTexObjectCreate(&mut obj, res, tex, core::ptr::null()) })?;
+    Ok(obj)
+}
+
+/// `cuTexObjectDestroy`.
+///
+/// # Safety
+/// `obj` came from [`tex_object_create`], is destroyed once, and no work that uses it is
+/// pending.
+pub(crate) unsafe fn tex_object_destroy(obj: sys::CUtexObject) -> Result<()> {
+    // SAFETY: caller contract.
+    check("cuTexObjectDestroy", unsafe { sys::cuTexObjectDestroy(obj) })
+}
+
 /// `cuMemHostRegister`: page-locks `len` bytes at `base` with `flags`, to be unregistered once
 /// with [`mem_host_unregister`].
 ///
