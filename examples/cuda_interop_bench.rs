@@ -176,6 +176,33 @@ fn semaphore_round_trip(
     })
 }
 
+/// The raw import of a VMM-exported `fd` of `size` bytes and its whole mapping
+/// (`cuImportExternalMemory` + `cuExternalMemoryGetMappedBuffer`); the import is destroyed again
+/// if the mapping fails.
+fn raw_import_map(fd: std::os::fd::OwnedFd, size: u64) -> Res<(sys::CUexternalMemory, sys::CUdeviceptr)> {
+    let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+        type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+        handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+        size,
+        flags: 0,
+        reserved: [0; 16],
+    };
+    let mut mem: sys::CUexternalMemory = core::ptr::null_mut();
+    // SAFETY: a complete descriptor with a valid VMM-exported fd of `size` bytes.
+    check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut mem, &desc) })?;
+    let _ = fd.into_raw_fd(); // owned by the driver after a successful import
+    let bdesc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size, flags: 0, reserved: [0; 16] };
+    let mut ptr: sys::CUdeviceptr = 0;
+    // SAFETY: the import is alive and the range lies inside it.
+    let mapped = unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, mem, &bdesc) };
+    if mapped != sys::CUresult::CUDA_SUCCESS {
+        // SAFETY: the import is alive and has no mapping.
+        unsafe { sys::cuDestroyExternalMemory(mem) };
+        check("cuExternalMemoryGetMappedBuffer", mapped)?;
+    }
+    Ok((mem, ptr))
+}
+
 /// A mapping and its import, handed to [`RawDestroyer`]'s thread.
 struct RawObjects(sys::CUdeviceptr, sys::CUexternalMemory);
 
@@ -275,23 +302,7 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
     let raw_cycle = |sync: bool, verify: bool| -> Res<Duration> {
         let fd = alloc.export_fd()?;
         let t0 = Instant::now();
-        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
-            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
-            size,
-            flags: 0,
-            reserved: [0; 16],
-        };
-        let mut mem: sys::CUexternalMemory = core::ptr::null_mut();
-        // SAFETY: a complete descriptor with a valid VMM-exported fd of `size` bytes.
-        check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut mem, &desc) })?;
-        let _ = fd.into_raw_fd(); // owned by the driver after a successful import
-        let bdesc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size, flags: 0, reserved: [0; 16] };
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the import is alive and the range lies inside it.
-        check("cuExternalMemoryGetMappedBuffer", unsafe {
-            sys::cuExternalMemoryGetMappedBuffer(&mut ptr, mem, &bdesc)
-        })?;
+        let (mem, ptr) = raw_import_map(fd, size)?;
         let mut probe = [0u8; 4];
         if verify {
             // SAFETY: the mapping is at least 4 bytes long.
@@ -313,27 +324,7 @@ fn import_map_unmap(dev: &CudaGpu, iters: usize, failures: &mut Vec<String>) -> 
     };
     let destroyer = RawDestroyer::new(dev.context().clone());
     let raw_deferred_cycle = || -> Res<()> {
-        let fd = alloc.export_fd()?;
-        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
-            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
-            size,
-            flags: 0,
-            reserved: [0; 16],
-        };
-        let mut mem: sys::CUexternalMemory = core::ptr::null_mut();
-        // SAFETY: a complete descriptor with a valid VMM-exported fd of `size` bytes.
-        check("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut mem, &desc) })?;
-        let _ = fd.into_raw_fd(); // owned by the driver after a successful import
-        let bdesc = sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size, flags: 0, reserved: [0; 16] };
-        let mut ptr: sys::CUdeviceptr = 0;
-        // SAFETY: the import is alive and the range lies inside it.
-        let mapped = unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, mem, &bdesc) };
-        if mapped != sys::CUresult::CUDA_SUCCESS {
-            // SAFETY: the import is alive and has no mapping.
-            unsafe { sys::cuDestroyExternalMemory(mem) };
-            return check("cuExternalMemoryGetMappedBuffer", mapped);
-        }
+        let (mem, ptr) = raw_import_map(alloc.export_fd()?, size)?;
         destroyer.destroy(RawObjects(ptr, mem));
         Ok(())
     };

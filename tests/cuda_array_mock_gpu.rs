@@ -56,6 +56,45 @@ const SHAPES: &[&[(ColorFormat, u32, u32)]] = &[
     &[(ColorFormat::Y8, 100, 130), (ColorFormat::V8U8, 50, 65)],
 ];
 
+/// Puts a distinct pattern (seeds `seed`, `seed + 1`, ...) into every plane of `obj` with
+/// `put_pixels`, packed rows; returns the patterns.
+fn put_patterns(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], seed: usize) -> Vec<Vec<u8>> {
+    let data: Vec<Vec<u8>> = planes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            pattern((p.width * p.bits_per_pixel / 8) as usize, p.height as usize, (seed + i) as u32)
+        })
+        .collect();
+    let src: Vec<PlaneSrc<'_>> = planes
+        .iter()
+        .zip(&data)
+        .map(|(p, d)| PlaneSrc { data: d, pitch: p.width * p.bits_per_pixel / 8 })
+        .collect();
+    obj.put_pixels(None, &src).unwrap();
+    data
+}
+
+/// Every plane of `obj` read with `get_pixels`, packed rows.
+fn get_planes(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout]) -> Vec<Vec<u8>> {
+    let mut got: Vec<Vec<u8>> =
+        planes.iter().map(|p| vec![0u8; (p.width * p.bits_per_pixel / 8 * p.height) as usize]).collect();
+    let mut dst: Vec<PlaneDst<'_>> = got
+        .iter_mut()
+        .zip(planes)
+        .map(|(g, p)| PlaneDst { data: g, pitch: p.width * p.bits_per_pixel / 8 })
+        .collect();
+    obj.get_pixels(None, &mut dst).unwrap();
+    got
+}
+
+/// Byte-exact comparison naming the first difference.
+fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let bad = got.iter().zip(want).position(|(a, b)| a != b);
+    assert!(bad.is_none(), "{what}: first difference at byte {bad:?}");
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn block_linear_frames_put_on_the_cpu_read_back_through_arrays() {
@@ -65,27 +104,14 @@ fn block_linear_frames_put_on_the_cpu_read_back_through_arrays() {
     for (s, shape) in SHAPES.iter().enumerate() {
         let obj = image(&m, &dev, shape);
         let planes = obj.planes().unwrap();
-        let data: Vec<Vec<u8>> = planes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                pattern((p.width * p.bits_per_pixel / 8) as usize, p.height as usize, (s * 8 + i) as u32)
-            })
-            .collect();
-        let src: Vec<PlaneSrc<'_>> = planes
-            .iter()
-            .zip(&data)
-            .map(|(p, d)| PlaneSrc { data: d, pitch: p.width * p.bits_per_pixel / 8 })
-            .collect();
-        obj.put_pixels(None, &src).unwrap();
+        let data = put_patterns(&obj, &planes, s * 8);
         let mem = ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &obj).unwrap();
         for (i, p) in planes.iter().enumerate() {
             assert_eq!(p.offset % nvsci_mock::GPU_ARRAY_PLANE_ALIGN, 0, "{shape:?} plane {i} offset");
             let array = mem.map_plane(p, 0).unwrap();
             let mut back = vec![0u8; data[i].len()];
             array.copy_to_host(&mut back).unwrap();
-            let bad = back.iter().zip(&data[i]).position(|(a, b)| a != b);
-            assert!(bad.is_none(), "{shape:?} plane {i}: first difference at byte {bad:?}");
+            assert_same(&back, &data[i], &format!("{shape:?} plane {i}"));
         }
     }
 }
@@ -107,16 +133,9 @@ fn array_writes_read_back_through_get_pixels() {
             mem.map_plane(p, 0).unwrap().copy_from_host(&d).unwrap();
             want.push(d);
         }
-        let mut got: Vec<Vec<u8>> = want.iter().map(|w| vec![0u8; w.len()]).collect();
-        let mut dst: Vec<PlaneDst<'_>> = got
-            .iter_mut()
-            .zip(planes.iter())
-            .map(|(g, p)| PlaneDst { data: g, pitch: p.width * p.bits_per_pixel / 8 })
-            .collect();
-        obj.get_pixels(None, &mut dst).unwrap();
+        let got = get_planes(&obj, &planes);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            let bad = g.iter().zip(w).position(|(a, b)| a != b);
-            assert!(bad.is_none(), "{shape:?} plane {i}: first difference at byte {bad:?}");
+            assert_same(g, w, &format!("{shape:?} plane {i}"));
         }
     }
 }
@@ -195,23 +214,7 @@ fn block_linear_frames_put_on_the_cpu_read_back_through_textures() {
     for (s, shape) in KERNEL_SHAPES.iter().enumerate() {
         let obj = image(&m, &dev, shape);
         let planes = obj.planes().unwrap();
-        let data: Vec<Vec<u8>> = planes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                pattern(
-                    (p.width * p.bits_per_pixel / 8) as usize,
-                    p.height as usize,
-                    (200 + s * 8 + i) as u32,
-                )
-            })
-            .collect();
-        let src: Vec<PlaneSrc<'_>> = planes
-            .iter()
-            .zip(&data)
-            .map(|(p, d)| PlaneSrc { data: d, pitch: p.width * p.bits_per_pixel / 8 })
-            .collect();
-        obj.put_pixels(None, &src).unwrap();
+        let data = put_patterns(&obj, &planes, 200 + s * 8);
         let mem = ExternalMemory::<ReadWrite>::from_buf_obj(&dev, &obj).unwrap();
         for (i, p) in planes.iter().enumerate() {
             let array = mem.map_plane(p, 0).unwrap();
@@ -219,8 +222,7 @@ fn block_linear_frames_put_on_the_cpu_read_back_through_textures() {
             let texture = ArrayTexture::new(array, TextureOptions::default()).unwrap();
             let back = read_through_texture(&dev, &texture);
             assert_eq!(back.len(), data[i].len(), "{shape:?} plane {i}: bytes fetched");
-            let bad = back.iter().zip(&data[i]).position(|(a, b)| a != b);
-            assert!(bad.is_none(), "{shape:?} plane {i}: first difference at byte {bad:?}");
+            assert_same(&back, &data[i], &format!("{shape:?} plane {i}"));
         }
     }
 }
@@ -243,16 +245,9 @@ fn surface_writes_read_back_through_get_pixels() {
             write_through_surface(&dev, &ArraySurface::new(array).unwrap(), &d);
             want.push(d);
         }
-        let mut got: Vec<Vec<u8>> = want.iter().map(|w| vec![0u8; w.len()]).collect();
-        let mut dst: Vec<PlaneDst<'_>> = got
-            .iter_mut()
-            .zip(planes.iter())
-            .map(|(g, p)| PlaneDst { data: g, pitch: p.width * p.bits_per_pixel / 8 })
-            .collect();
-        obj.get_pixels(None, &mut dst).unwrap();
+        let got = get_planes(&obj, &planes);
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            let bad = g.iter().zip(w).position(|(a, b)| a != b);
-            assert!(bad.is_none(), "{shape:?} plane {i}: first difference at byte {bad:?}");
+            assert_same(g, w, &format!("{shape:?} plane {i}"));
         }
     }
 }

@@ -83,20 +83,30 @@ fn fill(m: &nvsci::cuda::MappedBuffer<ReadWrite>, stream: &CudaStream, byte: u8,
     assert_eq!(r, sys::CUresult::CUDA_SUCCESS);
 }
 
+/// A 2 MiB import and its mapping, filled by a stream of their context that has finished
+/// (with the allocation it imports, which outlives them).
+fn used_mapping(
+    dev: &CudaGpu,
+) -> (ExportableAllocation, ExternalMemory<ReadWrite>, nvsci::cuda::MappedBuffer<ReadWrite>) {
+    let alloc = ExportableAllocation::new(dev, 2 << 20).unwrap();
+    let size = alloc.size();
+    let user = dev.context().new_stream().unwrap();
+    let mem =
+        ExternalMemory::<ReadWrite>::from_opaque_fd(dev, alloc.export_fd().unwrap(), size as u64, false)
+            .unwrap();
+    let m = mem.map_all().unwrap();
+    fill(&m, &user, 3, size);
+    user.synchronize().unwrap();
+    (alloc, mem, m)
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn dropping_a_mapping_returns_while_another_stream_is_blocked() {
     let _s = serial();
     let Some(dev) = gpu() else { return };
-    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
-    let size = alloc.size();
-    let (busy, user) = (dev.context().new_stream().unwrap(), dev.context().new_stream().unwrap());
-    let mem =
-        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false)
-            .unwrap();
-    let m = mem.map_all().unwrap();
-    fill(&m, &user, 3, size);
-    user.synchronize().unwrap();
+    let (_alloc, mem, m) = used_mapping(&dev);
+    let busy = dev.context().new_stream().unwrap();
     settle(&dev);
     // Another stream of the same context has work in flight that does not end by itself.
     let blocker = Blocker::new(&dev, &busy);
@@ -162,15 +172,8 @@ impl HostWords {
 fn dropping_a_mapping_returns_while_a_one_second_kernel_runs_on_another_stream() {
     let _s = serial();
     let Some(dev) = gpu() else { return };
-    let alloc = ExportableAllocation::new(&dev, 2 << 20).unwrap();
-    let size = alloc.size();
-    let (busy, user) = (dev.context().new_stream().unwrap(), dev.context().new_stream().unwrap());
-    let mem =
-        ExternalMemory::<ReadWrite>::from_opaque_fd(&dev, alloc.export_fd().unwrap(), size as u64, false)
-            .unwrap();
-    let m = mem.map_all().unwrap();
-    fill(&m, &user, 3, size);
-    user.synchronize().unwrap();
+    let (_alloc, mem, m) = used_mapping(&dev);
+    let busy = dev.context().new_stream().unwrap();
     let module = dev.context().load_module(Ptx::from_src(SPIN_UNTIL_RELEASED_PTX)).unwrap();
     let spin = module.load_function("spin_until_released").unwrap();
     settle(&dev);
