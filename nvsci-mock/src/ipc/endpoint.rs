@@ -90,8 +90,11 @@ pub struct EndpointClose {
     pub live_sync_objects: usize,
 }
 
-/// Every endpoint close of this process, oldest first.
+/// The latest endpoint closes of this process, oldest first (see [`MAX_CLOSES_KEPT`]).
 static CLOSES: Mutex<Vec<EndpointClose>> = Mutex::new(Vec::new());
+
+/// How many of the latest endpoint closes [`closes`] keeps.
+pub(crate) const MAX_CLOSES_KEPT: usize = 1024;
 
 #[derive(Default)]
 struct State {
@@ -664,7 +667,13 @@ fn close(h: NvSciIpcEndpoint) -> Res {
         live_buf_objects: live(BoundKind::Buf),
         live_sync_objects: live(BoundKind::Sync),
     };
-    lock(&CLOSES).push(record);
+    let mut closes = lock(&CLOSES);
+    // A long-running process opens and closes endpoints without bound: keep the latest only.
+    if closes.len() == MAX_CLOSES_KEPT {
+        closes.remove(0);
+    }
+    closes.push(record);
+    drop(closes);
     drop(ep);
     Ok(())
 }
@@ -687,7 +696,7 @@ pub(crate) fn bind<T: Send + Sync + 'static>(h: NvSciIpcEndpoint, obj: &Arc<T>, 
     bound.push(Bound { key, kind, alive: Box::new(move || weak.strong_count() > 0) });
 }
 
-/// Every endpoint close of this process so far, oldest first.
+/// The latest endpoint closes of this process (at most [`MAX_CLOSES_KEPT`]), oldest first.
 pub(crate) fn closes() -> Vec<EndpointClose> {
     lock(&CLOSES).clone()
 }

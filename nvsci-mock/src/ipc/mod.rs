@@ -11,8 +11,8 @@ use nvsci_sys::NvSciIpcFns;
 
 pub use endpoint::EndpointClose;
 
-/// Every endpoint this process closed so far (oldest first), each with the objects exported or
-/// imported through it that were still alive at the close. NVIDIA's rawstream sample frees its
+/// The endpoints this process closed (oldest first; the latest 1024 closes), each with the
+/// objects exported or imported through it that were still alive at the close. NVIDIA's rawstream sample frees its
 /// objects before it closes its endpoints, and nvsciipc.h requires it of inter-chip endpoints
 /// (see [`EndpointClose`]); the header documents no error for it, so the mock only records it.
 pub fn endpoint_closes() -> Vec<EndpointClose> {
