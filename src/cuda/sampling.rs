@@ -8,6 +8,17 @@ use super::teardown::succeeded;
 use crate::error::{invalid, Result};
 use cudarc::driver::sys;
 
+/// The resource description of level 0 of `array`, for surface and texture objects.
+fn level0_resource<A: Access>(array: &MappedArray<A>) -> sys::CUDA_RESOURCE_DESC {
+    sys::CUDA_RESOURCE_DESC {
+        resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
+        res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+            array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
+        },
+        flags: 0,
+    }
+}
+
 /// A CUDA surface object (`cuSurfObjectCreate`) over level 0 of a mapped array, for kernels
 /// that read (and, over a [`ReadWrite`] mapping, write) the texels with `suld` / `sust`. The
 /// array must be mapped with `CUDA_ARRAY3D_SURFACE_LDST`. Holds the array; destroyed, after the
@@ -23,13 +34,7 @@ impl<A: Access> ArraySurface<A> {
     /// `CUDA_ARRAY3D_SURFACE_LDST` (a CUDA error).
     pub fn new(array: MappedArray<A>) -> Result<Self> {
         array.gpu().bind()?;
-        let desc = sys::CUDA_RESOURCE_DESC {
-            resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
-            res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
-                array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
-            },
-            flags: 0,
-        };
+        let desc = level0_resource(&array);
         // SAFETY: the array is level 0 of a live mipmapped array, held by the result and
         // destroyed after the surface; the descriptor is complete.
         let obj = unsafe { mem::surf_object_create(&desc) }?;
@@ -245,13 +250,7 @@ impl<A: Access> ArrayTexture<A> {
     pub fn new(array: MappedArray<A>, options: TextureOptions) -> Result<Self> {
         options.check(array.desc().format)?;
         array.gpu().bind()?;
-        let res = sys::CUDA_RESOURCE_DESC {
-            resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
-            res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
-                array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: array.level0() },
-            },
-            flags: 0,
-        };
+        let res = level0_resource(&array);
         // SAFETY: the array is level 0 of a live mipmapped array, held by the result and
         // destroyed after the texture; both descriptors are complete.
         let obj = unsafe { mem::tex_object_create(&res, &options.desc()) }?;
