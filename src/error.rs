@@ -161,6 +161,9 @@ pub enum UnsupportedReason {
     /// Block-linear frames need a ring backend built on NvSciBuf (the Vulkan backend lays out
     /// pitch-linear frames only).
     BlockLinearWithoutNvSci,
+    /// A mailbox consumer in another process: its queue would live on its side of the
+    /// channel (as NvSciStream puts it), which the IPC transport does not have yet.
+    RemoteMailbox,
     /// The crate was built without the cargo feature named.
     FeatureDisabled(&'static str),
 }
@@ -197,6 +200,10 @@ impl fmt::Display for UnsupportedReason {
                 f.write_str("cuInit failed: the CUDA driver found no usable device or could not start")
             }
             CudaEntryPointMissing => f.write_str("the CUDA driver does not export this entry point"),
+            RemoteMailbox => f.write_str(
+                "consumers in other processes are FIFO consumers for now (a limit caps what they hold); \
+                 a mailbox consumer lives in the producer's process",
+            ),
             ArrayOfPitchLinearPlane => f.write_str(
                 "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images only; \
                  map the plane with map_buffer(plane.offset, pitch * height)",
@@ -466,14 +473,14 @@ pub enum VulkanError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RingError {
-    /// A frame-ring operation ran out of time; `detail` names who holds the frame or whose
-    /// fence did not expire.
-    #[error("{detail}")]
+    /// A frame-ring operation ran out of time: `waited_for` says what it waited for (the slot,
+    /// the frame, the consumers holding it).
+    #[error("frame ring: no {waited_for} within {timeout:?}")]
     Timeout {
-        /// Who or what the ring waited for.
-        detail: String,
-        /// The ring's timeout, in microseconds.
-        timeout_us: i64,
+        /// What the ring waited for.
+        waited_for: RingWait,
+        /// The ring's timeout.
+        timeout: std::time::Duration,
     },
     /// The producer at the other end of an IPC endpoint ended its frame stream (its ring's
     /// producer was dropped): no more frames will come.
@@ -482,6 +489,78 @@ pub enum RingError {
         /// The endpoint's name.
         endpoint: String,
     },
+    /// No vacant seat fits the consumer that asked to attach: the stream has `fitting` seats
+    /// for its engine (declared at build time, attached or reserved), all taken.
+    #[error("no vacant consumer seat for this engine: all {fitting} fitting seats are taken")]
+    NoSeat {
+        /// Seats of the stream whose engine fits the consumer.
+        fitting: usize,
+    },
+}
+
+/// What a [`RingError::Timeout`] waited for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RingWait {
+    /// A free slot (the producer): every slot was held; `slot` was presented longest ago
+    /// (frame `sequence`) and `holders` hold it or have it queued.
+    FreeSlot {
+        /// The slot presented longest ago.
+        slot: usize,
+        /// The frame presented in it.
+        sequence: u64,
+        /// The consumers holding it.
+        holders: crate::pipeline::ConsumerSet,
+    },
+    /// The release fence of consumer `consumer` for slot `slot` to expire (the producer).
+    ReleaseFence {
+        /// The slot.
+        slot: usize,
+        /// The consumer whose fence did not expire.
+        consumer: usize,
+    },
+    /// The present fence of frame `sequence` in slot `slot` to expire.
+    PresentFence {
+        /// The slot.
+        slot: usize,
+        /// The frame.
+        sequence: u64,
+    },
+    /// A presented frame (a consumer).
+    Frame,
+    /// The release of slot `slot` (frame `sequence`) by consumer `consumer`, in another
+    /// process at the other end of `endpoint` (the producer).
+    RemoteRelease {
+        /// The slot.
+        slot: usize,
+        /// The frame.
+        sequence: u64,
+        /// The consumer.
+        consumer: usize,
+        /// The endpoint's name.
+        endpoint: String,
+    },
+}
+
+impl fmt::Display for RingWait {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FreeSlot { slot, sequence, holders } => {
+                write!(f, "free slot (slot {slot}, frame {sequence}, is held by consumers {holders:?})")
+            }
+            Self::ReleaseFence { slot, consumer } => {
+                write!(f, "expiry of the release fence of consumer {consumer} for slot {slot}")
+            }
+            Self::PresentFence { slot, sequence } => {
+                write!(f, "expiry of the present fence of frame {sequence} (slot {slot})")
+            }
+            Self::Frame => f.write_str("presented frame"),
+            Self::RemoteRelease { slot, sequence, consumer, endpoint } => write!(
+                f,
+                "release of slot {slot} (frame {sequence}) by consumer {consumer} in another process (endpoint `{endpoint}`)"
+            ),
+        }
+    }
 }
 
 /// A failure of the NvSciIpc layer ([`Error::Ipc`]).

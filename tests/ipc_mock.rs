@@ -1645,9 +1645,9 @@ fn connect_on(lib: &NvSci, ipc: &Ipc, name: &str, timeout: Duration) -> Consumer
 
 /// A present whose fence export for a live consumer process fails (not a gone peer) does not
 /// drop that consumer: it misses that frame, the error is reported by the producer's next
-/// acquire, and the slot the consumer still reads is not handed out again until it released
-/// it. (frames = 2, the consumer holding frame 0 while frame 1's export fails: frame 2 goes
-/// into slot 0 only after the consumer is done with frame 0, and the consumer receives it.)
+/// acquire, and the slot the consumer still reads is not handed out again while it holds it.
+/// (frames = 2, the consumer holding frame 0 while frame 1's export fails: frame 2 goes into
+/// slot 1, which frame 1 left free, never into slot 0, and the consumer receives it.)
 #[test]
 fn a_failed_send_keeps_a_live_consumer_process_and_its_held_slot() {
     use std::sync::mpsc;
@@ -1668,9 +1668,9 @@ fn a_failed_send_keeps_a_live_consumer_process_and_its_held_slot() {
         std::thread::sleep(Duration::from_millis(300));
         check(&c.cpu_read(&f0).unwrap(), 0, "frame 0, still held");
         c.release(f0).unwrap();
-        // Frame 1 never came; frame 2 does, in slot 0.
+        // Frame 1 never came; frame 2 does, in slot 1.
         let f2 = c.acquire().unwrap();
-        assert_eq!((f2.sequence(), f2.index()), (2, 0));
+        assert_eq!((f2.sequence(), f2.index()), (2, 1));
         check(&c.cpu_read(&f2).unwrap(), 2, "frame 2");
         c.release(f2).unwrap();
         assert!(
@@ -1697,7 +1697,7 @@ fn a_failed_send_keeps_a_live_consumer_process_and_its_held_slot() {
         other => panic!("expected the export failure, got {other:?}"),
     }
     let f2 = p.acquire().unwrap();
-    assert_eq!((f2.sequence(), f2.index()), (2, 0));
+    assert_eq!((f2.sequence(), f2.index()), (2, 1));
     fill(&mut p.cpu_write(&f2).unwrap(), 2);
     p.present(f2).unwrap();
     drop(p);

@@ -6,7 +6,7 @@ use std::time::Duration;
 /// Most frames a ring holds.
 pub const MAX_FRAMES: usize = 16;
 /// Most consumers a ring serves.
-pub const MAX_CONSUMERS: usize = 4;
+pub const MAX_CONSUMERS: usize = 16;
 
 /// Ring parameters: start from [`RingConfig::default`] and change what differs with the `with_*`
 /// methods, e.g. `RingConfig::default().with_frames(2).with_consumers(2)`.
@@ -95,4 +95,57 @@ pub(crate) fn validate_ring(
         ));
     }
     Ok(())
+}
+
+/// One consumer of a stream: the engine it works on, its queue mode and its limit. Start from
+/// [`ConsumerDesc::new`] (or [`cpu`](Self::cpu)) and change what differs:
+/// `ConsumerDesc::cpu().mailbox().with_limit(1)`.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ConsumerDesc {
+    /// The engine its waits and signals run on.
+    pub engine: super::engine::Engine,
+    /// FIFO (every frame, pacing the producer) or mailbox (the newest frame only).
+    pub mode: super::state::QueueMode,
+    /// Most frames it may hold and have queued at once (1 or more; `None`: the ring's frames);
+    /// frames presented beyond it are skipped for this consumer.
+    pub limit: Option<usize>,
+}
+
+impl ConsumerDesc {
+    /// A FIFO consumer on `engine` with no limit below the ring's frames.
+    pub fn new(engine: super::engine::Engine) -> Self {
+        Self { engine, mode: super::state::QueueMode::Fifo, limit: None }
+    }
+
+    /// A FIFO consumer on the CPU.
+    pub fn cpu() -> Self {
+        Self::new(super::engine::Engine::Cpu)
+    }
+
+    /// Sets [`mode`](Self::mode) to mailbox.
+    pub fn mailbox(mut self) -> Self {
+        self.mode = super::state::QueueMode::Mailbox;
+        self
+    }
+
+    /// Sets [`mode`](Self::mode).
+    pub fn with_mode(mut self, mode: super::state::QueueMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sets [`limit`](Self::limit).
+    pub fn with_limit(mut self, limit: usize) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Refuses a limit of 0.
+    pub(crate) fn check(&self) -> Result<()> {
+        if self.limit == Some(0) {
+            return Err(invalid("limit", "0 frames: a consumer must be able to hold one frame"));
+        }
+        Ok(())
+    }
 }

@@ -26,6 +26,7 @@
 //! ```
 
 mod backend;
+mod builder;
 mod config;
 #[cfg(feature = "cuda")]
 mod cuda;
@@ -34,14 +35,17 @@ mod format;
 mod party;
 mod ring;
 mod select;
+mod state;
 
 pub use backend::ipc::RingConsumer;
 pub use backend::{FrameRead, FrameWrite};
-pub use config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
+pub use builder::StreamBuilder;
+pub use config::{ConsumerDesc, RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cuda::{CudaFrame, CudaFrameMut};
 pub use engine::Engine;
 pub use format::{FrameFormat, FrameLayout, Nv12Image};
-pub use ring::{Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
+pub use ring::{Attacher, Consumer, ConsumerFrame, FrameRing, Producer, ProducerFrame};
 pub use select::{Backend, BackendKind};
+pub use state::{ConsumerSet, ConsumerStats, QueueMode, USER_HEADER_SIZE};

@@ -1,10 +1,12 @@
-//! The frame ring: one producer, several consumers, every hand-off carried by a fence.
+//! The frame ring: one producer, consumers that come and go, every hand-off carried by a fence.
 //!
 //! NvSciStream-packet style, on every backend and for every party: the producer acquires a free
-//! slot, its engine writes the frame and it presents the frame with its engine's fence; each
-//! consumer acquires the frame, its engine waits for that fence, works, and the consumer releases
-//! the frame with its own engine's fence; the producer reuses a slot only after every release
-//! fence of it expired.
+//! slot, its engine writes the frame and it presents the frame with its engine's fence and its
+//! metadata (sequence, capture time, user header); each attached consumer is offered the frame
+//! as its queue mode and limit say ([`QueueMode`]), acquires it, its engine waits for that
+//! fence, works, and the consumer releases the frame with its own engine's fence; the producer
+//! reuses a slot only after every release fence of it expired. Who holds what lives in one
+//! state machine ([`super::state`]); this file turns its answers into fence waits and signals.
 //!
 //! Each party's engine is chosen when the ring is built ([`Engine`]) and [`split`](FrameRing::split):
 //! [`Producer::acquire`] / [`Producer::present`] and [`Consumer::acquire`] /
@@ -14,13 +16,14 @@
 //! [`Producer::produce`] and [`Consumer::process`] are built on the same tokens.
 //!
 //! Frame tokens cannot jam the ring: a dropped [`ProducerFrame`] is discarded (the next acquire
-//! hands out the same slot and sequence again) and a dropped [`ConsumerFrame`] is released once
-//! its present fence expired (waited on the CPU, up to the ring's timeout, and after the work its
-//! CUDA party queued). Every ring has an identity that is never reused, so a token is refused by
-//! any other ring. Steady-state frames allocate nothing in the crate: bookkeeping lives in
-//! fixed-capacity containers, the backend replaces fences in place, and the messages to and
-//! from consumers in other processes are built and read in stack buffers (what the NvSci
-//! library does to export and import a fence is its own).
+//! hands out the same sequence again) and a dropped [`ConsumerFrame`] is released once its
+//! present fence expired (waited on the CPU, up to the ring's timeout, and after the work its
+//! CUDA party queued). A dropped [`Consumer`] detaches: its queued frames go back at once, and
+//! its seat can be attached again ([`Attacher`]). Every ring has an identity that is never
+//! reused, so a token is refused by any other ring. Steady-state frames allocate nothing in the
+//! crate: bookkeeping lives in fixed-capacity containers, the backend replaces fences in place,
+//! and the messages to and from consumers in other processes are built and read in stack
+//! buffers (what the NvSci library does to export and import a fence is its own).
 
 use super::backend::ipc::{Received, RemoteConsumer, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
@@ -28,27 +31,22 @@ use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
 use super::format::FrameLayout;
 use super::party::{ConsumerEngine, ProducerEngine};
+use super::state::{
+    ConsumerSet, ConsumerStats, FrameMeta, QueueMode, SeatStatus, StreamState, Take, USER_HEADER_SIZE,
+};
 use crate::buf::BufObj;
-use crate::error::{invalid, Error, IpcError, Result, RingError};
+use crate::error::{invalid, Error, IpcError, Result, RingError, RingWait};
 use crate::sync::{Fence, SyncObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-struct State {
-    /// Per slot: bit `c` set while consumer `c` holds the frame or has yet to take it.
-    pending: [u32; MAX_FRAMES],
-    /// Per slot: the sequence presented last.
-    sequence: [u64; MAX_FRAMES],
-    /// Per consumer: presented frames (slot, sequence) not yet acquired.
-    queues: [heapless::Deque<(usize, u64), MAX_FRAMES>; MAX_CONSUMERS],
-    /// Sequence of the producer's next frame.
-    next: u64,
-    /// Whether the producer holds a frame.
-    producer_held: bool,
-    /// Bit `c` set while consumer `c` is served (a consumer in another process that went away
-    /// is dropped from the multicast).
-    live: u32,
+/// The state machine and what the ring keeps beside it, under one lock.
+struct Shared {
+    st: StreamState,
+    /// Per slot: bit set while its present fence is an NvSciSync fence another engine
+    /// signals ([`Producer::present_after`]), not one the producer's engine signalled.
+    external_present: u32,
     /// An error to report from the producer's next acquire: a consumer in another process that
     /// went away while a frame was sent to it.
     deferred: Option<Error>,
@@ -60,12 +58,13 @@ struct State {
 pub(crate) struct Inner {
     id: u64,
     config: RingConfig,
-    state: Mutex<State>,
+    shared: Mutex<Shared>,
     changed: Condvar,
     producer_engine: Engine,
+    /// The engine of each seat (attached or reserved).
     consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
     pub(crate) backend: Arc<dyn RingBackend>,
-    /// Bit `c` set when consumer `c` is in another process.
+    /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
     // Endpoints after the backend: they close after the frames, sync objects and fences
     // exported through them are freed.
@@ -88,9 +87,25 @@ fn deadline_after(timeout: Duration) -> Instant {
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
+/// CLOCK_MONOTONIC now, in nanoseconds: a frame's default capture time.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime(2) writes one timespec through the valid pointer it is given;
+    // CLOCK_MONOTONIC exists on every Linux.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(ts.tv_nsec as u64)
+}
+
 impl Inner {
-    fn state(&self) -> MutexGuard<'_, State> {
-        lock(&self.state)
+    fn shared(&self) -> MutexGuard<'_, Shared> {
+        lock(&self.shared)
+    }
+
+    fn timeout(&self, waited_for: RingWait) -> Error {
+        Error::Ring(RingError::Timeout { waited_for, timeout: self.config.timeout })
     }
 
     /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes (the error
@@ -98,19 +113,19 @@ impl Inner {
     fn wait_state<T>(
         &self,
         deadline: Instant,
-        mut ready: impl FnMut(&mut State) -> Option<T>,
-        on_timeout: impl FnOnce(&State) -> Error,
+        mut ready: impl FnMut(&mut Shared) -> Option<T>,
+        on_timeout: impl FnOnce(&Shared) -> Error,
     ) -> Result<T> {
-        let mut st = self.state();
+        let mut sh = self.shared();
         loop {
-            if let Some(v) = ready(&mut st) {
+            if let Some(v) = ready(&mut sh) {
                 return Ok(v);
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(on_timeout(&st));
+                return Err(on_timeout(&sh));
             }
-            st = self.changed.wait_timeout(st, left).unwrap_or_else(|e| e.into_inner()).0;
+            sh = self.changed.wait_timeout(sh, left).unwrap_or_else(|e| e.into_inner()).0;
         }
     }
 
@@ -118,31 +133,20 @@ impl Inner {
         self.backend.cpu_waiter()
     }
 
-    /// The error for a producer that found slot `index` still held.
-    fn stuck_consumers(&self, st: &State, index: usize) -> Error {
-        let holders: Vec<String> = (0..self.config.consumers)
-            .filter(|c| st.pending[index] & (1 << c) != 0)
-            .map(|c| c.to_string())
-            .collect();
-        ring_timeout(
-            format!(
-            "pipeline::Producer::acquire timed out after {:?}: consumer(s) {} have not released slot {index} \
-             (frame {})",
-            self.config.timeout,
-            holders.join(", "),
-            st.sequence[index]
-        ),
-            self.config.timeout,
-        )
-    }
-
-    /// Takes the frame back from consumer `consumer` (its release fence is recorded already);
-    /// in a consumer's process, sends the release fence to the producer's.
-    fn give_back(&self, index: usize, consumer: usize) -> Result<()> {
+    /// Takes slot `index` back from consumer `consumer` (its release fence is recorded already;
+    /// `read`: it read the frame); in a consumer's process, sends the release fence to the
+    /// producer's.
+    fn give_back(&self, index: usize, consumer: usize, read: bool) -> Result<()> {
         let sequence = {
-            let mut st = self.state();
-            st.pending[index] &= !(1u32 << consumer);
-            st.sequence[index]
+            let mut sh = self.shared();
+            let sequence = sh.st.sequence(index).unwrap_or(0);
+            sh.st.consumer_release(consumer, index, read).map_err(|_| {
+                invalid(
+                    "frame",
+                    format!("slot {index} is not held by consumer {consumer} (released already?)"),
+                )
+            })?;
+            sequence
         };
         self.changed.notify_all();
         match &self.upstream {
@@ -164,15 +168,13 @@ impl Inner {
     /// until it releases them.
     fn drop_remote(&self, consumer: usize, why: &Error) {
         debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
-        let bit = 1u32 << consumer;
         {
-            let mut st = self.state();
-            if st.live & bit == 0 {
+            let mut sh = self.shared();
+            if sh.st.status(consumer) == SeatStatus::Vacant {
                 return;
             }
-            st.live &= !bit;
+            sh.st.kill(consumer);
             for s in 0..self.config.frames {
-                st.pending[s] &= !bit;
                 // Its process no longer signals: nothing of it is left to wait for.
                 self.backend.clear(s, Point::Release(consumer));
             }
@@ -181,17 +183,17 @@ impl Inner {
         self.changed.notify_all();
     }
 
-    /// Sends a presented frame to every consumer in another process still served. One whose
-    /// peer is gone is dropped; one the frame could not be sent to for another reason (a fence
-    /// export that failed, a full channel) stays served and misses this frame (it does not hold
-    /// the slot). Either way the error is reported by the producer's next acquire.
-    fn send_to_remotes(&self, index: usize, sequence: u64) {
+    /// Sends a presented frame to the consumers in other processes it was offered to. One
+    /// whose peer is gone is dropped; one the frame could not be sent to for another reason (a
+    /// fence export that failed, a full channel) stays attached and misses this frame (it does
+    /// not hold the slot). Either way the error is reported by the producer's next acquire.
+    fn send_to_remotes(&self, index: usize, meta: &FrameMeta, to: ConsumerSet) {
+        let sequence = meta.sequence;
         for r in &self.remotes {
-            let bit = 1u32 << r.consumer;
-            if self.state().live & bit == 0 {
+            if !to.contains(r.consumer) {
                 continue;
             }
-            if let Err(e) = r.send_frame(self.backend.as_ref(), index, sequence, self.config.timeout) {
+            if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout) {
                 if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                     self.drop_remote(r.consumer, &e);
                 } else {
@@ -200,10 +202,10 @@ impl Inner {
                         self.id,
                         r.consumer
                     );
-                    self.state().pending[index] &= !bit;
+                    let _ = self.shared().st.consumer_release(r.consumer, index, false);
                     self.changed.notify_all();
                 }
-                self.state().deferred.get_or_insert(e);
+                self.shared().deferred.get_or_insert(e);
             }
         }
     }
@@ -213,16 +215,21 @@ impl Inner {
         let c = r.consumer;
         let (slot, seq, desc) = r.recv_release(timeout)?;
         {
-            let st = self.state();
-            let held = slot < self.config.frames && st.pending[slot] & (1 << c) != 0;
-            if !held || st.sequence[slot] != seq {
+            let sh = self.shared();
+            if sh.st.status(c) == SeatStatus::Vacant {
+                // Dropped from the multicast already: what it sends is no longer waited for.
+                return Ok(());
+            }
+            if !sh.st.holds(c, slot) || sh.st.sequence(slot) != Some(seq) {
                 return Err(r.protocol_error(format!(
                     "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
                 )));
             }
         }
         self.backend.import_fence(slot, Point::Release(c), &desc)?;
-        self.state().pending[slot] &= !(1 << c);
+        // A release with no fence hands the frame back unread.
+        let read = desc.as_bytes().iter().any(|&b| b != 0);
+        let _ = self.shared().st.consumer_release(c, slot, read);
         self.changed.notify_all();
         Ok(())
     }
@@ -230,10 +237,13 @@ impl Inner {
     /// Takes the releases of consumers in other processes until none of them holds slot
     /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
     /// and its error returned; any other error (a release that does not fit the ring's state,
-    /// a fence that cannot be imported) is returned and the consumer stays served.
+    /// a fence that cannot be imported) is returned and the consumer stays attached.
     fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
         loop {
-            let waiting = self.state().pending[index] & self.remote_mask;
+            let (waiting, sequence) = {
+                let sh = self.shared();
+                (sh.st.holders(index).0 & self.remote_mask, sh.st.sequence(index).unwrap_or(0))
+            };
             if waiting == 0 {
                 return Ok(());
             }
@@ -243,17 +253,12 @@ impl Inner {
             match self.take_remote_release(r, left) {
                 Ok(()) => {}
                 Err(Error::Ipc(IpcError::Timeout { .. })) => {
-                    let st = self.state();
-                    return Err(ring_timeout(
-                        format!(
-                            "pipeline::Producer::acquire timed out after {:?}: consumer {c} (in another process, \
-                             endpoint `{}`) has not released slot {index} (frame {})",
-                            self.config.timeout,
-                            r.name(),
-                            st.sequence[index]
-                        ),
-                        self.config.timeout,
-                    ));
+                    return Err(self.timeout(RingWait::RemoteRelease {
+                        slot: index,
+                        sequence,
+                        consumer: c,
+                        endpoint: r.name().to_owned(),
+                    }));
                 }
                 Err(e) => {
                     if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
@@ -265,14 +270,15 @@ impl Inner {
         }
     }
 
-    /// Ends the stream for every consumer in another process still served, then takes back the
-    /// frames they hold, all against one deadline (the ring's timeout from now): each consumer
-    /// is told first, so none waits for the end while the producer waits for another's frames.
+    /// Ends the stream for every consumer in another process still attached, then takes back
+    /// the frames they hold, all against one deadline (the ring's timeout from now): each
+    /// consumer is told first, so none waits for the end while the producer waits for
+    /// another's frames.
     fn end_remotes(&self) {
         let deadline = deadline_after(self.config.timeout);
         for r in &self.remotes {
             let c = r.consumer;
-            if self.state().live & (1 << c) == 0 {
+            if self.shared().st.status(c) == SeatStatus::Vacant {
                 continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
@@ -291,19 +297,17 @@ impl Inner {
     }
 
     /// A consumer process: receives the next frame from the producer's process and records its
-    /// present fence.
-    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<(usize, u64)> {
-        let timeout = self.config.timeout;
-        if self.state().ended {
+    /// present fence and metadata.
+    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
+        if self.shared().ended {
             return Err(up.ended());
         }
         let left = deadline.saturating_duration_since(Instant::now());
         match up.recv(left) {
-            Ok(Received::Frame(slot, seq, desc)) => {
-                let taken = if slot >= self.config.frames {
-                    // No slot of this ring: nothing to hand back.
-                    return Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")));
-                } else if self.state().pending[slot] != 0 {
+            Ok(Received::Frame(slot, meta, desc)) => {
+                let seq = meta.sequence;
+                let free = slot < self.config.frames && self.shared().st.holders(slot).is_empty();
+                let taken = if !free {
                     Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
                 } else {
                     self.backend.import_fence(slot, Point::Present, &desc)
@@ -311,35 +315,29 @@ impl Inner {
                 if let Err(e) = taken {
                     // The frame is not taken: hand it straight back, with no fence (nothing
                     // read it), so the producer does not wait for it.
-                    if let Err(sent) = up.send_unread(slot, seq, timeout) {
-                        log::warn!("frame ring {}: frame {seq} could not be handed back: {sent}", self.id);
+                    if slot < self.config.frames {
+                        if let Err(sent) = up.send_unread(slot, seq, self.config.timeout) {
+                            log::warn!(
+                                "frame ring {}: frame {seq} could not be handed back: {sent}",
+                                self.id
+                            );
+                        }
                     }
                     return Err(e);
                 }
-                let mut st = self.state();
-                st.pending[slot] = 1;
-                st.sequence[slot] = seq;
-                Ok((slot, seq))
+                self.shared()
+                    .st
+                    .arrive(slot, meta)
+                    .map_err(|_| up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
             }
             Ok(Received::End) => {
-                self.state().ended = true;
+                self.shared().ended = true;
                 Err(up.ended())
             }
-            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(ring_timeout(
-                format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
-                timeout,
-            )),
+            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(self.timeout(RingWait::Frame)),
             Err(e) => Err(e),
         }
     }
-}
-
-/// A ring timeout naming who held the frame or whose fence did not expire.
-fn ring_timeout(detail: String, timeout: Duration) -> Error {
-    Error::Ring(RingError::Timeout {
-        detail,
-        timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX),
-    })
 }
 
 impl Drop for Inner {
@@ -394,12 +392,26 @@ impl FrameRing {
     }
 
     /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
-    /// producer's process) or the producer in another process (a consumer's process).
+    /// producer's process) or the producer in another process (a consumer's process), and a
+    /// plan for each seat (`None`: every seat attached as a FIFO consumer taking every frame).
     pub(crate) fn with_links(
         config: RingConfig,
         backend: Arc<dyn RingBackend>,
         producer: &Engine,
         consumers: &[Engine],
+        remotes: Vec<RemoteConsumer>,
+        upstream: Option<Upstream>,
+    ) -> Result<Self> {
+        Self::with_plan(config, backend, producer, consumers, None, remotes, upstream)
+    }
+
+    /// As [`with_links`](Self::with_links), with a plan per seat.
+    pub(crate) fn with_plan(
+        config: RingConfig,
+        backend: Arc<dyn RingBackend>,
+        producer: &Engine,
+        consumers: &[Engine],
+        plan: Option<&[SeatPlan]>,
         remotes: Vec<RemoteConsumer>,
         upstream: Option<Upstream>,
     ) -> Result<Self> {
@@ -415,30 +427,29 @@ impl FrameRing {
         }
         let layout = backend.layout();
         log::debug!(
-            "frame ring: {} x {:?}, {} bytes per frame, {} consumers",
+            "frame ring: {} x {:?}, {} bytes per frame, {} consumer seats",
             config.frames,
             layout.format,
             layout.size,
             config.consumers
         );
+        let remote_mask = remotes.iter().fold(0, |m, r| m | 1 << r.consumer);
+        let mut st = StreamState::new(config.frames, config.consumers, remote_mask);
+        for c in 0..config.consumers {
+            let p = plan.and_then(|p| p.get(c)).copied().unwrap_or_default();
+            if p.attached {
+                st.attach(p.mode, p.limit.unwrap_or(usize::MAX), |s| s == c);
+            }
+        }
         let inner = Inner {
             id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
             config,
-            state: Mutex::new(State {
-                pending: [0; MAX_FRAMES],
-                sequence: [0; MAX_FRAMES],
-                queues: core::array::from_fn(|_| heapless::Deque::new()),
-                next: 0,
-                producer_held: false,
-                live: (1u32 << config.consumers) - 1,
-                deferred: None,
-                ended: false,
-            }),
+            shared: Mutex::new(Shared { st, external_present: 0, deferred: None, ended: false }),
             changed: Condvar::new(),
             producer_engine: producer.clone(),
             consumer_engines,
             backend,
-            remote_mask: remotes.iter().fold(0, |m, r| m | 1 << r.consumer),
+            remote_mask,
             remotes,
             upstream,
         };
@@ -473,7 +484,7 @@ impl FrameRing {
         let producer = Producer { engine, inner: inner.clone() };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
         for (id, e) in inner.consumer_engines.iter().enumerate() {
-            if inner.remote_mask & (1 << id) != 0 {
+            if inner.remote_mask & (1 << id) != 0 || inner.shared().st.status(id) != SeatStatus::Attached {
                 continue;
             }
             let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
@@ -500,6 +511,9 @@ pub struct ProducerFrame {
     inner: Arc<Inner>,
     index: usize,
     sequence: u64,
+    /// The capture time the producer set (`None`: CLOCK_MONOTONIC at present).
+    capture_ns: Option<u64>,
+    user: [u8; USER_HEADER_SIZE],
     pub(crate) live: bool,
     /// Whether the CPU waited for the slot's release fences (a CPU party's acquire).
     pub(crate) cpu_waited: bool,
@@ -528,13 +542,32 @@ impl ProducerFrame {
     pub fn ring_id(&self) -> u64 {
         self.inner.id
     }
+    /// Sets the frame's capture time (nanoseconds on the producer's clock; by default
+    /// CLOCK_MONOTONIC when the frame is presented). Consumers read it with
+    /// [`ConsumerFrame::capture_time`].
+    pub fn set_capture_time(&mut self, ns: u64) {
+        self.capture_ns = Some(ns);
+    }
+    /// The capture time set so far, if any.
+    pub fn capture_time(&self) -> Option<u64> {
+        self.capture_ns
+    }
+    /// The frame's user header: plain bytes delivered with the frame to every consumer, in
+    /// this process and in others (zeros unless written).
+    pub fn user_header_mut(&mut self) -> &mut [u8; USER_HEADER_SIZE] {
+        &mut self.user
+    }
+    /// The frame's user header.
+    pub fn user_header(&self) -> &[u8; USER_HEADER_SIZE] {
+        &self.user
+    }
 }
 
 impl Drop for ProducerFrame {
     fn drop(&mut self) {
         if self.live {
             log::debug!("frame {} (slot {}) dropped unpresented: discarded", self.sequence, self.index);
-            self.inner.state().producer_held = false;
+            self.inner.shared().st.producer_discard();
             self.inner.changed.notify_all();
         }
     }
@@ -548,7 +581,7 @@ impl Drop for ProducerFrame {
 pub struct ConsumerFrame {
     inner: Arc<Inner>,
     index: usize,
-    sequence: u64,
+    meta: FrameMeta,
     consumer: usize,
     pub(crate) live: bool,
     /// Whether the CPU waited for the present fence (a CPU party's acquire).
@@ -563,7 +596,7 @@ impl std::fmt::Debug for ConsumerFrame {
         f.debug_struct("ConsumerFrame")
             .field("ring", &self.inner.id)
             .field("index", &self.index)
-            .field("sequence", &self.sequence)
+            .field("sequence", &self.meta.sequence)
             .field("consumer", &self.consumer)
             .finish()
     }
@@ -576,7 +609,16 @@ impl ConsumerFrame {
     }
     /// Frame number, counting from 0.
     pub fn sequence(&self) -> u64 {
-        self.sequence
+        self.meta.sequence
+    }
+    /// The producer's capture time of the frame (nanoseconds on the producer's clock,
+    /// CLOCK_MONOTONIC unless the producer set another).
+    pub fn capture_time(&self) -> u64 {
+        self.meta.capture_ns
+    }
+    /// The user header the producer wrote.
+    pub fn user_header(&self) -> &[u8; USER_HEADER_SIZE] {
+        &self.meta.user
     }
     /// The consumer that holds it.
     pub fn consumer(&self) -> usize {
@@ -605,15 +647,15 @@ impl Drop for ConsumerFrame {
                 if let Some(s) = &self.stream {
                     let _ = s.synchronize();
                 }
-                log::debug!("frame {} dropped by consumer {}: released", self.sequence, self.consumer);
+                log::debug!("frame {} dropped by consumer {}: released", self.meta.sequence, self.consumer);
                 b.clear(self.index, Point::Release(self.consumer));
-                if let Err(e) = inner.give_back(self.index, self.consumer) {
-                    log::error!("frame {} dropped by consumer {}: {e}", self.sequence, self.consumer);
+                if let Err(e) = inner.give_back(self.index, self.consumer, true) {
+                    log::error!("frame {} dropped by consumer {}: {e}", self.meta.sequence, self.consumer);
                 }
             }
             Err(e) => log::error!(
                 "frame {} dropped by consumer {} before its present fence expired ({e}); the slot stays held",
-                self.sequence,
+                self.meta.sequence,
                 self.consumer
             ),
         }
@@ -642,29 +684,51 @@ impl Drop for Producer {
 }
 
 impl Producer {
-    /// Waits (up to the ring's timeout) until the next slot is released by every consumer, then
-    /// has this party's engine wait for the slot's release fences, and hands the slot out. A CPU
-    /// producer waits for them on the CPU; a CUDA producer enqueues the waits on its stream
-    /// (the CPU blocks only while a consumer still holds the slot).
+    /// Waits (up to the ring's timeout) until a slot is free (no consumer holds it or has it
+    /// queued; the one presented longest ago first), then has this party's engine wait for the
+    /// slot's release fences, and hands the slot out. A CPU producer waits for them on the CPU;
+    /// a CUDA producer enqueues the waits on its stream (the CPU blocks only while every slot
+    /// is held). A consumer that holds frames holds back only those slots: a mailbox consumer
+    /// or one with a limit never paces the producer beyond them. A timeout is
+    /// [`RingError::Timeout`] naming what was waited for ([`RingWait`]).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
         let inner = &self.inner;
         let deadline = deadline_after(inner.config.timeout);
-        let mut frame = acquire_slot(inner, deadline)?;
+        let (mut frame, unread) = acquire_slot(inner, deadline)?;
         let b = &inner.backend;
+        // A slot no consumer read since its last present: no release fence covers the
+        // producer's own present fence, so wait for it here (a CUDA producer's own signal is
+        // ordered on its stream already; another engine's fence is waited on the CPU).
+        let external = inner.shared().external_present & (1 << frame.index) != 0;
+        let present_wait = unread && (external || matches!(self.engine, ProducerEngine::Cpu(_)));
+        if present_wait {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let waited = match &mut self.engine {
+                ProducerEngine::Cpu(waiter) => b.cpu_wait(waiter, frame.index, Point::Present, left),
+                #[cfg(feature = "cuda")]
+                ProducerEngine::Cuda(_) => {
+                    inner.waiter().and_then(|mut w| b.cpu_wait(&mut w, frame.index, Point::Present, left))
+                }
+            };
+            if let Err(e) = waited {
+                let sequence = inner.shared().st.sequence(frame.index).unwrap_or(0);
+                return Err(match e {
+                    Error::Timeout { .. } => {
+                        inner.timeout(RingWait::PresentFence { slot: frame.index, sequence })
+                    }
+                    e => e,
+                });
+            }
+        }
         match &mut self.engine {
             ProducerEngine::Cpu(waiter) => {
                 for c in 0..inner.config.consumers {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Release(c), left) {
                         return Err(match e {
-                            Error::Timeout { .. } => ring_timeout(
-                                format!(
-                                "pipeline::Producer::acquire timed out after {:?}: the release fence of consumer {c} \
-                                 for slot {} did not expire",
-                                inner.config.timeout, frame.index
-                            ),
-                                inner.config.timeout,
-                            ),
+                            Error::Timeout { .. } => {
+                                inner.timeout(RingWait::ReleaseFence { slot: frame.index, consumer: c })
+                            }
                             e => e,
                         });
                         // `frame` drops here: discarded, the slot is handed out again next time.
@@ -676,6 +740,11 @@ impl Producer {
             ProducerEngine::Cuda(p) => p.wait_releases(b.as_ref(), frame.index)?,
         }
         Ok(frame)
+    }
+
+    /// A handle that attaches consumers to this stream while it runs (from any thread).
+    pub fn attacher(&self) -> Attacher {
+        Attacher { inner: self.inner.clone() }
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -748,8 +817,7 @@ impl Producer {
             #[cfg(feature = "cuda")]
             ProducerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, Point::Present)?,
         }
-        self.publish(frame);
-        Ok(())
+        self.publish(frame, false)
     }
 
     /// Presents a frame with an NvSciSync fence that another engine signals once it has written
@@ -759,29 +827,42 @@ impl Producer {
     pub fn present_after(&mut self, frame: ProducerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
         self.inner.backend.set_nvsci_fence(frame.index, Point::Present, fence)?;
-        self.publish(frame);
-        Ok(())
+        self.publish(frame, true)
     }
 
-    fn publish(&mut self, mut frame: ProducerFrame) {
+    /// Offers a presented frame (its fence recorded) to the consumers; `external`: its present
+    /// fence is another engine's.
+    fn publish(&mut self, mut frame: ProducerFrame, external: bool) -> Result<()> {
         frame.live = false;
         let inner = &self.inner;
-        {
-            let mut st = inner.state();
-            let n = inner.config.consumers;
-            st.pending[frame.index] = st.live;
-            st.sequence[frame.index] = frame.sequence;
-            for (c, q) in st.queues.iter_mut().take(n).enumerate() {
-                if inner.remote_mask & (1 << c) == 0 {
-                    // Cannot overflow: a consumer has at most one entry per slot.
-                    let _ = q.push_back((frame.index, frame.sequence));
-                }
+        let meta = FrameMeta {
+            sequence: frame.sequence,
+            capture_ns: frame.capture_ns.unwrap_or_else(monotonic_ns),
+            user: frame.user,
+        };
+        let to_remotes = {
+            let mut sh = inner.shared();
+            let bit = 1u32 << frame.index;
+            if external {
+                sh.external_present |= bit;
+            } else {
+                sh.external_present &= !bit;
             }
-            st.next += 1;
-            st.producer_held = false;
-        }
+            let out = sh
+                .st
+                .present(frame.index, meta)
+                .map_err(|_| invalid("frame", "the producer does not hold this frame's slot"))?;
+            for &(c, old) in &out.replaced {
+                // Replaced in a mailbox before the consumer took it: it never read the frame.
+                inner.backend.clear(old, Point::Release(c));
+            }
+            out.send_to
+        };
         inner.changed.notify_all();
-        inner.send_to_remotes(frame.index, frame.sequence);
+        if !to_remotes.is_empty() {
+            inner.send_to_remotes(frame.index, &meta, to_remotes);
+        }
+        Ok(())
     }
 
     /// The NvSciSync object present fences come from (NvSci backend): generate a fence from it
@@ -820,39 +901,80 @@ impl Producer {
     }
 }
 
-/// Waits (until `deadline`) for the producer's next slot to be free and takes it.
-fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<ProducerFrame> {
-    let frames = inner.config.frames as u64;
-    if !inner.remotes.is_empty() {
-        let index = {
-            let mut st = inner.state();
-            if let Some(e) = st.deferred.take() {
-                return Err(e);
-            }
-            (st.next % frames) as usize
+/// Waits (until `deadline`) for a free slot and takes it; also says whether no consumer read
+/// what was presented in it last.
+fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame, bool)> {
+    if let Some(e) = inner.shared().deferred.take() {
+        return Err(e);
+    }
+    loop {
+        let (took, by_age) = {
+            let mut sh = inner.shared();
+            (sh.st.producer_take(), sh.st.slots_by_age())
         };
-        inner.reclaim_remotes(index, deadline)?;
-    }
-    let mut held_already = false;
-    let (index, sequence) = inner.wait_state(
-        deadline,
-        |st| {
-            if st.producer_held {
-                held_already = true;
-                return Some((usize::MAX, 0));
+        match took {
+            Take::Slot { slot, sequence, unread } => {
+                let frame = ProducerFrame {
+                    inner: inner.clone(),
+                    index: slot,
+                    sequence,
+                    capture_ns: None,
+                    user: [0; USER_HEADER_SIZE],
+                    live: true,
+                    cpu_waited: false,
+                };
+                return Ok((frame, unread));
             }
-            let index = (st.next % frames) as usize;
-            (st.pending[index] == 0).then(|| {
-                st.producer_held = true;
-                (index, st.next)
-            })
-        },
-        |st| inner.stuck_consumers(st, (st.next % frames) as usize),
-    )?;
-    if held_already {
-        return Err(invalid("producer", "present (or drop) the frame already acquired first"));
+            Take::AlreadyHeld => {
+                return Err(invalid("producer", "present (or drop) the frame already acquired first"))
+            }
+            Take::Busy { slot, sequence, holders } => {
+                let remote_held: heapless::Vec<usize, MAX_FRAMES> = {
+                    let sh = inner.shared();
+                    by_age.iter().copied().filter(|&s| sh.st.holders(s).0 & inner.remote_mask != 0).collect()
+                };
+                let only_remote = {
+                    let sh = inner.shared();
+                    remote_held.iter().copied().find(|&s| sh.st.holders(s).0 & !inner.remote_mask == 0)
+                };
+                if let Some(s) = only_remote {
+                    // A slot only consumers in other processes hold: take their releases.
+                    inner.reclaim_remotes(s, deadline)?;
+                    continue;
+                }
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(inner.timeout(RingWait::FreeSlot { slot, sequence, holders }));
+                }
+                let nap = if remote_held.is_empty() {
+                    left
+                } else {
+                    // Releases of consumers in other processes arrive on their endpoints:
+                    // take those already there, and look again soon.
+                    for r in &inner.remotes {
+                        if inner.shared().st.holders_of(r.consumer) == 0 {
+                            continue;
+                        }
+                        match inner.take_remote_release(r, Duration::ZERO) {
+                            Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                            Err(e) => {
+                                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                                    inner.drop_remote(r.consumer, &e);
+                                }
+                                return Err(e);
+                            }
+                        }
+                    }
+                    left.min(Duration::from_millis(1))
+                };
+                let sh = inner.shared();
+                if sh.st.has_free_slot() {
+                    continue;
+                }
+                drop(inner.changed.wait_timeout(sh, nap).unwrap_or_else(|e| e.into_inner()));
+            }
+        }
     }
-    Ok(ProducerFrame { inner: inner.clone(), index, sequence, live: true, cpu_waited: false })
 }
 
 /// Refuses row access to the bytes of a block-linear frame, which are tiled: `instead` reads
@@ -877,6 +999,69 @@ fn not_nvsci() -> Error {
     }
 }
 
+/// How one consumer seat of a stream starts: attached (with its queue mode and limit) or
+/// reserved for a consumer that attaches later.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SeatPlan {
+    pub(crate) attached: bool,
+    pub(crate) mode: QueueMode,
+    /// Most frames held and queued (`None`: the ring's frames).
+    pub(crate) limit: Option<usize>,
+}
+
+impl Default for SeatPlan {
+    fn default() -> Self {
+        Self { attached: true, mode: QueueMode::Fifo, limit: None }
+    }
+}
+
+/// Attaches consumers to a running stream ([`Producer::attacher`]): each takes a vacant seat
+/// whose engine fits (declared when the stream was built, attached or reserved, and since
+/// left) and gets frames from the next present on. Cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct Attacher {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Attacher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attacher").field("ring", &self.inner.id).finish()
+    }
+}
+
+impl Attacher {
+    /// Attaches a consumer described by `desc` to a vacant seat of its engine (the same CPU,
+    /// or a CUDA device with the same GPU id). Errors: a limit of 0 ([`Error::InvalidArgument`]
+    /// naming `limit`); no vacant seat fits ([`RingError::NoSeat`]); the engine's imports
+    /// failing (the seat stays vacant). The stream and its other consumers are unaffected.
+    pub fn attach(&self, desc: super::ConsumerDesc) -> Result<Consumer> {
+        let inner = &self.inner;
+        desc.check()?;
+        let gpu = desc.engine.gpu_id();
+        let fits = |c: usize| inner.remote_mask & (1 << c) == 0 && inner.consumer_engines[c].gpu_id() == gpu;
+        let seat = inner.shared().st.attach(desc.mode, desc.limit.unwrap_or(usize::MAX), fits);
+        let Some(id) = seat else {
+            let fitting = (0..inner.consumer_engines.len()).filter(|&c| fits(c)).count();
+            return Err(Error::Ring(RingError::NoSeat { fitting }));
+        };
+        match ConsumerEngine::new(inner.backend.as_ref(), inner.config, &desc.engine, id) {
+            Ok(engine) => {
+                log::debug!("frame ring {}: consumer {id} attached ({:?})", inner.id, desc.mode);
+                Ok(Consumer { engine, inner: inner.clone(), id })
+            }
+            Err(e) => {
+                inner.shared().st.detach(id);
+                Err(e)
+            }
+        }
+    }
+
+    /// The ring's identity.
+    pub fn ring_id(&self) -> u64 {
+        self.inner.id
+    }
+}
+
 /// One consuming side of a ring, on the engine the ring was built for.
 pub struct Consumer {
     // Field order is teardown order (see `Producer`).
@@ -895,11 +1080,31 @@ impl std::fmt::Debug for Consumer {
     }
 }
 
+impl Drop for Consumer {
+    /// Detaches: the frames queued for this consumer go back at once; the frames it still
+    /// holds as their tokens are released or dropped. Its seat can then be attached again.
+    fn drop(&mut self) {
+        let inner = &self.inner;
+        if inner.upstream.is_some() {
+            return;
+        }
+        {
+            let mut sh = inner.shared();
+            for s in sh.st.detach(self.id) {
+                inner.backend.clear(s, Point::Release(self.id));
+            }
+        }
+        inner.changed.notify_all();
+        log::debug!("frame ring {}: consumer {} detached", inner.id, self.id);
+    }
+}
+
 impl Consumer {
-    /// Waits (up to the ring's timeout) for the next presented frame, then has this party's
-    /// engine wait for its present fence. A CPU consumer waits on the CPU (on a fence timeout
-    /// the frame stays first in line); a CUDA consumer enqueues the wait on its stream (the CPU
-    /// blocks only while no frame is presented).
+    /// Waits (up to the ring's timeout) for the next frame offered to this consumer (a FIFO
+    /// consumer's oldest, a mailbox consumer's newest), then has this party's engine wait for
+    /// its present fence. A CPU consumer waits on the CPU (on a fence timeout the frame stays
+    /// first in line, unless a newer one replaced it in a mailbox); a CUDA consumer enqueues
+    /// the wait on its stream (the CPU blocks only while no frame is there).
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
         let deadline = deadline_after(self.inner.config.timeout);
         let mut frame = self.acquire_until(deadline)?;
@@ -910,16 +1115,12 @@ impl Consumer {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Present, left) {
                     frame.live = false;
-                    let _ = inner.state().queues[self.id].push_front((frame.index, frame.sequence));
+                    self.untake(frame.index, frame.meta.sequence);
                     return Err(match e {
-                        Error::Timeout { .. } => ring_timeout(
-                            format!(
-                            "pipeline::Consumer::acquire timed out after {:?}: the present fence of frame {} did not \
-                             expire",
-                            inner.config.timeout, frame.sequence
-                        ),
-                            inner.config.timeout,
-                        ),
+                        Error::Timeout { .. } => inner.timeout(RingWait::PresentFence {
+                            slot: frame.index,
+                            sequence: frame.meta.sequence,
+                        }),
                         e => e,
                     });
                 }
@@ -927,42 +1128,76 @@ impl Consumer {
             }
             #[cfg(feature = "cuda")]
             ConsumerEngine::Cuda(p) => {
-                // On failure nothing was enqueued: the dropped frame is released after a CPU wait.
-                p.wait(b.as_ref(), frame.index, Point::Present, true)?;
+                if let Err(e) = p.wait(b.as_ref(), frame.index, Point::Present, true) {
+                    // Nothing was enqueued: the frame is first in line again.
+                    frame.live = false;
+                    self.untake(frame.index, frame.meta.sequence);
+                    return Err(e);
+                }
                 frame.stream = Some(p.stream().clone());
             }
         }
+        inner.shared().st.delivered(self.id, frame.meta.sequence);
         Ok(frame)
+    }
+
+    /// Puts back a frame whose engine wait failed; one a newer frame replaced meanwhile goes
+    /// back unread.
+    fn untake(&self, slot: usize, sequence: u64) {
+        let inner = &self.inner;
+        let dropped = inner.shared().st.consumer_untake(self.id, slot);
+        if dropped {
+            inner.backend.clear(slot, Point::Release(self.id));
+            inner.changed.notify_all();
+            if let Some(up) = &inner.upstream {
+                if let Err(e) = up.send_unread(slot, sequence, inner.config.timeout) {
+                    log::warn!("frame ring {}: frame {sequence} could not be handed back: {e}", inner.id);
+                }
+            }
+        }
     }
 
     fn acquire_until(&mut self, deadline: Instant) -> Result<ConsumerFrame> {
         let id = self.id;
-        let timeout = self.inner.config.timeout;
-        let queued = self.inner.state().queues[id].pop_front();
-        let (index, sequence) = match (&self.inner.upstream, queued) {
+        let inner = &self.inner;
+        let taken = inner.shared().st.consumer_take(id);
+        let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
-            (Some(up), None) => self.inner.receive(up, deadline)?,
-            (None, None) => self.inner.wait_state(
+            (Some(up), None) => {
+                inner.receive(up, deadline)?;
+                inner
+                    .shared()
+                    .st
+                    .consumer_take(id)
+                    .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))?
+            }
+            (None, None) => inner.wait_state(
                 deadline,
-                |st| st.queues[id].pop_front(),
-                |_| {
-                    ring_timeout(
-                        format!("pipeline::Consumer::acquire: no frame presented within {timeout:?}"),
-                        timeout,
-                    )
-                },
+                |sh| sh.st.consumer_take(id),
+                |_| inner.timeout(RingWait::Frame),
             )?,
         };
         Ok(ConsumerFrame {
-            inner: self.inner.clone(),
+            inner: inner.clone(),
             index,
-            sequence,
+            meta,
             consumer: id,
             live: true,
             cpu_waited: false,
             #[cfg(feature = "cuda")]
             stream: None,
         })
+    }
+
+    /// This consumer's counters: frames delivered, frames skipped (replaced in its mailbox or
+    /// refused by its limit), and the last sequence it acquired.
+    pub fn stats(&self) -> ConsumerStats {
+        self.inner.shared().st.stats(self.id)
+    }
+
+    /// This consumer's queue mode.
+    pub fn mode(&self) -> QueueMode {
+        self.inner.shared().st.mode(self.id)
     }
 
     fn check(&self, frame: &ConsumerFrame) -> Result<()> {
@@ -1065,7 +1300,7 @@ impl Consumer {
 
     fn finish(&mut self, mut frame: ConsumerFrame) -> Result<()> {
         frame.live = false;
-        self.inner.give_back(frame.index, self.id)
+        self.inner.give_back(frame.index, self.id, true)
     }
 
     /// The NvSciSync object this consumer's release fences come from (NvSci backend).

@@ -291,6 +291,11 @@ impl Backend {
         }
     }
 
+    /// The source of buffers and fences, for the stream builder.
+    pub(crate) fn provider(&self) -> Arc<dyn Provider> {
+        self.provider.clone()
+    }
+
     /// What was chosen.
     pub fn kind(&self) -> BackendKind {
         self.kind

@@ -47,6 +47,7 @@ pub(crate) struct FrameMeta {
 }
 
 impl FrameMeta {
+    #[cfg(test)]
     pub(crate) const fn new(sequence: u64) -> Self {
         Self { sequence, capture_ns: 0, user: [0; USER_HEADER_SIZE] }
     }
@@ -157,8 +158,6 @@ pub(crate) struct Presented {
 pub(crate) enum Misfit {
     /// The consumer does not hold that slot (a stale or replayed release).
     NotHeld,
-    /// The seat is not in a state that allows it.
-    Seat,
     /// The producer does not hold that slot.
     NotProducers,
 }
@@ -199,6 +198,7 @@ impl StreamState {
     }
 
     /// The sequence of the producer's next frame.
+    #[cfg(test)]
     pub(crate) fn next_sequence(&self) -> u64 {
         self.next
     }
@@ -228,11 +228,6 @@ impl StreamState {
         self.slots[slot].meta.map(|m| m.sequence)
     }
 
-    /// The metadata presented in slot `slot` last.
-    pub(crate) fn meta(&self, slot: usize) -> Option<FrameMeta> {
-        self.slots[slot].meta
-    }
-
     /// Whether consumer `c` holds slot `slot` (taken, or sent to it).
     pub(crate) fn holds(&self, c: usize, slot: usize) -> bool {
         slot < self.frames && self.seat[c].held & (1 << slot) != 0
@@ -244,7 +239,8 @@ impl StreamState {
             return Take::AlreadyHeld;
         }
         let age = |s: &Slot| s.meta.map_or(0, |m| m.sequence + 1);
-        let free = (0..self.frames).filter(|&s| self.slots[s].holders == 0).min_by_key(|&s| age(&self.slots[s]));
+        let free =
+            (0..self.frames).filter(|&s| self.slots[s].holders == 0).min_by_key(|&s| age(&self.slots[s]));
         match free {
             Some(slot) => {
                 self.producer = Some(slot);
@@ -261,6 +257,23 @@ impl StreamState {
                 }
             }
         }
+    }
+
+    /// The slots consumer `c` holds (taken, or sent to it), one bit each.
+    pub(crate) fn holders_of(&self, c: usize) -> u32 {
+        self.seat[c].held
+    }
+
+    /// Whether a slot is free for the producer.
+    pub(crate) fn has_free_slot(&self) -> bool {
+        self.producer.is_none() && (0..self.frames).any(|s| self.slots[s].holders == 0)
+    }
+
+    /// The slots, presented longest ago first.
+    pub(crate) fn slots_by_age(&self) -> heapless::Vec<usize, MAX_FRAMES> {
+        let mut v: heapless::Vec<usize, MAX_FRAMES> = (0..self.frames).collect();
+        v.sort_unstable_by_key(|&s| self.slots[s].meta.map_or(0, |m| m.sequence + 1));
+        v
     }
 
     /// The producer discards the frame it holds (not presented): the slot is free again and
@@ -466,8 +479,11 @@ impl StreamState {
             if seat.mode == QueueMode::Mailbox {
                 assert!(seat.queue.len() <= 1, "mailbox {c} holds more than one frame");
             }
-            let seqs: Vec<u64> =
-                seat.queue.iter().map(|&s| self.slots[s].meta.expect("queued frames were presented").sequence).collect();
+            let seqs: Vec<u64> = seat
+                .queue
+                .iter()
+                .map(|&s| self.slots[s].meta.expect("queued frames were presented").sequence)
+                .collect();
             assert!(seqs.windows(2).all(|w| w[0] < w[1]), "queue of {c} out of order: {seqs:?}");
         }
     }

@@ -203,4 +203,6 @@ on_every_backend! {
     tokens_of_other_rings_and_consumers_are_refused: CPU;
     nv12_frames_are_converted_in_place_and_verified: GPU;
     ring_on_the_applications_cuda_context: GPU;
+    a_slow_mailbox_consumer_gets_the_newest_frame_and_never_holds_the_camera: CPU;
+    consumers_attach_leave_and_come_back: CPU;
 }

@@ -5,8 +5,10 @@
 
 use super::common::{expected_pattern, open_fds};
 use super::Env;
-use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig};
-use nvsci::{Error, RingError};
+use nvsci::pipeline::{
+    Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, QueueMode, RingConfig,
+};
+use nvsci::{Error, RingError, RingWait};
 use std::time::Duration;
 
 const N: usize = 64 * 1024;
@@ -230,9 +232,14 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
     cs[0].release(a).unwrap();
     let _stuck = cs[1].acquire().unwrap();
     match p.acquire() {
-        Err(Error::Ring(RingError::Timeout { timeout_us, detail })) => {
-            assert_eq!(timeout_us, 50_000);
-            assert!(detail.contains("consumer(s) 1 have not released slot 0 (frame 0)"), "{detail}");
+        Err(Error::Ring(RingError::Timeout { timeout, waited_for })) => {
+            assert_eq!(timeout, Duration::from_millis(50));
+            match waited_for {
+                RingWait::FreeSlot { slot: 0, sequence: 0, holders } => {
+                    assert_eq!(holders.iter().collect::<Vec<_>>(), [1], "only consumer 1 holds frame 0")
+                }
+                other => panic!("expected a wait for a free slot (slot 0, frame 0), got {other:?}"),
+            }
         }
         other => panic!("expected a timeout, got {other:?}"),
     }
@@ -317,7 +324,7 @@ pub fn bad_input_is_refused(env: &Env) {
         let r = b.build_ring(raw, c, &Engine::Cpu, std::slice::from_ref(&e));
         assert!(matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })), "{frames}: {r:?}");
     }
-    for consumers in [0usize, 5] {
+    for consumers in [0usize, nvsci::pipeline::MAX_CONSUMERS + 1] {
         let c = config(1).with_consumers(consumers);
         let engines = vec![e.clone(); consumers];
         let r = b.build_ring(raw, c, &Engine::Cpu, &engines);
@@ -477,4 +484,148 @@ pub fn ring_on_the_applications_cuda_context(env: &Env) {
     }
     #[cfg(not(feature = "cuda"))]
     let _ = env;
+}
+
+/// Writes pattern `t` into a CPU producer's frame `t`, stamps its capture time and user
+/// header, and presents it.
+fn present_cpu(p: &mut Producer, t: u64) {
+    let mut f = p.acquire().unwrap();
+    assert_eq!(f.sequence(), t);
+    let n = p.layout().size as usize;
+    p.cpu_write(&f).unwrap()[..n].copy_from_slice(&expected_pattern(n, t as u32));
+    f.set_capture_time(1_000_000 + t);
+    f.user_header_mut()[..8].copy_from_slice(&t.to_le_bytes());
+    p.present(f).unwrap();
+}
+
+/// Checks a CPU consumer's frame against pattern `t` and the metadata `present_cpu` set.
+fn check_cpu(c: &Consumer, f: &nvsci::pipeline::ConsumerFrame, t: u64) {
+    assert_eq!(f.sequence(), t);
+    assert_eq!(f.capture_time(), 1_000_000 + t, "capture time of frame {t}");
+    assert_eq!(f.user_header()[..8], t.to_le_bytes(), "user header of frame {t}");
+    assert!(f.user_header()[8..].iter().all(|&b| b == 0));
+    let n = c.layout().size as usize;
+    assert!(c.cpu_read(f).unwrap()[..n] == expected_pattern(n, t as u32)[..], "frame {t} differs");
+}
+
+/// A slow mailbox consumer gets the newest frame each time and holds the camera back by the
+/// one frame it holds: the CPU camera presents every frame without waiting (its timeout is
+/// short, so a wait for the mailbox consumer would fail the acquire) while a FIFO consumer on
+/// the engine takes every frame.
+pub fn a_slow_mailbox_consumer_gets_the_newest_frame_and_never_holds_the_camera(env: &Env) {
+    let ring = env
+        .backend
+        .stream(FrameFormat::Raw { size: 4096 })
+        .frames(3)
+        .timeout(Duration::from_millis(300))
+        .consumer(ConsumerDesc::cpu().mailbox())
+        .consumer(ConsumerDesc::new(env.engine()))
+        .build()
+        .unwrap();
+    let (mut p, mut cs) = ring.split().unwrap();
+    let (mailbox, fifo) = cs.split_at_mut(1);
+    let (mailbox, fifo) = (&mut mailbox[0], &mut fifo[0]);
+    assert_eq!(mailbox.mode(), QueueMode::Mailbox);
+    let mut held = None;
+    for t in 0..60u64 {
+        present_cpu(&mut p, t);
+        let g = fifo.acquire().unwrap();
+        assert_eq!(g.sequence(), t, "the FIFO consumer gets every frame in order");
+        fifo.release(g).unwrap();
+        if t % 10 == 0 {
+            // The newest frame, whatever came before it.
+            let f = mailbox.acquire().unwrap();
+            check_cpu(mailbox, &f, t);
+            held = Some(f);
+        } else if t % 10 == 5 {
+            // Held across five presents: the camera never waited for it.
+            let f = held.take().unwrap();
+            check_cpu(mailbox, &f, t - 5);
+            mailbox.release(f).unwrap();
+        }
+    }
+    // 60 presents: 6 acquired, frame 59 waiting in the mailbox, every other one skipped.
+    let s = mailbox.stats();
+    assert_eq!((s.delivered, s.skipped, s.last_sequence), (6, 53, Some(50)));
+    let s = fifo.stats();
+    assert_eq!((s.delivered, s.skipped, s.last_sequence), (60, 0, Some(59)));
+}
+
+/// A consumer attaches to a running stream and gets frames from the next present on, within
+/// its limit (frames beyond are skipped for it, not waited for); it detaches by being dropped,
+/// with frames still queued, and the camera does not wait for them; the seat is attached
+/// again. Attaching beyond the reserved seats, or with a limit of 0, is refused.
+pub fn consumers_attach_leave_and_come_back(env: &Env) {
+    let e = env.engine();
+    let ring = env
+        .backend
+        .stream(FrameFormat::Raw { size: 4096 })
+        .frames(4)
+        .timeout(Duration::from_millis(300))
+        .consumer(ConsumerDesc::cpu())
+        .reserve(ConsumerDesc::new(e.clone()), 1)
+        .build()
+        .unwrap();
+    let (mut p, mut cs) = ring.split().unwrap();
+    assert_eq!(cs.len(), 1, "the reserved seat is not handed out by split");
+    let c0 = &mut cs[0];
+    let attacher = p.attacher();
+    let t = std::cell::Cell::new(0u64);
+    let step = |p: &mut Producer, c0: &mut Consumer| {
+        present_cpu(p, t.get());
+        let g = c0.acquire().unwrap();
+        check_cpu(c0, &g, t.get());
+        c0.release(g).unwrap();
+        t.set(t.get() + 1);
+    };
+    for _ in 0..3 {
+        step(&mut p, c0);
+    }
+    let mut late = attacher.attach(ConsumerDesc::new(e.clone()).with_limit(2)).unwrap();
+    assert_eq!(late.id(), 1);
+    // Seats whose engine fits: the reserved one, and the first one too where both are the CPU.
+    let fitting = if e.is_cpu() { 2 } else { 1 };
+    match attacher.attach(ConsumerDesc::new(e.clone())) {
+        Err(Error::Ring(RingError::NoSeat { fitting: f })) => assert_eq!(f, fitting),
+        other => panic!("expected no seat, got {other:?}"),
+    }
+    assert!(matches!(
+        attacher.attach(ConsumerDesc::new(e.clone()).with_limit(0)),
+        Err(Error::InvalidArgument { name: "limit", .. })
+    ));
+    // Frames 3, 4 and 5: the late consumer takes 3 and 4 (its limit), 5 is skipped for it.
+    for _ in 0..3 {
+        step(&mut p, c0);
+    }
+    for want in [3u64, 4] {
+        let g = late.acquire().unwrap();
+        assert_eq!(g.sequence(), want);
+        if e.is_cpu() {
+            check_cpu(&late, &g, want);
+        }
+        late.release(g).unwrap();
+    }
+    assert!(matches!(
+        late.acquire(),
+        Err(Error::Ring(RingError::Timeout { waited_for: RingWait::Frame, .. }))
+    ));
+    let s = late.stats();
+    assert_eq!((s.delivered, s.skipped, s.last_sequence), (2, 1, Some(4)));
+    // Two frames queued for it when it leaves: the camera goes on at once.
+    for _ in 0..2 {
+        step(&mut p, c0);
+    }
+    drop(late);
+    for _ in 0..8 {
+        step(&mut p, c0);
+    }
+    // The seat is free again: a new consumer gets frames from the next present on.
+    let mut again = attacher.attach(ConsumerDesc::new(e.clone())).unwrap();
+    assert_eq!(again.id(), 1);
+    let next = t.get();
+    step(&mut p, c0);
+    let g = again.acquire().unwrap();
+    assert_eq!(g.sequence(), next);
+    again.release(g).unwrap();
+    assert_eq!(again.stats().delivered, 1);
 }

@@ -38,6 +38,7 @@ use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, IpcEndpo
 use crate::pipeline::config::{RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
 use crate::pipeline::format::{FrameFormat, FrameLayout};
+use crate::pipeline::state::{FrameMeta, USER_HEADER_SIZE};
 use crate::sync::{SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use crate::NvSci;
 use std::time::Duration;
@@ -77,7 +78,7 @@ fn check_channel(ep: &IpcEndpoint, frames: usize) -> Result<()> {
     let info = ep.info();
     let fs = info.frame_size as usize;
     // `send_message`: a 4-byte length, then the message, over frames of `fs` bytes.
-    let len = 4 + FENCE_MSG;
+    let len = 4 + FRAME_MSG;
     // One frame per ring message: a message split over frames could be cut by a timeout
     // between its frames, leaving the peer reading the next message's start as its rest.
     if fs < len {
@@ -144,7 +145,9 @@ fn expect(ep: &IpcEndpoint, msg: &[u8], tag: u8) -> Result<()> {
 
 /// The length of a fence message: the tag, the slot, the sequence and the fence.
 const FENCE_MSG: usize = 1 + 4 + 8 + FenceDescriptor::SIZE;
-const _: () = assert!(FENCE_MSG <= SMALL_MESSAGE, "fence messages travel without allocating");
+/// The length of a frame message: a fence message, then the capture time and the user header.
+const FRAME_MSG: usize = FENCE_MSG + 8 + USER_HEADER_SIZE;
+const _: () = assert!(FRAME_MSG <= SMALL_MESSAGE, "frame messages travel without allocating");
 
 /// A fence message, on the stack: the per-frame path allocates nothing.
 fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> [u8; FENCE_MSG] {
@@ -168,6 +171,28 @@ fn send_fence(
 ) -> Result<()> {
     let desc = b.export_fence(slot, point, ep)?;
     ep.send_message(&fence_msg(tag, slot, seq, &desc), Some(timeout))
+}
+
+/// A frame message, on the stack: the fence message of the present, then the metadata.
+fn frame_msg(slot: usize, meta: &FrameMeta, desc: &FenceDescriptor) -> [u8; FRAME_MSG] {
+    let mut m = [0u8; FRAME_MSG];
+    m[..FENCE_MSG].copy_from_slice(&fence_msg(FRAME, slot, meta.sequence, desc));
+    m[FENCE_MSG..FENCE_MSG + 8].copy_from_slice(&meta.capture_ns.to_le_bytes());
+    m[FENCE_MSG + 8..].copy_from_slice(&meta.user);
+    m
+}
+
+fn parse_frame_msg(ep: &IpcEndpoint, msg: &[u8]) -> Result<(usize, FrameMeta, FenceDescriptor)> {
+    if msg.len() != FRAME_MSG {
+        expect(ep, msg, FRAME)?;
+        return Err(protocol(ep, format!("a frame message of {} bytes ({FRAME_MSG} expected)", msg.len())));
+    }
+    let (slot, sequence, desc) = parse_fence_msg(ep, &msg[..FENCE_MSG], FRAME)?;
+    let mut f = Fields(&msg[FENCE_MSG..]);
+    let truncated = || protocol(ep, "a truncated frame message".into());
+    let capture_ns = f.u64().ok_or_else(truncated)?;
+    let user: [u8; USER_HEADER_SIZE] = f.0.try_into().map_err(|_| truncated())?;
+    Ok((slot, FrameMeta { sequence, capture_ns, user }, desc))
 }
 
 fn parse_fence_msg(ep: &IpcEndpoint, msg: &[u8], tag: u8) -> Result<(usize, u64, FenceDescriptor)> {
@@ -196,15 +221,16 @@ pub(crate) struct RemoteConsumer {
 }
 
 impl RemoteConsumer {
-    /// Sends frame (`slot`, `seq`) with its present fence.
+    /// Sends the frame in `slot` with its present fence and metadata.
     pub(crate) fn send_frame(
         &self,
         b: &dyn RingBackend,
         slot: usize,
-        seq: u64,
+        meta: &FrameMeta,
         timeout: Duration,
     ) -> Result<()> {
-        send_fence(&self.ep, b, super::Point::Present, FRAME, (slot, seq), timeout)
+        let desc = b.export_fence(slot, super::Point::Present, &self.ep)?;
+        self.ep.send_message(&frame_msg(slot, meta, &desc), Some(timeout))
     }
 
     /// Receives the next release: the slot, its sequence and the release fence.
@@ -336,9 +362,9 @@ pub(crate) struct Upstream {
     pub(crate) broken: std::sync::atomic::AtomicBool,
 }
 
-/// What a consumer's receive found: a frame (its slot, sequence and present fence) or the end.
+/// What a consumer's receive found: a frame (its slot, metadata and present fence) or the end.
 pub(crate) enum Received {
-    Frame(usize, u64, FenceDescriptor),
+    Frame(usize, FrameMeta, FenceDescriptor),
     End,
 }
 
@@ -354,7 +380,7 @@ impl Upstream {
         if self.broken.load(Ordering::Acquire) {
             return Err(protocol(&self.ep, "out of step with the producer since an earlier message".into()));
         }
-        let mut msg = [0u8; FENCE_MSG];
+        let mut msg = [0u8; FRAME_MSG];
         let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
             Ok(n) => n,
             Err(e @ Error::Ipc(IpcError::Timeout { .. } | IpcError::PeerGone { .. })) => return Err(e),
@@ -367,13 +393,13 @@ impl Upstream {
         if msg == [END] {
             return Ok(Received::End);
         }
-        parse_fence_msg(&self.ep, msg, FRAME)
-            .map(|(slot, seq, desc)| Received::Frame(slot, seq, desc))
-            .map_err(|e| {
+        parse_frame_msg(&self.ep, msg).map(|(slot, meta, desc)| Received::Frame(slot, meta, desc)).map_err(
+            |e| {
                 log::warn!("endpoint `{}`: out of step with the producer: {e}", self.ep.name());
                 self.broken.store(true, Ordering::Release);
                 e
-            })
+            },
+        )
     }
 
     /// Hands frame (`slot`, `seq`) back unread: its release with a cleared fence (nothing read

@@ -56,7 +56,10 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                 Take::Slot { slot, sequence, .. } => {
                     assert!(writing.is_none());
                     for (c, e) in ex.iter().enumerate() {
-                        assert!(!e.held.iter().any(|h| h.0 == slot), "producer took slot {slot} consumer {c} holds");
+                        assert!(
+                            !e.held.iter().any(|h| h.0 == slot),
+                            "producer took slot {slot} consumer {c} holds"
+                        );
                     }
                     writing = Some((slot, sequence));
                 }
@@ -76,7 +79,10 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
             }
             Op::ProducerPresent => {
                 let Some((slot, seq)) = writing.take() else {
-                    assert_eq!(st.present(0, FrameMeta::new(st.next_sequence())).unwrap_err(), Misfit::NotProducers);
+                    assert_eq!(
+                        st.present(0, FrameMeta::new(st.next_sequence())).unwrap_err(),
+                        Misfit::NotProducers
+                    );
                     continue;
                 };
                 let out = st.present(slot, FrameMeta::new(seq)).unwrap();
@@ -110,13 +116,21 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                     Some((slot, meta)) => {
                         let e = &mut ex[c];
                         assert!(e.attached);
-                        assert_ne!(Some(slot), writing.map(|w| w.0), "consumer {c} got the slot being written");
+                        assert_ne!(
+                            Some(slot),
+                            writing.map(|w| w.0),
+                            "consumer {c} got the slot being written"
+                        );
                         let want = if e.mailbox { e.offered.pop_back() } else { e.offered.pop_front() };
                         assert_eq!(Some(meta.sequence), want, "consumer {c} got the wrong frame");
                         if e.mailbox {
                             assert!(e.offered.is_empty());
                         }
-                        assert!(e.seen.insert(meta.sequence), "sequence {} delivered twice to {c}", meta.sequence);
+                        assert!(
+                            e.seen.insert(meta.sequence),
+                            "sequence {} delivered twice to {c}",
+                            meta.sequence
+                        );
                         assert!(e.seen.last() == Some(&meta.sequence), "sequences of {c} must increase");
                         st.delivered(c, meta.sequence);
                         e.held.push((slot, meta.sequence));
@@ -167,7 +181,11 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                 let mode = if mailbox { QueueMode::Mailbox } else { QueueMode::Fifo };
                 if let Some(c) = st.attach(mode, limit, |_| true) {
                     assert!(!ex[c].attached && ex[c].held.is_empty());
-                    ex[c] = Expect { attached: true, mailbox: mailbox && remote & (1 << c) == 0, ..Default::default() };
+                    ex[c] = Expect {
+                        attached: true,
+                        mailbox: mailbox && remote & (1 << c) == 0,
+                        ..Default::default()
+                    };
                     assert_eq!(st.stats(c), ConsumerStats::default());
                 } else {
                     assert!((0..seats).all(|c| st.status(c) != SeatStatus::Vacant));
@@ -249,7 +267,9 @@ fn a_mailbox_consumer_gets_the_newest_frame_and_the_older_one_goes_back() {
     st.attach(QueueMode::Mailbox, 1, |_| true).unwrap();
     let mut replaced = Vec::new();
     for seq in 0..5 {
-        let Take::Slot { slot, sequence, .. } = st.producer_take() else { panic!("the producer never waits") };
+        let Take::Slot { slot, sequence, .. } = st.producer_take() else {
+            panic!("the producer never waits")
+        };
         assert_eq!(sequence, seq);
         replaced.extend(st.present(slot, FrameMeta::new(seq)).unwrap().replaced);
     }
@@ -286,7 +306,9 @@ fn a_fifo_consumer_paces_the_producer() {
         let Take::Slot { slot, .. } = st.producer_take() else { panic!() };
         st.present(slot, FrameMeta::new(seq)).unwrap();
     }
-    assert!(matches!(st.producer_take(), Take::Busy { slot: 0, sequence: 0, holders } if holders.contains(0)));
+    assert!(
+        matches!(st.producer_take(), Take::Busy { slot: 0, sequence: 0, holders } if holders.contains(0))
+    );
     let (slot, meta) = st.consumer_take(0).unwrap();
     assert_eq!((slot, meta.sequence), (0, 0));
     st.consumer_release(0, slot, true).unwrap();

@@ -1,0 +1,201 @@
+//! The one way to build a stream: a [`StreamBuilder`] from a [`Backend`], with the producer's
+//! engine and one description per consumer (its engine, where it lives, its queue mode and
+//! limit), and seats reserved for consumers that attach later.
+
+use super::backend::ipc::RingConsumer;
+use super::backend::Provider;
+use super::config::{ConsumerDesc, RingConfig, MAX_CONSUMERS};
+use super::engine::Engine;
+use super::format::FrameFormat;
+use super::ring::{FrameRing, SeatPlan};
+use super::select::Backend;
+use super::state::QueueMode;
+use crate::error::{invalid, Error, Result, UnsupportedReason};
+use crate::ipc::IpcEndpoint;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where a declared consumer lives.
+#[derive(Debug)]
+enum Place {
+    /// In this process ([`FrameRing::split`] hands it out).
+    Here,
+    /// Reserved: nobody yet; a consumer attaches later ([`Producer::attacher`](super::Producer::attacher)).
+    Reserved,
+    /// In the process at the other end of the endpoint (it connects with
+    /// [`Consumer::connect`](super::Consumer::connect)).
+    There(IpcEndpoint),
+}
+
+/// Builds a stream ([`FrameRing`]): `backend.stream(format)`, then the parties, then
+/// [`build`](Self::build).
+///
+/// ```
+/// # #[cfg(feature = "mock")] {
+/// use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
+/// let backend = Backend::with_library(nvsci::NvSci::mock());
+/// let ring = backend
+///     .stream(FrameFormat::nv12(64, 32))
+///     .frames(3)
+///     .consumer(ConsumerDesc::cpu())
+///     .consumer(ConsumerDesc::cpu().mailbox())
+///     .reserve(ConsumerDesc::cpu(), 2)
+///     .build()
+///     .unwrap();
+/// let (mut producer, consumers) = ring.split().unwrap();
+/// assert_eq!(consumers.len(), 2);
+/// let late = producer.attacher().attach(ConsumerDesc::cpu().mailbox()).unwrap();
+/// # drop(late);
+/// # }
+/// ```
+#[must_use = "a builder does nothing until built"]
+pub struct StreamBuilder {
+    provider: Arc<dyn Provider>,
+    format: FrameFormat,
+    config: RingConfig,
+    producer: Engine,
+    seats: Vec<(ConsumerDesc, Place)>,
+}
+
+impl std::fmt::Debug for StreamBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamBuilder")
+            .field("source", &self.provider.describe())
+            .field("format", &self.format)
+            .field("config", &self.config)
+            .field("producer", &self.producer)
+            .field("seats", &self.seats)
+            .finish()
+    }
+}
+
+impl Backend {
+    /// Starts building a stream of `format` frames on this backend: by default 4 frames, a
+    /// 2-second timeout, cached GPU frames and a CPU producer, and no consumer yet.
+    pub fn stream(&self, format: FrameFormat) -> StreamBuilder {
+        StreamBuilder {
+            provider: self.provider(),
+            format,
+            config: RingConfig::default(),
+            producer: Engine::Cpu,
+            seats: Vec::new(),
+        }
+    }
+}
+
+impl StreamBuilder {
+    /// Frame buffers in the ring (2 to [`MAX_FRAMES`](super::MAX_FRAMES); default 4).
+    pub fn frames(mut self, frames: usize) -> Self {
+        self.config.frames = frames;
+        self
+    }
+
+    /// How long an acquire waits before [`RingError::Timeout`](crate::RingError::Timeout);
+    /// also how long teardown waits for outstanding fences (default 2 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.config.timeout = timeout;
+        self
+    }
+
+    /// Whether GPU parties may cache the frames (see [`RingConfig::gpu_cache`]).
+    pub fn gpu_cache(mut self, gpu_cache: bool) -> Self {
+        self.config.gpu_cache = gpu_cache;
+        self
+    }
+
+    /// The frame count, timeout and GPU cache setting at once.
+    pub fn config(mut self, config: RingConfig) -> Self {
+        self.config.frames = config.frames;
+        self.config.timeout = config.timeout;
+        self.config.gpu_cache = config.gpu_cache;
+        self
+    }
+
+    /// The engine the producer works on (default the CPU).
+    pub fn producer(mut self, engine: Engine) -> Self {
+        self.producer = engine;
+        self
+    }
+
+    /// A consumer in this process, attached from the start.
+    pub fn consumer(mut self, desc: ConsumerDesc) -> Self {
+        self.seats.push((desc, Place::Here));
+        self
+    }
+
+    /// A consumer in the process at the other end of `endpoint` (NvSci backends), which
+    /// connects with [`Consumer::connect`](super::Consumer::connect); its frames are sent to it
+    /// and its releases come back over the endpoint. FIFO only for now: a mailbox consumer in
+    /// another process is refused ([`Error::Unsupported`]).
+    pub fn remote_consumer(mut self, endpoint: IpcEndpoint, desc: ConsumerDesc) -> Self {
+        self.seats.push((desc, Place::There(endpoint)));
+        self
+    }
+
+    /// `count` seats for consumers in this process on `desc`'s engine that attach later
+    /// ([`Producer::attacher`](super::Producer::attacher)); their buffers and sync objects are
+    /// made now, with everyone else's. The mode and limit are the attaching consumer's own.
+    pub fn reserve(mut self, desc: ConsumerDesc, count: usize) -> Self {
+        for _ in 0..count {
+            self.seats.push((desc.clone(), Place::Reserved));
+        }
+        self
+    }
+
+    /// Validates every field, allocates the frames and sync objects for every seat, runs the
+    /// set-up with each consumer in another process, and returns the stream.
+    pub fn build(self) -> Result<FrameRing> {
+        let Self { provider, format, mut config, producer, seats } = self;
+        if !(1..=MAX_CONSUMERS).contains(&seats.len()) {
+            return Err(invalid(
+                "consumers",
+                format!("{} consumer seats; 1 to {MAX_CONSUMERS} allowed", seats.len()),
+            ));
+        }
+        config.consumers = seats.len();
+        format.validate()?;
+        config.validate()?;
+        let mut plan = Vec::with_capacity(seats.len());
+        let mut engines = Vec::with_capacity(seats.len());
+        let mut any_remote = false;
+        for (desc, place) in &seats {
+            desc.check()?;
+            if matches!(place, Place::There(_)) {
+                any_remote = true;
+                if desc.mode == QueueMode::Mailbox {
+                    return Err(Error::Unsupported {
+                        what: "a mailbox consumer in another process",
+                        reason: UnsupportedReason::RemoteMailbox,
+                    });
+                }
+            }
+            plan.push(SeatPlan {
+                attached: !matches!(place, Place::Reserved),
+                mode: desc.mode,
+                limit: desc.limit,
+            });
+            engines.push(desc.engine.clone());
+        }
+        if !any_remote {
+            let backend = provider.build(format, config, &producer, &engines)?;
+            return FrameRing::with_plan(config, backend, &producer, &engines, Some(&plan), Vec::new(), None);
+        }
+        let Some(lib) = provider.nvsci() else {
+            return Err(Error::Unsupported {
+                what: "a consumer in another process",
+                reason: UnsupportedReason::NoNvSciObjects,
+            });
+        };
+        let lib = lib.clone();
+        let consumers = seats
+            .into_iter()
+            .map(|(desc, place)| match place {
+                Place::There(ep) => RingConsumer::Remote(ep),
+                _ => RingConsumer::Local(desc.engine),
+            })
+            .collect();
+        let (ring, engines, remotes) =
+            super::backend::ipc::build_producer(&lib, format, config, &producer, consumers)?;
+        FrameRing::with_plan(config, Arc::new(ring), &producer, &engines, Some(&plan), remotes, None)
+    }
+}
