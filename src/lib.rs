@@ -1,4 +1,13 @@
-//! Safe, zero-copy NvSciBuf / NvSciSync interop for Rust.
+// The crate's front page is README.md (its Rust examples compile as doctests), followed by the
+// map of the modules below. The README's examples need the default features `mock` and `cuda`.
+#![cfg_attr(all(feature = "mock", feature = "cuda"), doc = include_str!("../README.md"))]
+#![cfg_attr(
+    not(all(feature = "mock", feature = "cuda")),
+    doc = "Safe, zero-copy NvSciBuf / NvSciSync interop for Rust (the front page and its examples \
+           need the default features `mock` and `cuda`)."
+)]
+//!
+//! ## The modules
 //!
 //! * [`NvSci`] is a loaded implementation: NVIDIA's libraries (Jetson, DRIVE OS), opened at run
 //!   time, or the in-process mock (feature `mock`, on by default) for machines without NvSci.
@@ -21,9 +30,7 @@
 //! * [`pipeline`]: the frame ring (NvSci or mock; Vulkan with the `vulkan` feature), backend
 //!   selection and NV12 -> RGBA conversion (CPU reference and CUDA kernel).
 //!
-//! Where things are proven: the NvSci paths through ABI tests and the mock on any machine; the
-//! CUDA paths on desktop GPUs through Vulkan-exported and CUDA-exported memory. Desktop drivers
-//! refuse NvSciBuf/NvSciSync imports, so the literal NvSci -> CUDA hand-off runs only on Tegra.
+//! An NvSci buffer by hand, on NVIDIA's libraries or, where they are absent, the mock:
 //!
 //! ```
 //! # fn main() -> nvsci::Result<()> {
@@ -91,6 +98,12 @@ pub use heapless;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/bad-inputs.md")]
 struct BadInputsGuide;
+#[cfg(all(doctest, feature = "cuda", feature = "mock"))]
+#[doc = include_str!("../docs/crates.md")]
+struct CratesGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/README.md")]
+struct DocsIndex;
 #[cfg(all(doctest, feature = "cuda"))]
 #[doc = include_str!("../docs/foreign-handles.md")]
 struct ForeignHandlesGuide;
@@ -103,6 +116,9 @@ struct MockGuide;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/pipeline.md")]
 struct PipelineGuide;
+#[cfg(doctest)]
+#[doc = include_str!("../docs/verification.md")]
+struct VerificationGuide;
 #[cfg(all(doctest, feature = "vulkan"))]
 #[doc = include_str!("../docs/vulkan.md")]
 struct VulkanGuide;
