@@ -241,7 +241,17 @@ fn reconcile_and_alloc_in_one_call() {
             Err(Error::InvalidArgument { name: "lists", .. })
         ));
         let reconciled = BufAttrList::reconcile(&[&a]).unwrap();
-        assert!(BufObj::reconcile_and_alloc(&[&reconciled]).is_err(), "a reconciled input is refused");
+        assert!(
+            matches!(
+                BufObj::reconcile_and_alloc(&[&reconciled]),
+                Err(Error::Refused {
+                    function: "NvSciBufAttrListReconcileAndObjAlloc",
+                    culprit: nvsci::Culprit::AlreadyReconciled { index: 0 },
+                    ..
+                })
+            ),
+            "a reconciled input is refused"
+        );
     }
     assert_eq!(ledger.counts().total(), 1, "only the module itself is left: {:?}", ledger.counts());
 }
@@ -336,8 +346,8 @@ fn read_only_duplicate_limits_cpu_access() {
     drop(ro2);
     // CPU borrows are exclusive across duplicates: a writer excludes readers of any duplicate.
     let w = d.cpu_write().unwrap();
-    assert!(ro.cpu_read().is_err());
-    assert!(rw.cpu_write().is_err());
+    assert!(matches!(ro.cpu_read(), Err(Error::InvalidArgument { name: "cpu access", .. })));
+    assert!(matches!(rw.cpu_write(), Err(Error::InvalidArgument { name: "cpu access", .. })));
     drop(w);
     assert!(ro.cpu_read().is_ok());
 }

@@ -26,7 +26,10 @@ fn the_global_ledger_counts_every_modules_handles_and_their_release() {
     let mut obj = ptr::null_mut();
     assert_eq!(call!(t.NvSciBufObjAlloc(r, &mut obj)), NvSciError_Success);
     let m = b.list(&[types(&[NvSciBufType_RawBuffer]), raw_size(128)]);
-    assert_eq!(a.ledger().counts(), HandleCounts { modules: 1, attr_lists: 2, objects: 1, ..Default::default() });
+    assert_eq!(
+        a.ledger().counts(),
+        HandleCounts { modules: 1, attr_lists: 2, objects: 1, ..Default::default() }
+    );
     assert_eq!(b.ledger().counts(), HandleCounts { modules: 1, attr_lists: 1, ..Default::default() });
     assert_eq!(
         global.counts(),
