@@ -57,17 +57,21 @@ fn format(a: &Args) -> FrameFormat {
     FrameFormat::nv12(a.width, a.height)
 }
 
-/// The consumer loop of the zero-copy ring: wait, touch one byte, release.
+/// The consumer loop of the zero-copy ring: wait, read the byte the producer wrote (its
+/// sequence number, modulo 256) and check it, release. Returns the frames seen; a mismatch
+/// panics (a non-zero exit of the consumer process).
 fn consume(lib: &NvSci, ep: IpcEndpoint, a: &Args) -> u64 {
     let mut c = Consumer::connect(lib, ep, format(a), Engine::Cpu, T).expect("consumer set-up");
-    let mut touched = 0u64;
+    let mut seen = 0u64;
     loop {
         let f = match c.acquire() {
             Ok(f) => f,
-            Err(Error::Ring(RingError::Ended { .. })) => return touched,
+            Err(Error::Ring(RingError::Ended { .. })) => return seen,
             Err(e) => panic!("acquire: {e}"),
         };
-        touched += u64::from(c.cpu_read(&f).expect("read")[0]);
+        let got = c.cpu_read(&f).expect("read")[0];
+        assert_eq!(got, f.sequence() as u8, "frame {}: the producer's byte", f.sequence());
+        seen += 1;
         c.release(f).expect("release");
     }
 }
@@ -145,7 +149,8 @@ fn main() {
         match child.as_str() {
             "ipc" => {
                 let ep = IpcEndpoint::open(&ipc, "bench_1").expect("endpoint");
-                consume(&lib, ep, &a);
+                let seen = consume(&lib, ep, &a);
+                assert_eq!(seen, a.frames as u64, "frames the consumer process saw");
             }
             "copy" => {
                 let dir = PathBuf::from(std::env::var_os(nvsci_mock::IPC_DIR_ENV).expect("dir"));
@@ -186,7 +191,8 @@ fn main() {
             });
             let ep = IpcEndpoint::open(&ipc, "local_0").expect("endpoint");
             let st = produce(producer(&lib, ep, a, buffers), a.frames);
-            h.join().expect("consumer thread");
+            let seen = h.join().expect("consumer thread");
+            assert_eq!(seen, a.frames as u64, "frames the consumer thread saw");
             st
         });
         rows.push((format!("one process, {buffers} buffer(s)"), cons));

@@ -72,6 +72,11 @@ mod list_state;
 pub mod pipeline;
 mod result;
 pub mod sync;
+/// What the unit tests need from the machine (a GPU, a Vulkan device), shared with the
+/// integration tests.
+#[cfg(test)]
+#[path = "../tests/common/require.rs"]
+pub(crate) mod test_require;
 #[cfg(feature = "vulkan")]
 #[cfg_attr(docsrs, doc(cfg(feature = "vulkan")))]
 pub mod vulkan;

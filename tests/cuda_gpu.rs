@@ -254,7 +254,14 @@ fn mock_objects_reach_cuda_through_page_locked_host_memory() {
     let sm = nvsci::sync::SyncModule::open(&lib).unwrap();
     let mut sl = sm.attr_list().unwrap();
     cuda::fill_sync_attrs(&dev, &mut sl, true, false).unwrap();
-    assert!(cuda::fill_sync_attrs(&dev, &mut sl, true, false).is_err(), "filled twice");
+    // Filled twice: the mock refuses the keys already set, as SetAttrs does.
+    assert!(
+        matches!(
+            cuda::fill_sync_attrs(&dev, &mut sl, true, false),
+            Err(Error::NvSci { function: "SyncAttrListFillGpu", code }) if code == nvsci::NvSciError::BAD_PARAMETER
+        ),
+        "filled twice"
+    );
     cuda::probe_nvscibuf_import(&dev, &lib).unwrap();
 }
 

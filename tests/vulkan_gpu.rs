@@ -7,7 +7,7 @@
 mod common;
 
 use common::kernels::{checksum, frame_key, xor_expected, SURFACE_READ_PTX, XOR_WORDS_PTX};
-use common::{expected_pattern, gpu, gpu_required, open_fds, FILL_PATTERN_PTX};
+use common::{expected_pattern, gpu, open_fds, FILL_PATTERN_PTX};
 use nvsci::cuda::cudarc::driver::{sys, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::CudaGpu;
@@ -29,11 +29,10 @@ fn setup() -> Option<(CudaGpu, Arc<VulkanContext>)> {
     let dev = gpu()?;
     match VulkanContext::for_cuda(&dev) {
         Ok(vk) => Some((dev, vk)),
-        Err(e) if gpu_required() => panic!("NVSCI_REQUIRE_GPU=1 but no Vulkan device for the CUDA GPU: {e}"),
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            None
-        }
+        Err(e) => common::require::unavailable(
+            &[common::Capability::Gpu],
+            format!("no Vulkan device for the CUDA GPU: {e}"),
+        ),
     }
 }
 

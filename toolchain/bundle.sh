@@ -21,7 +21,8 @@
 #   tests/<package>[-<test>]   test harness binaries (stripped of debug info)
 #   examples/<example>         example binaries (stripped of debug info)
 #   lib/libnvsci_mock.so       the mock NvSci library, when the build produced it
-#   run.sh                     runs every test binary; see `run.sh --help`
+#   run.sh                     runs every test binary and prints 'N passed, S skipped, F failed'
+#                              (toolchain/run-tests.sh); see `run.sh --help`
 #
 # Copy the folder to the target (scp -r, rsync) and run `./run.sh` (or `./run.sh --gpu`) there.
 set -euo pipefail
@@ -236,68 +237,8 @@ fi
 
 echo "$target${glibc:+ (glibc $glibc)}" >"$out/TARGET"
 
-cat >"$out/run.sh" <<'EOF'
-#!/usr/bin/env bash
-# Runs every test binary of this bundle, ignored (GPU) tests included.
-#
-#   ./run.sh [--gpu] [FILTER...]
-#
-#   --gpu      set NVSCI_REQUIRE_GPU=1: a GPU test that finds no GPU fails instead of skipping
-#   FILTER...  passed to every test binary (test name filters, --exact, --test-threads=1, ...)
-#
-# BUNDLE_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" runs the binaries through an emulator
-# (to try an aarch64 bundle on an x86_64 host); the tests that start a second process of
-# themselves start it through the same runner (NVSCI_CHILD_RUNNER, unless already set).
-#
-# Prints each binary's result, then 'N passed, N failed'; the exit status is non-zero on a failure.
-set -u
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-
-case ${1:-} in
-  -h|--help) sed -n '2,/^set -u/{/^set -u/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"; exit 0 ;;
-  --gpu) export NVSCI_REQUIRE_GPU=1; shift ;;
-esac
-
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-runner=()
-if [ -n "${BUNDLE_RUNNER:-}" ]; then
-  read -r -a runner <<<"$BUNDLE_RUNNER"
-  export NVSCI_CHILD_RUNNER=${NVSCI_CHILD_RUNNER:-$BUNDLE_RUNNER}
-fi
-echo "bundle for $(cat "$here/TARGET" 2>/dev/null || echo '?') on $(uname -m); NVSCI_LIB_DIR=${NVSCI_LIB_DIR:-<unset>}"
-[ "${NVSCI_REQUIRE_GPU:-0}" = 1 ] && echo "NVSCI_REQUIRE_GPU=1: GPU tests fail when no GPU is found"
-
-passed=0
-failed=0
-bad=()
-for t in "$here"/tests/*; do
-  [ -f "$t" ] && [ -x "$t" ] || continue
-  name=$(basename "$t")
-  echo "=== $name"
-  res=$(${runner[@]+"${runner[@]}"} "$t" --include-ignored "$@" 2>&1)
-  rc=$?
-  printf '%s\n' "$res" | grep -E '^(test .* \.\.\. (FAILED|ignored)|failures:|---- |thread .* panicked)' | head -n 60
-  counts=$(printf '%s\n' "$res" | sed -n 's/^test result: .*\. \([0-9]*\) passed; \([0-9]*\) failed.*/\1 \2/p' |
-    awk '{p += $1; f += $2} END {print p + 0, f + 0}')
-  p=${counts% *}
-  f=${counts#* }
-  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-    # Crashed or aborted before reporting: count the binary itself as a failure.
-    printf '%s\n' "$res" | tail -n 20
-    f=1
-  fi
-  passed=$((passed + p))
-  failed=$((failed + f))
-  if [ "$rc" -ne 0 ]; then
-    bad+=("$name")
-    echo "--- $name: FAILED ($p passed, $f failed, exit $rc)"
-  else
-    echo "--- $name: ok ($p passed)"
-  fi
-done
-[ ${#bad[@]} -gt 0 ] && echo "failing binaries: ${bad[*]}"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ ${#bad[@]} -eq 0 ]
-EOF
+# The runner: every test binary, ignored (GPU) tests included, counted as passed, skipped and
+# failed (`run.sh --help`).
+cp "$here/run-tests.sh" "$out/run.sh"
 chmod +x "$out/run.sh"
 du -sh "$out" >&2

@@ -1,7 +1,8 @@
 //! Tests of the camera example. The pictures it writes are checked against values computed here
 //! from the BT.601 formulas, not by the crate's converter; clips are written here, sample by
 //! sample, and compared with the conversion of those samples. The `*_gpu` tests run the same
-//! checks on the CUDA converter (`NVSCI_REQUIRE_GPU=1`: fail instead of skipping without a GPU).
+//! checks on the CUDA converter (with a GPU required, `NVSCI_REQUIRE=gpu` or `NVSCI_REQUIRE_GPU=1`,
+//! they fail instead of skipping without a GPU).
 use super::*;
 use test_pattern::{Geometry, Rect, BARS, REVERSE};
 
@@ -618,21 +619,18 @@ fn the_docs_pictures_are_the_pattern_as_converted() {
 /// `NVSCI_REQUIRE_GPU=1`).
 #[cfg(feature = "cuda")]
 fn gpu_backend(kind: &'static str) -> Option<&'static str> {
-    let required = std::env::var("NVSCI_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    use require::{unavailable, Capability};
     match Backend::by_name(kind) {
         Ok(b) if !b.gpu_engine().is_cpu() => Some(kind),
-        Ok(_) if required => panic!("NVSCI_REQUIRE_GPU=1 but the {kind} backend has no CUDA engine"),
-        Err(e) if required => panic!("NVSCI_REQUIRE_GPU=1 but no {kind} backend: {e}"),
-        Ok(_) => {
-            eprintln!("skipping: the {kind} backend has no CUDA engine here");
-            None
-        }
-        Err(e) => {
-            eprintln!("skipping: no {kind} backend: {e}");
-            None
-        }
+        Ok(_) => unavailable(&[Capability::Gpu], format!("the {kind} backend has no CUDA engine here")),
+        Err(e) => unavailable(&[Capability::Gpu], format!("no {kind} backend: {e}")),
     }
 }
+
+/// What these tests need from the machine, shared with the integration tests.
+#[cfg(feature = "cuda")]
+#[path = "../../tests/common/require.rs"]
+mod require;
 
 #[cfg(feature = "cuda")]
 #[test]

@@ -1,6 +1,7 @@
 //! Reconciliation over random lists of random attributes, then allocation, plane layouts, CPU
 //! access and pixel puts and gets (random rectangles, pitches and buffer sizes) of whatever
-//! reconciles. Errors only; nothing leaks.
+//! reconciles. Errors only; nothing leaks; an allocated object's planes lie inside it without
+//! overlapping, and its CPU mapping is the whole object.
 #![no_main]
 
 mod common;
@@ -31,9 +32,21 @@ fuzz_target!(|data: &[u8]| {
         if let Ok(r) = BufAttrList::reconcile(&refs) {
             if let Ok(obj) = BufObj::alloc(&r) {
                 if let Ok(planes) = obj.planes() {
+                    // The library's layout lies inside the object, planes in order, apart.
+                    let mut end = 0u64;
+                    for (i, p) in planes.iter().enumerate() {
+                        assert!(p.offset >= end, "plane {i} overlaps the plane before: {planes:?}");
+                        assert!(
+                            u64::from(p.pitch) * 8 >= u64::from(p.width) * u64::from(p.bits_per_pixel),
+                            "plane {i} pitch does not hold a row: {planes:?}"
+                        );
+                        end = p.offset + p.aligned_size;
+                    }
+                    assert!(end <= obj.size(), "planes end at {end}, past the object of {}", obj.size());
                     pixels(&obj, &planes, &mut input);
                 }
                 if let Ok(mut w) = obj.cpu_write() {
+                    assert_eq!(w.len() as u64, obj.size(), "the CPU mapping is the whole object");
                     if let Some(b) = w.first_mut() {
                         *b = 1;
                     }

@@ -85,18 +85,14 @@ pub(crate) mod test_support {
     use super::{DeviceSelection, VulkanContext};
     use std::sync::Arc;
 
-    /// The process's shared context for any Vulkan device: `None` (skip) without a device,
-    /// unless `NVSCI_REQUIRE_VULKAN=1`. Tests use it from parallel threads.
+    /// The process's shared context for any Vulkan device: `None` (a recorded skip) without a
+    /// device, unless one is required (`NVSCI_REQUIRE=vulkan`, `NVSCI_REQUIRE_VULKAN=1`). Tests
+    /// use it from parallel threads.
     pub(crate) fn context() -> Option<Arc<VulkanContext>> {
+        use crate::test_require::{unavailable, Capability};
         match VulkanContext::new(DeviceSelection::Any) {
             Ok(c) => Some(c),
-            Err(e) if std::env::var("NVSCI_REQUIRE_VULKAN").is_ok_and(|v| v == "1") => {
-                panic!("NVSCI_REQUIRE_VULKAN=1 but no Vulkan device: {e}")
-            }
-            Err(e) => {
-                eprintln!("skipping: {e}");
-                None
-            }
+            Err(e) => unavailable(&[Capability::Vulkan], format!("no Vulkan device: {e}")),
         }
     }
 }

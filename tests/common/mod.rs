@@ -4,12 +4,15 @@
 pub mod counting;
 #[cfg(feature = "vulkan")]
 pub mod own_vulkan;
+pub mod require;
 #[cfg(feature = "mock")]
 pub mod sweep;
 
+pub use require::Capability;
+
 /// Whether GPU tests must fail instead of skipping when no GPU is found (set on GPU hosts).
 pub fn gpu_required() -> bool {
-    std::env::var("NVSCI_REQUIRE_GPU").is_ok_and(|v| v == "1")
+    Capability::Gpu.required()
 }
 
 /// Serialises tests that measure process-wide state (open fds, device memory).
@@ -71,17 +74,14 @@ pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
 }
 
-/// The CUDA device for GPU tests: `None` (test returns early) without a GPU, unless
-/// `NVSCI_REQUIRE_GPU=1`, in which case the test fails.
+/// The CUDA device for GPU tests: `None` (the test records a skip and returns early) without a
+/// GPU, unless a GPU is required (`NVSCI_REQUIRE=gpu`, `NVSCI_REQUIRE_GPU=1`), in which case the
+/// test fails.
 #[cfg(feature = "cuda")]
 pub fn gpu() -> Option<nvsci::cuda::CudaGpu> {
     match nvsci::cuda::CudaGpu::open(0) {
         Ok(d) => Some(d),
-        Err(e) if gpu_required() => panic!("NVSCI_REQUIRE_GPU=1 but no GPU: {e}"),
-        Err(e) => {
-            eprintln!("skipping: {e}");
-            None
-        }
+        Err(e) => require::unavailable(&[Capability::Gpu], format!("no CUDA GPU: {e}")),
     }
 }
 
@@ -135,5 +135,5 @@ pub fn mock_as_native(tag: &str) -> (nvsci::NvSci, std::path::PathBuf) {
 /// Whether Vulkan tests must fail instead of skipping when no Vulkan device is found (set in
 /// CI's lavapipe step).
 pub fn vulkan_required() -> bool {
-    std::env::var("NVSCI_REQUIRE_VULKAN").is_ok_and(|v| v == "1")
+    Capability::Vulkan.required()
 }

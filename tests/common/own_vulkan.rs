@@ -16,13 +16,10 @@ pub struct OwnVulkan {
     pub semaphore_fd: bool,
 }
 
-/// Skips (`None`) or, where the environment demands a device, fails.
+/// Skips (`None`, recorded) or, where the environment requires a Vulkan device or a GPU, fails.
 fn unavailable<T>(what: String) -> Option<T> {
-    if super::vulkan_required() || super::gpu_required() {
-        panic!("NVSCI_REQUIRE_VULKAN=1 or NVSCI_REQUIRE_GPU=1, but {what}");
-    }
-    eprintln!("skipping: {what}");
-    None
+    use super::require::{self, Capability};
+    require::unavailable(&[Capability::Vulkan, Capability::Gpu], what)
 }
 
 impl OwnVulkan {
