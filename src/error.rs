@@ -134,6 +134,11 @@ pub enum UnsupportedReason {
     ArrayOfHostMemory,
     /// Planes whose pixels are not whole bytes cannot be addressed per pixel.
     SubBytePixels,
+    /// An image whose planes nvscibuf.h gives no user planes for (`NvSciBufObjPutPixels`: one
+    /// for RGBA, RAW and single-plane YUV images, Y, U and V for YUV images of more planes):
+    /// several planes of an RGBA or RAW image, or YUV planes other than luma with interleaved
+    /// chroma or luma with U and V.
+    NoUserPlanes,
     /// The mock NvSci library does not lay out this kind of buffer (see docs/mock.md).
     MockLayout,
     /// The Vulkan device cannot export this semaphore type as an opaque fd.
@@ -210,6 +215,10 @@ impl fmt::Display for UnsupportedReason {
             SubBytePixels => {
                 f.write_str("planes whose pixels are not whole bytes cannot be addressed per pixel")
             }
+            NoUserPlanes => f.write_str(
+                "nvscibuf.h gives pixel transfers one user plane for RGBA, RAW and single-plane YUV \
+                 images and Y, U and V for YUV images of more planes; this image's planes are neither",
+            ),
             MockLayout => f.write_str(
                 "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
                  progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \

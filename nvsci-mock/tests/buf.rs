@@ -1283,13 +1283,11 @@ fn multi_plane_yuv_takes_y_u_and_v_user_planes() {
         pads: None,
     };
     let y = vec![1u8; 64];
-    let (u, v) = ((0..16).map(|i| 0x40 + i).collect::<Vec<u8>>(), (0..16).map(|i| 0x80 + i).collect::<Vec<u8>>());
+    let (u, v) =
+        ((0..16).map(|i| 0x40 + i).collect::<Vec<u8>>(), (0..16).map(|i| 0x80 + i).collect::<Vec<u8>>());
     let bufs = [y.clone(), u.clone(), v.clone()];
     let pitches = [16, 8, 8];
-    let cases = [
-        (vec![NvSciColor_Y8, NvSciColor_V8U8], true),
-        (vec![NvSciColor_Y8, NvSciColor_U8V8], false),
-    ];
+    let cases = [(vec![NvSciColor_Y8, NvSciColor_V8U8], true), (vec![NvSciColor_Y8, NvSciColor_U8V8], false)];
     for (formats, u_first) in cases {
         let o = Obj::new(&b, img(formats.clone(), 2), true);
         assert_eq!(o.put(o.obj, None, &bufs, &pitches), NvSciError_Success, "{formats:?}");
@@ -1298,8 +1296,13 @@ fn multi_plane_yuv_takes_y_u_and_v_user_planes() {
         for row in 0..2usize {
             let at = row * o.planes.pitch[1] as usize;
             for x in 0..8usize {
-                let (first, second) = if u_first { (u[row * 8 + x], v[row * 8 + x]) } else { (v[row * 8 + x], u[row * 8 + x]) };
-                assert_eq!([chroma[at + 2 * x], chroma[at + 2 * x + 1]], [first, second], "{formats:?} ({x}, {row})");
+                let (first, second) =
+                    if u_first { (u[row * 8 + x], v[row * 8 + x]) } else { (v[row * 8 + x], u[row * 8 + x]) };
+                assert_eq!(
+                    [chroma[at + 2 * x], chroma[at + 2 * x + 1]],
+                    [first, second],
+                    "{formats:?} ({x}, {row})"
+                );
             }
         }
         // And back out into three user planes.
@@ -1361,21 +1364,40 @@ fn pixels_refusals() {
     let sizes: Vec<u32> = vec![128, 32, 0];
     let mut ptrs: Vec<*const c_void> = vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), ptr::null()];
     assert_eq!(
-        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), ptrs.as_mut_ptr(), sizes.as_ptr(), [16u32, 16, 16].as_ptr())),
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            [16u32, 16, 16].as_ptr()
+        )),
         NvSciError_BadParameter
     );
     // A zero size ("An array member of srcPtrSizes is zero").
     let sizes: Vec<u32> = vec![128, 16, 0];
     let mut ptrs: Vec<*const c_void> = src.iter().map(|v| v.as_ptr().cast()).collect();
     assert_eq!(
-        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())),
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
         NvSciError_BadParameter
     );
     let sizes: Vec<u32> = src.iter().map(|v| v.len() as u32).collect();
     // Overlapping user planes ("srcPtrs for any of the planes overlap").
-    let mut same: Vec<*const c_void> = vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), src[1].as_ptr().cast()];
+    let mut same: Vec<*const c_void> =
+        vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), src[1].as_ptr().cast()];
     assert_eq!(
-        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), same.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())),
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            same.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
         NvSciError_BadParameter
     );
     // A user plane inside the object's memory ("srcPtrs overlap with the memory represented by
@@ -1383,7 +1405,13 @@ fn pixels_refusals() {
     let inside = o.cpu_bytes().as_ptr();
     let mut into: Vec<*const c_void> = vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), inside.cast()];
     assert_eq!(
-        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), into.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())),
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            into.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
         NvSciError_BadParameter
     );
     // NULL arrays and NULL objects.
@@ -1396,7 +1424,13 @@ fn pixels_refusals() {
         NvSciError_BadParameter
     );
     assert_eq!(
-        call!(t.NvSciBufObjPutPixels(ptr::null_mut(), ptr::null(), ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())),
+        call!(t.NvSciBufObjPutPixels(
+            ptr::null_mut(),
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
         NvSciError_BadParameter
     );
     // Nothing was written by the refused calls.

@@ -111,7 +111,6 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
         .collect()
 }
 
-
 /// `NvSciBufSurfType` of an image, from its planes' color formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Surface {
@@ -191,7 +190,10 @@ struct Transfer {
 
 /// Maps the planes onto user planes: per NvSciBuf plane its caller side, and per user plane
 /// `(NvSciBuf plane, bytes per pixel)`. `Err(NotSupported)` for images the mock cannot map.
-fn user_planes(formats: &[NvSciBufAttrValColorFmt], planes: &[PlaneGeometry]) -> Res<(Surface, Vec<Side>, Vec<(usize, u64)>)> {
+fn user_planes(
+    formats: &[NvSciBufAttrValColorFmt],
+    planes: &[PlaneGeometry],
+) -> Res<(Surface, Vec<Side>, Vec<(usize, u64)>)> {
     let surface = if formats.iter().any(|f| surface_of(*f) == Surface::Yuv) {
         Surface::Yuv
     } else {
@@ -221,7 +223,11 @@ fn user_planes(formats: &[NvSciBufAttrValColorFmt], planes: &[PlaneGeometry]) ->
             Ok((
                 surface,
                 sides,
-                vec![(0, planes[0].bytes_per_pixel), (u, planes[u].bytes_per_pixel), (v, planes[v].bytes_per_pixel)],
+                vec![
+                    (0, planes[0].bytes_per_pixel),
+                    (u, planes[u].bytes_per_pixel),
+                    (v, planes[v].bytes_per_pixel),
+                ],
             ))
         }
         _ => Err(NvSciError_NotSupported),
@@ -289,7 +295,11 @@ unsafe fn prepare(
     for (i, &(plane, bytes_per_pixel)) in users.iter().enumerate() {
         // SAFETY: the arrays hold one entry per user plane (contract).
         let (ptr, size, pitch) = unsafe { (ptrs.add(i).read(), sizes.add(i).read(), pitches.add(i).read()) };
-        let pr = if plane == 0 { r } else { (0, 0, u64::from(planes[plane].width), u64::from(planes[plane].height)) };
+        let pr = if plane == 0 {
+            r
+        } else {
+            (0, 0, u64::from(planes[plane].width), u64::from(planes[plane].height))
+        };
         let row = (pr.2 - pr.0) * bytes_per_pixel;
         let rows = pr.3 - pr.1;
         let (size, pitch) = (u64::from(size), u64::from(pitch));
@@ -323,7 +333,9 @@ unsafe fn prepare(
         .iter()
         .zip(sides)
         .enumerate()
-        .map(|(i, (p, side))| (*p, if i == 0 { r } else { (0, 0, u64::from(p.width), u64::from(p.height)) }, side))
+        .map(|(i, (p, side))| {
+            (*p, if i == 0 { r } else { (0, 0, u64::from(p.width), u64::from(p.height)) }, side)
+        })
         .collect();
     Ok(Transfer { planes, users: user, base, mem_len })
 }
@@ -385,7 +397,16 @@ impl Transfer {
     /// (`to_scratch`), or splits it into them: each pixel is `comp` bytes of `first`, then `comp`
     /// of `second`.
     #[allow(clippy::too_many_arguments)]
-    fn interleave(&self, scratch: &mut [u8], row_len: u64, rows: u64, first: usize, second: usize, comp: u64, to_scratch: bool) {
+    fn interleave(
+        &self,
+        scratch: &mut [u8],
+        row_len: u64,
+        rows: u64,
+        first: usize,
+        second: usize,
+        comp: u64,
+        to_scratch: bool,
+    ) {
         let (a, b) = (self.users[first], self.users[second]);
         let (comp_us, pixels) = (comp as usize, (row_len / (2 * comp)) as usize);
         for y in 0..rows {
