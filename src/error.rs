@@ -623,6 +623,21 @@ pub enum Culprit {
         /// Position of the list in the call's input (0 for a clone).
         index: usize,
     },
+    /// An output-only key read from an unreconciled list ("attrList is unreconciled and any of
+    /// the NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is output only",
+    /// `NvSciBufAttrListGetAttrs` / `NvSciBufAttrListSlotGetAttrs`): the library computes the
+    /// key when it reconciles; read it from the reconciled list (or an object's list).
+    OutputOnlyKey {
+        /// The C name of the key.
+        key: &'static str,
+    },
+    /// An input-only key read from a reconciled list ("attrList is reconciled and any of the
+    /// NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is input only", same functions):
+    /// reconciliation consumes the key; read it from the unreconciled lists.
+    InputOnlyKey {
+        /// The C name of the key.
+        key: &'static str,
+    },
 }
 
 impl Culprit {
@@ -633,6 +648,7 @@ impl Culprit {
             Culprit::NotCpuSignaler | Culprit::NotCpuWaiter => "NvSciSyncAttrKey_NeedCpuAccess",
             Culprit::PlaneArrayLength { key, .. } => key,
             Culprit::ListWithoutTypes { .. } => "NvSciBufGeneralAttrKey_Types",
+            Culprit::OutputOnlyKey { key } | Culprit::InputOnlyKey { key } => key,
             _ => return None,
         })
     }
@@ -650,6 +666,7 @@ impl Culprit {
             | Culprit::SameListTwice { .. } => "inputArray",
             Culprit::SlotOutOfRange { .. } => "slotIndex",
             Culprit::ListWithoutTypes { .. } => "origAttrList",
+            Culprit::OutputOnlyKey { .. } | Culprit::InputOnlyKey { .. } => "pairArray",
         }
     }
 }
@@ -690,6 +707,14 @@ impl fmt::Display for Culprit {
             Culprit::ListWithoutTypes { index } => {
                 write!(f, "list {index} does not set NvSciBufGeneralAttrKey_Types")
             }
+            Culprit::OutputOnlyKey { key } => write!(
+                f,
+                "{key} is an output key: an unreconciled list does not hold it (read it from the reconciled list)"
+            ),
+            Culprit::InputOnlyKey { key } => write!(
+                f,
+                "{key} is an input key: a reconciled list does not hold it (read it from the unreconciled lists)"
+            ),
         }
     }
 }
