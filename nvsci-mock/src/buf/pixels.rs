@@ -180,9 +180,16 @@ struct UserPlane {
     pitch: u64,
 }
 
+/// A rectangle of pixels, half-open: `(x0, y0, x1, y1)`.
+type Rect = (u64, u64, u64, u64);
+
+/// How an image's planes map onto user planes: its surface type, per NvSciBuf plane its caller
+/// side, per user plane `(NvSciBuf plane, bytes per pixel)`.
+type UserPlanes = (Surface, Vec<Side>, Vec<(usize, u64)>);
+
 /// One checked transfer: the object's planes with their rectangles and caller sides.
 struct Transfer {
-    planes: Vec<(PlaneGeometry, (u64, u64, u64, u64), Side)>,
+    planes: Vec<(PlaneGeometry, Rect, Side)>,
     users: Vec<UserPlane>,
     base: *mut u8,
     mem_len: u64,
@@ -190,10 +197,7 @@ struct Transfer {
 
 /// Maps the planes onto user planes: per NvSciBuf plane its caller side, and per user plane
 /// `(NvSciBuf plane, bytes per pixel)`. `Err(NotSupported)` for images the mock cannot map.
-fn user_planes(
-    formats: &[NvSciBufAttrValColorFmt],
-    planes: &[PlaneGeometry],
-) -> Res<(Surface, Vec<Side>, Vec<(usize, u64)>)> {
+fn user_planes(formats: &[NvSciBufAttrValColorFmt], planes: &[PlaneGeometry]) -> Res<UserPlanes> {
     let surface = if formats.iter().any(|f| surface_of(*f) == Surface::Yuv) {
         Surface::Yuv
     } else {
