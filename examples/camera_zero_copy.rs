@@ -50,7 +50,7 @@ mod test_pattern;
 mod y4m;
 
 use nv12::{tight_layout, Nv12Planes};
-use nvsci::buf::{ImageLayout, PlaneDst, PlaneSrc};
+use nvsci::buf::{ImageLayout, PlaneDst, PlaneSrc, SplitChroma};
 use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
 use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::collections::HashMap;
@@ -197,31 +197,43 @@ struct Plan {
     capture: Option<Capture>,
 }
 
-/// A block-linear frame's pixels on the CPU: a tight pitch-linear frame (`tight_layout`) the
-/// camera renders into before `put_pixels`, and consumers read into with `get_pixels`.
+/// A block-linear frame's pixels on the CPU: a tight pitch-linear NV12 frame (`tight_layout`)
+/// the camera renders into before `put_pixels`, and consumers read into with `get_pixels`. The
+/// pixel calls take Y, U and V user planes (nvscibuf.h), so the chroma goes through `chroma`.
 struct Scratch {
     layout: FrameLayout,
     frame: Vec<u8>,
+    chroma: SplitChroma,
 }
 
 impl Scratch {
     fn new(width: u32, height: u32) -> Result<Self, String> {
         let layout = tight_layout(width, height)?;
-        Ok(Self { frame: vec![0u8; layout.size as usize], layout })
+        let chroma = SplitChroma::new(width.div_ceil(2), height.div_ceil(2), 1);
+        Ok(Self { frame: vec![0u8; layout.size as usize], layout, chroma })
     }
 
-    /// The frame split into its two planes, with their pitches (`width` bytes each).
-    fn split(&self) -> (&[u8], &[u8], u32) {
-        let (y, uv) = self.frame.split_at(self.layout.planes[1].offset as usize);
-        (y, uv, self.layout.planes[0].pitch)
+    /// Writes the scratch frame into a held block-linear frame.
+    fn put(
+        &mut self,
+        p: &nvsci::pipeline::Producer,
+        f: &nvsci::pipeline::ProducerFrame,
+    ) -> Result<(), String> {
+        let (off, pitch) = (self.layout.planes[1].offset as usize, self.layout.planes[0].pitch);
+        let (y, uv) = self.frame.split_at(off);
+        self.chroma.split_from(PlaneSrc { data: uv, pitch }).map_err(|e| e.to_string())?;
+        let [u, v] = self.chroma.planes();
+        p.put_pixels(f, None, &[PlaneSrc { data: y, pitch }, u, v]).map_err(|e| e.to_string())
     }
 
     /// Reads a held block-linear frame's pixels into the scratch frame.
     fn get(&mut self, c: &Consumer, f: &nvsci::pipeline::ConsumerFrame) -> Result<(), String> {
         let (off, pitch) = (self.layout.planes[1].offset as usize, self.layout.planes[0].pitch);
         let (y, uv) = self.frame.split_at_mut(off);
-        let mut planes = [PlaneDst { data: y, pitch }, PlaneDst { data: uv, pitch }];
-        c.get_pixels(f, None, &mut planes).map_err(|e| e.to_string())
+        let [u, v] = self.chroma.planes_mut();
+        let mut planes = [PlaneDst { data: y, pitch }, u, v];
+        c.get_pixels(f, None, &mut planes).map_err(|e| e.to_string())?;
+        self.chroma.interleave_into(PlaneDst { data: uv, pitch }).map_err(|e| e.to_string())
     }
 }
 
@@ -574,9 +586,7 @@ fn spawn_camera(
                 // Block-linear planes are tiled: render pitch-linear, then put the pixels.
                 Some(s) => {
                     source.write_frame(f.sequence(), &s.layout, &mut s.frame)?;
-                    let (y, uv, pitch) = s.split();
-                    let planes = [PlaneSrc { data: y, pitch }, PlaneSrc { data: uv, pitch }];
-                    producer.put_pixels(&f, None, &planes).map_err(|e| e.to_string())?;
+                    s.put(&producer, &f)?;
                 }
                 None => {
                     let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;

@@ -31,8 +31,8 @@
 //! sample's teapot picture). `NVSCI_REQUIRE_GPU=1` makes a missing GPU an error.
 
 use nvsci::buf::{
-    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ColorStd, ImageLayout, Perm, PixelRect,
-    PlaneDst, PlaneSrc, ScanType,
+    BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, ColorStd, ImageLayout, Perm, PlaneDst,
+    PlaneSrc, ScanType,
 };
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{GpuId, NvSci};
@@ -200,7 +200,8 @@ pub fn run_cpu(width: u32, height: u32) -> Res<usize> {
     let to_caller2 = cpu_sync(&syncs)?;
     let to_caller1 = cpu_sync(&syncs)?;
     let source = picture(width, height);
-    let whole = Some(PixelRect::new(0, 0, width, height));
+    // The whole image: no rectangle (NULL in the C call).
+    let whole = None;
     let pitch = width * 4;
 
     std::thread::scope(|scope| -> Res<usize> {

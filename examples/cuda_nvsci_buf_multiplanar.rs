@@ -4,8 +4,9 @@
 //! half width and height, progressive, no VPR, the GPU's id where there is one) given by both of
 //! its callers, reconciled with a CPU party's list and allocated once.
 //!
-//! Caller 1 writes a frame into the three planes on the CPU (`put_pixels`, through the
-//! block-linear layout) and signals; caller 2 flips every bit of every plane (the sample's
+//! Caller 1 writes a frame into the three planes on the CPU (`put_pixels` with the Y, U and V
+//! user planes nvscibuf.h asks for, in that order whatever the order of the NvSciBuf planes,
+//! through the block-linear layout) and signals; caller 2 flips every bit of every plane (the sample's
 //! `flipSurfaceBits` kernel: `data = ~data`) and signals back; the main thread waits, reads the
 //! planes with `get_pixels` and checks them against the frame flipped on the CPU (the sample's
 //! `flipBits` reference), byte for byte.
@@ -66,20 +67,22 @@ fn cpu_sync(m: &SyncModule) -> Res<SyncObj> {
     Ok(SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &w])?)?)
 }
 
-/// A frame, one tightly packed buffer per plane (standing in for the sample's YUV file).
+/// A frame, one tightly packed buffer per user plane: Y, U, V (standing in for the sample's
+/// YUV file).
 fn frame(obj: &BufObj) -> Res<Vec<(Vec<u8>, u32)>> {
     Ok(obj
-        .planes()?
+        .pixel_planes()?
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let mut v = Vec::with_capacity(p.width as usize * p.height as usize);
+            let row = p.width * p.bytes_per_pixel;
+            let mut v = Vec::with_capacity(row as usize * p.height as usize);
             for y in 0..p.height {
-                for x in 0..p.width {
+                for x in 0..row {
                     v.push((x.wrapping_mul(3) ^ y.wrapping_mul(5) ^ (i as u32 * 77)) as u8);
                 }
             }
-            (v, p.width)
+            (v, row)
         })
         .collect())
 }

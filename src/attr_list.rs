@@ -72,6 +72,11 @@ pub trait Family: Sealed + RawFamily {
     fn unsupported_value(_lists: &[&AttrList<Self>]) -> Option<Culprit> {
         None
     }
+    /// Whether the family's get functions refuse keys of the other direction (NvSciBuf: "attrList
+    /// is unreconciled and any of the NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is
+    /// output only", and the reverse for reconciled lists; nvscisync.h documents no such rule).
+    #[doc(hidden)]
+    const GET_CHECKS_DIRECTION: bool = false;
 }
 
 pub(crate) use crate::result::list::entry;
@@ -225,7 +230,27 @@ impl<F: Family> AttrList<F> {
         slot: usize,
         key: Key<F, T, N>,
     ) -> Result<heapless::Vec<T, N>> {
-        let (value, len) = self.raw_get(slot, key.raw())?;
+        let (value, len) = self.raw_get(slot, key.raw()).map_err(|e| match e {
+            // With a slot in range and a key this crate binds, the documented reason left is the
+            // key's direction: "attrList is reconciled and any of the NvSciBufAttrKey(s) specified
+            // in NvSciBufAttrKeyValuePair is input only" / "attrList is unreconciled and any of the
+            // NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is output only"
+            // (NvSciBufAttrListGetAttrs / NvSciBufAttrListSlotGetAttrs, nvscibuf.h).
+            Error::NvSci { function, code }
+                if code == NvSciError::BAD_PARAMETER && F::GET_CHECKS_DIRECTION =>
+            {
+                match self.is_reconciled() {
+                    Ok(false) => {
+                        Error::Refused { function, code, culprit: Culprit::OutputOnlyKey { key: key.name() } }
+                    }
+                    Ok(true) => {
+                        Error::Refused { function, code, culprit: Culprit::InputOnlyKey { key: key.name() } }
+                    }
+                    Err(_) => Error::NvSci { function, code },
+                }
+            }
+            other => other,
+        })?;
         // SAFETY: the library returned (value, len) for this key; the value points into this
         // list, which lives for the duration of the copy.
         unsafe { crate::attr::decode(key, value, len) }

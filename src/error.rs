@@ -134,6 +134,11 @@ pub enum UnsupportedReason {
     ArrayOfHostMemory,
     /// Planes whose pixels are not whole bytes cannot be addressed per pixel.
     SubBytePixels,
+    /// An image whose planes nvscibuf.h gives no user planes for (`NvSciBufObjPutPixels`: one
+    /// for RGBA, RAW and single-plane YUV images, Y, U and V for YUV images of more planes):
+    /// several planes of an RGBA or RAW image, or YUV planes other than luma with interleaved
+    /// chroma or luma with U and V.
+    NoUserPlanes,
     /// The mock NvSci library does not lay out this kind of buffer (see docs/mock.md).
     MockLayout,
     /// The Vulkan device cannot export this semaphore type as an opaque fd.
@@ -217,6 +222,10 @@ impl fmt::Display for UnsupportedReason {
             SubBytePixels => {
                 f.write_str("planes whose pixels are not whole bytes cannot be addressed per pixel")
             }
+            NoUserPlanes => f.write_str(
+                "nvscibuf.h gives pixel transfers one user plane for RGBA, RAW and single-plane YUV \
+                 images and Y, U and V for YUV images of more planes; this image's planes are neither",
+            ),
             MockLayout => f.write_str(
                 "the mock lays out raw buffers and plane-based images (pitch-linear or block-linear, \
                  progressive or interlaced, padded or not) of the color formats it knows; tensors, arrays, \
@@ -693,6 +702,21 @@ pub enum Culprit {
         /// Position of the list in the call's input (0 for a clone).
         index: usize,
     },
+    /// An output-only key read from an unreconciled list ("attrList is unreconciled and any of
+    /// the NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is output only",
+    /// `NvSciBufAttrListGetAttrs` / `NvSciBufAttrListSlotGetAttrs`): the library computes the
+    /// key when it reconciles; read it from the reconciled list (or an object's list).
+    OutputOnlyKey {
+        /// The C name of the key.
+        key: &'static str,
+    },
+    /// An input-only key read from a reconciled list ("attrList is reconciled and any of the
+    /// NvSciBufAttrKey(s) specified in NvSciBufAttrKeyValuePair is input only", same functions):
+    /// reconciliation consumes the key; read it from the unreconciled lists.
+    InputOnlyKey {
+        /// The C name of the key.
+        key: &'static str,
+    },
 }
 
 impl Culprit {
@@ -703,6 +727,7 @@ impl Culprit {
             Culprit::NotCpuSignaler | Culprit::NotCpuWaiter => "NvSciSyncAttrKey_NeedCpuAccess",
             Culprit::PlaneArrayLength { key, .. } => key,
             Culprit::ListWithoutTypes { .. } => "NvSciBufGeneralAttrKey_Types",
+            Culprit::OutputOnlyKey { key } | Culprit::InputOnlyKey { key } => key,
             _ => return None,
         })
     }
@@ -720,6 +745,7 @@ impl Culprit {
             | Culprit::SameListTwice { .. } => "inputArray",
             Culprit::SlotOutOfRange { .. } => "slotIndex",
             Culprit::ListWithoutTypes { .. } => "origAttrList",
+            Culprit::OutputOnlyKey { .. } | Culprit::InputOnlyKey { .. } => "pairArray",
         }
     }
 }
@@ -760,6 +786,14 @@ impl fmt::Display for Culprit {
             Culprit::ListWithoutTypes { index } => {
                 write!(f, "list {index} does not set NvSciBufGeneralAttrKey_Types")
             }
+            Culprit::OutputOnlyKey { key } => write!(
+                f,
+                "{key} is an output key: an unreconciled list does not hold it (read it from the reconciled list)"
+            ),
+            Culprit::InputOnlyKey { key } => write!(
+                f,
+                "{key} is an input key: a reconciled list does not hold it (read it from the unreconciled lists)"
+            ),
         }
     }
 }

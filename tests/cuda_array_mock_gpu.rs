@@ -57,7 +57,9 @@ const SHAPES: &[&[(ColorFormat, u32, u32)]] = &[
 ];
 
 /// Puts a distinct pattern (seeds `seed`, `seed + 1`, ...) into every plane of `obj` with
-/// `put_pixels`, packed rows; returns the patterns.
+/// `put_pixels`, packed rows; returns the patterns. A two-plane (Y8 + V8U8) image goes through
+/// `put_nv12`, which splits the interleaved chroma into the U and V user planes `put_pixels`
+/// takes (V8U8 holds U in the low byte, as NV12 does).
 fn put_patterns(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], seed: usize) -> Vec<Vec<u8>> {
     let data: Vec<Vec<u8>> = planes
         .iter()
@@ -71,7 +73,10 @@ fn put_patterns(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], seed: usize) -
         .zip(&data)
         .map(|(p, d)| PlaneSrc { data: d, pitch: p.width * p.bits_per_pixel / 8 })
         .collect();
-    obj.put_pixels(None, &src).unwrap();
+    match src[..] {
+        [y, uv] => obj.put_nv12(y, uv).unwrap(),
+        _ => obj.put_pixels(None, &src).unwrap(),
+    }
     data
 }
 
@@ -84,7 +89,13 @@ fn get_planes(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout]) -> Vec<Vec<u8>> 
         .zip(planes)
         .map(|(g, p)| PlaneDst { data: g, pitch: p.width * p.bits_per_pixel / 8 })
         .collect();
-    obj.get_pixels(None, &mut dst).unwrap();
+    if dst.len() == 2 {
+        let uv = dst.pop().unwrap();
+        let y = dst.pop().unwrap();
+        obj.get_nv12(y, uv).unwrap();
+    } else {
+        obj.get_pixels(None, &mut dst).unwrap();
+    }
     got
 }
 

@@ -254,3 +254,22 @@ fn cloning_an_empty_list_is_named() {
     let empty = sync_module().attr_list().unwrap();
     assert_eq!(empty.try_clone().unwrap().slot_count(), 1);
 }
+
+/// nvscibuf.h, NvSciBufAttrListGetAttrs / NvSciBufAttrListSlotGetAttrs: "NvSciError_BadParameter
+/// if ... attrList is unreconciled and any of the NvSciBufAttrKey(s) specified in
+/// NvSciBufAttrKeyValuePair is output only" (and "attrList is reconciled and any ... is input
+/// only"). NvSciSync documents no such rule.
+#[test]
+fn reading_a_key_of_the_other_direction_is_named() {
+    let m = buf_module();
+    let l = raw_list(&m, true);
+    let (function, code, culprit) = refused(l.get(nvsci::buf::key::ACTUAL_PERM));
+    assert_eq!((function, code), ("NvSciBufAttrListSlotGetAttrs", NvSciError::BAD_PARAMETER));
+    assert_eq!(culprit, Culprit::OutputOnlyKey { key: "NvSciBufGeneralAttrKey_ActualPerm" });
+    assert_eq!(culprit.key(), Some("NvSciBufGeneralAttrKey_ActualPerm"));
+    assert_eq!(culprit.argument(), "pairArray");
+    let r = BufAttrList::reconcile(&[&l]).unwrap();
+    assert_eq!(r.get_one(nvsci::buf::key::ACTUAL_PERM).unwrap(), Some(Perm::ReadWrite));
+    let (_, _, culprit) = refused(r.get(nvsci::buf::key::REQUIRED_PERM));
+    assert_eq!(culprit, Culprit::InputOnlyKey { key: "NvSciBufGeneralAttrKey_RequiredPerm" });
+}

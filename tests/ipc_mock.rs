@@ -270,7 +270,7 @@ fn child_process_entry() {
             drop((copies, c));
         }
         "bl_cpu_consumer" => {
-            use nvsci::buf::PlaneDst;
+            use nvsci::buf::{PlaneDst, SplitChroma};
             let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
             let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
             let mut c = Consumer::connect(&lib, ep, format, Engine::Cpu, RING_TIMEOUT).unwrap();
@@ -278,11 +278,14 @@ fn child_process_entry() {
                 let f = c.acquire().unwrap();
                 assert_eq!(f.sequence(), seq);
                 let (mut luma, mut chroma) = (vec![0u8; BL_W * BL_H], vec![0u8; BL_W * BL_H / 2]);
-                let mut planes = [
-                    PlaneDst { data: &mut luma, pitch: BL_W as u32 },
-                    PlaneDst { data: &mut chroma, pitch: BL_W as u32 },
-                ];
-                c.get_pixels(&f, None, &mut planes).unwrap();
+                // Y, U and V user planes (nvscibuf.h); the chroma interleaved afterwards.
+                let mut split = SplitChroma::new(BL_W as u32 / 2, BL_H as u32 / 2, 1);
+                {
+                    let [u, v] = split.planes_mut();
+                    let mut planes = [PlaneDst { data: &mut luma, pitch: BL_W as u32 }, u, v];
+                    c.get_pixels(&f, None, &mut planes).unwrap();
+                }
+                split.interleave_into(PlaneDst { data: &mut chroma, pitch: BL_W as u32 }).unwrap();
                 let (want_luma, want_chroma) = bl_planes(seq);
                 assert!(
                     luma == want_luma && chroma == want_chroma,
@@ -671,7 +674,7 @@ fn block_linear_frames_cross_processes_to_a_cpu_consumer_reading_pixels() {
 /// Puts 30 block-linear NV12 frames (`bl_planes`) with a CPU producer for a consumer process
 /// running `scenario` at the other end of `bl_0` / `bl_1`, and checks the process succeeded.
 fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str) {
-    use nvsci::buf::PlaneSrc;
+    use nvsci::buf::{PlaneSrc, SplitChroma};
     let frames = 30u64;
     let child =
         spawn_child_with(scenario, dir, &[(CHILD_EP, "bl_1".into()), (CHILD_FRAMES, frames.to_string())]);
@@ -691,9 +694,11 @@ fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str) {
     for seq in 0..frames {
         let f = p.acquire().unwrap();
         let (luma, chroma) = bl_planes(seq);
-        let planes =
-            [PlaneSrc { data: &luma, pitch: BL_W as u32 }, PlaneSrc { data: &chroma, pitch: BL_W as u32 }];
-        p.put_pixels(&f, None, &planes).unwrap();
+        // Y, U and V user planes (nvscibuf.h): the interleaved chroma split first.
+        let mut split = SplitChroma::new(BL_W as u32 / 2, BL_H as u32 / 2, 1);
+        split.split_from(PlaneSrc { data: &chroma, pitch: BL_W as u32 }).unwrap();
+        let [u, v] = split.planes();
+        p.put_pixels(&f, None, &[PlaneSrc { data: &luma, pitch: BL_W as u32 }, u, v]).unwrap();
         p.present(f).unwrap();
     }
     drop(p);

@@ -6,7 +6,7 @@
 
 use nvsci::buf::{
     key, BufAttr, BufAttrList, BufModule, BufObj, BufType, ColorFormat, GpuCache, GpuId, HwEngine,
-    ImageLayout, PeerHwEngine, Perm, PixelRect, PlaneDst, PlaneSrc, Platform, ScanType,
+    ImageLayout, PeerHwEngine, Perm, PixelPlaneKind, PixelRect, PlaneDst, PlaneSrc, Platform, ScanType,
 };
 use nvsci::{Error, NvSci};
 
@@ -697,20 +697,22 @@ fn nvidia_sample_image_lists_reconcile_and_allocate() {
     assert_eq!(obj.size(), p.iter().map(|p| p.aligned_size).sum::<u64>(), "Size = sum of PlaneAlignedSize");
 }
 
-/// Bytes of plane `i`, column byte `x`, row `y` of a test frame.
+/// Bytes of user plane `i`, column byte `x`, row `y` of a test frame.
 fn px(seed: u8, i: usize, x: u32, y: u32) -> u8 {
     (x as u8).wrapping_mul(29) ^ (y as u8).wrapping_mul(53) ^ (i as u8).wrapping_mul(101) ^ seed
 }
 
-/// A tightly packed copy of plane `i` of the rectangle `r`, filled by `px(seed, ..)`.
+/// A tightly packed copy (plus `slack` bytes per row) of each user plane
+/// (`BufObj::pixel_planes`) for the rectangle `r` of the first plane (the other user planes
+/// whole), filled by `px(seed, ..)`.
 fn frame(obj: &BufObj, r: PixelRect, seed: u8, slack: u32) -> Vec<(Vec<u8>, u32)> {
-    let planes = obj.planes().unwrap();
+    let planes = obj.pixel_planes().unwrap();
     planes
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let pr = r.in_plane(&planes[0], p);
-            let bpp = p.bits_per_pixel / 8;
+            let pr = if i == 0 { r } else { PixelRect::new(0, 0, p.width, p.height) };
+            let bpp = p.bytes_per_pixel;
             let row = pr.width() * bpp;
             let pitch = row + slack;
             let mut v = vec![0u8; (pitch * pr.height()) as usize];
@@ -735,8 +737,87 @@ fn get(obj: &BufObj, r: Option<PixelRect>, f: &mut [(Vec<u8>, u32)]) -> nvsci::R
     obj.get_pixels(r, &mut dst)
 }
 
+fn rgba(m: &BufModule, layout: ImageLayout, w: u32, h: u32) -> BufAttrList {
+    let mut l = m.attr_list().unwrap();
+    l.set(&[
+        BufAttr::Types(&[BufType::IMAGE]),
+        BufAttr::Layout(layout),
+        BufAttr::ScanType(ScanType::Progressive),
+        BufAttr::PlaneCount(1),
+        BufAttr::PlaneColorFormat(&[ColorFormat::A8B8G8R8]),
+        BufAttr::PlaneWidth(&[w]),
+        BufAttr::PlaneHeight(&[h]),
+        BufAttr::NeedCpuAccess(true),
+        BufAttr::RequiredPerm(Perm::ReadWrite),
+    ])
+    .unwrap();
+    l
+}
+
+/// nvscibuf.h, NvSciBufObjPutPixels / GetPixels `srcPtrs`: "For YUV surfaces with more than one
+/// plane, it is assumed that user provides separate plane pointers for Y, U and V planes (where
+/// Y is the first plane, U is the second plane, and V is the third plane)": an NV12 image (Y8
+/// and V8U8 planes) takes three user planes, and V8U8 holds U in the low byte ("pattern VVVVVVVV
+/// UUUUUUUU", NvSciBuf 2.11), so the chroma plane's bytes are U, V, U, V, ...
 #[test]
-fn block_linear_nv12_pixels_round_trip_whole_and_partial() {
+fn nv12_images_take_y_u_and_v_user_planes() {
+    let m = module();
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&nv12(&m, 16, 4)]).unwrap()).unwrap();
+    let users = obj.pixel_planes().unwrap();
+    let kinds: Vec<_> = users.iter().map(|p| (p.kind, p.width, p.height, p.bytes_per_pixel)).collect();
+    assert_eq!(
+        kinds,
+        [(PixelPlaneKind::Y, 16, 4, 1), (PixelPlaneKind::U, 8, 2, 1), (PixelPlaneKind::V, 8, 2, 1)]
+    );
+    let (y, u, v) = (vec![7u8; 64], (0..16).collect::<Vec<u8>>(), (100..116).collect::<Vec<u8>>());
+    obj.put_pixels(
+        None,
+        &[PlaneSrc { data: &y, pitch: 16 }, PlaneSrc { data: &u, pitch: 8 }, PlaneSrc { data: &v, pitch: 8 }],
+    )
+    .unwrap();
+    let c = obj.planes().unwrap()[1];
+    let mem = obj.cpu_read().unwrap();
+    let row0 = &mem[c.offset as usize..][..16];
+    assert_eq!(row0, [0, 100, 1, 101, 2, 102, 3, 103, 4, 104, 5, 105, 6, 106, 7, 107]);
+    drop(mem);
+    // The NvSciBuf planes' two buffers (Y, interleaved UV) are refused before the call.
+    let uv = vec![0u8; 32];
+    let e = obj.put_pixels(None, &[PlaneSrc { data: &y, pitch: 16 }, PlaneSrc { data: &uv, pitch: 16 }]);
+    assert!(matches!(e, Err(Error::InvalidArgument { name: "planes", .. })), "{e:?}");
+    // Interleaved chroma through put_nv12 / get_nv12 lands the same.
+    let uv: Vec<u8> = (0..8).flat_map(|x| [x, 100 + x]).chain((8..16).flat_map(|x| [x, 100 + x])).collect();
+    obj.put_nv12(PlaneSrc { data: &y, pitch: 16 }, PlaneSrc { data: &uv, pitch: 16 }).unwrap();
+    assert_eq!(&obj.cpu_read().unwrap()[c.offset as usize..][..16], &uv[..16]);
+    let (mut y2, mut uv2) = (vec![0u8; 64], vec![0u8; 32]);
+    obj.get_nv12(PlaneDst { data: &mut y2, pitch: 16 }, PlaneDst { data: &mut uv2, pitch: 16 }).unwrap();
+    assert_eq!((y2, uv2), (y, uv));
+}
+
+/// nvscibuf.h, NvSciBufObjPutPixels / GetPixels: "rect can only be non-NULL for
+/// NvSciSurfType_RGBA or NvSciSurfType_RAW, it must be NULL for NvSciSurfType_YUV". The crate
+/// refuses a rectangle on a YUV image before the call (even the whole image), and passes NULL for
+/// `None`.
+#[test]
+fn a_rectangle_on_a_yuv_image_is_refused() {
+    let m = module();
+    for l in [nv12_block_linear(&m, 32, 16), multiplanar_image(&m, 32, 16, true)] {
+        let obj = BufObj::alloc(&BufAttrList::reconcile(&[&l]).unwrap()).unwrap();
+        let whole = PixelRect::new(0, 0, 32, 16);
+        let f = frame(&obj, whole, 1, 0);
+        for r in [whole, PixelRect::new(2, 2, 8, 8)] {
+            assert!(matches!(put(&obj, Some(r), &f), Err(Error::InvalidArgument { name: "rect", .. })));
+            let mut back = f.clone();
+            assert!(matches!(
+                get(&obj, Some(r), &mut back),
+                Err(Error::InvalidArgument { name: "rect", .. })
+            ));
+        }
+        put(&obj, None, &f).unwrap();
+    }
+}
+
+#[test]
+fn block_linear_nv12_pixels_round_trip() {
     let m = module();
     for (w, h) in [(37, 23), (64, 16), (130, 67)] {
         let r = BufAttrList::reconcile(&[&nv12_block_linear(&m, w, h)]).unwrap();
@@ -746,20 +827,31 @@ fn block_linear_nv12_pixels_round_trip_whole_and_partial() {
         let mut back = frame(&obj, whole, 0, 0);
         get(&obj, None, &mut back).unwrap();
         assert_eq!(back, frame(&obj, whole, 3, 0), "{w}x{h} whole frame");
+    }
+}
+
+#[test]
+fn block_linear_rgba_pixels_round_trip_whole_and_partial() {
+    let m = module();
+    for (w, h) in [(37, 23), (64, 16), (130, 67)] {
+        let obj =
+            BufObj::alloc(&BufAttrList::reconcile(&[&rgba(&m, ImageLayout::BlockLinear, w, h)]).unwrap())
+                .unwrap();
+        let whole = PixelRect::new(0, 0, w, h);
+        put(&obj, None, &frame(&obj, whole, 3, 7)).unwrap();
+        let mut back = frame(&obj, whole, 0, 0);
+        get(&obj, None, &mut back).unwrap();
+        assert_eq!(back, frame(&obj, whole, 3, 0), "{w}x{h} whole frame");
         // An odd rectangle: only it changes.
         let part = PixelRect::new(5, 3, w - 4, h - 2);
         put(&obj, Some(part), &frame(&obj, part, 200, 1)).unwrap();
         get(&obj, None, &mut back).unwrap();
-        let planes = obj.planes().unwrap();
-        for (i, ((data, pitch), p)) in back.iter().zip(&planes).enumerate() {
-            let pr = part.in_plane(&planes[0], p);
-            let bpp = p.bits_per_pixel / 8;
-            for y in 0..p.height {
-                for x in 0..p.width * bpp {
-                    let inside = (pr.y0..pr.y1).contains(&y) && (pr.x0 * bpp..pr.x1 * bpp).contains(&x);
-                    let want = px(if inside { 200 } else { 3 }, i, x, y);
-                    assert_eq!(data[(y * pitch + x) as usize], want, "{w}x{h} plane {i} byte {x} row {y}");
-                }
+        let (data, pitch) = &back[0];
+        for y in 0..h {
+            for x in 0..w * 4 {
+                let inside = (part.y0..part.y1).contains(&y) && (part.x0 * 4..part.x1 * 4).contains(&x);
+                let want = px(if inside { 200 } else { 3 }, 0, x, y);
+                assert_eq!(data[(y * pitch + x) as usize], want, "{w}x{h} byte {x} row {y}");
             }
         }
         let mut only = frame(&obj, part, 0, 0);
@@ -778,9 +870,12 @@ fn sample_images_take_pixels_through_the_library() {
     let mut back = frame(&obj, whole, 0, 0);
     get(&obj, None, &mut back).unwrap();
     assert_eq!(back, frame(&obj, whole, 9, 0));
+    // Planar Y8, V8, U8: user planes Y, U, V; the U user plane lands in the third NvSciBuf plane.
     let r = BufAttrList::reconcile(&[&multiplanar_image(&m, 64, 48, true)]).unwrap();
     let obj = BufObj::alloc(&r).unwrap();
     let whole = PixelRect::new(0, 0, 64, 48);
+    let kinds: Vec<_> = obj.pixel_planes().unwrap().iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, [PixelPlaneKind::Y, PixelPlaneKind::U, PixelPlaneKind::V]);
     put(&obj, None, &frame(&obj, whole, 4, 3)).unwrap();
     let mut back = frame(&obj, whole, 0, 0);
     get(&obj, None, &mut back).unwrap();
@@ -798,20 +893,23 @@ fn bad_pixel_requests_are_named() {
         Error::InvalidArgument { name, .. } => name,
         other => panic!("expected InvalidArgument, got {other:?}"),
     };
-    // The rectangle: outside, empty, reversed.
+    // The rectangle of an RGBA image: outside, empty, reversed.
+    let img = BufObj::alloc(&BufAttrList::reconcile(&[&rgba(&m, ImageLayout::BlockLinear, 32, 16)]).unwrap())
+        .unwrap();
+    let rgba_frame = frame(&img, whole, 1, 0);
     for rect in [
         PixelRect::new(0, 0, 33, 16),
         PixelRect::new(0, 0, 32, 17),
         PixelRect::new(4, 0, 4, 16),
         PixelRect::new(9, 2, 3, 8),
     ] {
-        assert_eq!(name_of(put(&obj, Some(rect), &good).unwrap_err()), "rect", "{rect:?}");
+        assert_eq!(name_of(put(&img, Some(rect), &rgba_frame).unwrap_err()), "rect", "{rect:?}");
     }
-    // One buffer per plane.
-    assert_eq!(name_of(put(&obj, None, &good[..1]).unwrap_err()), "planes");
-    let mut three = good.clone();
-    three.push(good[1].clone());
-    assert_eq!(name_of(put(&obj, None, &three).unwrap_err()), "planes");
+    // One buffer per user plane (Y, U, V).
+    assert_eq!(name_of(put(&obj, None, &good[..2]).unwrap_err()), "planes");
+    let mut four = good.clone();
+    four.push(good[1].clone());
+    assert_eq!(name_of(put(&obj, None, &four).unwrap_err()), "planes");
     // A buffer too small for its rows at its pitch, and a pitch shorter than a row.
     let mut short = good.clone();
     short[1].0.pop();
@@ -822,6 +920,13 @@ fn bad_pixel_requests_are_named() {
     let mut small_out = frame(&obj, whole, 0, 0);
     small_out[0].0.truncate(32 * 15);
     assert_eq!(name_of(get(&obj, None, &mut small_out).unwrap_err()), "planes");
+    // The same buffer as U and V ("srcPtrs for any of the planes overlap").
+    let same = [
+        PlaneSrc { data: &good[0].0, pitch: good[0].1 },
+        PlaneSrc { data: &good[1].0, pitch: good[1].1 },
+        PlaneSrc { data: &good[1].0, pitch: good[1].1 },
+    ];
+    assert_eq!(name_of(obj.put_pixels(None, &same).unwrap_err()), "planes");
 
     // A read-only reference reads but cannot put.
     put(&obj, None, &good).unwrap();
@@ -973,25 +1078,41 @@ fn cpu_views_flush_where_an_iso_engine_needs_it() {
 }
 
 /// The same for the pixel calls: `put_pixels` flushes the rows it wrote after writing them and
-/// `get_pixels` the rows it reads before reading them, in every plane of a pitch-linear NV12
-/// image a display engine reads.
+/// `get_pixels` the rows it reads before reading them: every plane of a pitch-linear NV12 image a
+/// display engine reads (whole images: no rectangle on YUV), and the rectangle's rows of an RGBA
+/// image.
 #[test]
 fn pixel_transfers_flush_the_rows_they_touch_where_an_iso_engine_needs_it() {
     let m = module();
     // SAFETY: `m` is a live module of the mock.
     let ledger = unsafe { nvsci_mock::buf_module_ledger(m.as_raw()) }.unwrap();
-    let mut l = nv12(&m, 64, 16);
     let display = [PeerHwEngine { engine: HwEngine::DISPLAY, platform: Platform::ORIN }];
+    let mut l = nv12(&m, 64, 16);
     l.set(&[BufAttr::EnableCpuCache(true), BufAttr::PeerHwEngineArray(&display)]).unwrap();
     let obj = BufObj::reconcile_and_alloc(&[&l]).unwrap();
     assert!(obj.cpu_need_sw_cache_coherency().unwrap());
     let p = obj.planes().unwrap();
-    // Rows 4..10 of the luma plane; NV12's chroma plane has half the rows: 2..5.
-    let r = PixelRect::new(8, 4, 40, 10);
     let expected = [
-        nvsci_mock::Flush { offset: p[0].offset + 4 * u64::from(p[0].pitch), len: 6 * u64::from(p[0].pitch) },
-        nvsci_mock::Flush { offset: p[1].offset + 2 * u64::from(p[1].pitch), len: 3 * u64::from(p[1].pitch) },
+        nvsci_mock::Flush { offset: p[0].offset, len: 16 * u64::from(p[0].pitch) },
+        nvsci_mock::Flush { offset: p[1].offset, len: 8 * u64::from(p[1].pitch) },
     ];
+    let whole = PixelRect::new(0, 0, 64, 16);
+    ledger.take_flushes();
+    put(&obj, None, &frame(&obj, whole, 7, 0)).unwrap();
+    assert_eq!(ledger.take_flushes(), expected, "after put_pixels");
+    let mut back = frame(&obj, whole, 0, 0);
+    get(&obj, None, &mut back).unwrap();
+    assert_eq!(back, frame(&obj, whole, 7, 0));
+    assert_eq!(ledger.take_flushes(), expected, "before get_pixels");
+
+    // Rows 4..10 of an RGBA image.
+    let mut l = rgba(&m, ImageLayout::PitchLinear, 64, 16);
+    l.set(&[BufAttr::EnableCpuCache(true), BufAttr::PeerHwEngineArray(&display)]).unwrap();
+    let obj = BufObj::reconcile_and_alloc(&[&l]).unwrap();
+    let p = obj.planes().unwrap()[0];
+    let r = PixelRect::new(8, 4, 40, 10);
+    let expected =
+        [nvsci_mock::Flush { offset: p.offset + 4 * u64::from(p.pitch), len: 6 * u64::from(p.pitch) }];
     ledger.take_flushes();
     put(&obj, Some(r), &frame(&obj, r, 7, 0)).unwrap();
     assert_eq!(ledger.take_flushes(), expected, "after put_pixels");
@@ -1032,9 +1153,9 @@ fn interlaced_and_padded_planes_are_flushed_whole() {
         let p = obj.planes().unwrap();
         let whole: Vec<_> =
             p.iter().map(|p| nvsci_mock::Flush { offset: p.offset, len: p.aligned_size }).collect();
-        let r = PixelRect::new(8, 4, 40, 10);
+        let r = PixelRect::new(0, 0, 64, 16);
         ledger.take_flushes();
-        put(&obj, Some(r), &frame(&obj, r, 3, 0)).unwrap();
+        put(&obj, None, &frame(&obj, r, 3, 0)).unwrap();
         assert_eq!(ledger.take_flushes(), whole, "{scan:?}, top padding {top}");
     }
 }

@@ -147,7 +147,7 @@ fn pattern_planes(w: u32, h: u32, t: u64) -> (Vec<u8>, Vec<u8>) {
 
 #[test]
 fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
-    use nvsci::buf::{key, ImageLayout, PlaneDst, PlaneSrc};
+    use nvsci::buf::{key, ImageLayout, PlaneDst, PlaneSrc, SplitChroma};
     // Odd multiples of the 64-byte GOB width and of 8-row GOBs, so tiles are partly filled.
     let (w, h) = (200u32, 70u32);
     let r = ring(FrameFormat::nv12_block_linear(w, h), 3, 2, 2000);
@@ -167,8 +167,13 @@ fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
                     let view = c.view(&g).unwrap();
                     let layout = view.attr_list().unwrap().get_one(key::IMAGE_LAYOUT).unwrap();
                     assert_eq!(layout, Some(ImageLayout::BlockLinear), "the reconciled list");
-                    let mut dst = [PlaneDst { data: &mut y, pitch: w }, PlaneDst { data: &mut uv, pitch: w }];
-                    c.get_pixels(&g, None, &mut dst).unwrap();
+                    // Y, U and V user planes (nvscibuf.h); the chroma interleaved afterwards.
+                    let mut split = SplitChroma::new(w / 2, h / 2, 1);
+                    {
+                        let [u, v] = split.planes_mut();
+                        c.get_pixels(&g, None, &mut [PlaneDst { data: &mut y, pitch: w }, u, v]).unwrap();
+                    }
+                    split.interleave_into(PlaneDst { data: &mut uv, pitch: w }).unwrap();
                     let (wy, wuv) = pattern_planes(w, h, t);
                     assert!(y == wy && uv == wuv, "consumer {}: frame {t} differs", c.id());
                     // The raw bytes are tiled, not rows: the ring refuses them as rows, and the
@@ -188,7 +193,10 @@ fn block_linear_frames_go_through_the_ring_with_put_and_get_pixels() {
         let f = p.acquire().unwrap();
         assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
         let (y, uv) = pattern_planes(w, h, t);
-        p.put_pixels(&f, None, &[PlaneSrc { data: &y, pitch: w }, PlaneSrc { data: &uv, pitch: w }]).unwrap();
+        let mut split = SplitChroma::new(w / 2, h / 2, 1);
+        split.split_from(PlaneSrc { data: &uv, pitch: w }).unwrap();
+        let [u, v] = split.planes();
+        p.put_pixels(&f, None, &[PlaneSrc { data: &y, pitch: w }, u, v]).unwrap();
         p.present(f).unwrap();
     }
     for c in consumers {
@@ -215,12 +223,23 @@ fn block_linear_frames_refuse_what_reads_them_as_rows() {
     // Pixel writes are checked as BufObj::put_pixels checks them.
     let (mut p, _cs) = r.split().unwrap();
     let f = p.acquire().unwrap();
-    let (y, uv) = (vec![1u8; 64 * 32], vec![2u8; 64 * 16]);
-    let planes = [PlaneSrc { data: &y, pitch: 64 }, PlaneSrc { data: &uv, pitch: 64 }];
-    let outside = Some(PixelRect::new(0, 0, 65, 32));
-    assert!(matches!(p.put_pixels(&f, outside, &planes), Err(Error::InvalidArgument { name: "rect", .. })));
+    let (y, u, v) = (vec![1u8; 64 * 32], vec![2u8; 32 * 16], vec![3u8; 32 * 16]);
+    let planes = [
+        PlaneSrc { data: &y, pitch: 64 },
+        PlaneSrc { data: &u, pitch: 32 },
+        PlaneSrc { data: &v, pitch: 32 },
+    ];
+    // No rectangle on a YUV image, inside it or not ("it must be NULL for NvSciSurfType_YUV").
+    for rect in [PixelRect::new(0, 0, 65, 32), PixelRect::new(0, 0, 64, 32)] {
+        assert!(matches!(
+            p.put_pixels(&f, Some(rect), &planes),
+            Err(Error::InvalidArgument { name: "rect", .. })
+        ));
+    }
+    // Y, U and V user planes: the NvSciBuf planes' two buffers are refused.
+    let uv = vec![2u8; 64 * 16];
     assert!(matches!(
-        p.put_pixels(&f, None, &planes[..1]),
+        p.put_pixels(&f, None, &[planes[0], PlaneSrc { data: &uv, pitch: 64 }]),
         Err(Error::InvalidArgument { name: "planes", .. })
     ));
     p.put_pixels(&f, None, &planes).unwrap();

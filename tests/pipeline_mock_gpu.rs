@@ -329,8 +329,11 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
                 let f = p.acquire().unwrap();
                 let frame = pattern(t);
                 let (y, uv) = frame.split_at(packed.planes[1].offset as usize);
-                p.put_pixels(&f, None, &[PlaneSrc { data: y, pitch: w }, PlaneSrc { data: uv, pitch: w }])
-                    .unwrap();
+                // Y, U and V user planes (nvscibuf.h): the interleaved chroma split first.
+                let mut split = nvsci::buf::SplitChroma::new(w / 2, h / 2, 1);
+                split.split_from(PlaneSrc { data: uv, pitch: w }).unwrap();
+                let [u, v] = split.planes();
+                p.put_pixels(&f, None, &[PlaneSrc { data: y, pitch: w }, u, v]).unwrap();
                 p.present(f).unwrap();
             }
         }

@@ -4,7 +4,8 @@
 //!
 //! The frame on the CPU side is tightly packed, as `nv12::tight_layout` describes it (and as the
 //! Y4M reader and the test patterns render it): `width` luma bytes per row, then the chroma
-//! plane of `width` bytes (U, V pairs) per row of 2x2 blocks.
+//! plane of `width` bytes (U, V pairs) per row of 2x2 blocks. The pixel calls take Y, U and V
+//! user planes (nvscibuf.h); `BufObj::put_nv12` / `get_nv12` split and interleave the chroma.
 
 #![allow(dead_code)]
 
@@ -15,7 +16,7 @@ use nvsci::buf::{BufObj, PlaneDst, PlaneSrc};
 pub fn put_nv12(obj: &BufObj, frame: &[u8], width: u32, height: u32) -> nvsci::Result<()> {
     let luma = width as usize * height as usize;
     let (y, uv) = frame.split_at(luma.min(frame.len()));
-    obj.put_pixels(None, &[PlaneSrc { data: y, pitch: width }, PlaneSrc { data: uv, pitch: width }])
+    obj.put_nv12(PlaneSrc { data: y, pitch: width }, PlaneSrc { data: uv, pitch: width })
 }
 
 /// Reads the two planes of `obj` into the tightly packed NV12 frame `frame` of `width` x
@@ -24,5 +25,5 @@ pub fn get_nv12(obj: &BufObj, frame: &mut [u8], width: u32, height: u32) -> nvsc
     let luma = width as usize * height as usize;
     let at = luma.min(frame.len());
     let (y, uv) = frame.split_at_mut(at);
-    obj.get_pixels(None, &mut [PlaneDst { data: y, pitch: width }, PlaneDst { data: uv, pitch: width }])
+    obj.get_nv12(PlaneDst { data: y, pitch: width }, PlaneDst { data: uv, pitch: width })
 }

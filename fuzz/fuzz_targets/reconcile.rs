@@ -58,9 +58,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(nvsci_mock::global_ledger().counts().total(), 0, "handles leaked");
 });
 
-/// A put and a get of a random rectangle with random pitches and buffer sizes.
+/// A put and a get of a random rectangle with random pitches and buffer sizes, one buffer per
+/// user plane (`BufObj::pixel_planes`), sometimes one too few.
 fn pixels(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], input: &mut Input<'_>) {
     let Some(first) = planes.first() else { return };
+    let Ok(users) = obj.pixel_planes() else { return };
     let rect = PixelRect::new(
         input.u32() % (first.width + 2),
         input.u32() % (first.height + 2),
@@ -68,10 +70,10 @@ fn pixels(obj: &BufObj, planes: &[nvsci::buf::PlaneLayout], input: &mut Input<'_
         input.u32() % (first.height + 2),
     );
     let rect = (input.u8() % 4 != 0).then_some(rect);
-    let mut bufs: Vec<(Vec<u8>, u32)> = planes
+    let mut bufs: Vec<(Vec<u8>, u32)> = users
         .iter()
         .map(|p| {
-            let row = p.width.saturating_mul(p.bits_per_pixel / 8);
+            let row = p.width.saturating_mul(p.bytes_per_pixel);
             let pitch = row.saturating_add(u32::from(input.u8() % 8)).saturating_sub(u32::from(input.u8() % 2));
             let len = (pitch as usize).saturating_mul(p.height as usize).saturating_sub((input.u8() % 3) as usize);
             (vec![0x5a; len.min(64 << 20)], pitch)

@@ -66,6 +66,9 @@
 //! NvSciBuf objects: see `buf::obj`; GetCpuPtr needs NeedCpuAccess and ReadWrite, GetConstCpuPtr
 //! needs NeedCpuAccess (`BadParameter` otherwise); FlushCpuCacheRange: `len` 0 or past the end
 //! `BadParameter`, `offset + len` overflow `Overflow`, no CPU access `NotPermitted`.
+//! PutPixels / GetPixels (`buf::pixels`): one user plane for RGBA, RAW and single-plane YUV
+//! images, Y, U and V user planes for multi-plane YUV images; a rectangle only for RGBA and RAW;
+//! no CPU access, or a put through a read-only handle, `BadParameter` (as nvscibuf.h lists them).
 //!
 //! NvSciSync: see `sync::reconcile` and `sync::obj`. GenerateFence and Signal need a CPU
 //! signaler (`BadParameter`); Signal with no generated fence outstanding is `InvalidState`.

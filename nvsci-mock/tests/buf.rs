@@ -753,6 +753,7 @@ impl Img {
             ("YV12", vec![NvSciColor_Y8, NvSciColor_V8, NvSciColor_U8], vec![w, cw, cw], vec![h, ch, ch]),
             ("I420", vec![NvSciColor_Y8, NvSciColor_U8, NvSciColor_V8], vec![w, cw, cw], vec![h, ch, ch]),
             ("NV16", vec![NvSciColor_Y8, NvSciColor_V8U8], vec![w, cw], vec![h, h]),
+            ("NV21", vec![NvSciColor_Y8, NvSciColor_U8V8], vec![w, cw], vec![h, ch]),
             ("BGRA", vec![NvSciColor_B8G8R8A8], vec![w], vec![h]),
             ("ABGR", vec![NvSciColor_A8B8G8R8], vec![w], vec![h]),
         ]
@@ -968,11 +969,38 @@ impl<'a> Obj<'a> {
         Obj { b, obj, img, planes }
     }
 
-    /// Pixel rectangle of plane `i` for the first plane's rectangle (x0, y0, x1, y1).
+    /// The user planes the pixel calls take for this image (nvscibuf.h, `srcPtrs`: one for RGBA,
+    /// RAW and single-plane YUV images, "separate plane pointers for Y, U and V planes" for YUV
+    /// images of more planes): per user plane `(NvSciBuf plane, bytes per pixel, bytes from one
+    /// pixel to the next in that plane, offset of its bytes in a pixel of that plane)`. An
+    /// interleaved chroma plane holds U in the low byte for V8U8 ("pattern VVVVVVVV UUUUUUUU",
+    /// nvscibuf.h 2.11), V in the low byte for U8V8.
+    fn user_planes(&self) -> Vec<(usize, u64, u64, u64)> {
+        let f = &self.img.formats;
+        let bpp0 = bytes_per_pixel(f[0]);
+        match f.len() {
+            1 => vec![(0, bpp0, bpp0, 0)],
+            2 => {
+                let u_first = f[1] == NvSciColor_V8U8;
+                let (u, v) = if u_first { (0, 1) } else { (1, 0) };
+                vec![(0, bpp0, bpp0, 0), (1, 1, 2, u), (1, 1, 2, v)]
+            }
+            _ => {
+                let u = if f[1] == NvSciColor_U8 { 1 } else { 2 };
+                vec![(0, bpp0, bpp0, 0), (u, 1, 1, 0), (3 - u, 1, 1, 0)]
+            }
+        }
+    }
+
+    /// Pixel rectangle of NvSciBuf plane `i` for the first plane's rectangle (x0, y0, x1, y1):
+    /// the rectangle itself for the first plane, the whole plane for the others (a rectangle is
+    /// only accepted for single-plane RGBA or RAW images).
     fn plane_rect(&self, i: usize, r: (u64, u64, u64, u64)) -> (u64, u64, u64, u64) {
-        let (w0, h0) = (u64::from(self.img.widths[0]), u64::from(self.img.heights[0]));
-        let (w, h) = (u64::from(self.img.widths[i]), u64::from(self.img.heights[i]));
-        (r.0 * w / w0, r.1 * h / h0, (r.2 * w).div_ceil(w0).min(w), (r.3 * h).div_ceil(h0).min(h))
+        if i == 0 {
+            r
+        } else {
+            (0, 0, u64::from(self.img.widths[i]), u64::from(self.img.heights[i]))
+        }
     }
 
     fn put(
@@ -1003,8 +1031,8 @@ impl<'a> Obj<'a> {
         call!(t.NvSciBufObjGetPixels(obj, rp, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr()))
     }
 
-    /// Caller buffers for the rectangle `r` at `extra` bytes of slack per row, filled by `f(plane,
-    /// x byte, y)` (coordinates in the plane's image).
+    /// Caller buffers (one per user plane) for the rectangle `r` at `extra` bytes of slack per
+    /// row, filled by `f(NvSciBuf plane, x byte, y)` (coordinates in the NvSciBuf plane's image).
     fn buffers(
         &self,
         r: (u64, u64, u64, u64),
@@ -1013,15 +1041,15 @@ impl<'a> Obj<'a> {
     ) -> (Vec<Vec<u8>>, Vec<u32>) {
         let mut bufs = Vec::new();
         let mut pitches = Vec::new();
-        for i in 0..self.img.formats.len() {
-            let (x0, y0, x1, y1) = self.plane_rect(i, r);
-            let bpp = bytes_per_pixel(self.img.formats[i]);
+        for (p, bpp, step, offset) in self.user_planes() {
+            let (x0, y0, x1, y1) = self.plane_rect(p, r);
             let row = (x1 - x0) * bpp;
             let pitch = row as u32 + extra;
             let mut v = vec![0xeeu8; (u64::from(pitch) * (y1 - y0)) as usize];
             for y in y0..y1 {
-                for xb in 0..row {
-                    v[((y - y0) * u64::from(pitch) + xb) as usize] = f(i, x0 * bpp + xb, y);
+                for xu in 0..row {
+                    let xb = (x0 + xu / bpp) * step + offset + xu % bpp;
+                    v[((y - y0) * u64::from(pitch) + xu) as usize] = f(p, xb, y);
                 }
             }
             bufs.push(v);
@@ -1030,12 +1058,35 @@ impl<'a> Obj<'a> {
         (bufs, pitches)
     }
 
-    /// The whole image read back, one tightly packed buffer per plane.
+    /// The bytes of NvSciBuf planes, one tightly packed buffer per plane, filled by `f`.
+    fn planes_of(&self, f: impl Fn(usize, u64, u64) -> u8) -> Vec<Vec<u8>> {
+        (0..self.img.formats.len())
+            .map(|i| {
+                let row = u64::from(self.img.widths[i]) * bytes_per_pixel(self.img.formats[i]);
+                let h = u64::from(self.img.heights[i]);
+                (0..h).flat_map(|y| (0..row).map(move |xb| (xb, y))).map(|(xb, y)| f(i, xb, y)).collect()
+            })
+            .collect()
+    }
+
+    /// The whole image read back (into user planes), one tightly packed buffer per NvSciBuf
+    /// plane.
     fn read_all(&self) -> Vec<Vec<u8>> {
         let whole = (0, 0, u64::from(self.img.widths[0]), u64::from(self.img.heights[0]));
         let (mut bufs, pitches) = self.buffers(whole, 0, |_, _, _| 0);
         assert_eq!(self.get(self.obj, None, &mut bufs, &pitches), NvSciError_Success);
-        bufs
+        let users = self.user_planes();
+        let mut out = self.planes_of(|_, _, _| 0);
+        for ((p, bpp, step, offset), (buf, pitch)) in users.into_iter().zip(bufs.iter().zip(&pitches)) {
+            let row = u64::from(self.img.widths[p]) * bytes_per_pixel(self.img.formats[p]);
+            for y in 0..u64::from(self.img.heights[p]) {
+                for xu in 0..u64::from(self.img.widths[p]) * bpp {
+                    let xb = (xu / bpp) * step + offset + xu % bpp;
+                    out[p][(y * row + xb) as usize] = buf[(y * u64::from(*pitch) + xu) as usize];
+                }
+            }
+        }
+        out
     }
 
     fn cpu_bytes(&self) -> &[u8] {
@@ -1080,12 +1131,20 @@ fn pixels_round_trip_every_layout() {
                 // Whole image in at a pitch with slack, out at a tight pitch.
                 let (src, pitches) = o.buffers(whole, 5, pattern(1));
                 assert_eq!(o.put(o.obj, None, &src, &pitches), NvSciError_Success, "{what}");
-                let (want, _) = o.buffers(whole, 0, pattern(1));
-                assert_eq!(o.read_all(), want, "{what}: whole round trip");
-                // A partial, odd rectangle: only it changes.
+                assert_eq!(o.read_all(), o.planes_of(pattern(1)), "{what}: whole round trip");
                 let part = (3, 1, 12.min(u64::from(w)), 8.min(u64::from(h)));
                 let rect = NvSciBufRect { x0: part.0, y0: part.1, x1: part.2, y1: part.3 };
                 let (src2, pitches2) = o.buffers(part, 3, pattern(77));
+                if o.img.formats.len() > 1 {
+                    // "rect can only be non-NULL for NvSciSurfType_RGBA or NvSciSurfType_RAW, it
+                    // must be NULL for NvSciSurfType_YUV" (BadParameter): nothing changes.
+                    assert_eq!(o.put(o.obj, Some(rect), &src2, &pitches2), NvSciError_BadParameter, "{what}");
+                    let (mut out, p3) = o.buffers(part, 2, |_, _, _| 0);
+                    assert_eq!(o.get(o.obj, Some(rect), &mut out, &p3), NvSciError_BadParameter, "{what}");
+                    assert_eq!(o.read_all(), o.planes_of(pattern(1)), "{what}: after refused rectangles");
+                    continue;
+                }
+                // A partial, odd rectangle of an RGBA image: only it changes.
                 assert_eq!(o.put(o.obj, Some(rect), &src2, &pitches2), NvSciError_Success, "{what}");
                 let got = o.read_all();
                 for (i, plane) in got.iter().enumerate() {
@@ -1204,6 +1263,59 @@ fn block_linear_bytes_sit_where_the_trm_puts_them() {
     }
 }
 
+/// nvscibuf.h (DRIVE OS 6.0.5 / 6.0.6 / 6.0.10), NvSciBufObjPutPixels `srcPtrs`: "For YUV
+/// surfaces with more than one plane, it is assumed that user provides separate plane pointers
+/// for Y, U and V planes (where Y is the first plane, U is the second plane, and V is the third
+/// plane)". A semi-planar image takes three user planes, interleaved into its chroma plane in
+/// the order of its color format ("for NvSciColor_V8U8 pattern VVVVVVVV UUUUUUUU bit 15 8 7 0":
+/// U in the low byte); a planar image stored Y, V, U takes them Y, U, V.
+#[test]
+fn multi_plane_yuv_takes_y_u_and_v_user_planes() {
+    let b = Buf::new();
+    let img = |formats: Vec<u32>, n| Img {
+        block_linear: false,
+        interlaced: false,
+        widths: [16, 8, 8][..n].to_vec(),
+        heights: [4, 2, 2][..n].to_vec(),
+        formats,
+        pads: None,
+    };
+    let y = vec![1u8; 64];
+    let (u, v) =
+        ((0..16).map(|i| 0x40 + i).collect::<Vec<u8>>(), (0..16).map(|i| 0x80 + i).collect::<Vec<u8>>());
+    let bufs = [y.clone(), u.clone(), v.clone()];
+    let pitches = [16, 8, 8];
+    let cases = [(vec![NvSciColor_Y8, NvSciColor_V8U8], true), (vec![NvSciColor_Y8, NvSciColor_U8V8], false)];
+    for (formats, u_first) in cases {
+        let o = Obj::new(&b, img(formats.clone(), 2), true);
+        assert_eq!(o.put(o.obj, None, &bufs, &pitches), NvSciError_Success, "{formats:?}");
+        let mem = o.cpu_bytes();
+        let chroma = &mem[o.planes.offset[1] as usize..];
+        for row in 0..2usize {
+            let at = row * o.planes.pitch[1] as usize;
+            for x in 0..8usize {
+                let (first, second) =
+                    if u_first { (u[row * 8 + x], v[row * 8 + x]) } else { (v[row * 8 + x], u[row * 8 + x]) };
+                assert_eq!(
+                    [chroma[at + 2 * x], chroma[at + 2 * x + 1]],
+                    [first, second],
+                    "{formats:?} ({x}, {row})"
+                );
+            }
+        }
+        // And back out into three user planes.
+        let mut out = vec![vec![0u8; 64], vec![0u8; 16], vec![0u8; 16]];
+        assert_eq!(o.get(o.obj, None, &mut out, &pitches), NvSciError_Success);
+        assert_eq!(out, bufs, "{formats:?}");
+    }
+    // Planar Y, V, U: the second user plane is U all the same.
+    let o = Obj::new(&b, img(vec![NvSciColor_Y8, NvSciColor_V8, NvSciColor_U8], 3), true);
+    assert_eq!(o.put(o.obj, None, &bufs, &pitches), NvSciError_Success);
+    let mem = o.cpu_bytes();
+    assert_eq!(mem[o.planes.offset[1] as usize], v[0], "the V plane holds V");
+    assert_eq!(mem[o.planes.offset[2] as usize], u[0], "the U plane holds U");
+}
+
 #[test]
 fn pixels_refusals() {
     let b = Buf::new();
@@ -1219,28 +1331,49 @@ fn pixels_refusals() {
     let o = Obj::new(&b, nv12_img(true), true);
     let whole = (0, 0, 16, 8);
     let (src, pitches) = o.buffers(whole, 0, pattern(0));
+    assert_eq!(src.len(), 3, "Y, U and V user planes");
     assert_eq!(o.put(o.obj, None, &src, &pitches), NvSciError_Success);
     let rect = |x0, y0, x1, y1| Some(NvSciBufRect { x0, y0, x1, y1 });
-    // Rectangles outside the image, empty or reversed.
-    for r in [rect(0, 0, 17, 8), rect(0, 0, 16, 9), rect(4, 0, 4, 8), rect(5, 3, 2, 8), rect(0, 8, 16, 8)] {
-        assert_eq!(
-            o.put(o.obj, r, &src, &pitches),
-            NvSciError_BadParameter,
-            "{:?}",
-            r.map(|r| (r.x0, r.y0, r.x1, r.y1))
-        );
-    }
-    // A pitch shorter than the rectangle's row; a buffer shorter than pitch x rows.
-    assert_eq!(o.put(o.obj, None, &src, &[15, 16]), NvSciError_BadParameter);
+    // "rect is non-NULL and NvSciBufSurfType is NvSciSurfType_YUV": even the whole image.
+    assert_eq!(o.put(o.obj, rect(0, 0, 16, 8), &src, &pitches), NvSciError_BadParameter);
+    let mut out = src.clone();
+    assert_eq!(o.get(o.obj, rect(0, 0, 16, 8), &mut out, &pitches), NvSciError_BadParameter);
+    // A single-plane Y8 image is a YUV surface too.
+    let luma = Obj::new(
+        &b,
+        Img { formats: vec![NvSciColor_Y8], widths: vec![16], heights: vec![8], ..nv12_img(false) },
+        true,
+    );
+    let (ysrc, ypitch) = luma.buffers(whole, 0, pattern(0));
+    assert_eq!(luma.put(luma.obj, rect(0, 0, 16, 8), &ysrc, &ypitch), NvSciError_BadParameter);
+    assert_eq!(luma.put(luma.obj, None, &ysrc, &ypitch), NvSciError_Success);
+    // A pitch shorter than a row; a buffer shorter than pitch x rows; zero pitches and sizes.
+    assert_eq!(o.put(o.obj, None, &src, &[16, 7, 8]), NvSciError_BadParameter);
+    assert_eq!(o.put(o.obj, None, &src, &[16, 8, 0]), NvSciError_BadParameter);
     let mut short = src.clone();
-    short[1].pop();
+    short[2].pop();
     assert_eq!(o.put(o.obj, None, &short, &pitches), NvSciError_BadParameter);
     let mut out = src.clone();
     out[0].truncate(16 * 7);
     assert_eq!(o.get(o.obj, None, &mut out, &pitches), NvSciError_BadParameter);
-    // NULL arrays and NULL plane pointers.
-    let sizes: Vec<u32> = src.iter().map(|v| v.len() as u32).collect();
-    let mut ptrs: Vec<*const c_void> = vec![src[0].as_ptr().cast(), ptr::null()];
+    // The NvSciBuf planes' convention (Y, then U and V interleaved as the chroma plane holds
+    // them): the interleaved buffer's pitch is fine for a U plane, but the third entry (V) is
+    // missing: a NULL pointer there is refused.
+    let sizes: Vec<u32> = vec![128, 32, 0];
+    let mut ptrs: Vec<*const c_void> = vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), ptr::null()];
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            [16u32, 16, 16].as_ptr()
+        )),
+        NvSciError_BadParameter
+    );
+    // A zero size ("An array member of srcPtrSizes is zero").
+    let sizes: Vec<u32> = vec![128, 16, 0];
+    let mut ptrs: Vec<*const c_void> = src.iter().map(|v| v.as_ptr().cast()).collect();
     assert_eq!(
         call!(t.NvSciBufObjPutPixels(
             o.obj,
@@ -1251,8 +1384,41 @@ fn pixels_refusals() {
         )),
         NvSciError_BadParameter
     );
+    let sizes: Vec<u32> = src.iter().map(|v| v.len() as u32).collect();
+    // Overlapping user planes ("srcPtrs for any of the planes overlap").
+    let mut same: Vec<*const c_void> =
+        vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), src[1].as_ptr().cast()];
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            same.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
+        NvSciError_BadParameter
+    );
+    // A user plane inside the object's memory ("srcPtrs overlap with the memory represented by
+    // bufObj").
+    let inside = o.cpu_bytes().as_ptr();
+    let mut into: Vec<*const c_void> = vec![src[0].as_ptr().cast(), src[1].as_ptr().cast(), inside.cast()];
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(
+            o.obj,
+            ptr::null(),
+            into.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr()
+        )),
+        NvSciError_BadParameter
+    );
+    // NULL arrays and NULL objects.
     assert_eq!(
         call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), ptr::null_mut(), sizes.as_ptr(), pitches.as_ptr())),
+        NvSciError_BadParameter
+    );
+    assert_eq!(
+        call!(t.NvSciBufObjPutPixels(o.obj, ptr::null(), ptrs.as_mut_ptr(), sizes.as_ptr(), ptr::null())),
         NvSciError_BadParameter
     );
     assert_eq!(
@@ -1266,26 +1432,47 @@ fn pixels_refusals() {
         NvSciError_BadParameter
     );
     // Nothing was written by the refused calls.
-    let (want, _) = o.buffers(whole, 0, pattern(0));
+    let want = o.planes_of(pattern(0));
     assert_eq!(o.read_all(), want);
 
-    // A read-only duplicate reads but cannot put.
+    // Rectangles of an RGBA image outside it, empty or reversed ("x0 or x1 is greater than plane
+    // width", "y0 or y1 is greater than plane height", "x0 > x1", "y0 > y1").
+    let rgba = Obj::new(
+        &b,
+        Img { formats: vec![NvSciColor_A8B8G8R8], widths: vec![16], heights: vec![8], ..nv12_img(true) },
+        true,
+    );
+    let (rsrc, rpitch) = rgba.buffers(whole, 0, pattern(0));
+    for r in [rect(0, 0, 17, 8), rect(0, 0, 16, 9), rect(4, 0, 4, 8), rect(5, 3, 2, 8), rect(0, 8, 16, 8)] {
+        assert_eq!(
+            rgba.put(rgba.obj, r, &rsrc, &rpitch),
+            NvSciError_BadParameter,
+            "{:?}",
+            r.map(|r| (r.x0, r.y0, r.x1, r.y1))
+        );
+    }
+    assert_eq!(rgba.put(rgba.obj, rect(0, 0, 16, 8), &rsrc, &rpitch), NvSciError_Success);
+
+    // A read-only duplicate reads but cannot put: "NvSciBufAccessPerm_ReadWrite is not requested
+    // ... via NvSciBufGeneralAttrKey_RequiredPerm" is BadParameter.
     let mut ro = ptr::null_mut();
     assert_eq!(
         call!(t.NvSciBufObjDupWithReducePerm(o.obj, NvSciBufAccessPerm_Readonly, &mut ro)),
         NvSciError_Success
     );
-    assert_eq!(o.put(ro, None, &src, &pitches), NvSciError_NotPermitted);
+    assert_eq!(o.put(ro, None, &src, &pitches), NvSciError_BadParameter);
     let mut out = o.buffers(whole, 0, |_, _, _| 0).0;
     assert_eq!(o.get(ro, None, &mut out, &pitches), NvSciError_Success);
-    assert_eq!(out, want);
+    assert_eq!(out, src);
     call!(t.NvSciBufObjFree(ro));
 
-    // No CPU access requested: neither direction.
+    // No CPU access requested: neither direction ("CPU access is not requested in unreconciled
+    // NvSciBufAttrList of the peer calling this API via NvSciBufGeneralAttrKey_NeedCpuAccess" is
+    // BadParameter).
     let blind = Obj::new(&b, nv12_img(false), false);
-    assert_eq!(blind.put(blind.obj, None, &src, &pitches), NvSciError_NotPermitted);
+    assert_eq!(blind.put(blind.obj, None, &src, &pitches), NvSciError_BadParameter);
     let mut out = src.clone();
-    assert_eq!(blind.get(blind.obj, None, &mut out, &pitches), NvSciError_NotPermitted);
+    assert_eq!(blind.get(blind.obj, None, &mut out, &pitches), NvSciError_BadParameter);
 
     // Not an image.
     let l = b.list(&[types(&[NvSciBufType_RawBuffer]), raw_size(256), cpu(true)]);

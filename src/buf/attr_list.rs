@@ -37,6 +37,7 @@ impl crate::attr_list::RawFamily for BufFamily {
 
 impl Family for BufFamily {
     const NAME: &'static str = "NvSciBuf";
+    const GET_CHECKS_DIRECTION: bool = true;
     type Module = BufModule;
     type Attr<'a> = BufAttr<'a>;
     const LIST_NAME: &'static str = "BufAttrList";

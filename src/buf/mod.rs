@@ -10,7 +10,7 @@ pub use crate::attr_list::{MAX_LISTS, MAX_PAIRS};
 pub use attr_list::{BufAttrList, BufAttrListRef, BufFamily};
 pub use keys::{key, key_name, BufAttr};
 pub use obj::{BufObj, CpuRead, CpuWrite, PlaneLayout};
-pub use pixels::{PixelRect, PlaneDst, PlaneSrc};
+pub use pixels::{PixelPlane, PixelPlaneKind, PixelRect, PlaneDst, PlaneSrc, SplitChroma};
 pub use types::*;
 
 use crate::error::Result;

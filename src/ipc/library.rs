@@ -7,13 +7,14 @@ use nvsci_sys::NvSciIpcFns;
 use std::sync::{Arc, Mutex};
 
 /// Users of each NvSciIpc implementation in this process, keyed by the address of its
-/// `NvSciIpcInit`. nvsciipc.h documents no reference counting: one `NvSciIpcDeinit` ends the
-/// library for the whole process, and it requires every endpoint closed first. So the first user
-/// initialises, the last one de-initialises, and any number of [`Ipc`] values (each holding its
-/// endpoints' users) share one initialisation.
-static USERS: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+/// `NvSciIpcInit`: `(key, users, kept)`. nvsciipc.h documents no reference counting: one
+/// `NvSciIpcDeinit` ends the library for the whole process, and it requires every endpoint closed
+/// first. So the first user initialises, the last one de-initialises unless the application asked
+/// to keep the library initialised ([`Ipc::keep_initialised`]; `kept`), and any number of [`Ipc`]
+/// values (each holding its endpoints' users) share one initialisation.
+static USERS: Mutex<Vec<(usize, usize, bool)>> = Mutex::new(Vec::new());
 
-fn users() -> std::sync::MutexGuard<'static, Vec<(usize, usize)>> {
+fn users() -> std::sync::MutexGuard<'static, Vec<(usize, usize, bool)>> {
     USERS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -28,9 +29,11 @@ impl Drop for IpcInner {
     fn drop(&mut self) {
         let Some(init) = self.fns.NvSciIpcInit else { return };
         let mut users = users();
-        let Some(i) = users.iter().position(|(k, _)| *k == init as usize) else { return };
+        let Some(i) = users.iter().position(|(k, _, _)| *k == init as usize) else { return };
         users[i].1 -= 1;
-        if users[i].1 > 0 {
+        // Kept: the application de-initialises (or the process exit does); the entry stays, so
+        // a later `Ipc` does not initialise again.
+        if users[i].1 > 0 || users[i].2 {
             return;
         }
         users.swap_remove(i);
@@ -47,6 +50,12 @@ impl Drop for IpcInner {
 /// endpoint opened through it, is gone: the library counts nothing itself and requires every
 /// endpoint of the process closed before `NvSciIpcDeinit` (nvsciipc.h), so values made
 /// independently (two libraries of one program, parallel tests) share one initialisation.
+///
+/// `NvSciIpcDeinit` acts on the whole process: a user of NvSciIpc in the same process that does
+/// not go through this crate (a C library, a camera stack) would lose its endpoints when the
+/// crate's last `Ipc` goes. Such a program calls [`keep_initialised`](Self::keep_initialised):
+/// the crate then never de-initialises that implementation, and de-initialisation is left to the
+/// application (or to the process exit).
 #[derive(Clone)]
 pub struct Ipc(pub(crate) Arc<IpcInner>);
 
@@ -88,17 +97,34 @@ impl Ipc {
         // The implementation's identity: the address of its NvSciIpcInit.
         let Some(init) = fns.NvSciIpcInit else { return Err(crate::result::missing("NvSciIpcInit")) };
         let mut users = users();
-        match users.iter_mut().find(|(k, _)| *k == init as usize) {
-            Some((_, n)) => *n += 1,
+        match users.iter_mut().find(|(k, _, _)| *k == init as usize) {
+            Some((_, n, _)) => *n += 1,
             None => {
                 // SAFETY: NvSciIpcInit takes no arguments. It runs for the first user of this
                 // implementation only (under the lock); `IpcInner::drop` of the last user
                 // balances it, and a user is counted only once it succeeded.
                 unsafe { nvipc::init(&fns) }?;
-                users.push((init as usize, 1));
+                users.push((init as usize, 1, false));
             }
         }
         Ok(Self(Arc::new(IpcInner { fns, mock, _lib: lib })))
+    }
+
+    /// Keeps this NvSciIpc implementation initialised for the rest of the process: the crate
+    /// will not call `NvSciIpcDeinit` for it when its last `Ipc` goes (nor `NvSciIpcInit` again
+    /// for a later one). For programs in which something besides this crate uses NvSciIpc:
+    /// `NvSciIpcDeinit` is process-wide and "Before calling this API, the user shall ensure all
+    /// existing opened endpoints are closed by NvSciIpcCloseEndpointSafe()" (nvsciipc.h), so the
+    /// crate's de-initialisation would end the other user's endpoints. Irreversible; the
+    /// application may call `NvSciIpcDeinit` itself at the end, or leave it to the process exit.
+    /// Returns `self` for chaining (`Ipc::load()?.keep_initialised()`).
+    pub fn keep_initialised(self) -> Self {
+        if let Some(init) = self.0.fns.NvSciIpcInit {
+            if let Some(entry) = users().iter_mut().find(|(k, _, _)| *k == init as usize) {
+                entry.2 = true;
+            }
+        }
+        self
     }
 
     /// Whether this is the mock's emulation.

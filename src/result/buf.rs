@@ -171,18 +171,21 @@ pub(crate) unsafe fn obj_flush_cpu_cache_range(
     check("NvSciBufObjFlushCpuCacheRange", unsafe { f(obj, offset, len) })
 }
 
-/// `NvSciBufObjPutPixels` (optional, NvSciBuf 2.8+): writes the rectangle `rect` of every
-/// plane from the caller's buffers, swizzling block-linear planes.
+/// `NvSciBufObjPutPixels` (optional, NvSciBuf 2.8+): writes the rectangle `rect` (`None`: NULL,
+/// the whole image) from the caller's user planes, swizzling block-linear planes.
 ///
 /// # Safety
 /// `obj` is a live read-write reference of this library to an image that asked for CPU access;
-/// `ptrs`, `sizes` and `pitches` hold one entry per plane of the image (`PlaneCount`), each
-/// describing a caller buffer of at least `sizes[i]` readable bytes covering the plane's
-/// rectangle at `pitches[i]`; no CPU access to the memory runs meanwhile.
+/// `rect` is `None` for a YUV image ("it must be NULL for NvSciSurfType_YUV"); `ptrs`, `sizes`
+/// and `pitches` hold one entry per user plane of the image ("single member representing single
+/// user plane" for RGBA, RAW and single-plane YUV images, "separate plane pointers for Y, U and V
+/// planes" for YUV images of more planes; nvscibuf.h), each describing a caller buffer of at
+/// least `sizes[i]` readable bytes covering the plane's rectangle at `pitches[i]`, none
+/// overlapping another or the object's memory; no CPU access to the memory runs meanwhile.
 pub(crate) unsafe fn obj_put_pixels(
     t: &NvSciBufFns,
     obj: NvSciBufObj,
-    rect: &NvSciBufRect,
+    rect: Option<&NvSciBufRect>,
     ptrs: &mut [*const c_void],
     sizes: &[u32],
     pitches: &[u32],
@@ -190,12 +193,18 @@ pub(crate) unsafe fn obj_put_pixels(
     let f = nvfn!(t, NvSciBufObjPutPixels);
     // SAFETY: caller contract; the arrays are readable for their lengths.
     check("NvSciBufObjPutPixels", unsafe {
-        f(obj, rect, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())
+        f(
+            obj,
+            rect.map_or(core::ptr::null(), core::ptr::from_ref),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr(),
+        )
     })
 }
 
-/// `NvSciBufObjGetPixels` (optional, NvSciBuf 2.8+): reads the rectangle `rect` of every plane
-/// into the caller's buffers.
+/// `NvSciBufObjGetPixels` (optional, NvSciBuf 2.8+): reads the rectangle `rect` (`None`: NULL,
+/// the whole image) into the caller's user planes.
 ///
 /// # Safety
 /// As for [`obj_put_pixels`], except that a read-only reference may read, and each buffer is
@@ -203,7 +212,7 @@ pub(crate) unsafe fn obj_put_pixels(
 pub(crate) unsafe fn obj_get_pixels(
     t: &NvSciBufFns,
     obj: NvSciBufObj,
-    rect: &NvSciBufRect,
+    rect: Option<&NvSciBufRect>,
     ptrs: &mut [*mut c_void],
     sizes: &[u32],
     pitches: &[u32],
@@ -211,7 +220,13 @@ pub(crate) unsafe fn obj_get_pixels(
     let f = nvfn!(t, NvSciBufObjGetPixels);
     // SAFETY: caller contract; the arrays are readable for their lengths.
     check("NvSciBufObjGetPixels", unsafe {
-        f(obj, rect, ptrs.as_mut_ptr(), sizes.as_ptr(), pitches.as_ptr())
+        f(
+            obj,
+            rect.map_or(core::ptr::null(), core::ptr::from_ref),
+            ptrs.as_mut_ptr(),
+            sizes.as_ptr(),
+            pitches.as_ptr(),
+        )
     })
 }
 

@@ -14,12 +14,14 @@
 //! * Paddings are given in pixels per plane (`NvSciBufImageAttrKey_TopPadding` ...: "Unit:
 //!   pixel", default 0).
 //!
-//! Block-linear memory follows the public Tegra layout (Tegra X1 TRM, "block linear" address
-//! equations; the same layout is written out in Mesa's `src/nouveau/nil/copy.rs`): GOBs of 64
-//! bytes x 8 rows (512 bytes); a block is one GOB wide and `2^n` GOBs high; blocks follow each
-//! other left to right, then block rows top to bottom; GOBs follow each other top to bottom
-//! inside a block; inside a GOB byte `x` of row `y` sits at the bit pattern
-//! `x5 y2 y1 x4 y0 x3 x2 x1 x0` ([`gob_offset`]).
+//! Block-linear memory follows the public Tegra X1 layout: the "block linear" address
+//! equations of the Tegra X1 TRM, as a public emulator (yuzu) transcribes them for the Tegra X1
+//! (Maxwell): GOBs of 64 bytes x 8 rows (512 bytes); a block is one GOB wide and `2^n` GOBs high;
+//! blocks follow each other left to right, then block rows top to bottom; GOBs follow each other
+//! top to bottom inside a block; inside a GOB byte `x` of row `y` sits at the bit pattern
+//! `x5 y2 y1 x4 y0 x3 x2 x1 x0` ([`gob_offset`]). Mesa's `src/nouveau/nil/copy.rs` implements
+//! another order inside the GOB and is not a source for this one. NVIDIA publishes no GOB order
+//! for Orin (Ampere): that Orin's NvSciBuf images follow this one is unverified.
 //!
 //! Planes in CUDA virtual memory for a desktop GPU (see `crate::vmm`) follow instead the layout
 //! that GPU's CUDA arrays use there, measured on an H100: [`desktop_gob_offset`] inside a GOB and

@@ -1,26 +1,49 @@
-//! `NvSciBufObjPutPixels` / `NvSciBufObjGetPixels`: copies between caller buffers (one per
-//! plane, pitch-linear at the caller's pitch) and the planes of an image object, swizzling and
+//! `NvSciBufObjPutPixels` / `NvSciBufObjGetPixels`: copies between the caller's *user planes*
+//! (pitch-linear at the caller's pitch) and the planes of an image object, swizzling and
 //! deswizzling block-linear planes (layout in [`super::image`]).
 //!
-//! Checks, in this order (each failure leaves the object unchanged):
-//! * `bufObj` a live object (`BadParameter`), `rect`, the pointer, size and pitch arrays
-//!   non-NULL except `rect`, which may be NULL for the whole image (`BadParameter`).
-//! * The object is a plane-based image whose planes have a whole number of bytes per pixel
-//!   (`BadParameter` for other buffer types; `NotSupported` for packed sub-byte formats).
-//! * CPU access: the reconciled `NeedCpuAccess` is true, else `NotPermitted`; for a put, the
-//!   handle's permission is ReadWrite, else `NotPermitted` (the CPU writes the buffer, which
-//!   `NvSciBufObjGetCpuPtr` also allows only for read-write handles).
-//! * The rectangle: `x0 < x1 <= PlaneWidth[0]`, `y0 < y1 <= PlaneHeight[0]` in the first
-//!   plane's pixels (`BadParameter`). The mock's choice for the other planes: the rectangle
-//!   scaled by the plane's size relative to the first plane, rounded outwards
-//!   (`[x0 * w / w0, ceil(x1 * w / w0))`), so that a chroma plane of half width covers the
-//!   chroma of the luma rectangle.
-//! * Per plane (`PlaneCount` entries in each array): a non-NULL pointer, a pitch of at least the
-//!   rectangle's row in bytes, and a size of at least `pitch * rows` (the mock's choice: every
-//!   row of the rectangle a whole pitch); else `BadParameter`.
+//! User planes (nvscibuf.h, DRIVE OS 6.0.5 / 6.0.6 / 6.0.10, `srcPtrs` / `dstPtrs`): "For RGBA,
+//! RAW and single plane YUV images, it is assumed that the array will have single member
+//! representing single user plane. For YUV surfaces with more than one plane, it is assumed that
+//! user provides separate plane pointers for Y, U and V planes (where Y is the first plane, U is
+//! the second plane, and V is the third plane)". So a semi-planar image (Y8 + V8U8, two NvSciBuf
+//! planes) takes three user planes, which the mock interleaves into (and splits out of) the
+//! chroma plane in the order its color format gives (see [`chroma_order`]); a planar image
+//! stored Y, V, U takes its user planes Y, U, V all the same. NVIDIA's sample
+//! `nvmedia_6x/utils/scibuf_utils.c` (`ReadInput`, "Output surface is in semi-planar format")
+//! passes three planar pointers this way.
 //!
-//! Row `r` of plane `i`'s rectangle is at `ptrs[i] + r * pitches[i]` in the caller's buffer.
-//! Paddings are outside the image: the rectangle addresses the image's own pixels.
+//! The surface type (`NvSciSurfType_YUV` / `RGBA` / `RAW`) comes from the planes' color formats,
+//! grouped as the `NvSciBufAttrValColorFmt` enum groups them ("RAW PACKED", "Semiplanar
+//! formats", "PLANAR formats", "Packed YUV formats", "RGBA PACKED").
+//!
+//! Checks, in this order (each failure leaves the object unchanged); every refusal is one the
+//! header lists under `NvSciError_BadParameter` unless said otherwise:
+//! * `bufObj` a live object; the pointer, size and pitch arrays non-NULL ("srcPtrs is NULL",
+//!   "srcPtrSizes is NULL", "srcPitches is NULL").
+//! * The object is an image ("NvSciBufType is not NvSciBufType_Image") whose planes have a whole
+//!   number of bytes per pixel (`NotSupported` for packed sub-byte formats).
+//! * CPU access: "CPU access is not requested in unreconciled NvSciBufAttrList of the peer calling
+//!   this API via NvSciBufGeneralAttrKey_NeedCpuAccess" (the reconciled `NeedCpuAccess`); for a
+//!   put, "NvSciBufAccessPerm_ReadWrite is not requested ... via
+//!   NvSciBufGeneralAttrKey_RequiredPerm" (the handle's permission).
+//! * An image of planes the mock cannot map onto user planes (more than one plane of an RGBA or
+//!   RAW surface; a multi-plane YUV surface other than luma + interleaved chroma or luma + U + V):
+//!   `NotSupported` ("bufObj represents an image that this API does not understand").
+//! * The rectangle: "rect is non-NULL and NvSciBufSurfType is NvSciSurfType_YUV"; for RGBA and RAW
+//!   "x0 or x1 is greater than plane width", "y0 or y1 is greater than plane height", "x0 > x1",
+//!   "y0 > y1", and the mock's own refusal of an empty rectangle. NULL is the whole image.
+//! * Per user plane: "An array member of srcPtrs is NULL", "An array member of srcPtrSizes is
+//!   zero", "An array member of srcPitches is zero", a pitch shorter than the rectangle's row
+//!   ("width in bytes represented by (x1 - x0) is greater than that specified in srcPitches"),
+//!   "The size of the plane as specified in srcPtrSizes is smaller than the source surface to be
+//!   copied" (the mock's reading of that size: `pitch * rows`, as the sample computes
+//!   `pBuffSizes[i]`).
+//! * "srcPtrs for any of the planes overlap" and "srcPtrs overlap with the memory represented by
+//!   bufObj" (each user plane taken as its `size` bytes).
+//!
+//! Row `r` of user plane `i` is at `ptrs[i] + r * pitches[i]` in the caller's buffer. Paddings
+//! are outside the image: the rectangle addresses the image's own pixels.
 
 use super::image::{self, PlaneGeometry};
 use super::obj::{self, BufObjRec};
@@ -88,87 +111,259 @@ fn geometry(o: &BufObjRec) -> Res<Vec<PlaneGeometry>> {
         .collect()
 }
 
-/// The rectangle of plane `p` (pixels, half-open), from the first plane's rectangle `r`.
-fn plane_rect(r: &NvSciBufRect, first: &PlaneGeometry, p: &PlaneGeometry) -> (u64, u64, u64, u64) {
-    let (w0, h0) = (u64::from(first.width), u64::from(first.height));
-    let (w, h) = (u64::from(p.width), u64::from(p.height));
-    let x0 = r.x0 * w / w0;
-    let y0 = r.y0 * h / h0;
-    let x1 = (r.x1 * w).div_ceil(w0).min(w);
-    let y1 = (r.y1 * h).div_ceil(h0).min(h);
-    (x0, y0, x1.max(x0), y1.max(y0))
+/// `NvSciBufSurfType` of an image, from its planes' color formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Surface {
+    Yuv,
+    Rgba,
+    Raw,
 }
 
-/// One checked transfer: the object's planes, each plane's rectangle, the caller's pitches.
+/// The surface type of a color format: the enum's "RAW PACKED" group (Bayer formats) is RAW,
+/// "Semiplanar formats", "PLANAR formats" and "Packed YUV formats" are YUV, the rest RGBA.
+fn surface_of(fmt: NvSciBufAttrValColorFmt) -> Surface {
+    if (NvSciColor_U8V8..=NvSciColor_A16Y16U16V16).contains(&fmt) {
+        Surface::Yuv
+    } else if fmt > NvSciColor_LowerBound && fmt < NvSciColor_U8V8 {
+        Surface::Raw
+    } else {
+        Surface::Rgba
+    }
+}
+
+fn is_luma(fmt: NvSciBufAttrValColorFmt) -> bool {
+    (NvSciColor_Y8..=NvSciColor_Y16).contains(&fmt)
+}
+
+fn is_u(fmt: NvSciBufAttrValColorFmt) -> bool {
+    [NvSciColor_U8, NvSciColor_U10, NvSciColor_U12, NvSciColor_U16].contains(&fmt)
+}
+
+fn is_v(fmt: NvSciBufAttrValColorFmt) -> bool {
+    [NvSciColor_V8, NvSciColor_V10, NvSciColor_V12, NvSciColor_V16].contains(&fmt)
+}
+
+/// Whether U comes first in memory in each pixel of an interleaved chroma format, `None` for
+/// other formats. nvscibuf.h (NvSciBuf 2.11, `NvSciBufAttrValColorFmt`) documents the bit order
+/// of three: "for NvSciColor_V8U8 pattern VVVVVVVV UUUUUUUU bit 15 8 7 0", the same for
+/// `NvSciColor_U8_V8`, and for `NvSciColor_V10U10` V in bits 31..16, U in bits 15..0: U in the
+/// low bits, so first in memory on a little-endian machine. The others follow by the same
+/// reading of their names (the mock's reading: the name without `_` lists components from the
+/// high bits down, the `_` form the other way, as the documented pair shows).
+fn chroma_order(fmt: NvSciBufAttrValColorFmt) -> Option<bool> {
+    #[allow(non_upper_case_globals)]
+    match fmt {
+        NvSciColor_V8U8 | NvSciColor_U8_V8 | NvSciColor_V10U10 | NvSciColor_V12U12 | NvSciColor_V16U16 => {
+            Some(true)
+        }
+        NvSciColor_U8V8 | NvSciColor_V8_U8 | NvSciColor_U10V10 | NvSciColor_U12V12 | NvSciColor_U16V16 => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+/// Where the caller's side of one NvSciBuf plane is.
+#[derive(Clone, Copy, Debug)]
+enum Side {
+    /// User plane `0` as it is.
+    User(usize),
+    /// User planes `first` and `second`, interleaved per pixel, `comp` bytes each.
+    Interleaved { first: usize, second: usize, comp: u64 },
+}
+
+/// One user plane: the caller's buffer, its size and pitch in bytes.
+#[derive(Clone, Copy, Debug)]
+struct UserPlane {
+    ptr: *mut u8,
+    size: u64,
+    pitch: u64,
+}
+
+/// A rectangle of pixels, half-open: `(x0, y0, x1, y1)`.
+type Rect = (u64, u64, u64, u64);
+
+/// How an image's planes map onto user planes: its surface type, per NvSciBuf plane its caller
+/// side, per user plane `(NvSciBuf plane, bytes per pixel)`.
+type UserPlanes = (Surface, Vec<Side>, Vec<(usize, u64)>);
+
+/// One checked transfer: the object's planes with their rectangles and caller sides.
 struct Transfer {
-    planes: Vec<(PlaneGeometry, (u64, u64, u64, u64))>,
+    planes: Vec<(PlaneGeometry, Rect, Side)>,
+    users: Vec<UserPlane>,
     base: *mut u8,
     mem_len: u64,
 }
 
-/// Runs the documented checks; `ptrs` are the caller's per-plane buffers.
+/// Maps the planes onto user planes: per NvSciBuf plane its caller side, and per user plane
+/// `(NvSciBuf plane, bytes per pixel)`. `Err(NotSupported)` for images the mock cannot map.
+fn user_planes(formats: &[NvSciBufAttrValColorFmt], planes: &[PlaneGeometry]) -> Res<UserPlanes> {
+    let surface = if formats.iter().any(|f| surface_of(*f) == Surface::Yuv) {
+        Surface::Yuv
+    } else {
+        surface_of(formats[0])
+    };
+    match (surface, planes.len()) {
+        (_, 1) => Ok((surface, vec![Side::User(0)], vec![(0, planes[0].bytes_per_pixel)])),
+        (Surface::Yuv, 2) if is_luma(formats[0]) => {
+            let u_first = chroma_order(formats[1]).ok_or(NvSciError_NotSupported)?;
+            let comp = planes[1].bytes_per_pixel / 2;
+            let (first, second) = if u_first { (1, 2) } else { (2, 1) };
+            Ok((
+                surface,
+                vec![Side::User(0), Side::Interleaved { first, second, comp }],
+                vec![(0, planes[0].bytes_per_pixel), (1, comp), (1, comp)],
+            ))
+        }
+        (Surface::Yuv, 3) if is_luma(formats[0]) => {
+            let (u, v) = match (formats[1], formats[2]) {
+                (a, b) if is_u(a) && is_v(b) => (1, 2),
+                (a, b) if is_v(a) && is_u(b) => (2, 1),
+                _ => return Err(NvSciError_NotSupported),
+            };
+            let mut sides = vec![Side::User(0); 3];
+            sides[u] = Side::User(1);
+            sides[v] = Side::User(2);
+            Ok((
+                surface,
+                sides,
+                vec![
+                    (0, planes[0].bytes_per_pixel),
+                    (u, planes[u].bytes_per_pixel),
+                    (v, planes[v].bytes_per_pixel),
+                ],
+            ))
+        }
+        _ => Err(NvSciError_NotSupported),
+    }
+}
+
+/// Runs the documented checks; `ptrs` are the caller's user planes.
 ///
 /// # Safety
 /// `obj` is NULL or a live object handle of this mock; `rect` is NULL or readable; `ptrs`,
-/// `sizes`, `pitches` are NULL or hold `PlaneCount` readable entries.
+/// `sizes`, `pitches` are NULL or hold one readable entry per user plane of the image.
 unsafe fn prepare(
     obj: NvSciBufObj,
     rect: *const NvSciBufRect,
-    ptrs: *const *const c_void,
+    ptrs: *const *mut u8,
     sizes: *const u32,
     pitches: *const u32,
     write: bool,
 ) -> Res<Transfer> {
     // SAFETY: forwarded contract.
     let o = unsafe { obj::get(obj) }?;
+    // "srcPtrs is NULL", "srcPtrSizes is NULL", "srcPitches is NULL" (BadParameter).
     if ptrs.is_null() || sizes.is_null() || pitches.is_null() {
         return bad();
     }
     let planes = geometry(o)?;
+    // "CPU access is not requested in unreconciled NvSciBufAttrList of the peer calling this API
+    // via NvSciBufGeneralAttrKey_NeedCpuAccess" (BadParameter, NvSciBufObjPutPixels /
+    // NvSciBufObjGetPixels, nvscibuf.h).
     if !o.attrs().get(NvSciBufGeneralAttrKey_NeedCpuAccess).is_some_and(Value::bool) {
-        return Err(NvSciError_NotPermitted);
+        return bad();
     }
+    // "NvSciBufAccessPerm_ReadWrite is not requested in unreconciled NvSciBufAttrList of the
+    // peer calling this API via NvSciBufGeneralAttrKey_RequiredPerm" (BadParameter,
+    // NvSciBufObjPutPixels): the handle's permission is what this process was granted.
     if write && o.perm() != NvSciBufAccessPerm_ReadWrite {
-        return Err(NvSciError_NotPermitted);
+        return bad();
     }
+    let formats = o.attrs().get(NvSciBufImageAttrKey_PlaneColorFormat).map(Value::u32s).unwrap_or_default();
+    if formats.len() < planes.len() {
+        return bad();
+    }
+    let (surface, sides, users) = user_planes(&formats, &planes)?;
     let first = planes[0];
-    let whole = NvSciBufRect { x0: 0, y0: 0, x1: u64::from(first.width), y1: u64::from(first.height) };
+    let whole = (0, 0, u64::from(first.width), u64::from(first.height));
     let r = if rect.is_null() {
         whole
     } else {
-        // SAFETY: `rect` is non-NULL and readable (contract).
-        unsafe { rect.read_unaligned() }
-    };
-    if r.x0 >= r.x1 || r.y0 >= r.y1 || r.x1 > whole.x1 || r.y1 > whole.y1 {
-        return bad();
-    }
-    let mut out = Vec::with_capacity(planes.len());
-    for (i, p) in planes.iter().enumerate() {
-        // SAFETY: the arrays hold PlaneCount entries (contract).
-        let (ptr, size, pitch) = unsafe { (ptrs.add(i).read(), sizes.add(i).read(), pitches.add(i).read()) };
-        let pr = plane_rect(&r, &first, p);
-        let row = (pr.2 - pr.0) * p.bytes_per_pixel;
-        let rows = pr.3 - pr.1;
-        let pitch = u64::from(pitch);
-        if ptr.is_null() || pitch < row || pitch.checked_mul(rows).is_none_or(|need| u64::from(size) < need) {
+        // "rect is non-NULL and NvSciBufSurfType is NvSciSurfType_YUV" (BadParameter); "rect can
+        // only be non-NULL for NvSciSurfType_RGBA or NvSciSurfType_RAW, it must be NULL for
+        // NvSciSurfType_YUV".
+        if surface == Surface::Yuv {
             return bad();
         }
-        out.push((*p, pr));
+        // SAFETY: `rect` is non-NULL and readable (contract).
+        let r = unsafe { rect.read_unaligned() };
+        // "x0 or x1 is greater than plane width", "y0 or y1 is greater than plane height",
+        // "x0 > x1", "y0 > y1"; an empty rectangle is the mock's own refusal.
+        if r.x0 >= r.x1 || r.y0 >= r.y1 || r.x1 > whole.2 || r.y1 > whole.3 {
+            return bad();
+        }
+        (r.x0, r.y0, r.x1, r.y1)
+    };
+    let mut user = Vec::with_capacity(users.len());
+    for (i, &(plane, bytes_per_pixel)) in users.iter().enumerate() {
+        // SAFETY: the arrays hold one entry per user plane (contract).
+        let (ptr, size, pitch) = unsafe { (ptrs.add(i).read(), sizes.add(i).read(), pitches.add(i).read()) };
+        let pr = if plane == 0 {
+            r
+        } else {
+            (0, 0, u64::from(planes[plane].width), u64::from(planes[plane].height))
+        };
+        let row = (pr.2 - pr.0) * bytes_per_pixel;
+        let rows = pr.3 - pr.1;
+        let (size, pitch) = (u64::from(size), u64::from(pitch));
+        // "An array member of srcPtrs is NULL", "An array member of srcPtrSizes is zero", "An
+        // array member of srcPitches is zero", "width in bytes represented by (x1 - x0) is
+        // greater than that specified in srcPitches", "The size of the plane as specified in
+        // srcPtrSizes is smaller than the source surface to be copied" (BadParameter).
+        if ptr.is_null()
+            || size == 0
+            || pitch == 0
+            || pitch < row
+            || pitch.checked_mul(rows).is_none_or(|need| size < need)
+        {
+            return bad();
+        }
+        user.push(UserPlane { ptr, size, pitch });
     }
     let (base, mem_len) = o.host_memory();
-    Ok(Transfer { planes: out, base, mem_len })
+    // "srcPtrs for any of the planes overlap", "srcPtrs overlap with the memory represented by
+    // bufObj" (BadParameter).
+    let span = |p: *const u8, len: u64| (p as usize as u64, (p as usize as u64).saturating_add(len));
+    let overlap = |a: (u64, u64), b: (u64, u64)| a.0 < b.1 && b.0 < a.1;
+    let mem = span(base, mem_len);
+    for (i, a) in user.iter().enumerate() {
+        let sa = span(a.ptr, a.size);
+        if overlap(sa, mem) || user[..i].iter().any(|b| overlap(sa, span(b.ptr, b.size))) {
+            return bad();
+        }
+    }
+    let planes = planes
+        .iter()
+        .zip(sides)
+        .enumerate()
+        .map(|(i, (p, side))| {
+            (*p, if i == 0 { r } else { (0, 0, u64::from(p.width), u64::from(p.height)) }, side)
+        })
+        .collect();
+    Ok(Transfer { planes, users: user, base, mem_len })
 }
 
 impl Transfer {
-    /// Copies every plane, in runs contiguous on both sides:
-    /// `copy(plane, object byte offset, caller byte offset, len)`, the caller's offset being
-    /// `row * pitches[plane] + byte in the row`.
-    fn each_run(&self, pitches: *const u32, mut copy: impl FnMut(usize, u64, u64, u64)) -> Res {
-        for (i, (p, (x0, y0, x1, y1))) in self.planes.iter().enumerate() {
-            // SAFETY: `prepare` read the same PlaneCount entries.
-            let pitch = u64::from(unsafe { pitches.add(i).read() });
+    /// Copies every plane between the object and the caller's user planes (`write`: into the
+    /// object), in runs contiguous on both sides; an interleaved chroma plane goes through a
+    /// scratch row buffer that is interleaved from (or split into) its two user planes.
+    fn copy(&self, write: bool) -> Res {
+        for (p, (x0, y0, x1, y1), side) in &self.planes {
             let bpp = p.bytes_per_pixel;
             let row_len = (x1 - x0) * bpp;
+            let rows = y1 - y0;
+            let mut scratch = Vec::new();
+            let (caller, pitch) = match *side {
+                Side::User(u) => (self.users[u].ptr, self.users[u].pitch),
+                Side::Interleaved { first, second, comp } => {
+                    scratch = vec![0u8; (row_len * rows) as usize];
+                    if write {
+                        self.interleave(&mut scratch, row_len, rows, first, second, comp, true);
+                    }
+                    (scratch.as_mut_ptr(), row_len)
+                }
+            };
             for y in *y0..*y1 {
                 let mut done = 0;
                 while done < row_len {
@@ -178,12 +373,65 @@ impl Transfer {
                     if at.checked_add(len).is_none_or(|end| end > self.mem_len) {
                         return Err(NvSciError_Overflow);
                     }
-                    copy(i, at, (y - y0) * pitch + done, len);
+                    // SAFETY: `prepare` checked the user plane's pointer non-NULL and its size at
+                    // least `pitch * rows`, so `(y - y0) * pitch + done + len` (`done + len <=
+                    // row <= pitch`) lies inside it (or inside `scratch`, `row_len * rows`
+                    // bytes); `at + len` lies inside the object's memory (checked above); the
+                    // caller's buffers do not overlap the object's memory (`prepare`).
+                    unsafe {
+                        let c = caller.add(((y - y0) * pitch + done) as usize);
+                        let m = self.base.add(at as usize);
+                        if write {
+                            std::ptr::copy_nonoverlapping(c.cast_const(), m, len as usize);
+                        } else {
+                            std::ptr::copy_nonoverlapping(m.cast_const(), c, len as usize);
+                        }
+                    }
                     done += len;
                 }
             }
+            if let (false, Side::Interleaved { first, second, comp }) = (write, *side) {
+                self.interleave(&mut scratch, row_len, rows, first, second, comp, false);
+            }
         }
         Ok(())
+    }
+
+    /// Fills `scratch` (`rows` rows of `row_len` bytes) from user planes `first` and `second`
+    /// (`to_scratch`), or splits it into them: each pixel is `comp` bytes of `first`, then `comp`
+    /// of `second`.
+    #[allow(clippy::too_many_arguments)]
+    fn interleave(
+        &self,
+        scratch: &mut [u8],
+        row_len: u64,
+        rows: u64,
+        first: usize,
+        second: usize,
+        comp: u64,
+        to_scratch: bool,
+    ) {
+        let (a, b) = (self.users[first], self.users[second]);
+        let (comp_us, pixels) = (comp as usize, (row_len / (2 * comp)) as usize);
+        for y in 0..rows {
+            let row = &mut scratch[(y * row_len) as usize..][..row_len as usize];
+            for (plane, offset) in [(a, 0usize), (b, comp_us)] {
+                let at = (y * plane.pitch) as usize;
+                for x in 0..pixels {
+                    let s = x * 2 * comp_us + offset;
+                    // SAFETY: `prepare` checked the user plane holds `rows` rows of at least
+                    // `pixels * comp` bytes at its pitch.
+                    unsafe {
+                        let u = plane.ptr.add(at + x * comp_us);
+                        if to_scratch {
+                            std::ptr::copy_nonoverlapping(u.cast_const(), row[s..].as_mut_ptr(), comp_us);
+                        } else {
+                            std::ptr::copy_nonoverlapping(row[s..].as_ptr(), u, comp_us);
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -195,18 +443,10 @@ pub(crate) unsafe extern "C" fn put_pixels(
     src_pitches: *const u32,
 ) -> NvSciError {
     guard("NvSciBufObjPutPixels", || {
-        // SAFETY: the caller's contract of NvSciBufObjPutPixels.
-        let t = unsafe { prepare(obj, rect, src_ptrs.cast_const(), src_sizes, src_pitches, true) }?;
-        t.each_run(src_pitches, |i, at, from, len| {
-            // SAFETY: `prepare` checked plane `i`'s pointer non-NULL and its size at least
-            // `pitch * rows`, so `from + len` (within row `< rows`, `done + len <= row <= pitch`)
-            // lies inside it; `at + len` lies inside the object's memory (`each_run`). `copy`
-            // allows the caller's buffer to overlap the object's memory.
-            unsafe {
-                let src = src_ptrs.add(i).read().cast::<u8>().add(from as usize);
-                std::ptr::copy(src, t.base.add(at as usize), len as usize);
-            }
-        })
+        // SAFETY: the caller's contract of NvSciBufObjPutPixels; the mock only reads through
+        // the source pointers.
+        let t = unsafe { prepare(obj, rect, src_ptrs.cast_const().cast(), src_sizes, src_pitches, true) }?;
+        t.copy(true)
     })
 }
 
@@ -220,12 +460,6 @@ pub(crate) unsafe extern "C" fn get_pixels(
     guard("NvSciBufObjGetPixels", || {
         // SAFETY: the caller's contract of NvSciBufObjGetPixels.
         let t = unsafe { prepare(obj, rect, dst_ptrs.cast_const().cast(), dst_sizes, dst_pitches, false) }?;
-        t.each_run(dst_pitches, |i, at, to, len| {
-            // SAFETY: as in `put_pixels`, with the caller's buffer as the destination.
-            unsafe {
-                let dst = dst_ptrs.add(i).read().cast::<u8>().add(to as usize);
-                std::ptr::copy(t.base.add(at as usize).cast_const(), dst, len as usize);
-            }
-        })
+        t.copy(false)
     })
 }

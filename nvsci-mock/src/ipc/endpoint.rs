@@ -37,6 +37,9 @@ static INITIALIZED: AtomicBool = AtomicBool::new(false);
 /// ("Before calling this API, the user shall ensure all existing opened endpoints are closed by
 /// NvSciIpcCloseEndpointSafe()"); the function returns nothing, so the mock counts them.
 static DEINIT_WITH_OPEN_ENDPOINTS: AtomicU64 = AtomicU64::new(0);
+/// `NvSciIpcInit` and `NvSciIpcDeinit` calls made in this process.
+static INIT_CALLS: AtomicU64 = AtomicU64::new(0);
+static DEINIT_CALLS: AtomicU64 = AtomicU64::new(0);
 /// Safety-build behaviour: the deprecated `NvSciIpcCloseEndpoint` does nothing (DRIVE OS safety
 /// builds keep only the `*Safe` entry points working).
 static SAFETY_BUILD: AtomicBool = AtomicBool::new(false);
@@ -593,6 +596,7 @@ pub(crate) fn take_fd(h: NvSciIpcEndpoint, id: u64, timeout_us: i64) -> Res<Owne
 
 pub(crate) unsafe extern "C" fn init() -> NvSciError {
     guard("NvSciIpcInit", || {
+        INIT_CALLS.fetch_add(1, Ordering::Relaxed);
         INITIALIZED.store(true, Ordering::Release);
         Ok(())
     })
@@ -600,6 +604,7 @@ pub(crate) unsafe extern "C" fn init() -> NvSciError {
 
 pub(crate) unsafe extern "C" fn deinit() {
     guard_void(|| {
+        DEINIT_CALLS.fetch_add(1, Ordering::Relaxed);
         if registry(|m| !m.is_empty()) {
             DEINIT_WITH_OPEN_ENDPOINTS.fetch_add(1, Ordering::Relaxed);
         }
@@ -961,6 +966,15 @@ pub(crate) unsafe extern "C" fn check_version(major: u32, minor: u32, ok: *mut b
 
 /// How many `NvSciIpcDeinit` calls found endpoints still open (a contract violation the library
 /// cannot report, since the function returns nothing).
+/// `(NvSciIpcInit calls, NvSciIpcDeinit calls, initialised now)` in this process.
+pub(crate) fn init_record() -> (u64, u64, bool) {
+    (
+        INIT_CALLS.load(Ordering::Relaxed),
+        DEINIT_CALLS.load(Ordering::Relaxed),
+        INITIALIZED.load(Ordering::Acquire),
+    )
+}
+
 pub(crate) fn deinit_with_open_endpoints() -> u64 {
     DEINIT_WITH_OPEN_ENDPOINTS.load(Ordering::Relaxed)
 }

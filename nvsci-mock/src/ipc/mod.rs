@@ -28,6 +28,26 @@ pub fn deinit_with_open_endpoints() -> u64 {
     endpoint::deinit_with_open_endpoints()
 }
 
+/// What this process did with NvSciIpc's initialisation: the `NvSciIpcInit` and
+/// `NvSciIpcDeinit` calls made so far, and whether the library is initialised now (an Init since
+/// the last Deinit). nvsciipc.h documents no reference counting, so one Deinit ends every user's
+/// endpoints in the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitRecord {
+    /// `NvSciIpcInit` calls.
+    pub inits: u64,
+    /// `NvSciIpcDeinit` calls.
+    pub deinits: u64,
+    /// Whether the library is initialised now.
+    pub initialised: bool,
+}
+
+/// The process's [`InitRecord`].
+pub fn init_record() -> InitRecord {
+    let (inits, deinits, initialised) = endpoint::init_record();
+    InitRecord { inits, deinits, initialised }
+}
+
 /// Behave as a DRIVE OS safety build, where the deprecated `NvSciIpcCloseEndpoint` does nothing
 /// and only `NvSciIpcCloseEndpointSafe` closes an endpoint (process-wide; off by default).
 pub fn set_safety_build(on: bool) {
