@@ -132,8 +132,11 @@ fn nv12_1920x1080_plane_layout_keeps_the_documented_invariants() {
         }
         w[(uv.offset + 539 * u64::from(uv.pitch)) as usize] = 0xee;
     }
-    let mut packed = [(vec![0u8; 1920 * 1080], 1920), (vec![0u8; 1920 * 540], 1920)];
-    get(&obj, None, &mut packed).unwrap();
+    let mut packed = [(vec![0u8; 1920 * 1080], 1920u32), (vec![0u8; 1920 * 540], 1920u32)];
+    {
+        let [(y, yp), (uv, uvp)] = &mut packed;
+        obj.get_nv12(PlaneDst { data: y, pitch: *yp }, PlaneDst { data: uv, pitch: *uvp }).unwrap();
+    }
     for row in [0usize, 539, 1079] {
         assert_eq!(packed[0].0[row * 1920], row as u8, "luma row {row}");
         assert_eq!(packed[0].0[row * 1920 + 1], 0, "luma row {row}, second byte");

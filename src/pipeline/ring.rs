@@ -782,10 +782,11 @@ impl Producer {
     }
 
     /// Writes pixels into a held frame from the CPU ([`BufObj::put_pixels`] on the frame's
-    /// NvSciBuf object): `planes` (one per image plane, each pitch-linear at its own pitch) into
-    /// the rectangle `rect` (`None`: the whole image), whatever the frame's layout. The way a CPU
-    /// producer writes a block-linear frame, whose raw bytes are tiled; also works for
-    /// pitch-linear frames. Only for a CPU producer's frames, as [`cpu_write`](Self::cpu_write);
+    /// NvSciBuf object): `planes` (nvscibuf.h's user planes: one for RGBA, RAW and single-plane
+    /// YUV images, Y, U and V for multi-plane YUV; each pitch-linear at its own pitch) into the
+    /// rectangle `rect` (`None`: the whole image; RGBA and RAW only), whatever the frame's
+    /// layout. Works for block-linear frames, whose raw bytes are tiled, and for pitch-linear
+    /// ones. nvscibuf.h (DRIVE OS 6.0.10) restricts `NvSciBufObjPutPixels` to debug software. Only for a CPU producer's frames, as [`cpu_write`](Self::cpu_write);
     /// NvSci backends only ([`Error::Unsupported`] otherwise). Allocates nothing in the crate;
     /// what the NvSci library does in `NvSciBufObjPutPixels` is its own.
     pub fn put_pixels(
@@ -1241,10 +1242,10 @@ impl Consumer {
     }
 
     /// Reads pixels of a held frame on the CPU ([`BufObj::get_pixels`] on this consumer's
-    /// read-only view): the rectangle `rect` (`None`: the whole image) into `planes` (one per
-    /// image plane, each pitch-linear at its own pitch), whatever the frame's layout. The way a
-    /// CPU consumer reads a block-linear frame, whose raw bytes are tiled; also works for
-    /// pitch-linear frames. Only for a CPU consumer's frames, as [`cpu_read`](Self::cpu_read);
+    /// read-only view): the rectangle `rect` (`None`: the whole image; RGBA and RAW only) into
+    /// `planes` (nvscibuf.h's user planes: one for RGBA, RAW and single-plane YUV images, Y, U
+    /// and V for multi-plane YUV; each pitch-linear at its own pitch), whatever the frame's
+    /// layout. nvscibuf.h (DRIVE OS 6.0.10) restricts `NvSciBufObjGetPixels` to debug software. Only for a CPU consumer's frames, as [`cpu_read`](Self::cpu_read);
     /// NvSci backends only ([`Error::Unsupported`] otherwise). Allocates nothing in the crate;
     /// what the NvSci library does in `NvSciBufObjGetPixels` is its own.
     pub fn get_pixels(
