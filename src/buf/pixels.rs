@@ -171,8 +171,8 @@ pub struct PlaneDst<'a> {
 }
 
 impl BufObj {
-    /// The user planes a pixel transfer of this image takes, in order ([`put_pixels`]
-    /// (Self::put_pixels) / [`get_pixels`](Self::get_pixels)): one for an RGBA, RAW or
+    /// The user planes a pixel transfer of this image takes, in order
+    /// ([`put_pixels`](Self::put_pixels) / [`get_pixels`](Self::get_pixels)): one for an RGBA, RAW or
     /// single-plane YUV image, Y, U and V for a YUV image of two or three planes (whatever the
     /// order of its NvSciBuf planes).
     ///
