@@ -909,10 +909,7 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
         return Err(e);
     }
     loop {
-        let (took, by_age) = {
-            let mut sh = inner.shared();
-            (sh.st.producer_take(), sh.st.slots_by_age())
-        };
+        let took = inner.shared().st.producer_take();
         match took {
             Take::Slot { slot, sequence, unread } => {
                 let frame = ProducerFrame {
@@ -932,7 +929,11 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
             Take::Busy { slot, sequence, holders } => {
                 let remote_held: heapless::Vec<usize, MAX_FRAMES> = {
                     let sh = inner.shared();
-                    by_age.iter().copied().filter(|&s| sh.st.holders(s).0 & inner.remote_mask != 0).collect()
+                    sh.st
+                        .slots_by_age()
+                        .into_iter()
+                        .filter(|&s| sh.st.holders(s).0 & inner.remote_mask != 0)
+                        .collect()
                 };
                 let only_remote = {
                     let sh = inner.shared();
