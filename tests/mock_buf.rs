@@ -118,32 +118,55 @@ fn nv12_1920x1080_plane_layout_keeps_the_documented_invariants() {
         &obj,
         &[(ColorFormat::Y8, 1920, 1080, 8, 1), (ColorFormat::V8U8, 960, 540, 16, 2)],
     );
-    // Rows written where the layout says they are read back where the library itself puts them:
-    // its pixel copy (`NvSciBufObjGetPixels`) into packed planes finds each byte at its row and
-    // column.
+}
+
+/// Bytes written where the layout says a row starts are read back where the library itself puts
+/// them: its pixel copy (`NvSciBufObjGetPixels`) into packed Y and UV planes finds each at its row
+/// and column. Returns the luma pitch.
+fn nv12_rows_read_back_at_their_offsets(w: u32, h: u32) -> u32 {
+    let m = module();
+    let r = BufAttrList::reconcile(&[&nv12(&m, w, h)]).unwrap();
+    let obj = BufObj::alloc(&r).unwrap();
     let (y, uv) = {
         let p = obj.planes().unwrap();
         (p[0], p[1])
     };
+    let (wu, hu) = (w as usize, h as usize);
+    let (mid, last, cmid) = (hu / 2 - 1, hu - 1, hu / 4);
     {
-        let mut w = obj.cpu_write().unwrap();
-        for row in [0u64, 539, 1079] {
-            w[(y.offset + row * u64::from(y.pitch)) as usize] = row as u8;
+        let mut wr = obj.cpu_write().unwrap();
+        for row in [0usize, mid, last] {
+            wr[(y.offset + row as u64 * u64::from(y.pitch)) as usize] = row as u8;
         }
-        w[(uv.offset + 539 * u64::from(uv.pitch)) as usize] = 0xee;
+        wr[(uv.offset + cmid as u64 * u64::from(uv.pitch)) as usize] = 0xee;
     }
-    let mut packed = [(vec![0u8; 1920 * 1080], 1920u32), (vec![0u8; 1920 * 540], 1920u32)];
+    let mut packed = [(vec![0u8; wu * hu], w), (vec![0u8; wu * hu / 2], w)];
     {
         let [(y, yp), (uv, uvp)] = &mut packed;
         obj.get_nv12(PlaneDst { data: y, pitch: *yp }, PlaneDst { data: uv, pitch: *uvp }).unwrap();
     }
-    for row in [0usize, 539, 1079] {
-        assert_eq!(packed[0].0[row * 1920], row as u8, "luma row {row}");
-        assert_eq!(packed[0].0[row * 1920 + 1], 0, "luma row {row}, second byte");
+    for row in [0usize, mid, last] {
+        assert_eq!(packed[0].0[row * wu], row as u8, "luma row {row}");
+        assert_eq!(packed[0].0[row * wu + 1], 0, "luma row {row}, second byte");
     }
-    assert_eq!(packed[1].0[539 * 1920], 0xee, "chroma row 539");
-    assert_eq!(packed[0].0.iter().filter(|&&b| b != 0).count(), 2, "rows 539 and 1079 only (row 0 wrote 0)");
-    assert_eq!(packed[1].0.iter().filter(|&&b| b != 0).count(), 1, "chroma row 539 only");
+    assert_eq!(packed[1].0[cmid * wu], 0xee, "chroma row {cmid}");
+    assert_eq!(packed[0].0.iter().filter(|&&b| b != 0).count(), 2, "rows {mid} and {last} only (row 0 wrote 0)");
+    assert_eq!(packed[1].0.iter().filter(|&&b| b != 0).count(), 1, "chroma row {cmid} only");
+    y.pitch
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "3 MB read back byte by byte; nv12_small_rows_read_back_at_their_offsets runs the same code")]
+fn nv12_1920x1080_rows_read_back_at_their_offsets() {
+    nv12_rows_read_back_at_their_offsets(1920, 1080);
+}
+
+#[test]
+fn nv12_small_rows_read_back_at_their_offsets() {
+    // 100 pixels: rows padded to the pitch alignment, so a copy that ignored the pitch would
+    // find the bytes of later rows in the wrong place; 27 chroma rows, an odd count.
+    let pitch = nv12_rows_read_back_at_their_offsets(100, 54);
+    assert!(pitch > 100, "rows are padded: pitch {pitch} for 100 pixels");
 }
 
 #[test]
