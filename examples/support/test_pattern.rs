@@ -223,7 +223,7 @@ impl ColourBars {
 
     /// Calls `fill(row, columns)` for each run of 100% white drawn into frame `t`: the number
     /// (clipped to its rectangle) and the square. Everything under them is black.
-    fn white_runs(&self, t: u64, mut fill: impl FnMut(u32, Range<u32>)) {
+    pub fn white_runs(&self, t: u64, mut fill: impl FnMut(u32, Range<u32>)) {
         let g = &self.geometry;
         let n = g.number;
         if g.scale > 0 {
