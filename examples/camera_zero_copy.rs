@@ -452,14 +452,14 @@ impl Expected {
             Some(b) => b,
             None => {
                 let all = Checks::of(&self.rgba(0)?);
-                *self.base.insert(self.white_pixels(0, all, false))
+                *self.base.insert(self.with_white_pixels(0, all, false))
             }
         };
-        Ok(self.white_pixels(seq, base, true))
+        Ok(self.with_white_pixels(seq, base, true))
     }
 
     /// `checks` with frame `seq`'s white pixels painted over black (`add`) or taken back to black.
-    fn white_pixels(&self, seq: u64, mut checks: Checks, add: bool) -> Checks {
+    fn with_white_pixels(&self, seq: u64, mut checks: Checks, add: bool) -> Checks {
         let Source::Pattern(p) = &self.source else { return checks };
         let px = |[y, cb, cr]: [u8; 3]| {
             let [r, g, b] = bt601::rgb(y, cb, cr);

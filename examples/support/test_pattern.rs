@@ -241,6 +241,7 @@ impl ColourBars {
 
     /// Pixels of frame `t` that are 100% white (the number and the square); the rest of the
     /// frame is the same in every frame.
+    #[cfg(test)]
     pub fn white_pixels(&self, t: u64) -> u64 {
         let mut n = 0;
         self.white_runs(t, |_, columns| n += columns.len() as u64);
