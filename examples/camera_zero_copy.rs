@@ -28,20 +28,28 @@
 //! Nth converted frame in a labelled grid (`support/contact_sheet.rs`); both state the colour
 //! conversion in the PNG's text chunks. docs/pipeline.md lists the bars' values.
 //!
-//! Every frame's RGBA statistic is checked against the CPU reference conversion of what the
-//! camera wrote, and the last frame pixel for pixel; the program exits non-zero on any mismatch.
+//! Every converted frame is checked against an independent reference, the camera's frame
+//! converted by a BT.601 oracle written from the standard (`support/bt601.rs`, not the crate's
+//! converter): its R + G + B statistic first, as a fast pre-check, then a position-sensitive
+//! digest of its pixels (`support/rgba_digest.rs`, computed on the converter's engine next to the
+//! conversion, so no frame is read back: it changes whenever a pixel, a channel or a pixel's
+//! place differs), and the last frame byte for byte. The program exits non-zero on any mismatch.
 //! `--recorder` adds a second consumer, a CPU recorder reading the frames in place, that
 //! checksums every frame (every backend). `--compare-copy` (CUDA converter) also runs the copy
 //! pipeline a user would otherwise write (the camera writes each frame into ordinary host
 //! memory, cuMemcpyHtoD, same kernel) and prints both. Set `RUST_LOG=debug` to see the
 //! memory-sync decision of every wait and signal.
 
+#[path = "support/bt601.rs"]
+mod bt601;
 #[path = "support/contact_sheet.rs"]
 mod contact_sheet;
 #[path = "support/digits.rs"]
 mod digits;
 #[path = "support/nv12.rs"]
 mod nv12;
+#[path = "support/rgba_digest.rs"]
+mod rgba_digest;
 #[path = "support/rusage.rs"]
 mod rusage;
 #[path = "support/test_pattern.rs"]
@@ -51,7 +59,7 @@ mod y4m;
 
 use nv12::{tight_layout, Nv12Planes};
 use nvsci::buf::{ImageLayout, PlaneDst, PlaneSrc, SplitChroma};
-use nvsci::convert::{nv12_to_rgba, yuv_to_rgb};
+use nvsci::convert::nv12_to_rgba;
 use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -98,8 +106,9 @@ Clips are converted the same way, whatever their source used: for ffmpeg, -pix_f
 (its y4m muxer refuses nv12), e.g.
   ffmpeg -i input.mp4 -vf scale=640:360 -pix_fmt yuv420p -frames:v 120 clip.y4m
 (for BT.709 material, most HD video, convert the matrix too: -vf colorspace=all=bt601-6-625:iall=bt709).
-The PNGs state the conversion in their text chunks. Every frame is verified against the CPU
-reference conversion; the exit status says whether all matched.";
+The PNGs state the conversion in their text chunks. Every frame is verified against an independent
+BT.601 conversion of what the camera wrote (its R + G + B, a position-sensitive digest of its pixels,
+and the last frame byte for byte); the exit status says whether all matched.";
 
 #[derive(Clone, Debug, Default)]
 struct Args {
@@ -117,6 +126,9 @@ struct Args {
     recorder: bool,
     compare_copy: bool,
     block_linear: bool,
+    /// A deliberately broken CPU converter (the tests show that verification fails on it).
+    #[cfg(test)]
+    fault: Option<bt601::Fault>,
 }
 
 /// The command line, or `None` for `--help`.
@@ -195,6 +207,8 @@ struct Plan {
     block_linear: bool,
     input: Input,
     capture: Option<Capture>,
+    /// A deliberately broken converter: set by the tests only, on the CPU converter.
+    fault: Option<bt601::Fault>,
 }
 
 /// A block-linear frame's pixels on the CPU: a tight pitch-linear NV12 frame (`tight_layout`)
@@ -306,6 +320,10 @@ impl Plan {
             block_linear: a.block_linear,
             input: clip.map_or(Input::Pattern, Input::Clip),
             capture,
+            #[cfg(test)]
+            fault: a.fault,
+            #[cfg(not(test))]
+            fault: None,
         })
     }
 
@@ -369,18 +387,32 @@ fn frame_checksum(p: &Nv12Planes, frame: &[u8]) -> u64 {
     (0..p.height / 2).fold(h, |h, row| fnv1a(h, p.uv_row_of(frame, row)))
 }
 
-/// What each frame must convert to: the camera's frames rendered again here and converted by the
-/// CPU reference conversion.
+/// What each frame must convert to: the camera's frames rendered again here and converted by
+/// the BT.601 oracle (`bt601`), independently of the converters under test.
 struct Expected {
     source: Source,
     layout: FrameLayout,
     planes: Nv12Planes,
     frame: Vec<u8>,
-    /// Test pattern: the statistic of frame 0 without its white pixels, and what each white
-    /// pixel adds (white's R + G + B less black's, both from the CPU reference).
-    fixed: Option<(u64, u64)>,
-    /// Clip: (statistic, checksum) per clip frame.
-    clip_frames: HashMap<u64, (u64, u64)>,
+    /// Test pattern: frame 0's checks without its white pixels (every pattern frame is that
+    /// picture plus its own white pixels over black).
+    base: Option<Checks>,
+    /// Clip: the checks and the NV12 checksum per clip frame.
+    clip_frames: HashMap<u64, (Checks, u64)>,
+}
+
+/// What a converted frame is checked by: its R + G + B (a fast pre-check) and the
+/// position-sensitive digest of its pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Checks {
+    statistic: u64,
+    digest: u64,
+}
+
+impl Checks {
+    fn of(rgba: &[u8]) -> Self {
+        Self { statistic: bt601::statistic(rgba), digest: rgba_digest::digest(rgba) }
+    }
 }
 
 impl Expected {
@@ -392,41 +424,60 @@ impl Expected {
             frame: vec![0u8; layout.size as usize],
             layout,
             planes,
-            fixed: None,
+            base: None,
             clip_frames: HashMap::new(),
         })
     }
 
-    /// The CPU reference conversion of frame `seq`.
+    /// Frame `seq` as the oracle converts it.
     fn rgba(&mut self, seq: u64) -> Result<Vec<u8>, String> {
         self.source.write_frame(seq, &self.layout, &mut self.frame)?;
-        let mut rgba = vec![0u8; self.planes.width * self.planes.height * 4];
-        nv12_to_rgba(&self.layout, &self.frame, &mut rgba).map_err(|e| e.to_string())?;
-        Ok(rgba)
+        let (p, frame) = (&self.planes, &self.frame);
+        Ok(bt601::rgba(p.width as u32, p.height as u32, |x, row| {
+            let (x, row) = (x as usize, row as usize);
+            let uv = &p.uv_row_of(frame, row / 2)[x & !1..];
+            [p.y_row_of(frame, row)[x], uv[0], uv[1]]
+        }))
     }
 
-    /// The statistic of frame `seq`. Test-pattern frames differ only in which pixels of the
-    /// black band are white (neutral chroma both), so frame 0 is converted once and every other
-    /// frame's statistic follows from its count of white pixels.
-    fn statistic(&mut self, seq: u64) -> Result<u64, String> {
-        let (white0, white) = match &self.source {
-            Source::Clip(p) => {
-                let n = p.clip().frames();
-                return self.clip_frame(seq % n).map(|v| v.0);
-            }
-            Source::Pattern(p) => (p.white_pixels(0), p.white_pixels(seq)),
-        };
-        let (fixed, per_white) = match self.fixed {
-            Some(v) => v,
+    /// The checks of frame `seq`. Test-pattern frames differ only in which pixels of the black
+    /// band are white (neutral chroma both), so frame 0 is converted once and every other
+    /// frame's checks follow from its white pixels.
+    fn checks(&mut self, seq: u64) -> Result<Checks, String> {
+        if let Source::Clip(p) = &self.source {
+            let n = p.clip().frames();
+            return self.clip_frame(seq % n).map(|v| v.0);
+        }
+        let base = match self.base {
+            Some(b) => b,
             None => {
-                let sum = |[y, u, v]: [u8; 3]| yuv_to_rgb(y, u, v).iter().map(|&c| c as u64).sum::<u64>();
-                let per_white = sum(test_pattern::WHITE) - sum(test_pattern::BLACK);
-                let rgba = self.rgba(0)?;
-                let all: u64 = rgba.chunks_exact(4).map(|p| p[0] as u64 + p[1] as u64 + p[2] as u64).sum();
-                *self.fixed.insert((all - white0 * per_white, per_white))
+                let all = Checks::of(&self.rgba(0)?);
+                *self.base.insert(self.with_white_pixels(0, all, false))
             }
         };
-        Ok(fixed + white * per_white)
+        Ok(self.with_white_pixels(seq, base, true))
+    }
+
+    /// `checks` with frame `seq`'s white pixels painted over black (`add`) or taken back to black.
+    fn with_white_pixels(&self, seq: u64, mut checks: Checks, add: bool) -> Checks {
+        let Source::Pattern(p) = &self.source else { return checks };
+        let px = |[y, cb, cr]: [u8; 3]| {
+            let [r, g, b] = bt601::rgb(y, cb, cr);
+            [r, g, b, 255]
+        };
+        let (white, black) = (px(test_pattern::WHITE), px(test_pattern::BLACK));
+        let (from, to) = if add { (black, white) } else { (white, black) };
+        let width = self.planes.width as u64;
+        p.white_runs(seq, |row, columns| {
+            for x in columns {
+                let i = row as u64 * width + x as u64;
+                let c = &mut checks;
+                c.statistic = c.statistic + bt601::statistic(&to) - bt601::statistic(&from);
+                c.digest =
+                    c.digest.wrapping_sub(rgba_digest::term(i, from)).wrapping_add(rgba_digest::term(i, to));
+            }
+        });
+        checks
     }
 
     /// The checksum of the visible bytes of frame `seq`.
@@ -439,13 +490,12 @@ impl Expected {
         Ok(frame_checksum(&self.planes, &self.frame))
     }
 
-    fn clip_frame(&mut self, index: u64) -> Result<(u64, u64), String> {
+    fn clip_frame(&mut self, index: u64) -> Result<(Checks, u64), String> {
         if let Some(&v) = self.clip_frames.get(&index) {
             return Ok(v);
         }
         let rgba = self.rgba(index)?;
-        let sum = rgba.chunks_exact(4).map(|p| p[0] as u64 + p[1] as u64 + p[2] as u64).sum();
-        let v = (sum, frame_checksum(&self.planes, &self.frame));
+        let v = (Checks::of(&rgba), frame_checksum(&self.planes, &self.frame));
         self.clip_frames.insert(index, v);
         Ok(v)
     }
@@ -501,13 +551,40 @@ struct Outcome {
     stats: Vec<Stats>,
     last: (u64, Vec<u8>),
     captures: Vec<(u64, Vec<u8>)>,
-    mismatches: u64,
+    mismatches: Mismatches,
+}
+
+/// Frames that failed a check, per check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Mismatches {
+    /// Converted frames whose R + G + B differs from the reference's.
+    statistic: u64,
+    /// Converted frames whose pixels differ from the reference's (the digest differs).
+    pixels: u64,
+    /// Frames the CPU recorder read that differ from what the camera wrote.
+    recorder: u64,
+}
+
+impl Mismatches {
+    fn total(&self) -> u64 {
+        self.statistic + self.pixels + self.recorder
+    }
+
+    /// Counts frame `seq`'s converted checks `got` against `want`.
+    fn count(&mut self, seq: u64, got: Checks, want: Checks) {
+        let (sum, pixels) = (got.statistic != want.statistic, got.digest != want.digest);
+        if (sum || pixels) && self.statistic + self.pixels < 10 {
+            eprintln!("frame {seq}: converted {got:?}, expected {want:?}");
+        }
+        self.statistic += sum as u64;
+        self.pixels += pixels as u64;
+    }
 }
 
 /// What the converter hands back at the end.
 struct Converted {
-    /// Per frame, the statistic recorded on the device (CUDA).
-    device_sums: Vec<Option<u64>>,
+    /// Per frame, the checks recorded on the device (CUDA).
+    device_checks: Vec<Option<Checks>>,
     last_rgba: Vec<u8>,
     captures: Vec<(u64, Vec<u8>)>,
 }
@@ -521,17 +598,19 @@ enum Converter {
         rgba: Vec<u8>,
         capture: Option<Capture>,
         captures: Vec<(u64, Vec<u8>)>,
+        /// A deliberately broken converter (the tests'), applied to each converted frame.
+        fault: Option<bt601::Fault>,
     },
     #[cfg(feature = "cuda")]
     Cuda(Box<gpu::CudaConverter>),
 }
 
 impl Converter {
-    /// Converts the next frame. The CPU returns its statistic at once; the CUDA converter
-    /// records it on the device (read back once at the end) and returns `None`.
-    fn convert_next(&mut self, layout: &FrameLayout) -> Result<(u64, Option<u64>), String> {
+    /// Converts the next frame. The CPU returns its checks at once; the CUDA converter records
+    /// them on the device (read back once at the end) and returns `None`.
+    fn convert_next(&mut self, layout: &FrameLayout) -> Result<(u64, Option<Checks>), String> {
         match self {
-            Converter::Cpu { consumer, scratch, rgba, capture, captures } => {
+            Converter::Cpu { consumer, scratch, rgba, capture, captures, fault } => {
                 let f = consumer.acquire().map_err(|e| e.to_string())?;
                 let sum = match scratch {
                     Some(s) => {
@@ -543,10 +622,13 @@ impl Converter {
                 .map_err(|e| e.to_string())?;
                 let seq = f.sequence();
                 consumer.release(f).map_err(|e| e.to_string())?;
+                if let Some(fault) = fault {
+                    fault.apply(rgba, layout.planes[0].width);
+                }
                 if capture.is_some_and(|c| c.wants(seq, captures.len())) {
                     captures.push((seq, rgba.clone()));
                 }
-                Ok((seq, Some(sum)))
+                Ok((seq, Some(Checks { statistic: sum, digest: rgba_digest::digest(rgba) })))
             }
             #[cfg(feature = "cuda")]
             Converter::Cuda(c) => c.convert_next().map(|seq| (seq, None)),
@@ -558,7 +640,7 @@ impl Converter {
     fn finish(self, frames: u64) -> Result<Converted, String> {
         match self {
             Converter::Cpu { rgba, captures, .. } => {
-                Ok(Converted { device_sums: vec![None; frames as usize], last_rgba: rgba, captures })
+                Ok(Converted { device_checks: vec![None; frames as usize], last_rgba: rgba, captures })
             }
             #[cfg(feature = "cuda")]
             Converter::Cuda(c) => c.finish(),
@@ -689,7 +771,10 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
             rgba: vec![0u8; (plan.width * plan.height * 4) as usize],
             capture: plan.capture,
             captures: Vec::new(),
+            fault: plan.fault,
         },
+        #[cfg(feature = "cuda")]
+        Engine::Cuda(_) if plan.fault.is_some() => return Err("a broken converter is a CPU converter".into()),
         #[cfg(feature = "cuda")]
         Engine::Cuda(dev) => Converter::Cuda(Box::new(gpu::CudaConverter::new(first, dev, &layout, plan)?)),
     };
@@ -729,17 +814,11 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     let cpu = rusage::cpu_time(rusage::PROCESS).saturating_sub(cpu0);
     camera.join().map_err(|_| "the camera panicked")??;
     let mut expected = Expected::new(plan)?;
-    let mut mismatches = 0;
+    let mut mismatches = Mismatches::default();
     let mut last_seq = 0;
-    for (i, (seq, sum)) in immediate.into_iter().enumerate() {
-        let sum = sum.or(converted.device_sums[i]).ok_or("missing frame statistic")?;
-        let want = expected.statistic(seq)?;
-        if sum != want {
-            mismatches += 1;
-            if mismatches <= 10 {
-                eprintln!("frame {seq}: statistic {sum} != expected {want}");
-            }
-        }
+    for (i, (seq, checks)) in immediate.into_iter().enumerate() {
+        let got = checks.or(converted.device_checks[i]).ok_or("missing frame checks")?;
+        mismatches.count(seq, got, expected.checks(seq)?);
         last_seq = seq;
     }
     if let Some(r) = recorder {
@@ -754,7 +833,7 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
             }
         }
         println!("recorder (CPU, in place): {n} frames checksummed, {bad} mismatches");
-        mismatches += bad;
+        mismatches.recorder = bad;
     }
     println!(
         "process CPU time (user+sys, all threads): {:.1} us per frame",
@@ -778,7 +857,8 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
                     );
                 }
                 let (s, bad) = gpu::run_copy(dev, plan, &cpu_layout)?;
-                mismatches += bad;
+                mismatches.statistic += bad.statistic;
+                mismatches.pixels += bad.pixels;
                 stats.push(s);
             }
             _ => println!("note: --compare-copy needs a CUDA converter; skipped"),
@@ -792,15 +872,21 @@ mod gpu {
     //! The CUDA converter (one per backend: NvSci, mock on a GPU, Vulkan) and the copy pipeline.
     use super::*;
     use nvsci::convert::Nv12ToRgba;
-    use nvsci::cuda::cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+    use nvsci::cuda::cudarc::driver::{
+        CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    };
+    use nvsci::cuda::cudarc::nvrtc::Ptx;
     use nvsci::cuda::{CudaGpu, MemSync};
     use std::sync::Arc;
 
-    /// The NV12 -> RGBA kernel and its outputs: the RGBA image and one statistic per frame.
+    /// The NV12 -> RGBA kernel and its outputs: the RGBA image, and per frame its statistic and
+    /// the digest of its pixels (the digest kernel runs after the conversion, on its stream).
     pub struct Kernel {
         f: Nv12ToRgba,
+        digest: CudaFunction,
         pub rgba: CudaSlice<u8>,
         sums: CudaSlice<u64>,
+        digests: CudaSlice<u64>,
         layout: FrameLayout,
     }
 
@@ -812,22 +898,47 @@ mod gpu {
             plan: &Plan,
         ) -> Result<Self, String> {
             let f = Nv12ToRgba::load(dev).map_err(|e| format!("PTX: {e}"))?;
+            let digest = dev
+                .context()
+                .load_module(Ptx::from_src(rgba_digest::RGBA_DIGEST_PTX))
+                .and_then(|m| m.load_function("rgba_digest"))
+                .map_err(|e| format!("digest PTX: {e}"))?;
             let rgba = stream
                 .alloc_zeros::<u8>((plan.width * plan.height * 4) as usize)
                 .map_err(|e| e.to_string())?;
             let sums = stream.alloc_zeros::<u64>(plan.frames as usize).map_err(|e| e.to_string())?;
-            Ok(Self { f, rgba, sums, layout: layout.clone() })
+            let digests = stream.alloc_zeros::<u64>(plan.frames as usize).map_err(|e| e.to_string())?;
+            Ok(Self { f, digest, rgba, sums, digests, layout: layout.clone() })
+        }
+
+        /// Enqueues the digest of the converted image into slot `t`, after the conversion.
+        fn enqueue_digest(&self, stream: &CudaStream, t: u64) -> Result<(), String> {
+            let pixels = (self.rgba.len() / 4) as u64;
+            let (rgba, _g1) = self.rgba.device_ptr(stream);
+            let (digests, _g2) = self.digests.device_ptr(stream);
+            let out = digests + 8 * t;
+            let (grid, block) = rgba_digest::launch_dims(pixels);
+            let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (block, 1, 1), shared_mem_bytes: 0 };
+            let mut b = stream.launch_builder(&self.digest);
+            b.arg(&rgba).arg(&pixels).arg(&out);
+            // SAFETY: the arguments match `rgba_digest(u64, u64, u64)`; `rgba` holds `pixels`
+            // RGBA pixels and `out` is element `t` (< frames) of the zeroed digests, both alive
+            // until the stream is read back.
+            unsafe { b.launch(cfg) }.map(drop).map_err(|e| e.to_string())
         }
 
         /// Enqueues the conversion of the frame at `src` (buffer start) on `stream`, its
         /// statistic going to slot `t`.
         pub fn enqueue(&mut self, stream: &CudaStream, src: u64, t: u64) -> Result<(), String> {
-            let (dst, _g1) = self.rgba.device_ptr(stream);
-            let (sums, _g2) = self.sums.device_ptr(stream);
-            let sum = sums + 8 * t;
-            // SAFETY: `src` is a whole NV12 frame of this layout; `dst` holds w*h*4 bytes; `sum`
-            // is element `t` of the statistics array (t < frames).
-            unsafe { self.f.enqueue(stream, &self.layout, src, dst, sum) }.map_err(|e| e.to_string())
+            {
+                let (dst, _g1) = self.rgba.device_ptr(stream);
+                let (sums, _g2) = self.sums.device_ptr(stream);
+                let sum = sums + 8 * t;
+                // SAFETY: `src` is a whole NV12 frame of this layout; `dst` holds w*h*4 bytes;
+                // `sum` is element `t` of the statistics array (t < frames).
+                unsafe { self.f.enqueue(stream, &self.layout, src, dst, sum) }.map_err(|e| e.to_string())?;
+            }
+            self.enqueue_digest(stream, t)
         }
 
         /// Enqueues the conversion of a block-linear frame read through its planes' surfaces.
@@ -837,21 +948,30 @@ mod gpu {
             planes: &[nvsci::cuda::ArraySurface<nvsci::cuda::ReadOnly>],
             t: u64,
         ) -> Result<(), String> {
-            let (dst, _g1) = self.rgba.device_ptr(stream);
-            let (sums, _g2) = self.sums.device_ptr(stream);
-            let sum = sums + 8 * t;
-            // SAFETY: `dst` holds w*h*4 bytes; `sum` is element `t` of the statistics array
-            // (t < frames); the surfaces are the frame's, alive while the ring is.
-            unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }
-                .map_err(|e| e.to_string())
+            {
+                let (dst, _g1) = self.rgba.device_ptr(stream);
+                let (sums, _g2) = self.sums.device_ptr(stream);
+                let sum = sums + 8 * t;
+                // SAFETY: `dst` holds w*h*4 bytes; `sum` is element `t` of the statistics array
+                // (t < frames); the surfaces are the frame's, alive while the ring is.
+                unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }
+                    .map_err(|e| e.to_string())?;
+            }
+            self.enqueue_digest(stream, t)
         }
 
-        /// Waits for `stream` and reads back the statistics and the RGBA image.
-        pub fn read_back(&self, stream: &Arc<CudaStream>) -> Result<(Vec<u64>, Vec<u8>), String> {
+        /// Waits for `stream` and reads back each frame's checks and the RGBA image.
+        pub fn read_back(&self, stream: &Arc<CudaStream>) -> Result<(Vec<Checks>, Vec<u8>), String> {
             let sums = stream.clone_dtoh(&self.sums).map_err(|e| e.to_string())?;
+            let digests = stream.clone_dtoh(&self.digests).map_err(|e| e.to_string())?;
             let rgba = stream.clone_dtoh(&self.rgba).map_err(|e| e.to_string())?;
             stream.synchronize().map_err(|e| e.to_string())?;
-            Ok((sums, rgba))
+            let checks = sums
+                .into_iter()
+                .zip(digests)
+                .map(|(statistic, digest)| Checks { statistic, digest })
+                .collect();
+            Ok((checks, rgba))
         }
     }
 
@@ -940,14 +1060,14 @@ mod gpu {
                 captures =
                     c.taken.iter().zip(frames.chunks_exact(n)).map(|(&s, f)| (s, f.to_vec())).collect();
             }
-            let (sums, rgba) = self.kernel.read_back(stream)?;
-            Ok(Converted { device_sums: sums.into_iter().map(Some).collect(), last_rgba: rgba, captures })
+            let (checks, rgba) = self.kernel.read_back(stream)?;
+            Ok(Converted { device_checks: checks.into_iter().map(Some).collect(), last_rgba: rgba, captures })
         }
     }
 
     /// The copy pipeline: the camera writes each frame into ordinary host memory, cuMemcpyHtoD
     /// into a device buffer, same kernel (one thread, as a user would write it).
-    pub fn run_copy(dev: &CudaGpu, plan: &Plan, layout: &FrameLayout) -> Result<(Stats, u64), String> {
+    pub fn run_copy(dev: &CudaGpu, plan: &Plan, layout: &FrameLayout) -> Result<(Stats, Mismatches), String> {
         let mut source = Source::open(plan)?;
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
         let mut kernel = Kernel::new(dev, &stream, layout, plan)?;
@@ -966,12 +1086,12 @@ mod gpu {
             drop(g);
             latencies.push(t0.elapsed());
         }
-        let (sums, _) = kernel.read_back(&stream)?;
+        let (checks, _) = kernel.read_back(&stream)?;
         let elapsed = start.elapsed();
         let mut expected = Expected::new(plan)?;
-        let mut bad = 0;
+        let mut bad = Mismatches::default();
         for t in 0..plan.frames {
-            bad += (sums[t as usize] != expected.statistic(t)?) as u64;
+            bad.count(t, checks[t as usize], expected.checks(t)?);
         }
         Ok((
             Stats {
@@ -989,8 +1109,12 @@ mod gpu {
 #[derive(Debug)]
 #[cfg_attr(not(test), allow(dead_code))]
 struct Report {
-    /// Every frame matched its expectation and the last one the CPU reference pixel for pixel.
+    /// Every frame matched its expectation and the last one the reference pixel for pixel.
     ok: bool,
+    /// Frames that failed a check.
+    mismatches: Mismatches,
+    /// Whether the last converted frame is the reference's, byte for byte.
+    last_identical: bool,
     /// "CPU" or "CUDA".
     converter: &'static str,
     width: u32,
@@ -1038,12 +1162,12 @@ fn run(a: &Args) -> Result<Report, String> {
     if outcome.stats.len() == 2 {
         println!("zero-copy / copy frame rate: {:.2}x", outcome.stats[0].fps() / outcome.stats[1].fps());
     }
-    // The last frame, converted by the consumer, against the CPU reference conversion.
+    // The last frame, converted by the consumer, against the reference, byte for byte.
     let (last_seq, last_rgba) = &outcome.last;
     let reference = Expected::new(&plan)?.rgba(*last_seq)?;
     let last_ok = reference == *last_rgba;
-    if !last_ok {
-        eprintln!("the last frame's RGBA differs from the CPU reference conversion");
+    if let Some(d) = bt601::first_difference(last_rgba, &reference, plan.width) {
+        eprintln!("the last frame's RGBA differs from the reference, first at {d:?}");
     }
     let converter = if gpu { "CUDA" } else { "CPU" };
     let metadata = |title: String, description: String| {
@@ -1088,14 +1212,20 @@ fn run(a: &Args) -> Result<Report, String> {
             path.display()
         );
     }
+    let m = outcome.mismatches;
     println!(
-        "verified {} frames: {} mismatches{}",
+        "verified {} frames against the BT.601 reference: {} mismatches (statistic {}, pixels {}, recorder {}){}",
         plan.frames,
-        outcome.mismatches,
-        if last_ok { ", last frame identical to the CPU reference" } else { "" }
+        m.total(),
+        m.statistic,
+        m.pixels,
+        m.recorder,
+        if last_ok { ", last frame identical to the reference" } else { "" }
     );
     Ok(Report {
-        ok: outcome.mismatches == 0 && last_ok,
+        ok: m.total() == 0 && last_ok,
+        mismatches: m,
+        last_identical: last_ok,
         converter,
         width: plan.width,
         height: plan.height,

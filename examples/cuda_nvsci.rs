@@ -247,15 +247,33 @@ pub fn run_cpu(width: u32, height: u32) -> Res<usize> {
 /// Everything else (coordinates, the grey weighting) is computed the same way on both sides.
 pub const TOLERANCE: u8 = 6;
 
+/// The first byte of the raw buffer outside the tolerance (or an alpha byte that differs).
+#[derive(Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+struct Mismatch {
+    byte: usize,
+    got: u8,
+    want: u8,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Mismatch { byte, got, want } = self;
+        write!(f, "raw buffer byte {byte} (pixel {}): {got} instead of {want}", byte / 4)
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
 /// Compares the GPU's output with the reference: every alpha byte exactly, every colour byte
 /// within [`TOLERANCE`]. Returns the largest difference and the share of bytes equal.
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-fn compare(got: &[u8], want: &[u8]) -> Res<(u8, f64)> {
+fn compare(got: &[u8], want: &[u8]) -> Result<(u8, f64), Mismatch> {
     let (mut worst, mut equal) = (0u8, 0usize);
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let d = g.abs_diff(*w);
         if (i % 4 == 3 && d != 0) || d > TOLERANCE {
-            return Err(format!("raw buffer byte {i} (pixel {}): {g} instead of {w}", i / 4).into());
+            return Err(Mismatch { byte: i, got: *g, want: *w });
         }
         worst = worst.max(d);
         equal += usize::from(d == 0);
@@ -676,8 +694,9 @@ mod tests {
     fn the_comparison_allows_the_filter_tolerance_only() {
         let want = [10, 10, 10, 0];
         assert_eq!(super::compare(&[16, 4, 10, 0], &want).unwrap().0, 6);
-        assert!(super::compare(&[17, 10, 10, 0], &want).is_err());
-        assert!(super::compare(&[10, 10, 10, 1], &want).is_err());
+        let mismatch = |byte, got, want| Err(super::Mismatch { byte, got, want });
+        assert_eq!(super::compare(&[17, 10, 10, 0], &want), mismatch(0, 17, 10));
+        assert_eq!(super::compare(&[10, 10, 10, 1], &want), mismatch(3, 1, 0), "alpha differs");
     }
 
     #[cfg(feature = "cuda")]

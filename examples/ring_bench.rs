@@ -34,10 +34,21 @@
 //!    counter (`cuStreamWriteValue64`), which the CPU spins on. The consumer checks that it saw
 //!    every frame in order and, on the last one, the number the camera wrote.
 //!
+//! What each measurement verifies (the benchmark exits non-zero on a mismatch): 1 to 3 fill
+//! every frame with one known byte (frame `t`: `t as u8`; measurement 3: zeros), and after the
+//! timed loop read back the R + G + B the converter kernel summed over every frame it converted,
+//! compared with the sum of the BT.601 oracle's colours of those bytes (`support/bt601.rs`): a
+//! frame read before its producer finished, or a stale slot, changes it. It is one sum over all
+//! frames, not a per-frame or per-pixel check. Measurement 4's consumer is an empty kernel: it
+//! checks nothing. Measurement 5 checks that the consumer saw every frame in order and, on the
+//! last one, the number the camera wrote.
+//!
 //! On the mock backend the ring's memory is page-locked host memory (as on Tegra, where the
 //! GPU and CPU share DRAM); on a discrete GPU every access to it crosses PCIe. On the Vulkan
 //! backend with only GPU parties it is device memory.
 
+#[path = "support/bt601.rs"]
+mod bt601;
 #[path = "support/percentile.rs"]
 mod percentile;
 #[path = "support/rusage.rs"]
@@ -96,6 +107,28 @@ impl Kernel {
         // u64.
         unsafe { self.f.enqueue(stream, &self.layout, frame, dst, sum) }.map_err(e)
     }
+
+    /// Reads back the R + G + B the kernel summed over every frame it converted and compares it
+    /// with `values`: the byte each converted frame was filled with, in order (a uniform frame
+    /// of byte `v` converts to the BT.601 oracle's colour of Y = Cb = Cr = `v` in every pixel).
+    fn check(&self, stream: &Arc<CudaStream>, what: &str, values: impl IntoIterator<Item = u8>) -> Res<()> {
+        let got = stream.clone_dtoh(&self.sum).map_err(e)?[0];
+        let (w, h) = self.layout.format.dimensions().ok_or("an image format is needed")?;
+        let pixels = w as u64 * h as u64;
+        let want: u64 = values
+            .into_iter()
+            .map(|v| pixels * bt601::rgb(v, v, v).iter().map(|&c| c as u64).sum::<u64>())
+            .sum();
+        if got != want {
+            return Err(format!("{what}: the converted frames sum to {got}, expected {want}"));
+        }
+        Ok(())
+    }
+}
+
+/// The bytes frames `range` are filled with (frame `t`: `t as u8`).
+fn fills(range: std::ops::Range<u64>) -> impl Iterator<Item = u8> {
+    range.map(|t| t as u8)
 }
 
 /// A CPU camera thread writing every frame and presenting it.
@@ -103,7 +136,8 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
     std::thread::spawn(move || {
         for t in 0..frames {
             let f = p.acquire().map_err(e)?;
-            p.cpu_write(&f).map_err(e)?[..4096].fill(t as u8);
+            // The whole frame, so that the consumer's checksum has a known value.
+            p.cpu_write(&f).map_err(e)?.fill(t as u8);
             p.present(f).map_err(e)?;
         }
         Ok(())
@@ -138,6 +172,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     let fence_driven = (rusage::cpu_time(rusage::THREAD) - t0).as_secs_f64() * 1e6 / frames as f64;
     stream.synchronize().map_err(e)?;
     cam.join().map_err(|_| "camera panicked")??;
+    k.check(&stream, "consumer CPU time, fence-driven", fills(0..frames))?;
     drop(c);
 
     // CPU-synchronised: CPU fence wait, kernel, stream synchronise, CPU release. The consumer's
@@ -158,6 +193,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     }
     let cpu_synced = (rusage::cpu_time(rusage::THREAD) - t0).as_secs_f64() * 1e6 / frames as f64;
     cam.join().map_err(|_| "camera panicked")??;
+    k.check(&stream, "consumer CPU time, CPU-synchronised", fills(0..frames))?;
     Ok((fence_driven, cpu_synced))
 }
 
@@ -226,6 +262,7 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
     }
     cstream.synchronize().map_err(e)?;
     let zero_copy = frames as f64 / start.elapsed().as_secs_f64();
+    k.check(&cstream, "GPU producer in place", fills(0..16).chain(fills(0..frames)))?;
     drop(consumer);
     drop(producer);
 
@@ -261,6 +298,7 @@ fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64
     }
     cstream.synchronize().map_err(e)?;
     let copy = frames as f64 / start.elapsed().as_secs_f64();
+    k.check(&cstream, "GPU producer, own buffer + copy", fills(0..16).chain(fills(0..frames)))?;
     Ok((zero_copy, copy))
 }
 
@@ -631,6 +669,8 @@ fn converter_alone(b: &Backend, dev: &CudaGpu, width: u32, height: u32) -> Res<(
         k.enqueue(&stream, frame)?;
     }
     let conv = gpu_time(&stream, 200, || k.enqueue(&stream, frame))?;
+    // The frame is zeros (Y = Cb = Cr = 0) every time.
+    k.check(&stream, "converter alone", std::iter::repeat_n(0, 220))?;
     // Copy bandwidth: 256 MiB device to device (read + write counted).
     let n = 256usize << 20;
     let a = stream.alloc_zeros::<u8>(n).map_err(e)?;

@@ -10,7 +10,6 @@ use nvsci::buf::{
 };
 use nvsci::{Error, NvSci};
 
-#[allow(dead_code)]
 #[path = "../examples/support/nv12_pattern.rs"]
 mod nv12_pattern;
 #[path = "../examples/support/nv12_put.rs"]

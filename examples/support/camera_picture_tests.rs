@@ -394,7 +394,7 @@ fn clip_rgba(w: u32, h: u32, k: u64, mono: bool) -> Vec<u8> {
         for x in 0..w {
             let c = (row / 2) * (w / 2) + x / 2;
             let (cb, cr) = if mono { (128, 128) } else { (u[c], v[c]) };
-            out.extend(nvsci::convert::yuv_to_rgb(y[row * w + x], cb, cr));
+            out.extend(bt601::rgb(y[row * w + x], cb, cr));
             out.push(255);
         }
     }
@@ -599,6 +599,7 @@ fn the_docs_pictures_are_the_pattern_as_converted() {
         block_linear: false,
         input: Input::Pattern,
         capture: None,
+        fault: None,
     };
     let mut expected = Expected::new(&plan).unwrap();
     let p = Picture::decode(include_bytes!("../../docs/camera_test_pattern.png"));
@@ -659,6 +660,27 @@ fn pattern_pictures_and_a_clip_on_the_vulkan_backend_gpu() {
         pictures(kind, Some("CUDA"), "vulkan");
         clip_round_trip(kind, Some("CUDA"), "vulkan", false);
     }
+}
+
+/// The example's verification fails on a broken converter: red and blue swapped, or one pixel
+/// moved (at a bar's edge, where the neighbours differ). Neither changes a frame's R + G + B,
+/// so the statistic passes every frame; the pixel check fails every frame, and the last frame
+/// differs from the reference where the fault put it.
+#[test]
+fn a_broken_converter_fails_the_verification() {
+    let _serial = serial();
+    let (w, h, frames) = (320, 180, 5);
+    let edge = Geometry::new(w, h).edges[1] - 1;
+    for fault in [bt601::Fault::SwapRedBlue, bt601::Fault::MovePixel { x: edge, y: 0 }] {
+        let r = run(&Args { fault: Some(fault), ..args("mock", w, h, frames) }).unwrap();
+        assert!(!r.ok, "{fault:?}: {r:?}");
+        assert_eq!(r.mismatches, Mismatches { statistic: 0, pixels: frames, recorder: 0 }, "{fault:?}");
+        assert!(!r.last_identical, "{fault:?}");
+        assert_ledger_clean("a broken converter");
+    }
+    // The same run without the fault passes.
+    let r = run_ok(&args("mock", w, h, frames), Some("CPU"));
+    assert_eq!(r.mismatches, Mismatches::default());
 }
 
 #[test]

@@ -4,9 +4,13 @@
 //! Luma covers the studio range and chroma every byte value, so clamping and both chroma bytes are
 //! exercised; chroma depends only on the 2x2 block, as in real 4:2:0 data. (The camera example
 //! shows colour bars instead, whose converted colours are known: `test_pattern.rs`.)
+#![allow(dead_code)]
 
-use nvsci::convert::yuv_to_rgb;
 use nvsci::pipeline::FrameLayout;
+
+/// The pixel oracle (BT.601 from the standard, not the crate's converter).
+#[path = "bt601.rs"]
+pub mod bt601;
 
 /// `(y, u, v)` of pixel `(x, row)` in frame `t`.
 pub fn test_pattern(x: u32, row: u32, t: u64) -> (u8, u8, u8) {
@@ -42,17 +46,17 @@ pub fn fill_test_pattern(layout: &FrameLayout, t: u64, dst: &mut [u8]) -> Result
     Ok(())
 }
 
+/// Frame `t` as packed RGBA (`width * 4` bytes per row), converted from the pattern itself by
+/// the oracle ([`bt601`]), independently of any buffer, layout or of the crate's converters.
+pub fn test_pattern_rgba(width: u32, height: u32, t: u64) -> Vec<u8> {
+    bt601::rgba(width, height, |x, row| {
+        let (y, u, v) = test_pattern(x, row, t);
+        [y, u, v]
+    })
+}
+
 /// The RGBA statistic (sum of R + G + B over all pixels, as `nv12_to_rgba` and its CUDA kernel
-/// return it) of frame `t`, computed from the pattern itself, independently of any buffer or
-/// layout.
+/// return it) of frame `t`, from [`test_pattern_rgba`].
 pub fn test_pattern_statistic(width: u32, height: u32, t: u64) -> u64 {
-    let mut sum = 0u64;
-    for row in 0..height {
-        for x in 0..width {
-            let (y, u, v) = test_pattern(x, row, t);
-            let [r, g, b] = yuv_to_rgb(y, u, v);
-            sum += r as u64 + g as u64 + b as u64;
-        }
-    }
-    sum
+    bt601::statistic(&test_pattern_rgba(width, height, t))
 }

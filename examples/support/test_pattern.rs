@@ -223,7 +223,7 @@ impl ColourBars {
 
     /// Calls `fill(row, columns)` for each run of 100% white drawn into frame `t`: the number
     /// (clipped to its rectangle) and the square. Everything under them is black.
-    fn white_runs(&self, t: u64, mut fill: impl FnMut(u32, Range<u32>)) {
+    pub fn white_runs(&self, t: u64, mut fill: impl FnMut(u32, Range<u32>)) {
         let g = &self.geometry;
         let n = g.number;
         if g.scale > 0 {
@@ -241,6 +241,7 @@ impl ColourBars {
 
     /// Pixels of frame `t` that are 100% white (the number and the square); the rest of the
     /// frame is the same in every frame.
+    #[cfg(test)]
     pub fn white_pixels(&self, t: u64) -> u64 {
         let mut n = 0;
         self.white_runs(t, |_, columns| n += columns.len() as u64);

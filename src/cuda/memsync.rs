@@ -15,8 +15,13 @@
 //! that need none: set `EnableGpuCache` to false for the GPU in the buffer's attribute list (as
 //! the CUDA Programming Guide's example does), so the reconciled `GpuSwNeedCacheCoherency` is
 //! false.
+//!
+//! What was decided is observable: [`counts`] counts the NvSciSync waits and signals this crate
+//! enqueued by the memory-synchronisation flag of the CUDA parameter block each was given (built
+//! in one place, `desc::wait` / `desc::signal`).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use cudarc::driver::sys;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 /// What to do about NvSciBuf memory synchronisation on an NvSciSync signal or wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -84,6 +89,57 @@ pub fn decide(policy: MemSync, all_tracked: bool, needing_coherency: usize) -> b
     }
 }
 
+/// NvSciSync waits and signals enqueued by this crate since the process started, by the
+/// memory-synchronisation flag of their CUDA parameter block: "skipped" where
+/// `CUDA_EXTERNAL_SEMAPHORE_WAIT_SKIP_NVSCIBUF_MEMSYNC` / `..._SIGNAL_SKIP_NVSCIBUF_MEMSYNC` is
+/// set, "performed" where it is not. Waits on a cleared fence enqueue nothing and are not
+/// counted.
+///
+/// On an NvSciSync object imported into CUDA (Tegra) the block counted is the one
+/// `cuWaitExternalSemaphoresAsync` / `cuSignalExternalSemaphoresAsync` is given. On sync
+/// objects CUDA reaches as counters (the mock library's GPU mode) CUDA waits on and writes the
+/// counter with stream memory operations, which take no such flag; the block counted there is
+/// the one an import would be given, built by the same code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MemSyncCounts {
+    /// Waits whose block asks CUDA to perform memory synchronisation.
+    pub waits_performed: u64,
+    /// Waits whose block carries the skip flag.
+    pub waits_skipped: u64,
+    /// Signals whose block asks CUDA to perform memory synchronisation.
+    pub signals_performed: u64,
+    /// Signals whose block carries the skip flag.
+    pub signals_skipped: u64,
+}
+
+static WAITS_PERFORMED: AtomicU64 = AtomicU64::new(0);
+static WAITS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+static SIGNALS_PERFORMED: AtomicU64 = AtomicU64::new(0);
+static SIGNALS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+
+/// The counts so far (process-wide, like the flag itself).
+pub fn counts() -> MemSyncCounts {
+    MemSyncCounts {
+        waits_performed: WAITS_PERFORMED.load(Ordering::SeqCst),
+        waits_skipped: WAITS_SKIPPED.load(Ordering::SeqCst),
+        signals_performed: SIGNALS_PERFORMED.load(Ordering::SeqCst),
+        signals_skipped: SIGNALS_SKIPPED.load(Ordering::SeqCst),
+    }
+}
+
+/// Counts an enqueued NvSciSync wait by its parameter block's flag.
+pub(crate) fn count_wait(params: &sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS) {
+    let skipped = params.flags & sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_SKIP_NVSCIBUF_MEMSYNC != 0;
+    if skipped { &WAITS_SKIPPED } else { &WAITS_PERFORMED }.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Counts an enqueued NvSciSync signal by its parameter block's flag.
+pub(crate) fn count_signal(params: &sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS) {
+    let skipped = params.flags & sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_SKIP_NVSCIBUF_MEMSYNC != 0;
+    if skipped { &SIGNALS_SKIPPED } else { &SIGNALS_PERFORMED }.fetch_add(1, Ordering::SeqCst);
+}
+
 /// Decides now and logs the decision at debug level.
 pub(crate) fn skip_for(policy: MemSync, op: &str) -> bool {
     let (tracked, needing) = (all_imports_tracked(), imports_needing_coherency());
@@ -94,4 +150,45 @@ pub(crate) fn skip_for(policy: MemSync, op: &str) -> bool {
         if skip { "skipping" } else { "performing" }
     );
     skip
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::desc;
+
+    /// The counts follow the flag of the parameter blocks `desc` builds, which follows the
+    /// decision (the only other counter of these statics is an enqueue on a GPU).
+    #[test]
+    fn counts_follow_the_flag_of_the_parameter_blocks() {
+        let before = counts();
+        for skip in [true, false, false] {
+            count_wait(&desc::wait(core::ptr::null(), 0, skip));
+            count_signal(&desc::signal(core::ptr::null_mut(), 0, skip));
+        }
+        let after = counts();
+        assert_eq!(
+            (
+                after.waits_skipped - before.waits_skipped,
+                after.waits_performed - before.waits_performed,
+                after.signals_skipped - before.signals_skipped,
+                after.signals_performed - before.signals_performed,
+            ),
+            (1, 2, 1, 2)
+        );
+        assert_eq!(
+            desc::wait(core::ptr::null(), 0, true).flags,
+            sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_SKIP_NVSCIBUF_MEMSYNC
+        );
+        assert_eq!(desc::signal(core::ptr::null_mut(), 0, false).flags, 0);
+    }
+
+    #[test]
+    fn the_decision_table() {
+        assert!(decide(MemSync::Skip, false, 3));
+        assert!(!decide(MemSync::Perform, true, 0));
+        assert!(decide(MemSync::Auto, true, 0));
+        assert!(!decide(MemSync::Auto, true, 1), "an import needing coherency");
+        assert!(!decide(MemSync::Auto, false, 0), "imports the crate cannot see");
+    }
 }

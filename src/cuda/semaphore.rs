@@ -305,11 +305,16 @@ impl CudaSyncObj {
                 self.dev.bind()?;
                 // SAFETY: one semaphore and one parameter block, both alive for the call; CUDA
                 // writes the new fence into the storage `params` points to before returning.
-                unsafe { sem::signal_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }
+                unsafe { sem::signal_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }?;
+                memsync::count_signal(&params);
+                Ok(())
             }
             SyncHandle::Counter(reg) => {
                 self.obj.generate_engine_fence_into(fence)?;
                 let (_, value) = fence.id_value()?;
+                // The counter write below takes no memory-sync flag: counted is the block an
+                // import would be given (memsync::counts).
+                let params = desc::signal(fence.as_raw_mut() as *mut _, 0, skip);
                 self.dev.bind()?;
                 // SAFETY: the counter is page-locked and mapped (the registration is alive while
                 // `self` is, and its destroy waits for the work queued before it); flags 0 keep
@@ -319,6 +324,7 @@ impl CudaSyncObj {
                     fence.clear(); // never hand out a fence nothing will signal
                     return r;
                 }
+                memsync::count_signal(&params);
                 if let Some(n) = &self.notifier {
                     // Without the wake-up, CPU waits still see the store at their next look.
                     if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr()) {
@@ -364,7 +370,9 @@ impl CudaSyncObj {
                 self.dev.bind()?;
                 // SAFETY: the fence and the parameter block are alive for the call; CUDA copies
                 // what it needs from the fence before returning.
-                unsafe { sem::wait_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }
+                unsafe { sem::wait_external_semaphore_async(raw.raw, &params, stream.cu_stream()) }?;
+                memsync::count_wait(&params);
+                Ok(())
             }
             SyncHandle::Counter(reg) => {
                 let (_, value) = fence.id_value()?;
@@ -372,7 +380,11 @@ impl CudaSyncObj {
                 let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
                 // SAFETY: the counter is page-locked and mapped while `self` lives, and the
                 // unregistration waits for the work queued before the drop.
-                unsafe { sem::stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq) }
+                unsafe { sem::stream_wait_value64(stream.cu_stream(), reg.device_ptr(), value, geq) }?;
+                // The counter wait takes no memory-sync flag: counted is the block an import
+                // would be given (memsync::counts).
+                memsync::count_wait(&desc::wait(fence.as_raw() as *const _, 0, skip));
+                Ok(())
             }
         }
     }

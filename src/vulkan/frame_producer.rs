@@ -626,8 +626,16 @@ mod tests {
         assert_eq!(one.as_slice(), &[(0, 10)]);
         assert_eq!(regions_for(64, Readback::Full).unwrap().as_slice(), &[(0, 64)]);
         assert!(regions_for(64, Readback::None).unwrap().is_empty());
-        assert!(regions_for(64, Readback::Windows { count: 0, len: 1 }).is_err());
-        assert!(regions_for(64, Readback::Windows { count: 17, len: 1 }).is_err());
-        assert!(regions_for(64, Readback::Windows { count: 2, len: 65 }).is_err());
+        for (readback, field) in [
+            (Readback::Windows { count: 0, len: 1 }, "readback.count"),
+            (Readback::Windows { count: 17, len: 1 }, "readback.count"),
+            (Readback::Windows { count: 2, len: 65 }, "readback.len"),
+            (Readback::Windows { count: 2, len: 0 }, "readback.len"),
+        ] {
+            match regions_for(64, readback) {
+                Err(crate::Error::InvalidArgument { name, .. }) => assert_eq!(name, field, "{readback:?}"),
+                other => panic!("{readback:?}: expected InvalidArgument naming {field}, got {other:?}"),
+            }
+        }
     }
 }

@@ -15,7 +15,6 @@
 
 #[path = "../common/mod.rs"]
 mod common;
-#[cfg(feature = "cuda")]
 #[path = "../../examples/support/nv12_pattern.rs"]
 mod nv12_pattern;
 mod scenarios;
@@ -221,9 +220,10 @@ on_every_backend! {
     tokens_of_other_rings_and_consumers_are_refused;
     a_slow_mailbox_consumer_gets_the_newest_frame_and_never_holds_the_camera;
     consumers_attach_leave_and_come_back;
+    nv12_frames_are_converted_in_place_and_verified;
+    a_broken_converter_fails_the_frame_check;
 }
 
 on_gpu_backends! {
-    nv12_frames_are_converted_in_place_and_verified;
     ring_on_the_applications_cuda_context;
 }

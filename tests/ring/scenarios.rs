@@ -1,9 +1,10 @@
 //! The ring scenarios, each written once against [`Env`]: parties on "the engine" run on the
 //! backend's GPU engine (a CUDA stream) where it has one, else on the CPU, and every frame is
-//! checked against an independent expectation (`fill_pattern`'s bytes, the NV12 pattern's
-//! statistic) read back on the host.
+//! checked against an independent expectation (`fill_pattern`'s bytes; converted NV12 frames'
+//! pixels, against the BT.601 oracle's conversion of the pattern) read back on the host.
 
 use super::common::{expected_pattern, open_fds};
+use super::nv12_pattern::bt601;
 use super::Env;
 use nvsci::pipeline::{
     Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, QueueMode, RingConfig,
@@ -283,21 +284,19 @@ pub fn engine_producer_feeds_two_engine_consumers_1000_frames(env: &Env) {
     run_frames(env, &e, &[e.clone(), e.clone()], FRAMES);
 }
 
-/// What a ring can leave behind: open fds, mock handles, device memory, counted once the CUDA
-/// destroys queued by earlier drops have run.
+/// What a ring can leave behind: open fds, mock handles, and device memory where the backend
+/// has a CUDA device (`None` on the CPU-only backend, whose buffers are mock objects the handle
+/// ledger counts), counted once the CUDA destroys queued by earlier drops have run.
 #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-fn footprint(env: &Env) -> (usize, nvsci_mock::HandleCounts, usize) {
+fn footprint(env: &Env) -> (usize, nvsci_mock::HandleCounts, Option<usize>) {
     #[cfg(feature = "cuda")]
-    let mem = match env.dev() {
-        Some(dev) => {
-            super::common::settle(&dev);
-            let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
-            total - free
-        }
-        None => 0,
-    };
+    let mem = env.dev().map(|dev| {
+        super::common::settle(&dev);
+        let (free, total) = nvsci::cuda::cudarc::driver::result::mem_get_info().unwrap();
+        total - free
+    });
     #[cfg(not(feature = "cuda"))]
-    let mem = 0;
+    let mem = None;
     (open_fds(), nvsci_mock::global_ledger().counts(), mem)
 }
 
@@ -312,7 +311,9 @@ pub fn rings_leak_nothing(env: &Env) {
     assert_eq!(fds1, fds0, "fds leaked");
     // The harness runs one scenario at a time, so the mock's ledger is exact.
     assert_eq!(handles1, handles0, "mock handles leaked");
-    assert!(mem1 <= mem0 + (8 << 20), "device memory grew by {} bytes", mem1.saturating_sub(mem0));
+    if let (Some(mem0), Some(mem1)) = (mem0, mem1) {
+        assert!(mem1 <= mem0 + (8 << 20), "device memory grew by {} bytes", mem1.saturating_sub(mem0));
+    }
 }
 
 pub fn bad_input_is_refused(env: &Env) {
@@ -371,11 +372,17 @@ pub fn dropped_tokens_do_not_jam_the_ring(env: &Env) {
         assert_eq!(f.sequence(), seq);
         p.present(f).unwrap();
         if seq % 3 == 0 {
+            // The frame is held when the closure panics: its drop during the unwind releases it
+            // (the ring's last check below fails if it does not).
+            let mut held = None;
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let _g = cs[0].acquire().unwrap();
+                let g = cs[0].acquire().unwrap();
+                held = Some(g.sequence());
                 panic!("consumer failed");
             }));
-            assert!(r.is_err());
+            assert_eq!(held, Some(seq), "the closure acquired frame {seq} before it panicked");
+            let payload = r.expect_err("the consumer panicked");
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"consumer failed"), "its own panic");
         } else {
             let g = cs[0].acquire().unwrap();
             assert_eq!(g.sequence(), seq);
@@ -419,51 +426,156 @@ pub fn tokens_of_other_rings_and_consumers_are_refused(env: &Env) {
     }
 }
 
-/// A CPU camera writing NV12 frames in place, converted to RGBA by CUDA in place, each frame's
-/// statistic checked against the pattern's (a different pattern every frame, so a stale slot
-/// shows).
-pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
-    #[cfg(feature = "cuda")]
-    {
-        use super::nv12_pattern::{fill_test_pattern, test_pattern_statistic};
-        use nvsci::convert::Nv12ToRgba;
-        use nvsci::cuda::cudarc::driver::DevicePtr;
-        let dev = env.dev().unwrap();
-        let (w, h) = (640u32, 360u32);
-        let r = ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
-        let layout = r.layout().clone();
-        let (mut p, cs) = r.split().unwrap();
-        let kernel = Nv12ToRgba::load(&dev).unwrap();
-        let stream = dev.context().new_stream().unwrap();
-        let rgba = stream.alloc_zeros::<u8>((w * h * 4) as usize).unwrap();
-        let frames = 200u64;
-        let sums = stream.alloc_zeros::<u64>(frames as usize).unwrap();
-        let mut consumer = cs.into_iter().next().unwrap();
-        consumer.set_stream(stream.clone()).unwrap();
-        for t in 0..frames {
-            let f = p.acquire().unwrap();
-            fill_test_pattern(&layout, t, &mut p.cpu_write(&f).unwrap()).unwrap();
-            p.present(f).unwrap();
-            consumer
-                .process(|f| {
-                    let s = f.stream();
-                    let (dst, _a) = rgba.device_ptr(s);
-                    let (sums_base, _b) = sums.device_ptr(s);
-                    let sum = sums_base + t * 8;
-                    let src = f.device_address();
-                    // SAFETY: the frame is a whole NV12 image of this layout; dst holds w*h RGBA
-                    // pixels and sum one u64 (zeroed), all alive until the stream is read back.
-                    unsafe { kernel.enqueue(s, &layout, src, dst, sum) }
-                })
-                .unwrap();
+/// NV12 frames of the conversion scenarios: a small run where the CPU converts (a debug build
+/// converts pixel by pixel), a larger one on a GPU engine; more frames than slots either way,
+/// so a stale slot shows.
+fn nv12_run(env: &Env) -> (u32, u32, u64) {
+    if env.engine().is_cpu() {
+        (128, 72, 12)
+    } else {
+        (640, 360, 120)
+    }
+}
+
+/// What the converting consumer made of the NV12 frames: the statistic it computed for each
+/// frame and each frame's packed RGBA, read back on the host.
+struct Converted {
+    width: u32,
+    height: u32,
+    sums: Vec<u64>,
+    rgba: Vec<u8>,
+}
+
+/// Why converted frames are wrong: the first frame whose statistic (the fast pre-check) or
+/// whose pixels differ from the oracle's.
+#[derive(Debug)]
+#[allow(dead_code)] // the fields are read through Debug, in the failure message
+enum FrameMismatch {
+    Statistic { frame: u64, got: u64, want: u64 },
+    Pixels { frame: u64, at: bt601::Difference },
+}
+
+/// A CPU camera writes frame `t` of the NV12 pattern in place; the consumer on the engine
+/// converts it to RGBA in place (`nvsci::convert` on the CPU, its CUDA kernel on a stream, each
+/// frame into an RGBA buffer of its own), and `fault`, where given, breaks each converted frame
+/// as a broken converter would.
+fn convert_nv12_frames(env: &Env, fault: Option<bt601::Fault>) -> Converted {
+    use super::nv12_pattern::fill_test_pattern;
+    let (w, h, frames) = nv12_run(env);
+    let frame_bytes = (w * h * 4) as usize;
+    let r = ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
+    let layout = r.layout().clone();
+    let (mut p, cs) = r.split().unwrap();
+    let mut consumer = cs.into_iter().next().unwrap();
+    let mut present = |t: u64| {
+        let f = p.acquire().unwrap();
+        fill_test_pattern(&layout, t, &mut p.cpu_write(&f).unwrap()).unwrap();
+        p.present(f).unwrap();
+    };
+    let (sums, mut rgba) = if consumer.engine().is_cpu() {
+        let mut rgba = vec![0u8; frame_bytes * frames as usize];
+        let mut sums = Vec::new();
+        for (t, out) in (0..frames).zip(rgba.chunks_exact_mut(frame_bytes)) {
+            present(t);
+            let g = consumer.acquire().unwrap();
+            assert_eq!(g.sequence(), t);
+            sums.push(nvsci::convert::nv12_to_rgba(&layout, &consumer.cpu_read(&g).unwrap(), out).unwrap());
+            consumer.release(g).unwrap();
         }
-        let host = stream.clone_dtoh(&sums).unwrap();
-        for (t, got) in host.iter().enumerate() {
-            assert_eq!(*got, test_pattern_statistic(w, h, t as u64), "frame {t}");
+        (sums, rgba)
+    } else {
+        #[cfg(feature = "cuda")]
+        {
+            use nvsci::cuda::cudarc::driver::DevicePtr;
+            let dev = env.dev().unwrap();
+            let kernel = nvsci::convert::Nv12ToRgba::load(&dev).unwrap();
+            let stream = dev.context().new_stream().unwrap();
+            let rgba = stream.alloc_zeros::<u8>(frame_bytes * frames as usize).unwrap();
+            let sums = stream.alloc_zeros::<u64>(frames as usize).unwrap();
+            consumer.set_stream(stream.clone()).unwrap();
+            for t in 0..frames {
+                present(t);
+                consumer
+                    .process(|f| {
+                        assert_eq!(f.sequence(), t);
+                        let s = f.stream();
+                        let (rgba_base, _a) = rgba.device_ptr(s);
+                        let (sums_base, _b) = sums.device_ptr(s);
+                        let dst = rgba_base + t * frame_bytes as u64;
+                        let sum = sums_base + t * 8;
+                        // SAFETY: the frame is a whole NV12 image of this layout; dst is frame
+                        // t's w*h RGBA pixels of `rgba` and sum element t of `sums` (zeroed),
+                        // all alive until the stream is read back below.
+                        unsafe { kernel.enqueue(s, &layout, f.device_address(), dst, sum) }
+                    })
+                    .unwrap();
+            }
+            (stream.clone_dtoh(&sums).unwrap(), stream.clone_dtoh(&rgba).unwrap())
+        }
+        #[cfg(not(feature = "cuda"))]
+        unreachable!("a GPU engine without the cuda feature")
+    };
+    if let Some(fault) = fault {
+        rgba.chunks_exact_mut(frame_bytes).for_each(|f| fault.apply(f, w));
+    }
+    Converted { width: w, height: h, sums, rgba }
+}
+
+/// Checks every converted frame against the oracle's conversion of the pattern (computed from
+/// the pattern's definition, not from the buffer or the crate's converters): its statistic
+/// first, as a fast pre-check, then every pixel.
+fn verify_nv12_frames(c: &Converted) -> Result<(), FrameMismatch> {
+    use super::nv12_pattern::test_pattern_rgba;
+    let frame_bytes = (c.width * c.height * 4) as usize;
+    for (t, (&got, rgba)) in c.sums.iter().zip(c.rgba.chunks_exact(frame_bytes)).enumerate() {
+        let frame = t as u64;
+        let want = test_pattern_rgba(c.width, c.height, frame);
+        let want_sum = bt601::statistic(&want);
+        if got != want_sum {
+            return Err(FrameMismatch::Statistic { frame, got, want: want_sum });
+        }
+        if let Some(at) = bt601::first_difference(rgba, &want, c.width) {
+            return Err(FrameMismatch::Pixels { frame, at });
         }
     }
-    #[cfg(not(feature = "cuda"))]
-    let _ = env;
+    Ok(())
+}
+
+/// A CPU camera writing NV12 frames in place, converted to RGBA in place by the engine, every
+/// frame's pixels checked against the oracle (a different pattern every frame, so a stale slot
+/// shows).
+pub fn nv12_frames_are_converted_in_place_and_verified(env: &Env) {
+    let c = convert_nv12_frames(env, None);
+    assert_eq!(c.sums.len() as u64, nv12_run(env).2);
+    if let Err(e) = verify_nv12_frames(&c) {
+        panic!("{e:?}");
+    }
+}
+
+/// The check of the scenario above fails on a broken converter: red and blue swapped, or one
+/// pixel moved. Neither changes a frame's statistic, so the check passes its pre-check and
+/// finds the pixels of frame 0.
+pub fn a_broken_converter_fails_the_frame_check(env: &Env) {
+    let (w, h, _) = nv12_run(env);
+    // A pixel whose right neighbour differs, in the middle row of frame 0.
+    let row = h / 2;
+    let frame0 = super::nv12_pattern::test_pattern_rgba(w, h, 0);
+    let px = |x: u32| &frame0[((row * w + x) * 4) as usize..][..4];
+    let x = (w / 2..w - 1).find(|&x| px(x) != px(x + 1)).expect("neighbours that differ");
+    for fault in [bt601::Fault::SwapRedBlue, bt601::Fault::MovePixel { x, y: row }] {
+        let c = convert_nv12_frames(env, Some(fault));
+        match (fault, verify_nv12_frames(&c)) {
+            (bt601::Fault::SwapRedBlue, Err(FrameMismatch::Pixels { frame: 0, at })) => {
+                let w = at.want;
+                assert_eq!(at.got, [w[2], w[1], w[0], w[3]], "{fault:?}: {at:?}")
+            }
+            (bt601::Fault::MovePixel { x, y }, Err(FrameMismatch::Pixels { frame: 0, at })) => {
+                assert_eq!((at.x, at.y), (x, y), "{fault:?}: {at:?}");
+                assert_eq!(at.got[..], *px(x + 1), "{fault:?}: {at:?}");
+            }
+            (_, other) => panic!("{fault:?}: expected frame 0's pixels to differ, got {other:?}"),
+        }
+    }
 }
 
 /// The backend built on the application's own cudarc context (`Backend::new_on`,
