@@ -283,8 +283,8 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
 mod nv12_pattern;
 
 /// A block-linear NV12 ring on the mock with a CUDA consumer: the CPU camera puts every frame
-/// with `put_pixels`; the consumer converts it through the planes' arrays (surface objects) on
-/// its stream; every frame's RGBA matches the CPU converter's, byte for byte, and its statistic
+/// with `put_pixels`; the consumer converts it through the planes' arrays (mapped read-only with
+/// flags 0, read through texture objects) on its stream, with the token calls (no linear mapping); every frame's RGBA matches the CPU converter's, byte for byte, and its statistic
 /// the pattern's own.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -339,23 +339,25 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
         }
     });
     for t in 0..frames as usize {
-        c.process(|f| {
-            assert_eq!(f.planes().len(), 2, "a block-linear frame's planes as arrays");
-            let (dst, _g) = rgba.device_ptr_mut(f.stream());
-            let (sum, _s) = sums.device_ptr_mut(f.stream());
-            // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
-            // the stream is synchronised below.
-            unsafe {
-                kernel.enqueue_planes(
-                    f.stream(),
-                    f.layout(),
-                    f.planes(),
-                    dst + (t * px) as u64,
-                    sum + 8 * t as u64,
-                )
-            }
-        })
+        // The token calls: the planes' textures, and no linear mapping of the tiled frame.
+        let f = c.acquire().unwrap();
+        let planes = c.cuda_planes(&f).unwrap();
+        assert_eq!(planes.len(), 2, "a block-linear frame's planes as arrays");
+        for plane in planes {
+            // A read-only import asks for no load/store access and is read through a texture.
+            assert_eq!(plane.array().desc().flags, 0);
+            assert_eq!(plane.options(), nvsci::cuda::TextureOptions::default());
+        }
+        let (dst, _g) = rgba.device_ptr_mut(&stream);
+        let (sum, _s) = sums.device_ptr_mut(&stream);
+        // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
+        // the stream is synchronised below.
+        unsafe {
+            kernel.enqueue_planes(&stream, c.layout(), planes, dst + (t * px) as u64, sum + 8 * t as u64)
+        }
         .unwrap();
+        drop((_g, _s));
+        c.release(f).unwrap();
     }
     camera.join().unwrap();
     stream.synchronize().unwrap();
