@@ -372,3 +372,68 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
         assert_eq!(s, nv12_pattern::test_pattern_statistic(w, h, t), "frame {t}: CPU statistic");
     }
 }
+
+/// The production path for a CPU that makes block-linear frames (nvscibuf.h restricts
+/// `NvSciBufObjPutPixels` to debug software): the CPU writes pitch-linear NV12, a CUDA producer
+/// has the GPU lay it out (`upload_planes`: a `cuMemcpy2DAsync` per plane into its array,
+/// between the ring's release waits and present signal), and a CPU consumer reads back, through
+/// the library's own layout (`get_pixels`), exactly the pixels written, frame after frame.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cuda_producer_lays_out_pitch_linear_pixels_into_block_linear_frames() {
+    use nvsci::buf::{PlaneDst, SplitChroma};
+    use nvsci::pipeline::FrameLayout;
+    let _serial = serial();
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (1000u32, 562u32);
+    let ring = FrameRing::with_engines(
+        &NvSci::mock(),
+        FrameFormat::nv12_block_linear(w, h),
+        config(1),
+        &Engine::Cuda(dev.clone()),
+        &[Engine::Cpu],
+    )
+    .unwrap();
+    let (mut p, mut cs) = ring.split().unwrap();
+    let c = &mut cs[0];
+    let packed = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let split_at = packed.planes[1].offset as usize;
+    let (cw, ch) = ((w / 2) as usize, (h / 2) as usize);
+    // A bad request first: one buffer for two planes.
+    let f = p.acquire().unwrap();
+    match p.upload_planes(&f, &[&vec![0u8; 16][..]]) {
+        Err(Error::InvalidArgument { name: "src", .. }) => {}
+        r => panic!("expected a refusal naming src, got {r:?}"),
+    }
+    drop(f);
+    for t in 0..8u64 {
+        let mut frame = vec![0u8; packed.size as usize];
+        nv12_pattern::fill_test_pattern(&packed, t, &mut frame).unwrap();
+        let (y, uv) = frame.split_at(split_at);
+        if t % 2 == 0 {
+            let f = p.acquire().unwrap();
+            p.upload_planes(&f, &[y, uv]).unwrap();
+            p.present(f).unwrap();
+        } else {
+            p.produce(|f| f.upload_planes(&[y, uv])).unwrap();
+        }
+        let g = c.acquire().unwrap();
+        let (mut gy, mut gu, mut gv) = (vec![0u8; split_at], vec![0u8; cw * ch], vec![0u8; cw * ch]);
+        c.get_pixels(
+            &g,
+            None,
+            &mut [
+                PlaneDst { data: &mut gy, pitch: w },
+                PlaneDst { data: &mut gu, pitch: w / 2 },
+                PlaneDst { data: &mut gv, pitch: w / 2 },
+            ],
+        )
+        .unwrap();
+        c.release(g).unwrap();
+        assert!(gy == y, "frame {t}: luma differs");
+        let mut split = SplitChroma::new(w / 2, h / 2, 1);
+        split.split_from(nvsci::buf::PlaneSrc { data: &uv[..cw * 2 * ch], pitch: w }).unwrap();
+        let [u, v] = split.planes();
+        assert!(gu[..] == u.data[..cw * ch] && gv[..] == v.data[..cw * ch], "frame {t}: chroma differs");
+    }
+}

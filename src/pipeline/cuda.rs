@@ -7,10 +7,36 @@
 use super::format::FrameLayout;
 use super::party::{ConsumerEngine, CudaParty, ProducerEngine};
 use super::ring::{Consumer, Producer};
-use crate::cuda::cudarc::driver::CudaStream;
+use crate::cuda::cudarc::driver::{CudaStream, HostSlice};
 use crate::cuda::{ArraySurface, ArrayTexture, MappedBuffer, MemSync, ReadOnly, ReadWrite};
 use crate::error::{invalid, Error, Result};
 use std::sync::Arc;
+
+/// Copies `src` (one pitch-linear buffer per plane, rows packed: `width * bytes per texel`
+/// bytes each, `height` rows) into level 0 of each plane's array on `stream`: the GPU's copy
+/// engine lays the rows out in the planes' block-linear order (`cuMemcpy2DAsync` into the
+/// mapped array).
+fn upload<H: HostSlice<u8> + ?Sized>(
+    planes: &[ArraySurface<ReadWrite>],
+    stream: &CudaStream,
+    src: &[&H],
+) -> Result<()> {
+    if planes.is_empty() {
+        return Err(invalid(
+            "frame",
+            "a pitch-linear frame has no plane arrays: write its bytes through its linear mapping",
+        ));
+    }
+    if src.len() != planes.len() {
+        return Err(invalid("src", format!("{} buffers for {} planes", src.len(), planes.len())));
+    }
+    for (plane, &s) in planes.iter().zip(src) {
+        let a = plane.array();
+        let d = a.desc();
+        a.copy_from_host_async(stream, 0, crate::cuda::ArrayRegion::new(0, 0, d.width, d.height), s)?;
+    }
+    Ok(())
+}
 
 fn not_cuda(what: &'static str) -> Error {
     invalid("engine", format!("{what} needs a party on a CUDA engine (Engine::Cuda when the ring is built)"))
@@ -107,6 +133,11 @@ impl CudaFrameMut<'_> {
     pub fn stream(&self) -> &Arc<CudaStream> {
         self.stream
     }
+    /// Lays pitch-linear pixels from host memory out into this block-linear frame on the GPU,
+    /// as [`Producer::upload_planes`] does.
+    pub fn upload_planes<H: HostSlice<u8> + ?Sized>(&self, src: &[&H]) -> Result<()> {
+        upload(self.planes, self.stream, src)
+    }
     /// Plane layout of the frame.
     pub fn layout(&self) -> &FrameLayout {
         self.layout
@@ -179,6 +210,35 @@ impl Producer {
             ProducerEngine::Cuda(p) => p.linear_mut(frame.index()),
             ProducerEngine::Cpu(_) => Err(not_cuda("cuda_buffer")),
         }
+    }
+
+    /// The production path for pixels a CPU makes into a block-linear frame (NvSciBuf's
+    /// `NvSciBufObjPutPixels` is "restricted for use in debug software only", nvscibuf.h,
+    /// DRIVE OS 6.0.10): the CPU writes pitch-linear host memory and the GPU lays it out. For a
+    /// held frame of a CUDA producer, enqueues on [`stream`](Self::stream) one copy per
+    /// NvSciBuf plane (`cuMemcpy2DAsync` into the plane's mapped array; NV12: luma, then the
+    /// interleaved chroma) from `src`, one buffer per plane, rows packed (`width * bytes per
+    /// texel` bytes each, `height` rows, as [`CudaFrameMut::planes`]' arrays describe them).
+    /// The ring's fences order it: the copy runs after the release waits that
+    /// [`acquire`](Self::acquire) enqueued, and [`present`](Self::present) signals after it.
+    /// Nothing maps the frame linearly.
+    ///
+    /// Pinned host memory ([`PinnedHostSlice`](crate::cuda::cudarc::driver::PinnedHostSlice)
+    /// of the producer's context) returns at once, its event guarding later writes to it; any
+    /// other host memory returns once the copy is done. `InvalidArgument` naming `frame` for a
+    /// pitch-linear frame or a frame of another ring, `src` for a buffer count other than the
+    /// plane count or a buffer of another size; a CPU producer is refused (`engine`).
+    pub fn upload_planes<H: HostSlice<u8> + ?Sized>(
+        &self,
+        frame: &super::ring::ProducerFrame,
+        src: &[&H],
+    ) -> Result<()> {
+        if frame.ring_id() != self.ring_id() {
+            return Err(invalid("frame", "the frame comes from another ring"));
+        }
+        let p = self.cuda().ok_or_else(|| not_cuda("upload_planes"))?;
+        let planes = p.planes.get(frame.index()).map_or(&[][..], |v| &v[..]);
+        upload(planes, &p.stream, src)
     }
 
     /// Acquires the next slot (its release waits enqueued on the stream), runs `work` (which
