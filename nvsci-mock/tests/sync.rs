@@ -379,7 +379,8 @@ fn timestamps_by_release() {
     let s = Sync::new();
     let t = s.t;
     // (signaler perm, signaler cpu, waiter perm, waiter cpu, waiter asks) -> (6.0.5-6.0.8, 6.0.10)
-    let cases: [((u64, bool, u64, bool, bool), (bool, bool)); 6] = [
+    type Case = ((u64, bool, u64, bool, bool), (bool, bool));
+    let cases: [Case; 6] = [
         ((NvSciSyncAccessPerm_SignalOnly, false, NvSciSyncAccessPerm_WaitOnly, true, false), (false, true)),
         ((NvSciSyncAccessPerm_SignalOnly, false, NvSciSyncAccessPerm_WaitOnly, true, true), (true, true)),
         ((NvSciSyncAccessPerm_SignalOnly, true, NvSciSyncAccessPerm_WaitOnly, false, false), (false, false)),

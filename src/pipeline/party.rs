@@ -125,6 +125,10 @@ impl PlaneAccess for ReadOnly {
     }
 }
 
+/// A slot's linear mapping, planes and stream, for a producer's frame view.
+#[cfg(feature = "cuda")]
+type ViewMut<'a, A> = (&'a mut MappedBuffer<A>, &'a [<A as PlaneAccess>::Plane], &'a Arc<CudaStream>);
+
 /// A CUDA party's imports and stream.
 #[cfg(feature = "cuda")]
 pub(crate) struct CudaParty<A: PlaneAccess> {
@@ -224,10 +228,7 @@ impl<A: PlaneAccess> CudaParty<A> {
 
     /// The linear mapping (made beforehand with [`linear_mut`](Self::linear_mut)), the planes
     /// and the stream of slot `slot`, for a producer's frame view.
-    pub(crate) fn view_mut(
-        &mut self,
-        slot: usize,
-    ) -> Result<(&mut MappedBuffer<A>, &[A::Plane], &Arc<CudaStream>)> {
+    pub(crate) fn view_mut(&mut self, slot: usize) -> Result<ViewMut<'_, A>> {
         let buffer = self
             .frames
             .get_mut(slot)
