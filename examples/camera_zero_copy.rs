@@ -86,7 +86,7 @@ usage: camera_zero_copy [options]
                               how the ring's NV12 planes lie in memory (default pitch-linear);
                               block-linear needs an NvSci backend (nvsci, or mock): the camera puts
                               pixels with put_pixels, the CPU reads them with get_pixels, CUDA reads
-                              each plane as an array through a surface object
+                              each plane as a read-only array through a texture
   --input clip.y4m            play a YUV4MPEG2 clip (8-bit 4:2:0 or mono) instead of the test pattern
   --loop                      repeat the clip until --frames frames ran (without it the run stops at
                               the clip's end)
@@ -941,11 +941,11 @@ mod gpu {
             self.enqueue_digest(stream, t)
         }
 
-        /// Enqueues the conversion of a block-linear frame read through its planes' surfaces.
+        /// Enqueues the conversion of a block-linear frame read through its planes' textures.
         pub fn enqueue_planes(
             &mut self,
             stream: &CudaStream,
-            planes: &[nvsci::cuda::ArraySurface<nvsci::cuda::ReadOnly>],
+            planes: &[nvsci::cuda::ArrayTexture<nvsci::cuda::ReadOnly>],
             t: u64,
         ) -> Result<(), String> {
             {
@@ -953,7 +953,7 @@ mod gpu {
                 let (sums, _g2) = self.sums.device_ptr(stream);
                 let sum = sums + 8 * t;
                 // SAFETY: `dst` holds w*h*4 bytes; `sum` is element `t` of the statistics array
-                // (t < frames); the surfaces are the frame's, alive while the ring is.
+                // (t < frames); the textures are the frame's, alive while the ring is.
                 unsafe { self.f.enqueue_planes(stream, &self.layout, planes, dst, sum) }
                     .map_err(|e| e.to_string())?;
             }
@@ -1021,32 +1021,48 @@ mod gpu {
             let t = self.converted;
             let kernel = &mut self.kernel;
             let captures = &mut self.captures;
-            let mut launch = Ok(());
-            let seq = self
-                .consumer
-                .process(|f| {
-                    let queued = if f.planes().is_empty() {
-                        kernel.enqueue(f.stream(), f.device_address(), t)
-                    } else {
-                        kernel.enqueue_planes(f.stream(), f.planes(), t)
-                    };
-                    launch = queued.and_then(|()| {
-                        let Some(c) =
-                            captures.as_mut().filter(|c| c.capture.wants(f.sequence(), c.taken.len()))
-                        else {
-                            return Ok(());
-                        };
-                        let n = kernel.rgba.len();
-                        let k = c.taken.len();
-                        let mut dst = c.frames.try_slice_mut(k * n..(k + 1) * n).ok_or("capture slot")?;
-                        f.stream().memcpy_dtod(&kernel.rgba, &mut dst).map_err(|e| e.to_string())?;
-                        c.taken.push(f.sequence());
-                        Ok(())
-                    });
-                    Ok(f.sequence())
-                })
-                .map_err(|e| e.to_string())?;
-            launch?;
+            // Copies the converted image of frame `seq` into the capture slots it is wanted in.
+            let mut capture = |kernel: &Kernel, stream: &Arc<CudaStream>, seq: u64| -> Result<(), String> {
+                let Some(c) = captures.as_mut().filter(|c| c.capture.wants(seq, c.taken.len())) else {
+                    return Ok(());
+                };
+                let n = kernel.rgba.len();
+                let k = c.taken.len();
+                let mut dst = c.frames.try_slice_mut(k * n..(k + 1) * n).ok_or("capture slot")?;
+                stream.memcpy_dtod(&kernel.rgba, &mut dst).map_err(|e| e.to_string())?;
+                c.taken.push(seq);
+                Ok(())
+            };
+            let e = |e: nvsci::Error| e.to_string();
+            let seq = if self.consumer.layout().format.image_layout() == Some(ImageLayout::BlockLinear) {
+                // A block-linear frame is read through its planes' textures, with the token
+                // calls: nothing maps the tiled frame as a linear buffer.
+                let frame = self.consumer.acquire().map_err(e)?;
+                let stream = self.consumer.stream().ok_or("a CUDA consumer")?.clone();
+                let seq = frame.sequence();
+                let launch = match self.consumer.cuda_planes(&frame) {
+                    Ok(planes) => kernel.enqueue_planes(&stream, planes, t),
+                    Err(err) => Err(err.to_string()),
+                }
+                .and_then(|()| capture(kernel, &stream, seq));
+                // Released after what was enqueued, whatever the outcome.
+                self.consumer.release(frame).map_err(e)?;
+                launch?;
+                seq
+            } else {
+                let mut launch = Ok(());
+                let seq = self
+                    .consumer
+                    .process(|f| {
+                        launch = kernel
+                            .enqueue(f.stream(), f.device_address(), t)
+                            .and_then(|()| capture(kernel, f.stream(), f.sequence()));
+                        Ok(f.sequence())
+                    })
+                    .map_err(e)?;
+                launch?;
+                seq
+            };
             self.converted += 1;
             Ok(seq)
         }

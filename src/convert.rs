@@ -412,24 +412,26 @@ $L__BB0_17:
 
 "#;
 
-/// CUDA kernel `nv12_surf_to_rgba(luma, chroma, width, height, dst, sum)`: a block-linear NV12
-/// frame read through two surface objects (`.u64`, [`ArraySurface::handle`](crate::cuda::ArraySurface::handle)):
-/// `luma` over the luma plane's array (one 8-bit channel, `width` x `height` texels), `chroma`
-/// over the chroma plane's (two 8-bit channels, U then V, `width / 2` x `height / 2`), as
-/// NVIDIA's cudaNvSciBufMultiplanar sample maps NV12 planes. Writes packed RGBA to `dst` and
-/// adds R + G + B of every pixel to the `u64` at `sum` (one atomic per warp). Same arithmetic
-/// as [`yuv_to_rgb`]. Parameter types: `u64, u64, u32, u32, u64, u64`.
+/// CUDA kernel `nv12_tex_to_rgba(luma, chroma, width, height, dst, sum)`: a block-linear NV12
+/// frame read through two texture objects (`.u64`, [`ArrayTexture::handle`](crate::cuda::ArrayTexture::handle)),
+/// which read exact texels (point filtering, texel-index coordinates, integers as stored:
+/// [`TextureOptions::default`](crate::cuda::TextureOptions::default)): `luma` over the luma
+/// plane's array (one 8-bit channel, `width` x `height` texels), `chroma` over the chroma plane's
+/// (two 8-bit channels, U then V, `width / 2` x `height / 2`), as NVIDIA's
+/// cudaNvSciBufMultiplanar sample maps NV12 planes. Writes packed RGBA to `dst` and adds
+/// R + G + B of every pixel to the `u64` at `sum` (one atomic per warp). Same arithmetic as
+/// [`yuv_to_rgb`]. Parameter types: `u64, u64, u32, u32, u64, u64`.
 ///
-/// One pixel per thread, surface loads `suld.b.2d` with byte x coordinates (luma `x`, chroma
-/// `x & !1`, row `y / 2`). Blocks of (32, 8) threads (x a multiple of 32), grid
+/// One pixel per thread, texture fetches `tex.2d.v4.u32.f32` at texel centres (luma `(x, y)`,
+/// chroma `(x / 2, y / 2)`). Blocks of (32, 8) threads (x a multiple of 32), grid
 /// `(ceil(width / 32), ceil(height / 8))`; [`Nv12ToRgba::enqueue_planes`] launches it so.
-/// Written by hand; `kernels/nv12_surf_to_rgba.cu` in the repository is its CUDA C twin.
-pub const NV12_SURF_TO_RGBA_PTX: &str = r#"
+/// Written by hand; `kernels/nv12_tex_to_rgba.cu` in the repository is its CUDA C twin.
+pub const NV12_TEX_TO_RGBA_PTX: &str = r#"
 .version 7.0
 .target sm_52
 .address_size 64
 
-.visible .entry nv12_surf_to_rgba(
+.visible .entry nv12_tex_to_rgba(
     .param .u64 p_luma,
     .param .u64 p_chroma,
     .param .u32 p_width,
@@ -439,7 +441,7 @@ pub const NV12_SURF_TO_RGBA_PTX: &str = r#"
 )
 {
     .reg .pred %p<5>;
-    .reg .b16 %rs<3>;
+    .reg .f32 %f<5>;
     .reg .b32 %r<40>;
     .reg .b64 %rd<10>;
 
@@ -464,17 +466,22 @@ pub const NV12_SURF_TO_RGBA_PTX: &str = r#"
     or.pred %p3, %p1, %p2;
     @%p3 bra REDUCE;
 
-    // Y at byte (x, y) of the luma surface
-    suld.b.2d.b8.trap {%rs1}, [%rd1, {%r6, %r7}];
-    cvt.u32.u16 %r8, %rs1;
+    // Y: texel (x, y) of the luma texture, fetched at its centre
+    cvt.rn.f32.u32 %f1, %r6;
+    add.f32 %f1, %f1, 0f3F000000;
+    cvt.rn.f32.u32 %f2, %r7;
+    add.f32 %f2, %f2, 0f3F000000;
+    tex.2d.v4.u32.f32 {%r8, %r24, %r25, %r26}, [%rd1, {%f1, %f2}];
     and.b32 %r8, %r8, 255;
-    // U (low byte) and V at byte (x & ~1, y / 2) of the chroma surface
-    and.b32 %r9, %r6, -2;
+    // U, V: texel (x / 2, y / 2) of the chroma texture (channel x = U, y = V)
+    shr.u32 %r9, %r6, 1;
     shr.u32 %r10, %r7, 1;
-    suld.b.2d.b16.trap {%rs2}, [%rd2, {%r9, %r10}];
-    cvt.u32.u16 %r11, %rs2;
-    and.b32 %r12, %r11, 255;
-    shr.u32 %r13, %r11, 8;
+    cvt.rn.f32.u32 %f3, %r9;
+    add.f32 %f3, %f3, 0f3F000000;
+    cvt.rn.f32.u32 %f4, %r10;
+    add.f32 %f4, %f4, 0f3F000000;
+    tex.2d.v4.u32.f32 {%r12, %r13, %r25, %r26}, [%rd2, {%f3, %f4}];
+    and.b32 %r12, %r12, 255;
     and.b32 %r13, %r13, 255;
     // c = Y - 16, d = U - 128, e = V - 128; t = 298 c + 128
     add.s32 %r14, %r8, -16;
@@ -561,7 +568,7 @@ fn pitch_linear_dimensions(layout: &FrameLayout) -> Result<(u32, u32)> {
         return Err(invalid(
             "layout",
             format!(
-                "{:?} is block-linear (tiled bytes): convert it through its planes' surfaces \
+                "{:?} is block-linear (tiled bytes): convert it through its planes' textures \
                  (Nv12ToRgba::enqueue_planes)",
                 layout.format
             ),
@@ -572,14 +579,14 @@ fn pitch_linear_dimensions(layout: &FrameLayout) -> Result<(u32, u32)> {
 
 /// The NV12 -> RGBA kernels loaded into a CUDA context: [`NV12_TO_RGBA_PTX`] for pitch-linear
 /// frames, launched with the plane offsets and pitches of a [`FrameLayout`]
-/// ([`enqueue`](Self::enqueue)), and [`NV12_SURF_TO_RGBA_PTX`] for block-linear frames, read
-/// through a surface object per plane ([`enqueue_planes`](Self::enqueue_planes)).
+/// ([`enqueue`](Self::enqueue)), and [`NV12_TEX_TO_RGBA_PTX`] for block-linear frames, read
+/// through a texture object per plane ([`enqueue_planes`](Self::enqueue_planes)).
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 #[derive(Debug)]
 pub struct Nv12ToRgba {
     f: cudarc::driver::CudaFunction,
-    surf: cudarc::driver::CudaFunction,
+    tex: cudarc::driver::CudaFunction,
 }
 
 #[cfg(feature = "cuda")]
@@ -593,32 +600,32 @@ impl Nv12ToRgba {
             .map_err(e("cuModuleLoadData"))?;
         let sm = gpu
             .context()
-            .load_module(cudarc::nvrtc::Ptx::from_src(NV12_SURF_TO_RGBA_PTX))
+            .load_module(cudarc::nvrtc::Ptx::from_src(NV12_TEX_TO_RGBA_PTX))
             .map_err(e("cuModuleLoadData"))?;
         Ok(Self {
             f: m.load_function("nv12_to_rgba").map_err(e("cuModuleGetFunction"))?,
-            surf: sm.load_function("nv12_surf_to_rgba").map_err(e("cuModuleGetFunction"))?,
+            tex: sm.load_function("nv12_tex_to_rgba").map_err(e("cuModuleGetFunction"))?,
         })
     }
 
     /// Enqueues the conversion of a block-linear NV12 frame of `layout`, read through its
-    /// planes' surface objects (`planes[0]` luma, `planes[1]` chroma, as
+    /// planes' texture objects (`planes[0]` luma, `planes[1]` chroma, as
     /// [`CudaFrame::planes`](crate::pipeline::CudaFrame::planes) hands them out), into packed
     /// RGBA at `dst` (`width * height * 4` bytes), adding R + G + B of every pixel to the `u64`
     /// at `sum`. The layout must be NV12 of even dimensions (`InvalidArgument` naming `layout`)
-    /// and the arrays are checked against it first (`InvalidArgument` naming
-    /// `planes`): luma `width` x `height` one-byte texels, chroma half that in each direction
-    /// with two one-byte channels.
+    /// and the textures are checked against it first (`InvalidArgument` naming `planes`): luma
+    /// `width` x `height` one-byte texels, chroma half that in each direction with two one-byte
+    /// channels, both read as exact texels ([`TextureOptions::default`](crate::cuda::TextureOptions::default)).
     ///
     /// # Safety
     ///
     /// `dst` and `sum` must be device memory of the sizes above in the context of `stream`, and
-    /// they and the surfaces alive until the work enqueued on `stream` completes.
+    /// they and the textures alive until the work enqueued on `stream` completes.
     pub unsafe fn enqueue_planes<A: crate::cuda::Access>(
         &self,
         stream: &cudarc::driver::CudaStream,
         layout: &FrameLayout,
-        planes: &[crate::cuda::ArraySurface<A>],
+        planes: &[crate::cuda::ArrayTexture<A>],
         dst: u64,
         sum: u64,
     ) -> Result<()> {
@@ -627,6 +634,17 @@ impl Nv12ToRgba {
         let [luma, chroma] = planes else {
             return Err(invalid("planes", format!("{} planes given, NV12 has 2", planes.len())));
         };
+        let exact = crate::cuda::TextureOptions::default();
+        if luma.options() != exact || chroma.options() != exact {
+            return Err(invalid(
+                "planes",
+                format!(
+                    "textures sampled as {:?} and {:?}; the kernel reads exact texels ({exact:?})",
+                    luma.options(),
+                    chroma.options()
+                ),
+            ));
+        }
         let (l, c) = (luma.array().desc(), chroma.array().desc());
         let (w, h) = (w as usize, h as usize);
         if (l.width, l.height, l.channels, l.bytes_per_texel) != (w, h, 1, 1)
@@ -639,15 +657,16 @@ impl Nv12ToRgba {
         }
         let (luma, chroma) = (luma.handle(), chroma.handle());
         let (w, h) = (w as u32, h as u32);
-        let mut b = stream.launch_builder(&self.surf);
+        let mut b = stream.launch_builder(&self.tex);
         b.arg(&luma).arg(&chroma).arg(&w).arg(&h).arg(&dst).arg(&sum);
         let cfg = cudarc::driver::LaunchConfig {
             grid_dim: (w.div_ceil(32), h.div_ceil(8), 1),
             block_dim: (32, 8, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY: the arguments match the kernel's parameter list; the surfaces cover the
-        // texels the kernel reads (checked above); the caller guarantees `dst` and `sum`.
+        // SAFETY: the arguments match the kernel's parameter list; the textures cover the
+        // texels the kernel reads (checked above; a fetch outside is clamped, never a fault); the
+        // caller guarantees `dst` and `sum`.
         unsafe { b.launch(cfg) }.map(drop).map_err(|err| crate::cuda::from_driver("cuLaunchKernel", err))
     }
 

@@ -21,9 +21,20 @@ fn cpu_waiter(m: &SyncModule, timestamps: bool) -> SyncAttrList {
     l
 }
 
+/// A CPU-signalled gate that holds a stream: its object, its CUDA import and the fence.
+fn gate(dev: &cuda::CudaGpu, m: &SyncModule) -> (SyncObj, CudaSyncObj) {
+    let mut gs = m.attr_list().unwrap();
+    gs.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
+    let mut gw = m.attr_list().unwrap();
+    cuda::fill_sync_attrs(dev, &mut gw, false, true).unwrap();
+    let gate = SyncObj::alloc(&SyncAttrList::reconcile(&[&gs, &gw, &cpu_waiter(m, false)]).unwrap()).unwrap();
+    let in_cuda = CudaSyncObj::import(dev, &gate).unwrap();
+    (gate, in_cuda)
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
-fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
+fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
     let Some(dev) = common::gpu() else { return };
     let _s = common::serial();
     let lib = NvSci::mock();
@@ -42,33 +53,88 @@ fn timestamp_fences_are_for_cpu_waiters_and_one_is_outstanding_at_a_time() {
     cuda::fill_sync_attrs(&dev, &mut s, true, false).unwrap();
     let obj = SyncObj::alloc(&SyncAttrList::reconcile(&[&s, &cpu_waiter(&m, true)]).unwrap()).unwrap();
     let imported = CudaSyncObj::import(&dev, &obj).unwrap();
-    // Hold the stream behind a fence of another object that the CPU signals later, so the first
+    // Hold one stream behind a fence of another object that the CPU signals later, so the first
     // timestamp fence stays outstanding.
-    let mut gs = m.attr_list().unwrap();
-    gs.set(&[SyncAttr::NeedCpuAccess(true), SyncAttr::RequiredPerm(SyncPerm::SignalOnly)]).unwrap();
-    let mut gw = m.attr_list().unwrap();
-    cuda::fill_sync_attrs(&dev, &mut gw, false, true).unwrap();
-    let gate =
-        SyncObj::alloc(&SyncAttrList::reconcile(&[&gs, &gw, &cpu_waiter(&m, false)]).unwrap()).unwrap();
-    let gate_in_cuda = CudaSyncObj::import(&dev, &gate).unwrap();
+    let (gate, gate_in_cuda) = gate(&dev, &m);
     let stream = dev.context().new_stream().unwrap();
     gate_in_cuda.wait(&stream, &gate.generate_fence().unwrap(), MemSync::Perform).unwrap();
     let first = imported.signal(&stream, MemSync::Perform).unwrap();
-    match imported.signal(&stream, MemSync::Perform) {
-        Err(Error::InvalidArgument { name: "fence", reason }) => {
-            assert!(reason.contains("one outstanding"), "{reason}")
-        }
-        r => panic!("expected a refusal, got {r:?}"),
+    // A second signal, from a stream that nothing holds, is accepted and runs after the first:
+    // its fence does not expire while the first cannot (unordered, the idle stream's store
+    // would expire it at once, and the first's later store would move the counter back).
+    let idle = dev.context().new_stream().unwrap();
+    let second = imported.signal(&idle, MemSync::Perform).unwrap();
+    assert!(first.id_value().unwrap().1 < second.id_value().unwrap().1);
+    let mut ctx = m.cpu_wait_context().unwrap();
+    match second.wait(&mut ctx, Some(Duration::from_millis(100))) {
+        Err(Error::Timeout { .. }) => {}
+        r => panic!("the second timestamp fence expired before the first was signalled: {r:?}"),
     }
     gate.signal().unwrap();
-    let mut ctx = m.cpu_wait_context().unwrap();
     first.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
-    // The crate tracks the outstanding fence with an event recorded after the signal (the
-    // signalling process need not be a CPU waiter); once the stream passed it, the next signal
-    // is accepted.
-    stream.synchronize().unwrap();
-    let second = imported.signal(&stream, MemSync::Perform).unwrap();
     second.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
+    // Both streams passed their signals: the next signal needs no wait.
+    idle.synchronize().unwrap();
+    let third = imported.signal(&stream, MemSync::Perform).unwrap();
+    third.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
+    stream.synchronize().unwrap();
+}
+
+/// DRIVE OS 6.0.10's reconciler gives every object with a CPU waiter timestamps (its
+/// nvscisync.h), and the ring always adds a CPU waiter: a CUDA producer's present object then
+/// requires timestamps, and a second present before the GPU ran the first signal must still
+/// go through.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn drive_os_6_0_10_timestamps_let_a_cuda_producer_present_before_the_gpu_ran_the_last_signal() {
+    use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
+    use nvsci_mock::rules::{set_timestamp_rule, TimestampRule};
+    let Some(dev) = common::gpu() else { return };
+    let _s = common::serial();
+    let lib = NvSci::mock();
+    set_timestamp_rule(TimestampRule::AnyCpuWaiter);
+    let ring = FrameRing::with_engines(
+        &lib,
+        FrameFormat::Raw { size: 4096 },
+        RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(5)),
+        &Engine::Cuda(dev.clone()),
+        &[Engine::Cpu],
+    );
+    set_timestamp_rule(TimestampRule::CpuWaiterRequest);
+    let (mut p, cs) = ring.unwrap().split().unwrap();
+    let mut c = cs.into_iter().next().unwrap();
+    let present = p.present_sync().unwrap().attr_list().unwrap();
+    assert_eq!(present.get_one(nvsci::sync::key::WAITER_REQUIRE_TIMESTAMPS).unwrap(), Some(true));
+    let m = SyncModule::open(&lib).unwrap();
+    let (gate, gate_in_cuda) = gate(&dev, &m);
+    let stream = dev.context().new_stream().unwrap();
+    gate_in_cuda.wait(&stream, &gate.generate_fence().unwrap(), MemSync::Perform).unwrap();
+    p.set_stream(stream.clone()).unwrap();
+    // The frames' bytes, copied to the device on a stream nothing holds.
+    let own = dev.default_stream();
+    let sources: Vec<_> = [7u8, 9]
+        .iter()
+        .map(|&v| {
+            let mut host = vec![0u8; 4096];
+            host[..16].fill(v);
+            own.clone_htod(&host).unwrap()
+        })
+        .collect();
+    own.synchronize().unwrap();
+    for src in &sources {
+        p.produce(|f| f.stream().clone().memcpy_dtod(src, f.buffer()).map_err(Error::from)).unwrap();
+    }
+    gate.signal().unwrap();
+    for value in [7u8, 9] {
+        let f = c.acquire().unwrap();
+        let bytes = c.cpu_read(&f).unwrap();
+        assert_eq!(&bytes[..16], &[value; 16]);
+        assert!(bytes[16..].iter().all(|&b| b == 0));
+        drop(bytes);
+        c.release(f).unwrap();
+    }
+    stream.synchronize().unwrap();
+    drop(sources);
 }
 
 fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {

@@ -245,3 +245,31 @@ fn block_linear_frames_refuse_what_reads_them_as_rows() {
     p.put_pixels(&f, None, &planes).unwrap();
     p.present(f).unwrap();
 }
+
+/// DRIVE OS 6.0.10's reconciliation (nvscisync.h of that release: `WaiterRequireTimestamps`
+/// true when any list is a WaitOnly/WaitSignal list with NeedCpuAccess) reaches every ring: the
+/// ring's sync objects always have a CPU waiter, so they carry timestamps, and CPU frames still
+/// flow; under the earlier headers' rule nothing asks for timestamps.
+#[test]
+fn drive_os_6_0_10_reconciliation_gives_the_ring_timestamp_objects() {
+    use nvsci::sync::key::WAITER_REQUIRE_TIMESTAMPS;
+    use nvsci_mock::rules::{set_timestamp_rule, TimestampRule};
+    for (rule, stamps) in [(TimestampRule::CpuWaiterRequest, false), (TimestampRule::AnyCpuWaiter, true)] {
+        set_timestamp_rule(rule);
+        let r = ring(FrameFormat::Raw { size: 4096 }, 2, 1, 1000);
+        set_timestamp_rule(TimestampRule::CpuWaiterRequest);
+        let (mut p, mut cs) = r.split().unwrap();
+        let present = p.present_sync().unwrap().attr_list().unwrap();
+        assert_eq!(present.get_one(WAITER_REQUIRE_TIMESTAMPS).unwrap(), Some(stamps), "{rule:?}");
+        let release = p.release_sync(0).unwrap().attr_list().unwrap();
+        assert_eq!(release.get_one(WAITER_REQUIRE_TIMESTAMPS).unwrap(), Some(stamps), "{rule:?}");
+        for v in 1..=3u8 {
+            let f = p.acquire().unwrap();
+            p.cpu_write(&f).unwrap()[0] = v;
+            p.present(f).unwrap();
+            let g = cs[0].acquire().unwrap();
+            assert_eq!(cs[0].cpu_read(&g).unwrap()[0], v);
+            cs[0].release(g).unwrap();
+        }
+    }
+}

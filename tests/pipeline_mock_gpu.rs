@@ -283,8 +283,8 @@ fn every_injected_failure_on_the_cuda_path_surfaces_typed_and_leaks_nothing() {
 mod nv12_pattern;
 
 /// A block-linear NV12 ring on the mock with a CUDA consumer: the CPU camera puts every frame
-/// with `put_pixels`; the consumer converts it through the planes' arrays (surface objects) on
-/// its stream; every frame's RGBA matches the CPU converter's, byte for byte, and its statistic
+/// with `put_pixels`; the consumer converts it through the planes' arrays (mapped read-only with
+/// flags 0, read through texture objects) on its stream, with the token calls (no linear mapping); every frame's RGBA matches the CPU converter's, byte for byte, and its statistic
 /// the pattern's own.
 #[test]
 #[ignore = "needs a CUDA GPU"]
@@ -339,23 +339,25 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
         }
     });
     for t in 0..frames as usize {
-        c.process(|f| {
-            assert_eq!(f.planes().len(), 2, "a block-linear frame's planes as arrays");
-            let (dst, _g) = rgba.device_ptr_mut(f.stream());
-            let (sum, _s) = sums.device_ptr_mut(f.stream());
-            // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
-            // the stream is synchronised below.
-            unsafe {
-                kernel.enqueue_planes(
-                    f.stream(),
-                    f.layout(),
-                    f.planes(),
-                    dst + (t * px) as u64,
-                    sum + 8 * t as u64,
-                )
-            }
-        })
+        // The token calls: the planes' textures, and no linear mapping of the tiled frame.
+        let f = c.acquire().unwrap();
+        let planes = c.cuda_planes(&f).unwrap();
+        assert_eq!(planes.len(), 2, "a block-linear frame's planes as arrays");
+        for plane in planes {
+            // A read-only import asks for no load/store access and is read through a texture.
+            assert_eq!(plane.array().desc().flags, 0);
+            assert_eq!(plane.options(), nvsci::cuda::TextureOptions::default());
+        }
+        let (dst, _g) = rgba.device_ptr_mut(&stream);
+        let (sum, _s) = sums.device_ptr_mut(&stream);
+        // SAFETY: `rgba` holds `frames` RGBA images and `sums` one u64 per frame, alive until
+        // the stream is synchronised below.
+        unsafe {
+            kernel.enqueue_planes(&stream, c.layout(), planes, dst + (t * px) as u64, sum + 8 * t as u64)
+        }
         .unwrap();
+        drop((_g, _s));
+        c.release(f).unwrap();
     }
     camera.join().unwrap();
     stream.synchronize().unwrap();
@@ -368,5 +370,70 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
         assert!(bad.is_none(), "frame {t}: first byte that differs from the CPU converter: {bad:?}");
         assert_eq!(host_sums[t as usize], s, "frame {t}: statistic");
         assert_eq!(s, nv12_pattern::test_pattern_statistic(w, h, t), "frame {t}: CPU statistic");
+    }
+}
+
+/// The production path for a CPU that makes block-linear frames (nvscibuf.h restricts
+/// `NvSciBufObjPutPixels` to debug software): the CPU writes pitch-linear NV12, a CUDA producer
+/// has the GPU lay it out (`upload_planes`: a `cuMemcpy2DAsync` per plane into its array,
+/// between the ring's release waits and present signal), and a CPU consumer reads back, through
+/// the library's own layout (`get_pixels`), exactly the pixels written, frame after frame.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cuda_producer_lays_out_pitch_linear_pixels_into_block_linear_frames() {
+    use nvsci::buf::{PlaneDst, SplitChroma};
+    use nvsci::pipeline::FrameLayout;
+    let _serial = serial();
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (1000u32, 562u32);
+    let ring = FrameRing::with_engines(
+        &NvSci::mock(),
+        FrameFormat::nv12_block_linear(w, h),
+        config(1),
+        &Engine::Cuda(dev.clone()),
+        &[Engine::Cpu],
+    )
+    .unwrap();
+    let (mut p, mut cs) = ring.split().unwrap();
+    let c = &mut cs[0];
+    let packed = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let split_at = packed.planes[1].offset as usize;
+    let (cw, ch) = ((w / 2) as usize, (h / 2) as usize);
+    // A bad request first: one buffer for two planes.
+    let f = p.acquire().unwrap();
+    match p.upload_planes(&f, &[&vec![0u8; 16][..]]) {
+        Err(Error::InvalidArgument { name: "src", .. }) => {}
+        r => panic!("expected a refusal naming src, got {r:?}"),
+    }
+    drop(f);
+    for t in 0..8u64 {
+        let mut frame = vec![0u8; packed.size as usize];
+        nv12_pattern::fill_test_pattern(&packed, t, &mut frame).unwrap();
+        let (y, uv) = frame.split_at(split_at);
+        if t % 2 == 0 {
+            let f = p.acquire().unwrap();
+            p.upload_planes(&f, &[y, uv]).unwrap();
+            p.present(f).unwrap();
+        } else {
+            p.produce(|f| f.upload_planes(&[y, uv])).unwrap();
+        }
+        let g = c.acquire().unwrap();
+        let (mut gy, mut gu, mut gv) = (vec![0u8; split_at], vec![0u8; cw * ch], vec![0u8; cw * ch]);
+        c.get_pixels(
+            &g,
+            None,
+            &mut [
+                PlaneDst { data: &mut gy, pitch: w },
+                PlaneDst { data: &mut gu, pitch: w / 2 },
+                PlaneDst { data: &mut gv, pitch: w / 2 },
+            ],
+        )
+        .unwrap();
+        c.release(g).unwrap();
+        assert!(gy == y, "frame {t}: luma differs");
+        let mut split = SplitChroma::new(w / 2, h / 2, 1);
+        split.split_from(nvsci::buf::PlaneSrc { data: &uv[..cw * 2 * ch], pitch: w }).unwrap();
+        let [u, v] = split.planes();
+        assert!(gu[..] == u.data[..cw * ch] && gv[..] == v.data[..cw * ch], "frame {t}: chroma differs");
     }
 }

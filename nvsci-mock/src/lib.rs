@@ -14,6 +14,9 @@
 //! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.
 //! * [`faults`]: make the Nth call of an entry point fail with a chosen error (per thread), and
 //!   trace which entry points a flow calls.
+//! * [`rules`]: reproduce a rule that NVIDIA's headers state differently from one DRIVE OS
+//!   release to another (per thread): [`rules::TimestampRule`] (6.0.10's reconciliation of
+//!   `WaiterRequireTimestamps`).
 //! * [`host_gpu_fns`]: the entry points through which the mock's objects reach a CUDA GPU (see
 //!   "GPU mode" below).
 //! * With the `export` feature every implemented entry point is also exported under its C name
@@ -141,6 +144,7 @@ pub mod ipc;
 mod ledger;
 mod list_common;
 mod pages;
+pub mod rules;
 mod sync;
 mod vmm;
 

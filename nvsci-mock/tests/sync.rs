@@ -370,6 +370,87 @@ fn dup_objects_share_the_timeline() {
     assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
 }
 
+/// DRIVE OS 6.0.10's reconciliation of `WaiterRequireTimestamps` (its nvscisync.h: true when
+/// any list involved is a WaitOnly/WaitSignal list with NeedCpuAccess) against the earlier
+/// headers' ("Only valid for CPU waiters": true when a CPU waiter asks for it).
+#[test]
+fn timestamps_by_release() {
+    use nvsci_mock::rules::{set_timestamp_rule, timestamp_rule, TimestampRule};
+    let s = Sync::new();
+    let t = s.t;
+    // (signaler perm, signaler cpu, waiter perm, waiter cpu, waiter asks) -> (6.0.5-6.0.8, 6.0.10)
+    type Case = ((u64, bool, u64, bool, bool), (bool, bool));
+    let cases: [Case; 6] = [
+        ((NvSciSyncAccessPerm_SignalOnly, false, NvSciSyncAccessPerm_WaitOnly, true, false), (false, true)),
+        ((NvSciSyncAccessPerm_SignalOnly, false, NvSciSyncAccessPerm_WaitOnly, true, true), (true, true)),
+        ((NvSciSyncAccessPerm_SignalOnly, true, NvSciSyncAccessPerm_WaitOnly, false, false), (false, false)),
+        // A waiter without CPU access gets no timestamps under either rule, asked or not.
+        ((NvSciSyncAccessPerm_SignalOnly, true, NvSciSyncAccessPerm_WaitOnly, false, true), (false, false)),
+        // A WaitSignal list with CPU access is a CPU waiter too (6.0.10 names WaitSignal).
+        ((NvSciSyncAccessPerm_WaitSignal, true, NvSciSyncAccessPerm_WaitOnly, false, false), (false, true)),
+        ((NvSciSyncAccessPerm_WaitSignal, true, NvSciSyncAccessPerm_WaitOnly, false, true), (false, true)),
+    ];
+    assert_eq!(timestamp_rule(), TimestampRule::CpuWaiterRequest, "the default");
+    for (rule, pick) in [(TimestampRule::CpuWaiterRequest, 0), (TimestampRule::AnyCpuWaiter, 1)] {
+        set_timestamp_rule(rule);
+        for ((sp, sc, wp, wc, ask), expect) in cases {
+            let want = if pick == 0 { expect.0 } else { expect.1 };
+            let sl = s.party(sp, sc);
+            let wl = s.party(wp, wc);
+            if ask {
+                assert_eq!(
+                    s.set(wl, &[(NvSciSyncAttrKey_WaiterRequireTimestamps, bytes_of(&true))]),
+                    NvSciError_Success
+                );
+            }
+            let lists = [sl, wl];
+            let (mut r, mut c) = (ptr::null_mut(), ptr::null_mut());
+            assert_eq!(
+                call!(t.NvSciSyncAttrListReconcile(lists.as_ptr(), 2, &mut r, &mut c)),
+                NvSciError_Success
+            );
+            let case = format!("{rule:?}: {sp} {sc} {wp} {wc} {ask}");
+            assert_eq!(
+                s.get(r, NvSciSyncAttrKey_WaiterRequireTimestamps).unwrap(),
+                [u8::from(want)],
+                "{case}"
+            );
+            let slots = u32s(&s.get(r, NvSciSyncAttrKey_NumTimestampSlots).unwrap());
+            assert_eq!(slots, [if want { 1024 } else { 0 }], "{case}");
+            // ValidateReconciled re-runs the thread's rule: the list is valid under it.
+            let mut valid = false;
+            assert_eq!(
+                call!(t.NvSciSyncAttrListValidateReconciled(r, lists.as_ptr(), 2, &mut valid)),
+                NvSciError_Success,
+                "{case}"
+            );
+            assert!(valid, "{case}");
+            if want && sc && sp == NvSciSyncAccessPerm_WaitSignal {
+                // A CPU signal of such an object records a timestamp the CPU waiter reads.
+                let mut o = ptr::null_mut();
+                assert_eq!(call!(t.NvSciSyncObjAlloc(r, &mut o)), NvSciError_Success);
+                let mut f = NVSCI_SYNC_FENCE_INITIALIZER;
+                assert_eq!(call!(t.NvSciSyncObjGenerateFence(o, &mut f)), NvSciError_Success);
+                assert_eq!(call!(t.NvSciSyncObjSignal(o)), NvSciError_Success);
+                let mut ts = 0u64;
+                assert_eq!(call!(t.NvSciSyncFenceGetTimestamp(&f, &mut ts)), NvSciError_Success, "{case}");
+                assert!(ts > 0);
+                call!(t.NvSciSyncFenceClear(&mut f));
+                call!(t.NvSciSyncObjFree(o));
+            }
+            s.free(r);
+            s.free(sl);
+            s.free(wl);
+        }
+    }
+    set_timestamp_rule(TimestampRule::CpuWaiterRequest);
+    // Another thread keeps the default.
+    set_timestamp_rule(TimestampRule::AnyCpuWaiter);
+    assert_eq!(std::thread::spawn(timestamp_rule).join().unwrap(), TimestampRule::CpuWaiterRequest);
+    set_timestamp_rule(TimestampRule::CpuWaiterRequest);
+    assert_eq!(s.ledger().counts(), HandleCounts { modules: 1, ..Default::default() });
+}
+
 #[test]
 fn timestamps() {
     let s = Sync::new();

@@ -293,6 +293,12 @@ impl BufObj {
     /// image), whatever the image's layout: the library swizzles block-linear planes and
     /// interleaves chroma.
     ///
+    /// Debug software only: "The usage of this API must be restricted for use in debug software
+    /// only and must not be used in production software" (`NvSciBufObjPutPixels`, nvscibuf.h,
+    /// DRIVE OS 6.0.10). A production CPU producer of block-linear frames writes pitch-linear
+    /// host memory and lets the GPU lay it out: `Producer::upload_planes` of a ring's CUDA
+    /// producer (feature `cuda`), one `cuMemcpy2DAsync` per plane into its mapped array.
+    ///
     /// `planes` are the user planes of nvscibuf.h ([`pixel_planes`](Self::pixel_planes)): one
     /// for an RGBA, RAW or single-plane YUV image; Y, U and V for a YUV image of more planes (an
     /// NV12 image takes three buffers, not its two NvSciBuf planes: see
@@ -404,6 +410,10 @@ impl BufObj {
     /// `planes` ([`pixel_planes`](Self::pixel_planes): Y, U and V for a multi-plane YUV image),
     /// whatever the image's layout. Checked as [`put_pixels`](Self::put_pixels), except that a
     /// read-only reference may read; holds a shared CPU borrow.
+    ///
+    /// Debug software only, as `NvSciBufObjGetPixels` is (nvscibuf.h, DRIVE OS 6.0.10: "must not
+    /// be used in production software"); a production reader of block-linear frames reads the
+    /// planes as CUDA arrays (textures of a ring's CUDA consumer).
     pub fn get_pixels(&self, rect: Option<PixelRect>, planes: &mut [PlaneDst<'_>]) -> Result<()> {
         let (c_rect, flush) = self.check_pixels(
             rect,

@@ -239,6 +239,7 @@ impl TextureOptions {
 /// array; destroyed, after the context's queued work, before it.
 pub struct ArrayTexture<A: Access = ReadWrite> {
     obj: sys::CUtexObject,
+    options: TextureOptions,
     /// Taken by `drop` into the texture's destroy, so the array outlives the texture.
     array: core::mem::ManuallyDrop<MappedArray<A>>,
 }
@@ -254,7 +255,12 @@ impl<A: Access> ArrayTexture<A> {
         // SAFETY: the array is level 0 of a live mipmapped array, held by the result and
         // destroyed after the texture; both descriptors are complete.
         let obj = unsafe { mem::tex_object_create(&res, &options.desc()) }?;
-        Ok(Self { obj, array: core::mem::ManuallyDrop::new(array) })
+        Ok(Self { obj, options, array: core::mem::ManuallyDrop::new(array) })
+    }
+
+    /// How the texture samples its array.
+    pub fn options(&self) -> TextureOptions {
+        self.options
     }
 
     /// The texture object, a kernel parameter (`.u64`), valid while `self` lives.

@@ -131,12 +131,13 @@ pub struct CudaSyncObj {
     dev: CudaGpu,
     obj: SyncObj,
     /// For objects whose waiters require timestamps: an event recorded after the last signal
-    /// from CUDA (the driver allows one outstanding timestamp fence per object). An event, not a
+    /// from CUDA (the driver allows one outstanding timestamp fence per object, so the next
+    /// signal's stream waits for it). An event, not a
     /// CPU wait on the fence: the signalling process need not be a CPU waiter of the object
     /// (`NvSciSyncFenceWait` needs CPU wait permission, which a remote CPU waiter does not give
     /// this process).
     timestamps: Option<cudarc::driver::CudaEvent>,
-    /// Serialises the check and re-record of `timestamps`.
+    /// Serialises the wait for and the re-record of `timestamps`.
     timestamp_lock: std::sync::Mutex<()>,
     /// Host-memory objects whose implementation offers `SyncCounterNotify`: how a signal wakes
     /// sleeping CPU waiters.
@@ -251,8 +252,8 @@ impl CudaSyncObj {
         })
     }
 
-    /// With timestamps, refuses a signal while the previous CUDA-signalled fence of this object
-    /// has not expired, and remembers the new one once `signal` filled it.
+    /// With timestamps, orders the new signal after the previous CUDA signal of this object
+    /// (whatever stream that was on), and remembers the new one once `signal` filled it.
     fn one_timestamp_fence(
         &self,
         stream: &CudaStream,
@@ -260,16 +261,14 @@ impl CudaSyncObj {
         fence: &mut Fence,
     ) -> Result<()> {
         let Some(last) = &self.timestamps else { return signal(fence) };
-        // The event follows the previous signal on its stream: complete once that signal ran.
-        // (A never-recorded event counts as complete.) Checked and re-recorded under the
-        // timestamp lock, so two threads cannot both find it complete.
+        // The event follows the previous signal on its stream: complete once that signal ran
+        // (a never-recorded event counts as complete). While it is not, `stream` waits for it
+        // before the new signal, so the object's timestamp fences expire one after another and
+        // never two at once. Under the timestamp lock, so the wait and the re-record of two
+        // threads' signals cannot interleave.
         let _g = self.timestamp_lock.lock().unwrap_or_else(|e| e.into_inner());
         if !last.try_is_complete().map_err(|e| super::from_driver("cuEventQuery", e))? {
-            return Err(crate::error::invalid(
-                "fence",
-                "the object's waiters require timestamps and its previous CUDA-signalled fence has not \
-                 expired: the driver allows one outstanding timestamp fence per NvSciSync object",
-            ));
+            stream.wait(last).map_err(|e| super::from_driver("cuStreamWaitEvent", e))?;
         }
         signal(fence)?;
         last.record(stream).map_err(|e| super::from_driver("cuEventRecord", e))
@@ -286,11 +285,14 @@ impl CudaSyncObj {
     /// As [`signal`](Self::signal), reusing `fence`'s storage (it is cleared first). Allocates
     /// nothing.
     ///
-    /// For an object whose waiters require timestamps (`WaiterRequireTimestamps`), a signal while
-    /// the previous CUDA-signalled fence may be outstanding (its stream has not yet passed an
-    /// event recorded right after it) is refused (`InvalidArgument` naming `fence`): the driver
-    /// allows one outstanding timestamp fence per object. The event, not a CPU wait on the fence,
-    /// keeps this working where this process is no CPU waiter of the object.
+    /// For an object whose waiters require timestamps (`WaiterRequireTimestamps`; DRIVE OS
+    /// 6.0.10's reconciler sets it for every object with a CPU waiter), CUDA allows one
+    /// outstanding timestamp fence per object: while the previous CUDA-signalled fence may still
+    /// be outstanding (the stream it was signalled on has not passed an event recorded right
+    /// after it), `stream` first waits for that event (`cuStreamWaitEvent`), so the new signal
+    /// runs only after the previous one did. Nothing blocks the calling thread, and the event,
+    /// not a CPU wait on the fence, keeps this working where this process is no CPU waiter of
+    /// the object.
     pub fn signal_into(&self, stream: &CudaStream, policy: MemSync, fence: &mut Fence) -> Result<()> {
         self.dev.check_stream(stream)?;
         self.one_timestamp_fence(stream, |fence| self.enqueue_signal(stream, policy, fence), fence)

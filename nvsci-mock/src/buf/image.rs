@@ -286,6 +286,42 @@ impl PlaneGeometry {
         self.offset + field_base + within
     }
 
+    /// For a block-linear plane, where row `y`'s GOB columns start: `(base, block_bytes)` such
+    /// that the 16-byte piece at byte `x` (`x = x_byte + left padding`, a multiple of 16) lies at
+    /// `base + (x / 64) * block_bytes + piece_offset(x % 64)`, the same address as
+    /// [`byte_offset`](Self::byte_offset) gives. `None` for a pitch-linear plane.
+    pub fn block_row(&self, y: u64) -> Option<(u64, u64)> {
+        let log2 = self.block_log2?;
+        let py = y + self.top;
+        let (field_base, row) = match self.second_field {
+            Some(second) if py % 2 == 1 => (second, py / 2),
+            Some(_) => (0, py / 2),
+            None => (0, py),
+        };
+        let gobs = 1u64 << log2;
+        let (block_rows, block_bytes) = (GOB_HEIGHT * gobs, GOB_SIZE * gobs);
+        let blocks_per_row = self.pitch / GOB_WIDTH;
+        let row_bits = match self.gob {
+            GobLayout::Tegra => gob_offset(0, row),
+            GobLayout::DesktopGpu => desktop_gob_offset(0, row),
+        };
+        let base = self.offset
+            + field_base
+            + (row / block_rows) * blocks_per_row * block_bytes
+            + ((row % block_rows) / GOB_HEIGHT) * GOB_SIZE
+            + row_bits;
+        Some((base, block_bytes))
+    }
+
+    /// Offset inside a GOB row of the 16-byte piece at byte `x` of the GOB (`x` a multiple of
+    /// 16, below 64): the `x` bits of [`gob_offset`] or [`desktop_gob_offset`].
+    pub fn piece_offset(&self, x: u64) -> u64 {
+        match self.gob {
+            GobLayout::Tegra => gob_offset(x, 0),
+            GobLayout::DesktopGpu => desktop_gob_offset(x, 0),
+        }
+    }
+
     /// Length of the contiguous run that starts at byte `x_byte` of a row, capped at `max`.
     pub fn run(&self, x_byte: u64, max: u64) -> u64 {
         match self.block_log2 {
@@ -457,6 +493,58 @@ mod tests {
             };
             assert_eq!(g.byte_offset(row_bytes - 1, u64::from(rows) - 1) + 1, span, "{row_bytes} x {rows}");
         }
+    }
+
+    /// The row base and piece offsets the pixel copy uses address every aligned 16-byte piece
+    /// where `byte_offset` does: both GOB layouts, block heights, paddings, interlacing.
+    #[test]
+    fn block_rows_address_pieces_as_byte_offset_does() {
+        for gob in [GobLayout::Tegra, GobLayout::DesktopGpu] {
+            for (log2, top, left, second_field) in
+                [(0, 0, 0, None), (4, 0, 0, None), (2, 3, 16, None), (3, 1, 8, Some(1 << 20))]
+            {
+                let g = PlaneGeometry {
+                    width: 300,
+                    height: 70,
+                    bytes_per_pixel: 2,
+                    offset: 4096,
+                    pitch: 640,
+                    top,
+                    left,
+                    second_field,
+                    block_log2: Some(log2),
+                    gob,
+                };
+                for y in 0..70u64 {
+                    let (base, block_bytes) = g.block_row(y).unwrap();
+                    let lead = left * 2;
+                    for x in (0..600u64).map(|b| b + lead).filter(|x| x % 16 == 0) {
+                        let at = base + (x / GOB_WIDTH) * block_bytes + g.piece_offset(x % GOB_WIDTH);
+                        assert_eq!(
+                            at,
+                            g.byte_offset(x - lead, y),
+                            "{gob:?} log2 {log2} top {top} left {left} ({x}, {y})"
+                        );
+                    }
+                }
+            }
+        }
+        let pitch = PlaneGeometry {
+            block_log2: None,
+            ..PlaneGeometry {
+                width: 1,
+                height: 1,
+                bytes_per_pixel: 1,
+                offset: 0,
+                pitch: 64,
+                top: 0,
+                left: 0,
+                second_field: None,
+                block_log2: None,
+                gob: GobLayout::Tegra,
+            }
+        };
+        assert_eq!(pitch.block_row(0), None);
     }
 
     #[test]

@@ -45,7 +45,7 @@
 //! Row `r` of user plane `i` is at `ptrs[i] + r * pitches[i]` in the caller's buffer. Paddings
 //! are outside the image: the rectangle addresses the image's own pixels.
 
-use super::image::{self, PlaneGeometry};
+use super::image::{self, PlaneGeometry, GOB_WIDTH};
 use super::obj::{self, BufObjRec};
 use crate::attrs::Value;
 use crate::ffi::{bad, guard, Res};
@@ -366,9 +366,44 @@ impl Transfer {
             };
             for y in *y0..*y1 {
                 let mut done = 0;
+                // Block-linear rows: whole GOB columns (four 16-byte pieces at fixed offsets) and
+                // aligned 16-byte pieces are addressed from the row's base; the rest, and every
+                // pitch-linear run, through `byte_offset`.
+                let block = p.block_row(y);
+                let lead = p.left * bpp;
+                let pieces = [0, 16, 32, 48].map(|x| p.piece_offset(x));
                 while done < row_len {
                     let xb = x0 * bpp + done;
-                    let len = p.run(xb, row_len - done);
+                    let x = xb + lead;
+                    let left = row_len - done;
+                    if let Some((base, block_bytes)) = block.filter(|_| x % 16 == 0 && left >= 16) {
+                        let column = base + (x / GOB_WIDTH) * block_bytes;
+                        let whole = x % GOB_WIDTH == 0 && left >= GOB_WIDTH;
+                        let (first, count) =
+                            if whole { (0, 4) } else { (((x % GOB_WIDTH) / 16) as usize, 1) };
+                        let end = column + pieces[first + count - 1] + 16;
+                        if end > self.mem_len {
+                            return Err(NvSciError_Overflow);
+                        }
+                        for (k, &piece) in pieces[first..first + count].iter().enumerate() {
+                            // SAFETY: as below: the user side lies inside the user plane (or
+                            // `scratch`): `done + 16 * (k + 1) <= row_len <= pitch`; the object
+                            // side ends at or before `end <= mem_len` (the pieces' offsets
+                            // increase with `k`).
+                            unsafe {
+                                let c = caller.add(((y - y0) * pitch + done) as usize + 16 * k);
+                                let m = self.base.add((column + piece) as usize);
+                                if write {
+                                    std::ptr::copy_nonoverlapping(c.cast_const(), m, 16);
+                                } else {
+                                    std::ptr::copy_nonoverlapping(m.cast_const(), c, 16);
+                                }
+                            }
+                        }
+                        done += 16 * count as u64;
+                        continue;
+                    }
+                    let len = p.run(xb, left);
                     let at = p.byte_offset(xb, y);
                     if at.checked_add(len).is_none_or(|end| end > self.mem_len) {
                         return Err(NvSciError_Overflow);

@@ -13,12 +13,14 @@
 //! * Outputs: `NeedCpuAccess`, `WaiterContextInsensitiveFenceExports`,
 //!   `RequireDeterministicFences` = any slot true; `ActualPerm` = `RequiredPerm` = OR of every
 //!   slot's `RequiredPerm` (WaitSignal); `WaiterRequireTimestamps` = true when a waiter slot with
-//!   `NeedCpuAccess` asks for timestamps, and then `NumTimestampSlots` = [`TIMESTAMP_SLOTS`],
-//!   else 0; `NumTaskStatusSlots` = 0; `GpuId`, `PeerLocationInfo`, `PeerHwEngineArray` = union
+//!   `NeedCpuAccess` asks for timestamps (DRIVE OS 6.0.5 to 6.0.8), or, with the thread's
+//!   [`TimestampRule::AnyCpuWaiter`] (DRIVE OS 6.0.10), when any waiter slot sets
+//!   `NeedCpuAccess`; and then `NumTimestampSlots` = [`TIMESTAMP_SLOTS`], else 0; `NumTaskStatusSlots` = 0; `GpuId`, `PeerLocationInfo`, `PeerHwEngineArray` = union
 //!   (each element once, in order of first appearance; absent when no slot sets them).
 
 use super::keys::SYNC_KEYS;
 use crate::attrs::{Conflicts, Slot, Value};
+use crate::rules::TimestampRule;
 use nvsci_sys::*;
 
 /// Number of timestamp slots reported when timestamps are enabled.
@@ -118,9 +120,18 @@ pub(crate) fn reconcile(slots: &[Slot]) -> Result<(Slot, SyncMeta), Failure> {
     // reconciler has this key set to true" (NvSciSyncAttrKey_NeedCpuAccess, nvscisync.h,
     // DRIVE OS 6.0.10): lists relayed by peers do not count.
     let need_cpu_access = slots.iter().any(|s| !s.is_from_peer() && cpu_of(s));
-    let timestamps = waiters
-        .iter()
-        .any(|s| cpu_of(s) && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps).is_some_and(Value::bool));
+    let timestamps = match crate::rules::timestamp_rule() {
+        // "Only valid for CPU waiters" (nvscisync.h, DRIVE OS 6.0.5 to 6.0.8).
+        TimestampRule::CpuWaiterRequest => waiters
+            .iter()
+            .any(|s| cpu_of(s) && s.get(NvSciSyncAttrKey_WaiterRequireTimestamps).is_some_and(Value::bool)),
+        // "reconciler sets value of this key to true in the reconciled NvSciSyncAttrList if any of
+        // the unreconciled NvSciSyncAttrList(s) involved in reconciliation has
+        // NvSciSyncAttrKey_RequiredPerm set to NvSciSyncAccessPerm_WaitOnly/
+        // NvSciSyncAccessPerm_WaitSignal and NvSciSyncAttrKey_NeedCpuAccess is set to true"
+        // (NvSciSyncAttrKey_WaiterRequireTimestamps, nvscisync.h, DRIVE OS 6.0.10).
+        TimestampRule::AnyCpuWaiter => waiters.iter().any(|s| cpu_of(s)),
+    };
     let meta = SyncMeta {
         cpu_signaler: signalers.first().is_some_and(|s| cpu_of(s)),
         cpu_signal_here: signalers.first().is_some_and(|s| !s.is_from_peer() && cpu_of(s)),
