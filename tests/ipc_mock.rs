@@ -210,14 +210,14 @@ fn pair(ipc: &Ipc, a: &str, b: &str) -> (IpcEndpoint, IpcEndpoint) {
 // ------------------------------------------------------------------------------------------
 
 /// Entry point of the peer process of the two-process tests: not a test of its own (ignored, so
-/// it is not counted as a pass; run with `--include-ignored`, it records a skip) unless started
+/// it is not counted as a pass; run with `--include-ignored`, it is reported as not run) unless started
 /// by one of them (with `NVSCI_IPC_TEST_CHILD` set), in which case it runs that scenario and
 /// panics (a non-zero exit) on any mismatch.
 #[test]
 #[ignore = "the peer process of the two-process tests, which start it"]
 fn child_process_entry() {
     let Ok(scenario) = std::env::var(CHILD_ENV) else {
-        return common::require::skip(&[], "only runs as the peer process the two-process tests start");
+        return common::require::not_a_test("only runs as the peer process the two-process tests start");
     };
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();

@@ -67,6 +67,13 @@ skipped_tests() {
   sed -n 's/^SKIPPED //p' "$1/skipped" | sort -u -k1,2 | awk '!seen[$1 " " $2]++'
 }
 
+# Entry points that are not tests of their own (tests/common/require.rs `not_a_test`), recorded
+# under folder $1 as NOTRUN, once each: counted as not run, not as passed.
+not_tests() {
+  [ -f "$1/skipped" ] || return 0
+  sed -n 's/^NOTRUN //p' "$1/skipped" | sort -u -k1,2 | awk '!seen[$1 " " $2]++' | wc -l
+}
+
 passed=0
 skipped=0
 failed=0
@@ -105,12 +112,14 @@ if [ -n "$bundle" ]; then
     read -r p f i < <(printf '%s\n' "$res" | count_results)
     not_run=$((not_run + i))
     s=$(skipped_tests "$skips/$name" | wc -l)
+    n=$(not_tests "$skips/$name")
+    not_run=$((not_run + n))
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
       # Crashed or aborted before reporting: count the binary itself as a failure.
       printf '%s\n' "$res" | tail -n 20
       f=1
     fi
-    p=$((p - s))
+    p=$((p - s - n))
     [ "$p" -lt 0 ] && p=0
     passed=$((passed + p))
     skipped=$((skipped + s))
@@ -131,11 +140,12 @@ else
   rc=${PIPESTATUS[0]}
   read -r p f i < <(count_results <"$log")
   s=$(skipped_tests "$skips" | wc -l)
-  passed=$((p - s))
+  n=$(not_tests "$skips")
+  passed=$((p - s - n))
   [ "$passed" -lt 0 ] && passed=0
   skipped=$s
   failed=$f
-  not_run=$i
+  not_run=$((i + n))
   if [ "$rc" -ne 0 ]; then
     bad+=("cargo test (exit $rc)")
     [ "$failed" -eq 0 ] && failed=1
@@ -147,6 +157,6 @@ if [ "$skipped" -gt 0 ]; then
   skipped_tests "$skips" | sed 's/^/  /'
 fi
 [ ${#bad[@]} -gt 0 ] && echo "failing: ${bad[*]}"
-[ "$not_run" -gt 0 ] && echo "not run: $not_run ignored (GPU or host tests: run with --include-ignored where they can run)"
+[ "$not_run" -gt 0 ] && echo "not run: $not_run (ignored GPU or host tests, run with --include-ignored where they can run; entry points of child processes)"
 echo "$passed passed, $skipped skipped, $failed failed"
 [ "$failed" -eq 0 ] && [ ${#bad[@]} -eq 0 ]

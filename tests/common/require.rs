@@ -88,18 +88,31 @@ fn required_by(c: Capability) -> String {
     }
 }
 
+/// An entry point that is not a test of its own (the peer process of a two-process test, run
+/// only when that test starts it), reached without its cue: records `NOTRUN`, which
+/// `toolchain/run-tests.sh` counts as not run, neither passed nor skipped.
+pub fn not_a_test(reason: impl Display) {
+    record("NOTRUN", "", &reason);
+}
+
 fn record_skip(needs: &[Capability], reason: &dyn Display) {
+    let needs: Vec<&str> = needs.iter().map(|c| c.name()).collect();
+    let needs = if needs.is_empty() { String::new() } else { format!("needs {}: ", needs.join("+")) };
+    record("SKIPPED", &needs, reason);
+}
+
+/// Writes `<tag> <binary> <test> <needs><reason>` to standard error and, where `NVSCI_SKIP_DIR`
+/// names a folder, appends it to `$NVSCI_SKIP_DIR/skipped`.
+fn record(tag: &str, needs: &str, reason: &dyn Display) {
     let binary = std::env::current_exe()
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "?".into());
     // libtest runs each test on a thread named after it.
     let test = std::thread::current().name().unwrap_or("?").to_owned();
-    let needs: Vec<&str> = needs.iter().map(|c| c.name()).collect();
-    let needs = if needs.is_empty() { String::new() } else { format!("needs {}: ", needs.join("+")) };
     // One line, one write: lines of parallel tests do not interleave.
     let reason = reason.to_string().replace('\n', " ");
-    let line = format!("SKIPPED {binary} {test} {needs}{reason}\n");
+    let line = format!("{tag} {binary} {test} {needs}{reason}\n");
     // Written to the stream itself, not through `eprint!`, which libtest captures for passing tests.
     let _ = std::io::stderr().write_all(line.as_bytes());
     if let Some(dir) = std::env::var_os("NVSCI_SKIP_DIR") {
