@@ -97,7 +97,9 @@ impl ConsumerCore {
             match c.acquire() {
                 Ok(f) => return self.wrap(c, f).map(Some),
                 Err(e) if errors::is_ended(&e) => return Ok(None),
-                Err(e) if errors::is_frame_timeout(&e) && self.stream.ended.load(Ordering::SeqCst) => continue,
+                Err(e) if errors::is_frame_timeout(&e) && self.stream.ended.load(Ordering::SeqCst) => {
+                    continue
+                }
                 Err(e) => return Err(Taken::Failed(e)),
             }
         }
@@ -144,7 +146,12 @@ impl ConsumerCore {
         self.release_with(c, frame, stream)
     }
 
-    fn release_with(&self, c: &mut Consumer, frame: &FrameCore, stream: Option<Foreign>) -> Result<bool, Released> {
+    fn release_with(
+        &self,
+        c: &mut Consumer,
+        frame: &FrameCore,
+        stream: Option<Foreign>,
+    ) -> Result<bool, Released> {
         let Some(token) = lock(&frame.token).take() else {
             return Ok(false);
         };
@@ -502,7 +509,8 @@ impl Drop for PyFrame {
 impl PyFrame {
     fn plane_at(&self, py: Python<'_>, i: usize, what: &str) -> PyResult<PyPlane> {
         self.core.base(py, what)?;
-        let planes = self.core.consumer.planes.as_ref().map_err(|w| errors::invalid(py, "frame", w.clone()))?;
+        let planes =
+            self.core.consumer.planes.as_ref().map_err(|w| errors::invalid(py, "frame", w.clone()))?;
         let geom = planes
             .get(i)
             .cloned()
@@ -512,16 +520,14 @@ impl PyFrame {
 
     fn named(&self, py: Python<'_>, name: &str) -> PyResult<PyPlane> {
         self.core.base(py, name)?;
-        let planes = self.core.consumer.planes.as_ref().map_err(|w| errors::invalid(py, "frame", w.clone()))?;
-        let i = planes
-            .iter()
-            .position(|g| g.name == name)
-            .ok_or_else(|| {
-                pyo3::exceptions::PyAttributeError::new_err(format!(
-                    "a {:?} frame has no {name} plane",
-                    self.core.consumer.layout.format
-                ))
-            })?;
+        let planes =
+            self.core.consumer.planes.as_ref().map_err(|w| errors::invalid(py, "frame", w.clone()))?;
+        let i = planes.iter().position(|g| g.name == name).ok_or_else(|| {
+            pyo3::exceptions::PyAttributeError::new_err(format!(
+                "a {:?} frame has no {name} plane",
+                self.core.consumer.layout.format
+            ))
+        })?;
         self.plane_at(py, i, name)
     }
 }
@@ -662,5 +668,9 @@ pub(crate) fn stream_value(py: Python<'_>, s: &Bound<'_, PyAny>) -> PyResult<usi
     if let Ok(h) = s.getattr("cuda_stream").and_then(|h| h.extract::<usize>()) {
         return Ok(h);
     }
-    Err(errors::invalid(py, "stream", "a CUstream as an int, or an object with __cuda_stream__ or cuda_stream"))
+    Err(errors::invalid(
+        py,
+        "stream",
+        "a CUstream as an int, or an object with __cuda_stream__ or cuda_stream",
+    ))
 }

@@ -3,8 +3,8 @@
 
 use nvsci::{CudaError, Error, IpcError, RingError, RingWait, UnsupportedReason};
 use pyo3::prelude::*;
-use pyo3::BoundObject;
 use pyo3::types::{PyDict, PyList};
+use pyo3::BoundObject;
 
 /// An exception of class `class` (a name in `nvsci.errors`) with `message` and the attributes
 /// in `fields`. Failing to build it (the module missing) yields the import error instead.
@@ -81,7 +81,11 @@ fn reason_name(r: &UnsupportedReason) -> String {
 }
 
 /// The Python exception for a CUDA driver error of cudarc.
-pub(crate) fn driver(py: Python<'_>, function: &'static str, e: nvsci::cuda::cudarc::driver::DriverError) -> PyErr {
+pub(crate) fn driver(
+    py: Python<'_>,
+    function: &'static str,
+    e: nvsci::cuda::cudarc::driver::DriverError,
+) -> PyErr {
     let code = e.0 as u32;
     let name = e.error_name().ok().and_then(|n| n.to_str().ok()).unwrap_or("CUDA_ERROR_UNKNOWN").to_owned();
     raise(
@@ -100,7 +104,11 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             py,
             "NvSciError",
             msg,
-            &[("function", obj(py, function)), ("code", obj(py, code.0)), ("code_name", obj(py, code.name()))],
+            &[
+                ("function", obj(py, function)),
+                ("code", obj(py, code.0)),
+                ("code_name", obj(py, code.name())),
+            ],
         ),
         Error::Refused { function, code, culprit } => {
             let variant = format!("{culprit:?}");
@@ -171,25 +179,32 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Ring(RingError::Ended { endpoint }) => {
             raise(py, "StreamEnded", msg, &[("endpoint", obj(py, endpoint))])
         }
-        Error::Ring(RingError::NoSeat { fitting }) => raise(py, "NoSeat", msg, &[("fitting", obj(py, fitting))]),
+        Error::Ring(RingError::NoSeat { fitting }) => {
+            raise(py, "NoSeat", msg, &[("fitting", obj(py, fitting))])
+        }
         Error::Ring(_) => raise(py, "RingError", msg, &[]),
-        Error::Ipc(IpcError::PeerGone { endpoint, during }) => raise(
-            py,
-            "PeerGone",
-            msg,
-            &[("endpoint", obj(py, endpoint)), ("during", obj(py, during))],
-        ),
+        Error::Ipc(IpcError::PeerGone { endpoint, during }) => {
+            raise(py, "PeerGone", msg, &[("endpoint", obj(py, endpoint)), ("during", obj(py, during))])
+        }
         Error::Ipc(IpcError::Timeout { endpoint, during, timeout_us }) => raise(
             py,
             "IpcTimeout",
             msg,
-            &[("endpoint", obj(py, endpoint)), ("during", obj(py, during)), ("timeout_us", obj(py, timeout_us))],
+            &[
+                ("endpoint", obj(py, endpoint)),
+                ("during", obj(py, during)),
+                ("timeout_us", obj(py, timeout_us)),
+            ],
         ),
         Error::Ipc(IpcError::Endpoint { endpoint, reason, code }) => raise(
             py,
             "EndpointError",
             msg,
-            &[("endpoint", obj(py, endpoint)), ("reason", obj(py, reason)), ("code", obj(py, code.map(|c| c.0)))],
+            &[
+                ("endpoint", obj(py, endpoint)),
+                ("reason", obj(py, reason)),
+                ("code", obj(py, code.map(|c| c.0))),
+            ],
         ),
         Error::Ipc(_) => raise(py, "IpcError", msg, &[]),
         _ => raise(py, "Error", msg, &[]),
@@ -200,7 +215,8 @@ fn ring_timeout(py: Python<'_>, msg: String, waited_for: RingWait, timeout: std:
     let none = || py.None();
     let (kind, slot, sequence, consumer, holders, endpoint) = match waited_for {
         RingWait::FreeSlot { slot, sequence, holders } => {
-            let h: Vec<usize> = (0..nvsci::pipeline::MAX_CONSUMERS).filter(|&c| holders.contains(c)).collect();
+            let h: Vec<usize> =
+                (0..nvsci::pipeline::MAX_CONSUMERS).filter(|&c| holders.contains(c)).collect();
             ("free_slot", obj(py, slot), obj(py, sequence), none(), obj(py, h), none())
         }
         RingWait::ReleaseFence { slot, consumer } => {
@@ -210,14 +226,9 @@ fn ring_timeout(py: Python<'_>, msg: String, waited_for: RingWait, timeout: std:
             ("present_fence", obj(py, slot), obj(py, sequence), none(), none(), none())
         }
         RingWait::Frame => ("frame", none(), none(), none(), none(), none()),
-        RingWait::RemoteRelease { slot, sequence, consumer, endpoint } => (
-            "remote_release",
-            obj(py, slot),
-            obj(py, sequence),
-            obj(py, consumer),
-            none(),
-            obj(py, endpoint),
-        ),
+        RingWait::RemoteRelease { slot, sequence, consumer, endpoint } => {
+            ("remote_release", obj(py, slot), obj(py, sequence), obj(py, consumer), none(), obj(py, endpoint))
+        }
         _ => ("other", none(), none(), none(), none(), none()),
     };
     raise(

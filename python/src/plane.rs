@@ -56,7 +56,10 @@ pub(crate) fn planes(layout: &FrameLayout) -> Result<Vec<Geometry>, String> {
     for (p, name) in layout.planes.iter().zip(names) {
         let channels = usize::from(p.channel_count.max(1));
         if p.bits_per_pixel as usize != 8 * channels {
-            return Err(format!("plane {name} has {} bits per pixel over {channels} channels", p.bits_per_pixel));
+            return Err(format!(
+                "plane {name} has {} bits per pixel over {channels} channels",
+                p.bits_per_pixel
+            ));
         }
         let (h, w, pitch) = (p.height as usize, p.width as usize, p.pitch as usize);
         let (shape, strides) = if channels == 1 {
@@ -109,7 +112,12 @@ impl PyPlane {
         Ok(d)
     }
 
-    fn tensor<M: ManagedTensorBase>(&self, addr: u64, device: DLDevice, flags: DlpackFlags) -> PyResult<Managed<M>> {
+    fn tensor<M: ManagedTensorBase>(
+        &self,
+        addr: u64,
+        device: DLDevice,
+        flags: DlpackFlags,
+    ) -> PyResult<Managed<M>> {
         let shape: Vec<i64> = self.geom.shape.iter().map(|&n| n as i64).collect();
         let strides: Vec<i64> = self.geom.strides.iter().map(|&n| n as i64).collect();
         let keep = Box::new(self.source.clone().keep());
@@ -251,7 +259,9 @@ impl PyPlane {
                 }
                 None
             }
-            Device::Cuda(_) => Some(request.cuda_stream().map_err(|e| errors::export(py, "stream", e.value(py).to_string()))?),
+            Device::Cuda(_) => Some(
+                request.cuda_stream().map_err(|e| errors::export(py, "stream", e.value(py).to_string()))?,
+            ),
         };
         // A read-only holder exports read-only; the legacy ABI cannot say so: a CPU frame is
         // then refused (its pages may be mapped read-only), a CUDA frame goes without the flag.

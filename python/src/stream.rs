@@ -118,16 +118,16 @@ impl PyConsumerDesc {
     fn resolve(&self, py: Python<'_>, backend: &Backend) -> PyResult<ConsumerDesc> {
         let engine = match self.engine.as_str() {
             "cpu" => Engine::Cpu,
-            "cuda" => match backend.gpu_engine() {
-                Engine::Cpu => {
-                    return Err(errors::invalid(
+            "cuda" => {
+                match backend.gpu_engine() {
+                    Engine::Cpu => return Err(errors::invalid(
                         py,
                         "engine",
                         "\"cuda\": this backend has no CUDA engine (no CUDA GPU the library's objects reach)",
-                    ))
+                    )),
+                    gpu => gpu,
                 }
-                gpu => gpu,
-            },
+            }
             other => return Err(errors::invalid(py, "engine", format!("{other:?}; \"cpu\" or \"cuda\""))),
         };
         let mode = match self.mode.as_str() {
@@ -431,7 +431,13 @@ impl PyProducer {
         let attached_at = self.core.shared.presented.load(Ordering::SeqCst);
         let c = self.core.attacher.attach(d).map_err(|e| errors::to_py(py, e))?;
         Ok(PyConsumer {
-            core: ConsumerCore::new(c, self.core.shared.clone(), attached_at, Some(self.core.attacher.clone()), gpu),
+            core: ConsumerCore::new(
+                c,
+                self.core.shared.clone(),
+                attached_at,
+                Some(self.core.attacher.clone()),
+                gpu,
+            ),
             timeout: self.core.timeout,
         })
     }
@@ -477,7 +483,11 @@ impl PyProducer {
     }
 
     fn __repr__(&self) -> String {
-        format!("<nvsci.Producer {:?}{}>", self.core.layout.format, if self.closed() { " closed" } else { "" })
+        format!(
+            "<nvsci.Producer {:?}{}>",
+            self.core.layout.format,
+            if self.closed() { " closed" } else { "" }
+        )
     }
 }
 
@@ -551,7 +561,12 @@ fn sources<'py>(
     }
 }
 
-fn copy_into(py: Python<'_>, frame: &Arc<PFrameCore>, planes: &[Geometry], writes: &[Bound<'_, PyAny>]) -> PyResult<()> {
+fn copy_into(
+    py: Python<'_>,
+    frame: &Arc<PFrameCore>,
+    planes: &[Geometry],
+    writes: &[Bound<'_, PyAny>],
+) -> PyResult<()> {
     let np = py.import("numpy")?;
     for (i, src) in writes.iter().enumerate() {
         let dst = Bound::new(py, PyPlane { source: frame.clone(), index: i, geom: planes[i].clone() })?;

@@ -3,6 +3,7 @@ DLPack and the CUDA array interface, with the array API's stream semantics. Skip
 reason) without a CUDA GPU, torch or CuPy; with NVSCI_REQUIRE_GPU=1 a missing GPU or torch
 fails instead."""
 
+import ctypes
 import os
 
 import numpy as np
@@ -63,6 +64,88 @@ def cuda_stream(backend, frames=4, **kw):
     return backend.stream(
         nvsci.FrameFormat.nv12(W, H), consumers=[nvsci.ConsumerDesc(engine="cuda")], frames=frames, **kw
     )
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _Versioned(ctypes.Structure):
+    """DLManagedTensorVersioned, as dlpack.h (1.x) lays it out."""
+
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
+
+
+def _tensor(capsule):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return _Versioned.from_address(get(capsule, b"dltensor_versioned"))
+
+
+def _check(what, r):
+    assert r == 0, f"{what} failed: CUresult {r}"
+
+
+def test_capsules_read_back_through_the_driver(gpu):
+    """Without torch or CuPy: the capsule's tensor (read with ctypes, as dlpack.h lays it
+    out) names the frame's mapping on the device, and the bytes copied from it on a stream of
+    the caller's, ordered by `__dlpack__(stream=...)`, are the frame's."""
+    cu = ctypes.CDLL("libcuda.so.1")
+    ctx, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0))
+    _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
+    _check("cuStreamCreate", cu.cuStreamCreate(ctypes.byref(stream), 1))  # non-blocking
+    cu.cuMemcpyDtoHAsync_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
+    producer, (consumer,) = cuda_stream(gpu, frames=2)
+    try:
+        for i in range(200):
+            img = pattern(i)
+            producer.send(img)
+            f = consumer.acquire()
+            for plane, want in ((f.luma, img[:H]), (f.chroma, img[H:].reshape(H // 2, W // 2, 2))):
+                capsule = plane.__dlpack__(stream=stream.value, max_version=(1, 0))
+                t = _tensor(capsule)
+                assert (t.major, t.flags & 1) == (1, 1)  # versioned, read-only
+                d = t.dl_tensor
+                assert (d.device_type, d.device_id) == (2, 0)
+                assert (d.code, d.bits, d.lanes) == (1, 8, 1)  # uint8
+                shape = tuple(d.shape[k] for k in range(d.ndim))
+                strides = tuple(d.strides[k] for k in range(d.ndim))
+                assert shape == want.shape and strides == plane.strides
+                span = (shape[0] - 1) * strides[0] + shape[1] * (strides[1] if d.ndim == 2 else 2)
+                host = np.empty(span, np.uint8)
+                _check(
+                    "cuMemcpyDtoHAsync",
+                    cu.cuMemcpyDtoHAsync_v2(host.ctypes.data, d.data + d.byte_offset, span, stream),
+                )
+                _check("cuStreamSynchronize", cu.cuStreamSynchronize(stream))
+                got = np.lib.stride_tricks.as_strided(host, shape, strides)
+                np.testing.assert_array_equal(got, want)
+                del capsule
+            f.release()
+    finally:
+        consumer.close()
+        producer.close()
+        cu.cuStreamDestroy_v2(stream)
 
 
 def test_torch_reads_every_frame_in_place(gpu, torch):
