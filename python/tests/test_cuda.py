@@ -1,0 +1,267 @@
+"""CUDA consumers on the mock's GPU mode: PyTorch and CuPy read the frames in place through
+DLPack and the CUDA array interface, with the array API's stream semantics. Skipped (with the
+reason) without a CUDA GPU, torch or CuPy; with NVSCI_REQUIRE_GPU=1 a missing GPU or torch
+fails instead."""
+
+import ctypes
+import os
+
+import numpy as np
+import pytest
+
+import nvsci
+
+W, H = 256, 128
+ROWS = H + H // 2
+
+
+def _gpu_reason():
+    if not nvsci.Backend.mock().has_cuda:
+        return "needs a CUDA GPU (the mock's GPU mode)"
+    return None
+
+
+def _skip_or_fail(reason):
+    if os.environ.get("NVSCI_REQUIRE_GPU") == "1":
+        pytest.fail(f"NVSCI_REQUIRE_GPU=1: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def gpu():
+    reason = _gpu_reason()
+    if reason:
+        _skip_or_fail(reason)
+    return nvsci.Backend.mock()
+
+
+@pytest.fixture
+def torch(gpu):
+    try:
+        import torch
+    except ImportError:
+        _skip_or_fail("needs torch")
+    if not torch.cuda.is_available():
+        _skip_or_fail("needs torch with CUDA")
+    return torch
+
+
+@pytest.fixture
+def cupy(gpu):
+    try:
+        import cupy
+    except ImportError:
+        _skip_or_fail("needs CuPy")
+    return cupy
+
+
+def pattern(seed):
+    """The packed NV12 image of frame `seed` (as in test_stream.py, at this size)."""
+    return ((np.arange(ROWS * W, dtype=np.uint32).reshape(ROWS, W) * 7 + seed * 31) % 251).astype(np.uint8)
+
+
+def cuda_stream(backend, frames=4, **kw):
+    return backend.stream(
+        nvsci.FrameFormat.nv12(W, H), consumers=[nvsci.ConsumerDesc(engine="cuda")], frames=frames, **kw
+    )
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("ndim", ctypes.c_int32),
+        ("code", ctypes.c_uint8),
+        ("bits", ctypes.c_uint8),
+        ("lanes", ctypes.c_uint16),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class _Versioned(ctypes.Structure):
+    """DLManagedTensorVersioned, as dlpack.h (1.x) lays it out."""
+
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", _DLTensor),
+    ]
+
+
+def _tensor(capsule):
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return _Versioned.from_address(get(capsule, b"dltensor_versioned"))
+
+
+def _check(what, r):
+    assert r == 0, f"{what} failed: CUresult {r}"
+
+
+def test_capsules_read_back_through_the_driver(gpu):
+    """Without torch or CuPy: the capsule's tensor (read with ctypes, as dlpack.h lays it
+    out) names the frame's mapping on the device, and the bytes copied from it on a stream of
+    the caller's, ordered by `__dlpack__(stream=...)`, are the frame's."""
+    cu = ctypes.CDLL("libcuda.so.1")
+    ctx, stream = ctypes.c_void_p(), ctypes.c_void_p()
+    _check("cuDevicePrimaryCtxRetain", cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0))
+    _check("cuCtxSetCurrent", cu.cuCtxSetCurrent(ctx))
+    _check("cuStreamCreate", cu.cuStreamCreate(ctypes.byref(stream), 1))  # non-blocking
+    cu.cuMemcpyDtoHAsync_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p]
+    producer, (consumer,) = cuda_stream(gpu, frames=2)
+    try:
+        for i in range(200):
+            img = pattern(i)
+            producer.send(img)
+            f = consumer.acquire()
+            for plane, want in ((f.luma, img[:H]), (f.chroma, img[H:].reshape(H // 2, W // 2, 2))):
+                capsule = plane.__dlpack__(stream=stream.value, max_version=(1, 0))
+                t = _tensor(capsule)
+                assert (t.major, t.flags & 1) == (1, 1)  # versioned, read-only
+                d = t.dl_tensor
+                assert (d.device_type, d.device_id) == (2, 0)
+                assert (d.code, d.bits, d.lanes) == (1, 8, 1)  # uint8
+                shape = tuple(d.shape[k] for k in range(d.ndim))
+                strides = tuple(d.strides[k] for k in range(d.ndim))
+                assert shape == want.shape and strides == plane.strides
+                span = (shape[0] - 1) * strides[0] + shape[1] * (strides[1] if d.ndim == 2 else 2)
+                host = np.empty(span, np.uint8)
+                _check(
+                    "cuMemcpyDtoHAsync",
+                    cu.cuMemcpyDtoHAsync_v2(host.ctypes.data, d.data + d.byte_offset, span, stream),
+                )
+                _check("cuStreamSynchronize", cu.cuStreamSynchronize(stream))
+                got = np.lib.stride_tricks.as_strided(host, shape, strides)
+                np.testing.assert_array_equal(got, want)
+                del capsule
+            f.release()
+    finally:
+        consumer.close()
+        producer.close()
+        cu.cuStreamDestroy_v2(stream)
+
+
+def test_torch_reads_every_frame_in_place(gpu, torch):
+    producer, (consumer,) = cuda_stream(gpu)
+    assert consumer.engine == "cuda"
+    n = 1000
+    base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
+    bad = torch.zeros((), dtype=torch.int64, device="cuda")
+    for i in range(n):
+        producer.send(pattern(i))
+        with consumer.acquire() as f:
+            assert f.luma.__dlpack_device__() == (2, torch.cuda.current_device())
+            y = torch.from_dlpack(f.luma)
+            uv = torch.from_dlpack(f.chroma)
+            assert y.shape == (H, W) and uv.shape == (H // 2, W // 2, 2)
+            want = ((base + i * 31) % 251).to(torch.uint8)
+            bad += (y != want[:H]).sum() + (uv.reshape(H // 2, W) != want[H:]).sum()
+    assert bad.item() == 0
+    assert consumer.delivered == n
+
+
+def test_release_waits_for_the_readers_stream(gpu, torch):
+    """A frame is released only after the kernels on torch's stream that read it: the
+    producer, which reuses the slot at once (two frames), must not overwrite it first."""
+    producer, (consumer,) = cuda_stream(gpu, frames=2)
+    stream = torch.cuda.Stream()
+    n = 50
+    seen = torch.zeros(n, dtype=torch.int64, device="cuda")
+    with torch.cuda.stream(stream):
+        for i in range(n):
+            producer.send(np.full((ROWS, W), i, np.uint8))
+            with consumer.acquire() as f:
+                y = torch.from_dlpack(f.luma)  # torch passes its current stream
+                torch.cuda._sleep(2_000_000)  # the read below runs late on the stream
+                seen[i] = (y == i).sum()
+    stream.synchronize()
+    assert seen.tolist() == [H * W] * n
+
+
+def test_new_frame_contents_are_seen_on_the_callers_stream(gpu, torch):
+    """A kernel on torch's stream reading a frame presented just before sees its contents."""
+    producer, (consumer,) = cuda_stream(gpu, frames=3)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        for i in range(100):
+            producer.send(np.full((ROWS, W), (i * 13) % 256, np.uint8))
+            with consumer.acquire() as f:
+                y = torch.from_dlpack(f.luma)
+                assert int(y[H - 1, W - 1]) == (i * 13) % 256
+
+
+def test_cupy_reads_through_dlpack_and_the_array_interface(gpu, cupy):
+    producer, (consumer,) = cuda_stream(gpu)
+    for i in range(1000):
+        producer.send(pattern(i))
+        f = consumer.acquire()
+        y = cupy.from_dlpack(f.luma)
+        iface = f.chroma.__cuda_array_interface__
+        assert iface["version"] == 3 and iface["data"][1] is True and iface["stream"] != 0
+        uv = cupy.asarray(f.chroma)
+        want = cupy.asarray(pattern(i))
+        assert bool((y == want[:H]).all()) and bool((uv.reshape(H // 2, W) == want[H:]).all())
+        # The interface's reader is on CuPy's stream: name it for the release.
+        f.release(stream=cupy.cuda.get_current_stream().ptr)
+
+
+def test_nv12_to_rgb_on_the_gpu(gpu, torch):
+    producer, (consumer,) = cuda_stream(gpu)
+    img = pattern(3)
+    producer.send(img)
+    with consumer.acquire() as f:
+        rgb = nv12_to_rgb_torch(torch, torch.from_dlpack(f.luma), torch.from_dlpack(f.chroma))
+    np.testing.assert_array_equal(rgb.cpu().numpy(), nv12_to_rgb_numpy(img[:H], img[H:].reshape(H // 2, W // 2, 2)))
+
+
+def test_cuda_export_refusals(gpu, torch):
+    producer, (consumer,) = cuda_stream(gpu)
+    producer.send(pattern(0))
+    with consumer.acquire() as f:
+        torch.from_dlpack(f.luma)
+        with pytest.raises(nvsci.ExportError) as e:
+            torch.from_dlpack(f.luma)
+        assert e.value.name == "plane"
+        with pytest.raises(nvsci.ExportError) as e:
+            f.chroma.__dlpack__(stream=1, dl_device=(1, 0))
+        assert e.value.name == "dl_device"
+        with pytest.raises(AttributeError):
+            f.luma.__array_interface__
+    if torch.cuda.device_count() < 2:
+        pytest.skip("a stream of another device needs a second GPU")
+    producer.send(pattern(1))
+    with consumer.acquire() as f:
+        other = torch.cuda.Stream(device=1)
+        with pytest.raises(nvsci.ExportError) as e:
+            f.luma.__dlpack__(stream=other.cuda_stream)
+        assert e.value.name == "stream"
+
+
+def nv12_to_rgb_numpy(y, uv):
+    """BT.601 limited range, 8-bit integer arithmetic (nvsci::convert's rounding)."""
+    y = y.astype(np.int32)
+    u = np.repeat(np.repeat(uv[..., 0].astype(np.int32), 2, 0), 2, 1) - 128
+    v = np.repeat(np.repeat(uv[..., 1].astype(np.int32), 2, 0), 2, 1) - 128
+    c = 298 * (y - 16)
+    r = (c + 409 * v + 128) >> 8
+    g = (c - 100 * u - 208 * v + 128) >> 8
+    b = (c + 516 * u + 128) >> 8
+    return np.clip(np.stack([r, g, b], -1), 0, 255).astype(np.uint8)
+
+
+def nv12_to_rgb_torch(torch, y, uv):
+    y = y.to(torch.int32)
+    uv = uv.to(torch.int32).repeat_interleave(2, 0).repeat_interleave(2, 1)
+    u, v = uv[..., 0] - 128, uv[..., 1] - 128
+    c = 298 * (y - 16)
+    r = (c + 409 * v + 128) >> 8
+    g = (c - 100 * u - 208 * v + 128) >> 8
+    b = (c + 516 * u + 128) >> 8
+    return torch.stack([r, g, b], -1).clamp(0, 255).to(torch.uint8)
