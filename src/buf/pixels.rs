@@ -465,6 +465,23 @@ pub struct SplitChroma {
     component: u32,
 }
 
+/// Splits one row of interleaved 8-bit chroma into `u` and `v`: each pixel read as one
+/// little-endian `u16` (U in the low byte), 16 pixels at a time through fixed-size arrays, which
+/// the compiler turns into vector shifts and packs (a byte-by-byte loop stays scalar).
+fn split_row8(src: &[u8], u: &mut [u8], v: &mut [u8]) {
+    let (blocks, rest) = src.as_chunks::<32>();
+    let (ub, ur) = u.as_chunks_mut::<16>();
+    let (vb, vr) = v.as_chunks_mut::<16>();
+    for ((s, u), v) in blocks.iter().zip(ub.iter_mut()).zip(vb.iter_mut()) {
+        let w: [u16; 16] = core::array::from_fn(|i| u16::from_le_bytes([s[2 * i], s[2 * i + 1]]));
+        *u = core::array::from_fn(|i| w[i] as u8);
+        *v = core::array::from_fn(|i| (w[i] >> 8) as u8);
+    }
+    for ((s, u), v) in rest.chunks_exact(2).zip(ur).zip(vr) {
+        (*u, *v) = (s[0], s[1]);
+    }
+}
+
 impl SplitChroma {
     /// Zeroed U and V planes of `width` x `height` chroma pixels, `component` bytes per
     /// component (1 for 8-bit chroma).
@@ -492,13 +509,20 @@ impl SplitChroma {
     /// uv.pitch]`).
     pub fn split_from(&mut self, uv: PlaneSrc<'_>) -> Result<()> {
         self.check(uv.data.len(), uv.pitch)?;
-        let (c, w) = (self.component as usize, self.width as usize);
-        for y in 0..self.height as usize {
-            let row = &uv.data[y * uv.pitch as usize..][..self.row()];
-            for x in 0..w {
-                let at = (y * w + x) * c;
-                self.u[at..at + c].copy_from_slice(&row[2 * x * c..][..c]);
-                self.v[at..at + c].copy_from_slice(&row[(2 * x + 1) * c..][..c]);
+        let (c, row_len) = (self.component as usize, self.row());
+        let rows = uv.data.chunks(uv.pitch as usize).map(|r| &r[..row_len]);
+        for ((row, u), v) in
+            rows.zip(self.u.chunks_exact_mut(row_len / 2)).zip(self.v.chunks_exact_mut(row_len / 2))
+        {
+            if c == 1 {
+                split_row8(row, u, v);
+            } else {
+                for ((s, u), v) in
+                    row.chunks_exact(2 * c).zip(u.chunks_exact_mut(c)).zip(v.chunks_exact_mut(c))
+                {
+                    u.copy_from_slice(&s[..c]);
+                    v.copy_from_slice(&s[c..]);
+                }
             }
         }
         Ok(())
@@ -508,14 +532,20 @@ impl SplitChroma {
     /// left as they are.
     pub fn interleave_into(&self, uv: PlaneDst<'_>) -> Result<()> {
         self.check(uv.data.len(), uv.pitch)?;
-        let (c, w) = (self.component as usize, self.width as usize);
-        let row_len = self.row();
-        for y in 0..self.height as usize {
-            let row = &mut uv.data[y * uv.pitch as usize..][..row_len];
-            for x in 0..w {
-                let at = (y * w + x) * c;
-                row[2 * x * c..][..c].copy_from_slice(&self.u[at..at + c]);
-                row[(2 * x + 1) * c..][..c].copy_from_slice(&self.v[at..at + c]);
+        let (c, row_len) = (self.component as usize, self.row());
+        let rows = uv.data.chunks_mut(uv.pitch as usize).map(|r| &mut r[..row_len]);
+        for ((row, u), v) in rows.zip(self.u.chunks_exact(row_len / 2)).zip(self.v.chunks_exact(row_len / 2))
+        {
+            // With the component size known to the compiler, the loop becomes vector unpacks.
+            if c == 1 {
+                for ((d, u), v) in row.chunks_exact_mut(2).zip(u).zip(v) {
+                    (d[0], d[1]) = (*u, *v);
+                }
+            } else {
+                for ((d, u), v) in row.chunks_exact_mut(2 * c).zip(u.chunks_exact(c)).zip(v.chunks_exact(c)) {
+                    d[..c].copy_from_slice(u);
+                    d[c..].copy_from_slice(v);
+                }
             }
         }
         Ok(())

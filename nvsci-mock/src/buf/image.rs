@@ -286,31 +286,59 @@ impl PlaneGeometry {
         self.offset + field_base + within
     }
 
-    /// For a block-linear plane, where row `y`'s GOB columns start: `(base, block_bytes)` such
-    /// that the 16-byte piece at byte `x` (`x = x_byte + left padding`, a multiple of 16) lies at
-    /// `base + (x / 64) * block_bytes + piece_offset(x % 64)`, the same address as
-    /// [`byte_offset`](Self::byte_offset) gives. `None` for a pitch-linear plane.
-    pub fn block_row(&self, y: u64) -> Option<(u64, u64)> {
-        let log2 = self.block_log2?;
-        let py = y + self.top;
-        let (field_base, row) = match self.second_field {
-            Some(second) if py % 2 == 1 => (second, py / 2),
-            Some(_) => (0, py / 2),
-            None => (0, py),
+    /// The fields of the plane that hold image rows `y0..y1`, each as `(offset of the field
+    /// from the plane's start, field rows r0..r1 holding those rows, image row of field row
+    /// r0, image rows between consecutive field rows)`: one field for a progressive plane, two
+    /// (even and odd padded rows) for an interlaced one. Field row `r` of a progressive plane is
+    /// padded row `r`; of field `f` of an interlaced plane, padded row `2r + f`.
+    pub fn field_rows(
+        &self,
+        y0: u64,
+        y1: u64,
+    ) -> impl Iterator<Item = (u64, std::ops::Range<u64>, u64, u64)> {
+        let (a, b) = (y0 + self.top, y1 + self.top);
+        let fields = match self.second_field {
+            None => [Some((0, 0, a..b, 1)), None],
+            // Padded row `py` is field row `py / 2` of field `py % 2`: the field rows of field
+            // `f` holding padded rows `a..b` start at ceil((a - f) / 2) and end before
+            // ceil((b - f) / 2).
+            Some(second) => {
+                let rows = |f: u64| (a + 1 - f) / 2..(b + 1 - f) / 2;
+                [Some((0, 0, rows(0), 2)), Some((second, 1, rows(1), 2))]
+            }
         };
+        let top = self.top;
+        fields.into_iter().flatten().filter(|(_, _, r, _)| !r.is_empty()).map(move |(base, f, r, step)| {
+            let first_padded = if step == 2 { 2 * r.start + f } else { r.start };
+            (base, r, first_padded - top, step)
+        })
+    }
+
+    /// For a block-linear plane, where field row `r` of the field at `field_base` starts:
+    /// `(base, block_bytes)` such that the 16-byte piece at byte `x` of the padded row (a
+    /// multiple of 16) lies at `base + (x / 64) * block_bytes + row_offset(r) +
+    /// piece_offset(x % 64)`, the address [`byte_offset`](Self::byte_offset) gives. `base` is
+    /// the GOB row's first GOB: the rows `r` of one GOB row (`r / 8` equal) share it. `None`
+    /// for a pitch-linear plane.
+    pub fn gob_row(&self, field_base: u64, r: u64) -> Option<(u64, u64)> {
+        let log2 = self.block_log2?;
         let gobs = 1u64 << log2;
         let (block_rows, block_bytes) = (GOB_HEIGHT * gobs, GOB_SIZE * gobs);
         let blocks_per_row = self.pitch / GOB_WIDTH;
-        let row_bits = match self.gob {
-            GobLayout::Tegra => gob_offset(0, row),
-            GobLayout::DesktopGpu => desktop_gob_offset(0, row),
-        };
         let base = self.offset
             + field_base
-            + (row / block_rows) * blocks_per_row * block_bytes
-            + ((row % block_rows) / GOB_HEIGHT) * GOB_SIZE
-            + row_bits;
+            + (r / block_rows) * blocks_per_row * block_bytes
+            + ((r % block_rows) / GOB_HEIGHT) * GOB_SIZE;
         Some((base, block_bytes))
+    }
+
+    /// Offset inside a GOB of the start of row `r % 8` (its byte 0): the `y` bits of
+    /// [`gob_offset`] or [`desktop_gob_offset`].
+    pub fn row_offset(&self, r: u64) -> u64 {
+        match self.gob {
+            GobLayout::Tegra => gob_offset(0, r),
+            GobLayout::DesktopGpu => desktop_gob_offset(0, r),
+        }
     }
 
     /// Offset inside a GOB row of the 16-byte piece at byte `x` of the GOB (`x` a multiple of
@@ -319,17 +347,6 @@ impl PlaneGeometry {
         match self.gob {
             GobLayout::Tegra => gob_offset(x, 0),
             GobLayout::DesktopGpu => desktop_gob_offset(x, 0),
-        }
-    }
-
-    /// Length of the contiguous run that starts at byte `x_byte` of a row, capped at `max`.
-    pub fn run(&self, x_byte: u64, max: u64) -> u64 {
-        match self.block_log2 {
-            None => max,
-            Some(_) => {
-                let x = x_byte + self.left * self.bytes_per_pixel;
-                (16 - x % 16).min(max)
-            }
         }
     }
 }
@@ -495,14 +512,19 @@ mod tests {
         }
     }
 
-    /// The row base and piece offsets the pixel copy uses address every aligned 16-byte piece
-    /// where `byte_offset` does: both GOB layouts, block heights, paddings, interlacing.
+    /// The GOB-row bases, row and piece offsets the pixel copy uses address every aligned
+    /// 16-byte piece where `byte_offset` does, through the field rows `field_rows` gives: both
+    /// GOB layouts, block heights, paddings, interlacing, sub-rectangles of rows.
     #[test]
-    fn block_rows_address_pieces_as_byte_offset_does() {
+    fn gob_rows_address_pieces_as_byte_offset_does() {
         for gob in [GobLayout::Tegra, GobLayout::DesktopGpu] {
-            for (log2, top, left, second_field) in
-                [(0, 0, 0, None), (4, 0, 0, None), (2, 3, 16, None), (3, 1, 8, Some(1 << 20))]
-            {
+            for (log2, top, left, second_field) in [
+                (0, 0, 0, None),
+                (4, 0, 0, None),
+                (2, 3, 16, None),
+                (3, 1, 8, Some(1 << 20)),
+                (1, 0, 0, Some(65536)),
+            ] {
                 let g = PlaneGeometry {
                     width: 300,
                     height: 70,
@@ -515,36 +537,50 @@ mod tests {
                     block_log2: Some(log2),
                     gob,
                 };
-                for y in 0..70u64 {
-                    let (base, block_bytes) = g.block_row(y).unwrap();
-                    let lead = left * 2;
-                    for x in (0..600u64).map(|b| b + lead).filter(|x| x % 16 == 0) {
-                        let at = base + (x / GOB_WIDTH) * block_bytes + g.piece_offset(x % GOB_WIDTH);
-                        assert_eq!(
-                            at,
-                            g.byte_offset(x - lead, y),
-                            "{gob:?} log2 {log2} top {top} left {left} ({x}, {y})"
-                        );
+                for (y0, y1) in [(0u64, 70u64), (5, 6), (3, 41), (1, 2)] {
+                    let mut seen = Vec::new();
+                    for (field_base, rows, first_y, step) in g.field_rows(y0, y1) {
+                        for (i, r) in rows.enumerate() {
+                            let y = first_y + i as u64 * step;
+                            seen.push(y);
+                            let (base, block_bytes) = g.gob_row(field_base, r).unwrap();
+                            let lead = left * 2;
+                            for x in (0..600u64).map(|b| b + lead).filter(|x| x % 16 == 0) {
+                                let at = base
+                                    + (x / GOB_WIDTH) * block_bytes
+                                    + g.row_offset(r)
+                                    + g.piece_offset(x % GOB_WIDTH);
+                                assert_eq!(
+                                    at,
+                                    g.byte_offset(x - lead, y),
+                                    "{gob:?} log2 {log2} top {top} left {left} ({x}, {y})"
+                                );
+                            }
+                        }
                     }
+                    // Every row of the range once.
+                    seen.sort_unstable();
+                    assert_eq!(
+                        seen,
+                        (y0..y1).collect::<Vec<_>>(),
+                        "rows {y0}..{y1}, top {top}, {second_field:?}"
+                    );
                 }
             }
         }
         let pitch = PlaneGeometry {
+            width: 1,
+            height: 1,
+            bytes_per_pixel: 1,
+            offset: 0,
+            pitch: 64,
+            top: 0,
+            left: 0,
+            second_field: None,
             block_log2: None,
-            ..PlaneGeometry {
-                width: 1,
-                height: 1,
-                bytes_per_pixel: 1,
-                offset: 0,
-                pitch: 64,
-                top: 0,
-                left: 0,
-                second_field: None,
-                block_log2: None,
-                gob: GobLayout::Tegra,
-            }
+            gob: GobLayout::Tegra,
         };
-        assert_eq!(pitch.block_row(0), None);
+        assert_eq!(pitch.gob_row(0, 0), None);
     }
 
     #[test]

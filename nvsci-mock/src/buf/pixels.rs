@@ -45,7 +45,7 @@
 //! Row `r` of user plane `i` is at `ptrs[i] + r * pitches[i]` in the caller's buffer. Paddings
 //! are outside the image: the rectangle addresses the image's own pixels.
 
-use super::image::{self, PlaneGeometry, GOB_WIDTH};
+use super::image::{self, PlaneGeometry, GOB_HEIGHT, GOB_WIDTH};
 use super::obj::{self, BufObjRec};
 use crate::attrs::Value;
 use crate::ffi::{bad, guard, Res};
@@ -344,129 +344,397 @@ unsafe fn prepare(
     Ok(Transfer { planes, users: user, base, mem_len })
 }
 
-impl Transfer {
-    /// Copies every plane between the object and the caller's user planes (`write`: into the
-    /// object), in runs contiguous on both sides; an interleaved chroma plane goes through a
-    /// scratch row buffer that is interleaved from (or split into) its two user planes.
-    fn copy(&self, write: bool) -> Res {
-        for (p, (x0, y0, x1, y1), side) in &self.planes {
-            let bpp = p.bytes_per_pixel;
-            let row_len = (x1 - x0) * bpp;
-            let rows = y1 - y0;
-            let mut scratch = Vec::new();
-            let (caller, pitch) = match *side {
-                Side::User(u) => (self.users[u].ptr, self.users[u].pitch),
-                Side::Interleaved { first, second, comp } => {
-                    scratch = vec![0u8; (row_len * rows) as usize];
-                    if write {
-                        self.interleave(&mut scratch, row_len, rows, first, second, comp, true);
-                    }
-                    (scratch.as_mut_ptr(), row_len)
-                }
-            };
-            for y in *y0..*y1 {
-                let mut done = 0;
-                // Block-linear rows: whole GOB columns (four 16-byte pieces at fixed offsets) and
-                // aligned 16-byte pieces are addressed from the row's base; the rest, and every
-                // pitch-linear run, through `byte_offset`.
-                let block = p.block_row(y);
-                let lead = p.left * bpp;
-                let pieces = [0, 16, 32, 48].map(|x| p.piece_offset(x));
-                while done < row_len {
-                    let xb = x0 * bpp + done;
-                    let x = xb + lead;
-                    let left = row_len - done;
-                    if let Some((base, block_bytes)) = block.filter(|_| x % 16 == 0 && left >= 16) {
-                        let column = base + (x / GOB_WIDTH) * block_bytes;
-                        let whole = x % GOB_WIDTH == 0 && left >= GOB_WIDTH;
-                        let (first, count) =
-                            if whole { (0, 4) } else { (((x % GOB_WIDTH) / 16) as usize, 1) };
-                        let end = column + pieces[first + count - 1] + 16;
-                        if end > self.mem_len {
-                            return Err(NvSciError_Overflow);
-                        }
-                        for (k, &piece) in pieces[first..first + count].iter().enumerate() {
-                            // SAFETY: as below: the user side lies inside the user plane (or
-                            // `scratch`): `done + 16 * (k + 1) <= row_len <= pitch`; the object
-                            // side ends at or before `end <= mem_len` (the pieces' offsets
-                            // increase with `k`).
-                            unsafe {
-                                let c = caller.add(((y - y0) * pitch + done) as usize + 16 * k);
-                                let m = self.base.add((column + piece) as usize);
-                                if write {
-                                    std::ptr::copy_nonoverlapping(c.cast_const(), m, 16);
-                                } else {
-                                    std::ptr::copy_nonoverlapping(m.cast_const(), c, 16);
-                                }
-                            }
-                        }
-                        done += 16 * count as u64;
-                        continue;
-                    }
-                    let len = p.run(xb, left);
-                    let at = p.byte_offset(xb, y);
-                    if at.checked_add(len).is_none_or(|end| end > self.mem_len) {
-                        return Err(NvSciError_Overflow);
-                    }
-                    // SAFETY: `prepare` checked the user plane's pointer non-NULL and its size at
-                    // least `pitch * rows`, so `(y - y0) * pitch + done + len` (`done + len <=
-                    // row <= pitch`) lies inside it (or inside `scratch`, `row_len * rows`
-                    // bytes); `at + len` lies inside the object's memory (checked above); the
-                    // caller's buffers do not overlap the object's memory (`prepare`).
-                    unsafe {
-                        let c = caller.add(((y - y0) * pitch + done) as usize);
-                        let m = self.base.add(at as usize);
-                        if write {
-                            std::ptr::copy_nonoverlapping(c.cast_const(), m, len as usize);
-                        } else {
-                            std::ptr::copy_nonoverlapping(m.cast_const(), c, len as usize);
-                        }
-                    }
-                    done += len;
-                }
-            }
-            if let (false, Side::Interleaved { first, second, comp }) = (write, *side) {
-                self.interleave(&mut scratch, row_len, rows, first, second, comp, false);
+/// Rows of one plane copied together: the rows of one GOB row of a field (block-linear), or
+/// up to [`GOB_HEIGHT`] rows of a field (pitch-linear).
+#[derive(Clone, Copy, Debug)]
+struct Batch {
+    /// Offset of the field from the plane's start.
+    field_base: u64,
+    /// The field rows `r0..r0 + rows`.
+    r0: u64,
+    rows: usize,
+    /// Image row of field row `r0`, and image rows between consecutive field rows.
+    y: u64,
+    step: u64,
+}
+
+/// The batches of rows `y0..y1` of plane `p`, in memory order.
+fn batches(p: &PlaneGeometry, y0: u64, y1: u64) -> Vec<Batch> {
+    let mut out = Vec::new();
+    for (field_base, rows, first_y, step) in p.field_rows(y0, y1) {
+        let mut r = rows.start;
+        while r < rows.end {
+            // Up to the end of the GOB row (block-linear), or 8 rows (pitch-linear).
+            let end = ((r / GOB_HEIGHT + 1) * GOB_HEIGHT).min(rows.end);
+            out.push(Batch {
+                field_base,
+                r0: r,
+                rows: (end - r) as usize,
+                y: first_y + (r - rows.start) * step,
+                step,
+            });
+            r = end;
+        }
+    }
+    out
+}
+
+/// The object's memory, handed out in short slices that are bounds-checked against it.
+#[derive(Clone, Copy, Debug)]
+struct ObjMem {
+    base: *mut u8,
+    len: u64,
+}
+
+impl ObjMem {
+    /// Bytes `at..at + len` of the object, `Err(Overflow)` past its end.
+    ///
+    /// # Safety
+    /// The object's memory is readable for the duration of `'a`.
+    unsafe fn bytes<'a>(&self, at: u64, len: usize) -> Res<&'a [u8]> {
+        if at.checked_add(len as u64).is_none_or(|end| end > self.len) {
+            return Err(NvSciError_Overflow);
+        }
+        // SAFETY: `at + len <= self.len` lies inside the object's memory (`host_memory`), which
+        // is readable (contract).
+        Ok(unsafe { std::slice::from_raw_parts(self.base.add(at as usize), len) })
+    }
+
+    /// Bytes `at..at + len` of the object, writable, `Err(Overflow)` past its end.
+    ///
+    /// # Safety
+    /// The object's memory is writable for the duration of `'a`, nothing else reads or writes
+    /// these bytes meanwhile, and no other slice of them is alive.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn bytes_mut<'a>(&self, at: u64, len: usize) -> Res<&'a mut [u8]> {
+        if at.checked_add(len as u64).is_none_or(|end| end > self.len) {
+            return Err(NvSciError_Overflow);
+        }
+        // SAFETY: inside the object's memory as above; exclusive (contract).
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.base.add(at as usize), len) })
+    }
+}
+
+/// One direction of the copy between the object's memory and the rows of a batch on the
+/// caller's side (each row starting at the rectangle's first byte).
+trait Mover {
+    /// Moves `len` bytes between object byte `at` and bytes `col..col + len` of batch row `row`.
+    fn span(&mut self, at: u64, row: usize, col: usize, len: usize) -> Res;
+
+    /// Moves one GOB column of batch rows `0..rows`: bytes `col..col + 64` of batch row `i`
+    /// and, in the GOB at object byte `gob`, the four 16-byte pieces at `row_offsets[i] +
+    /// pieces[q]`.
+    fn gob(
+        &mut self,
+        gob: u64,
+        rows: usize,
+        col: usize,
+        row_offsets: &[usize; 8],
+        pieces: &[usize; 4],
+    ) -> Res;
+}
+
+/// A put: caller rows into the object.
+struct Put<'a> {
+    mem: ObjMem,
+    rows: [&'a [u8]; GOB_HEIGHT as usize],
+}
+
+/// A get: the object into caller rows.
+struct Get<'a> {
+    mem: ObjMem,
+    rows: [&'a mut [u8]; GOB_HEIGHT as usize],
+}
+
+/// `dst.copy_from_slice(src)` in 64-byte pieces the compiler turns into vector moves: a row is
+/// a few KiB, where the C library's `memmove` takes `rep movsb`, which some CPUs (AMD EPYC
+/// measured) run at a fraction of the speed when the destination is not 64-byte aligned, as a
+/// caller's buffer need not be.
+fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let mut d = dst.chunks_exact_mut(64);
+    let mut s = src.chunks_exact(64);
+    for (d, s) in d.by_ref().zip(s.by_ref()) {
+        d.copy_from_slice(s);
+    }
+    d.into_remainder().copy_from_slice(s.remainder());
+}
+
+const GOB_BYTES: usize = super::image::GOB_SIZE as usize;
+
+impl Mover for Put<'_> {
+    fn span(&mut self, at: u64, row: usize, col: usize, len: usize) -> Res {
+        // SAFETY: a put writes the object's memory, which the caller's buffers do not overlap
+        // (`prepare`); the slice lives for this copy only.
+        let dst = unsafe { self.mem.bytes_mut(at, len) }?;
+        copy_bytes(dst, &self.rows[row][col..col + len]);
+        Ok(())
+    }
+
+    fn gob(
+        &mut self,
+        gob: u64,
+        rows: usize,
+        col: usize,
+        row_offsets: &[usize; 8],
+        pieces: &[usize; 4],
+    ) -> Res {
+        // SAFETY: as in `span`.
+        let dst = unsafe { self.mem.bytes_mut(gob, GOB_BYTES) }?;
+        for (row, &ro) in self.rows[..rows].iter().zip(row_offsets) {
+            let src = &row[col..col + GOB_WIDTH as usize];
+            for (piece, &po) in src.chunks_exact(16).zip(pieces) {
+                dst[ro + po..ro + po + 16].copy_from_slice(piece);
             }
         }
         Ok(())
     }
+}
 
-    /// Fills `scratch` (`rows` rows of `row_len` bytes) from user planes `first` and `second`
-    /// (`to_scratch`), or splits it into them: each pixel is `comp` bytes of `first`, then `comp`
-    /// of `second`.
-    #[allow(clippy::too_many_arguments)]
-    fn interleave(
-        &self,
-        scratch: &mut [u8],
-        row_len: u64,
-        rows: u64,
-        first: usize,
-        second: usize,
-        comp: u64,
-        to_scratch: bool,
-    ) {
-        let (a, b) = (self.users[first], self.users[second]);
-        let (comp_us, pixels) = (comp as usize, (row_len / (2 * comp)) as usize);
-        for y in 0..rows {
-            let row = &mut scratch[(y * row_len) as usize..][..row_len as usize];
-            for (plane, offset) in [(a, 0usize), (b, comp_us)] {
-                let at = (y * plane.pitch) as usize;
-                for x in 0..pixels {
-                    let s = x * 2 * comp_us + offset;
-                    // SAFETY: `prepare` checked the user plane holds `rows` rows of at least
-                    // `pixels * comp` bytes at its pitch.
-                    unsafe {
-                        let u = plane.ptr.add(at + x * comp_us);
-                        if to_scratch {
-                            std::ptr::copy_nonoverlapping(u.cast_const(), row[s..].as_mut_ptr(), comp_us);
-                        } else {
-                            std::ptr::copy_nonoverlapping(row[s..].as_ptr(), u, comp_us);
+impl Mover for Get<'_> {
+    fn span(&mut self, at: u64, row: usize, col: usize, len: usize) -> Res {
+        // SAFETY: a get reads the object's memory; the slice lives for this copy only.
+        let src = unsafe { self.mem.bytes(at, len) }?;
+        copy_bytes(&mut self.rows[row][col..col + len], src);
+        Ok(())
+    }
+
+    fn gob(
+        &mut self,
+        gob: u64,
+        rows: usize,
+        col: usize,
+        row_offsets: &[usize; 8],
+        pieces: &[usize; 4],
+    ) -> Res {
+        // SAFETY: as in `span`.
+        let src = unsafe { self.mem.bytes(gob, GOB_BYTES) }?;
+        for (row, &ro) in self.rows[..rows].iter_mut().zip(row_offsets) {
+            let dst = &mut row[col..col + GOB_WIDTH as usize];
+            for (piece, &po) in dst.chunks_exact_mut(16).zip(pieces) {
+                piece.copy_from_slice(&src[ro + po..ro + po + 16]);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies the rows of `batch` of plane `p` (rectangle bytes `x_byte..x_byte + row_len` of each
+/// row, relative to the image's pixel (0, 0)) through `m`: whole GOB columns a GOB at a time,
+/// the bytes before the first and after the last whole column a row and a 16-byte piece at a
+/// time; a pitch-linear row in one run.
+fn copy_batch(p: &PlaneGeometry, batch: &Batch, x_byte: u64, row_len: u64, m: &mut impl Mover) -> Res {
+    let image_y = |i: usize| batch.y + i as u64 * batch.step;
+    let Some((base, block_bytes)) = p.gob_row(batch.field_base, batch.r0) else {
+        for i in 0..batch.rows {
+            m.span(p.byte_offset(x_byte, image_y(i)), i, 0, row_len as usize)?;
+        }
+        return Ok(());
+    };
+    let lead = p.left * p.bytes_per_pixel;
+    // Bytes `xa..xb` of the padded rows; whole GOB columns `ca..cb`.
+    let (xa, xb) = (x_byte + lead, x_byte + lead + row_len);
+    let (ca, cb) = (xa.div_ceil(GOB_WIDTH), xb / GOB_WIDTH);
+    // Bytes `from..to` of each row (padded), 16-byte piece by piece.
+    let pieces_of = |m: &mut dyn FnMut(u64, usize, usize, usize) -> Res, from: u64, to: u64| -> Res {
+        for i in 0..batch.rows {
+            let mut x = from;
+            while x < to {
+                let len = (16 - x % 16).min(to - x);
+                m(p.byte_offset(x - lead, image_y(i)), i, (x - xa) as usize, len as usize)?;
+                x += len;
+            }
+        }
+        Ok(())
+    };
+    if ca >= cb {
+        return pieces_of(&mut |at, i, c, l| m.span(at, i, c, l), xa, xb);
+    }
+    pieces_of(&mut |at, i, c, l| m.span(at, i, c, l), xa, ca * GOB_WIDTH)?;
+    let mut row_offsets = [0usize; 8];
+    for (i, o) in row_offsets.iter_mut().enumerate().take(batch.rows) {
+        *o = p.row_offset(batch.r0 + i as u64) as usize;
+    }
+    let pieces = [0, 16, 32, 48].map(|x| p.piece_offset(x) as usize);
+    for c in ca..cb {
+        m.gob(base + c * block_bytes, batch.rows, (c * GOB_WIDTH - xa) as usize, &row_offsets, &pieces)?;
+    }
+    pieces_of(&mut |at, i, c, l| m.span(at, i, c, l), cb * GOB_WIDTH, xb)
+}
+
+/// Interleaves one row: per pixel `C` bytes of `a`, then `C` bytes of `b`.
+fn interleave_row<const C: usize>(dst: &mut [u8], a: &[u8], b: &[u8]) {
+    for ((d, a), b) in dst.chunks_exact_mut(2 * C).zip(a.chunks_exact(C)).zip(b.chunks_exact(C)) {
+        d[..C].copy_from_slice(a);
+        d[C..].copy_from_slice(b);
+    }
+}
+
+/// Splits one interleaved row of 8-bit components into `a` and `b` (the inverse of
+/// [`interleave_row`]): each pixel read as one little-endian `u16` whose low byte is the first
+/// component, 16 pixels at a time through fixed-size arrays, which the compiler turns into
+/// vector shifts and packs (a byte-by-byte loop stays scalar).
+fn split_row8(src: &[u8], a: &mut [u8], b: &mut [u8]) {
+    let (blocks, rest) = src.as_chunks::<32>();
+    let (ab, ar) = a.as_chunks_mut::<16>();
+    let (bb, br) = b.as_chunks_mut::<16>();
+    for ((s, a), b) in blocks.iter().zip(ab.iter_mut()).zip(bb.iter_mut()) {
+        let w: [u16; 16] = std::array::from_fn(|i| u16::from_le_bytes([s[2 * i], s[2 * i + 1]]));
+        *a = std::array::from_fn(|i| w[i] as u8);
+        *b = std::array::from_fn(|i| (w[i] >> 8) as u8);
+    }
+    let tail = ar.len().min(br.len());
+    for ((s, a), b) in rest.chunks_exact(2).zip(&mut ar[..tail]).zip(&mut br[..tail]) {
+        (*a, *b) = (s[0], s[1]);
+    }
+}
+
+/// [`split_row8`] for 16-bit components: each pixel one little-endian `u32`.
+fn split_row16(src: &[u8], a: &mut [u8], b: &mut [u8]) {
+    let (blocks, rest) = src.as_chunks::<32>();
+    let (ab, ar) = a.as_chunks_mut::<16>();
+    let (bb, br) = b.as_chunks_mut::<16>();
+    for ((s, a), b) in blocks.iter().zip(ab.iter_mut()).zip(bb.iter_mut()) {
+        let w: [u32; 8] =
+            std::array::from_fn(|i| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]));
+        *a = std::array::from_fn(|i| (w[i / 2] >> (8 * (i % 2))) as u8);
+        *b = std::array::from_fn(|i| (w[i / 2] >> (16 + 8 * (i % 2))) as u8);
+    }
+    for ((s, a), b) in rest.chunks_exact(4).zip(ar.chunks_exact_mut(2)).zip(br.chunks_exact_mut(2)) {
+        a.copy_from_slice(&s[..2]);
+        b.copy_from_slice(&s[2..]);
+    }
+}
+
+/// [`interleave_row`] for components of `comp` bytes (1 and 2 with the component size known
+/// to the compiler).
+fn interleave(comp: usize, dst: &mut [u8], a: &[u8], b: &[u8]) {
+    match comp {
+        1 => interleave_row::<1>(dst, a, b),
+        2 => interleave_row::<2>(dst, a, b),
+        c => {
+            for ((d, a), b) in dst.chunks_exact_mut(2 * c).zip(a.chunks_exact(c)).zip(b.chunks_exact(c)) {
+                d[..c].copy_from_slice(a);
+                d[c..].copy_from_slice(b);
+            }
+        }
+    }
+}
+
+/// Splits one interleaved row into `a` and `b`, components of `comp` bytes (the inverse of
+/// [`interleave`]).
+fn split(comp: usize, src: &[u8], a: &mut [u8], b: &mut [u8]) {
+    match comp {
+        1 => split_row8(src, a, b),
+        2 => split_row16(src, a, b),
+        c => {
+            for ((s, a), b) in src.chunks_exact(2 * c).zip(a.chunks_exact_mut(c)).zip(b.chunks_exact_mut(c)) {
+                a.copy_from_slice(&s[..c]);
+                b.copy_from_slice(&s[c..]);
+            }
+        }
+    }
+}
+
+impl Transfer {
+    /// User plane `u`'s pointer and size in bytes.
+    fn user(&self, u: usize) -> (*mut u8, usize) {
+        (self.users[u].ptr, self.users[u].size as usize)
+    }
+
+    /// Copies every plane between the object and the caller's user planes (`write`: into the
+    /// object), a batch of rows at a time ([`copy_batch`]); an interleaved chroma plane's rows
+    /// go through a scratch batch interleaved from (or split into) its two user planes.
+    fn copy(&self, write: bool) -> Res {
+        let mem = ObjMem { base: self.base, len: self.mem_len };
+        for (p, (x0, y0, x1, y1), side) in &self.planes {
+            let bpp = p.bytes_per_pixel;
+            let row_len = ((x1 - x0) * bpp) as usize;
+            let batches = batches(p, *y0, *y1);
+            // Rect row `y - y0` of user plane `u`, `len` bytes.
+            let pitch = |u: usize| self.users[u].pitch as usize;
+            match (*side, write) {
+                (Side::User(u), true) => {
+                    let (ptr, size) = self.user(u);
+                    // SAFETY: `prepare` checked the user plane non-NULL, `size` bytes long and
+                    // clear of the object's memory and of the other user planes; a put only
+                    // reads it.
+                    let user = unsafe { std::slice::from_raw_parts(ptr.cast_const(), size) };
+                    for b in &batches {
+                        let mut m = Put { mem, rows: [&[][..]; 8] };
+                        for (i, row) in m.rows[..b.rows].iter_mut().enumerate() {
+                            *row = &user[(b.y + i as u64 * b.step - y0) as usize * pitch(u)..][..row_len];
+                        }
+                        copy_batch(p, b, x0 * bpp, row_len as u64, &mut m)?;
+                    }
+                }
+                (Side::User(u), false) => {
+                    let (ptr, size) = self.user(u);
+                    // SAFETY: as above; a get writes it, and nothing else refers to it here.
+                    let user = unsafe { std::slice::from_raw_parts_mut(ptr, size) };
+                    let mut rows: Vec<&mut [u8]> = user
+                        .chunks_mut(pitch(u))
+                        .take((y1 - y0) as usize)
+                        .map(|r| &mut r[..row_len])
+                        .collect();
+                    for b in &batches {
+                        let mut m = Get { mem, rows: Default::default() };
+                        for (i, row) in m.rows[..b.rows].iter_mut().enumerate() {
+                            *row = std::mem::take(&mut rows[(b.y + i as u64 * b.step - y0) as usize]);
+                        }
+                        copy_batch(p, b, x0 * bpp, row_len as u64, &mut m)?;
+                    }
+                }
+                (Side::Interleaved { first, second, comp }, true) => {
+                    let (a, b) = (self.user(first), self.user(second));
+                    // SAFETY: `prepare` checked both user planes non-NULL, `size` bytes long and
+                    // clear of the object's memory; a put only reads them.
+                    let (a, b) = unsafe {
+                        (
+                            std::slice::from_raw_parts(a.0.cast_const(), a.1),
+                            std::slice::from_raw_parts(b.0.cast_const(), b.1),
+                        )
+                    };
+                    let half = row_len / 2;
+                    let mut scratch = vec![0u8; row_len * GOB_HEIGHT as usize];
+                    for bt in &batches {
+                        let user_row = |i: usize| (bt.y + i as u64 * bt.step - y0) as usize;
+                        for (i, row) in scratch.chunks_exact_mut(row_len).take(bt.rows).enumerate() {
+                            let (ra, rb) = (user_row(i) * pitch(first), user_row(i) * pitch(second));
+                            interleave(comp as usize, row, &a[ra..ra + half], &b[rb..rb + half]);
+                        }
+                        let mut m = Put { mem, rows: [&[][..]; 8] };
+                        for (row, s) in m.rows.iter_mut().zip(scratch.chunks_exact(row_len)).take(bt.rows) {
+                            *row = s;
+                        }
+                        copy_batch(p, bt, x0 * bpp, row_len as u64, &mut m)?;
+                    }
+                }
+                (Side::Interleaved { first, second, comp }, false) => {
+                    let (a, b) = (self.user(first), self.user(second));
+                    // SAFETY: as above; a get writes them, the two are distinct and do not
+                    // overlap (`prepare`), and nothing else refers to them here.
+                    let (a, b) = unsafe {
+                        (std::slice::from_raw_parts_mut(a.0, a.1), std::slice::from_raw_parts_mut(b.0, b.1))
+                    };
+                    let half = row_len / 2;
+                    let mut scratch = vec![0u8; row_len * GOB_HEIGHT as usize];
+                    for bt in &batches {
+                        let user_row = |i: usize| (bt.y + i as u64 * bt.step - y0) as usize;
+                        let mut m = Get { mem, rows: Default::default() };
+                        for (row, s) in m.rows.iter_mut().zip(scratch.chunks_exact_mut(row_len)).take(bt.rows)
+                        {
+                            *row = s;
+                        }
+                        copy_batch(p, bt, x0 * bpp, row_len as u64, &mut m)?;
+                        for (i, row) in scratch.chunks_exact(row_len).take(bt.rows).enumerate() {
+                            let (ra, rb) = (user_row(i) * pitch(first), user_row(i) * pitch(second));
+                            split(comp as usize, row, &mut a[ra..ra + half], &mut b[rb..rb + half]);
                         }
                     }
                 }
             }
         }
+        Ok(())
     }
 }
 
