@@ -10,7 +10,12 @@
 //!   short spin, then a sleep that the stream's `SyncCounterNotify` host function ends).
 //!
 //! Also the CPU time (this thread's, `CLOCK_THREAD_CPUTIME_ID`) of a `Fence::wait` on a stream
-//! signal that comes 10 ms later.
+//! signal that comes 10 ms later, and the caller's time to enqueue a stream wait + stream signal
+//! (fences already expired, so the stream never stalls): the crate's `CudaSyncObj::wait` +
+//! `signal_into` against the raw `cuStreamWaitValue64` + `cuStreamWriteValue64`, and two raw
+//! reproductions of what the crate adds per signal on the mock (the CPU waiters' wake-up: an
+//! event recorded on the stream, a side stream waiting for it and running a host function; and
+//! the same ordered by a wait on the counter instead of the event), interleaved per iteration.
 //!
 //! `cargo run --release --example fence_bench -- [iterations]`
 
@@ -159,6 +164,96 @@ fn long_wait_cpu(dev: &CudaGpu, c: &mut Crate, delay: Duration, reps: usize) -> 
     Ok((pct(&mut cpu, 0.5), pct(&mut wall, 0.5)))
 }
 
+extern "C" fn no_op(_: *mut core::ffi::c_void) {}
+
+/// Enqueue time (us) per iteration of: the raw pair, the raw pair + an event-ordered host
+/// function on a side stream, the raw pair + a counter-ordered host function, the crate's wait +
+/// signal, the crate's wait alone and its signal alone.
+fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 6]> {
+    let stream = dev.context().new_stream()?;
+    let side = dev.context().new_stream()?;
+    dev.context().bind_to_thread()?;
+    let mut host: *mut core::ffi::c_void = core::ptr::null_mut();
+    // SAFETY: valid out-pointer; 16 bytes of mapped, page-locked memory.
+    ck("cuMemHostAlloc", unsafe { sys::cuMemHostAlloc(&mut host, 16, sys::CU_MEMHOSTALLOC_DEVICEMAP) })?;
+    let a = host as *mut u64;
+    // SAFETY: two u64 inside the allocation.
+    let b = unsafe { a.add(1) };
+    let (mut da, mut db) = (0, 0);
+    let mut event: sys::CUevent = core::ptr::null_mut();
+    // SAFETY: both addresses lie in the mapped allocation; `a` holds the largest value, so
+    // every wait on it is satisfied; valid out-pointers.
+    unsafe {
+        a.write_volatile(u64::MAX);
+        b.write_volatile(0);
+        ck("cuMemHostGetDevicePointer", sys::cuMemHostGetDevicePointer_v2(&mut da, a.cast(), 0))?;
+        ck("cuMemHostGetDevicePointer", sys::cuMemHostGetDevicePointer_v2(&mut db, b.cast(), 0))?;
+        ck(
+            "cuEventCreate",
+            sys::cuEventCreate(&mut event, sys::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32),
+        )?;
+    }
+    let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
+    let (s, side_s) = (stream.cu_stream(), side.cu_stream());
+    let mut out: [Vec<f64>; 6] = Default::default();
+    let mut fence = nvsci::sync::Fence::cleared();
+    let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
+    for i in 1..=n as u64 {
+        // SAFETY (each block): the counters and the event stay alive until the streams are
+        // synchronised below; `no_op` makes no CUDA call.
+        let t = Instant::now();
+        unsafe {
+            ck("wait", stream_wait_value64(s, da, i, geq))?;
+            ck("write", stream_write_value64(s, db, i, 0))?;
+        }
+        out[0].push(us(t));
+        let t = Instant::now();
+        unsafe {
+            ck("wait", stream_wait_value64(s, da, i, geq))?;
+            ck("write", stream_write_value64(s, db, i, 0))?;
+            ck("cuEventRecord", sys::cuEventRecord(event, s))?;
+            ck("cuStreamWaitEvent", sys::cuStreamWaitEvent(side_s, event, 0))?;
+            ck("cuLaunchHostFunc", sys::cuLaunchHostFunc(side_s, Some(no_op), core::ptr::null_mut()))?;
+        }
+        out[1].push(us(t));
+        let t = Instant::now();
+        unsafe {
+            ck("wait", stream_wait_value64(s, da, i, geq))?;
+            ck("write", stream_write_value64(s, db, i, 0))?;
+            ck("wait side", stream_wait_value64(side_s, db, i, geq))?;
+            ck("cuLaunchHostFunc", sys::cuLaunchHostFunc(side_s, Some(no_op), core::ptr::null_mut()))?;
+        }
+        out[2].push(us(t));
+        // The crate: a fence of `ready` that the CPU already signalled, so the wait passes.
+        let f = c.ready.generate_fence()?;
+        c.ready.signal()?;
+        let t = Instant::now();
+        c.ready_cuda.wait(&stream, &f, MemSync::Auto)?;
+        c.done_cuda.signal_into(&stream, MemSync::Auto, &mut fence)?;
+        out[3].push(us(t));
+        let f = c.ready.generate_fence()?;
+        c.ready.signal()?;
+        let t = Instant::now();
+        c.ready_cuda.wait(&stream, &f, MemSync::Auto)?;
+        out[4].push(us(t));
+        let t = Instant::now();
+        c.done_cuda.signal_into(&stream, MemSync::Auto, &mut fence)?;
+        out[5].push(us(t));
+        if i % 32 == 0 {
+            stream.synchronize()?;
+            side.synchronize()?;
+        }
+    }
+    stream.synchronize()?;
+    side.synchronize()?;
+    // SAFETY: created above; no work uses them any more.
+    unsafe {
+        sys::cuEventDestroy_v2(event);
+        sys::cuMemFreeHost(host);
+    }
+    Ok(out)
+}
+
 fn main() -> Res<()> {
     let n: usize = std::env::args().nth(1).map(|s| s.parse()).transpose()?.unwrap_or(2000);
     let dev = CudaGpu::open(0)?;
@@ -178,6 +273,24 @@ fn main() -> Res<()> {
     println!("  ratio: p50 {:.2}x  p99 {:.2}x", k50 / r50, k99 / r99);
     let (cpu, wall) = long_wait_cpu(&dev, &mut c, Duration::from_millis(10), 20)?;
     println!("a Fence::wait on a stream signal 10 ms away: {wall:.2} ms wall, {cpu:.0} us CPU (p50 of 20)");
+    enqueue_cost(&dev, &mut c, 200)?; // warm-up
+    let mut e = enqueue_cost(&dev, &mut c, n)?;
+    let p = |v: &mut Vec<f64>| (pct(v, 0.5), pct(v, 0.99));
+    let [raw_pair, raw_event, raw_counter, krate, kwait, ksignal] = &mut e;
+    let (r50, r99) = p(raw_pair);
+    println!("enqueue a stream wait + stream signal, caller's time, {n} iterations (us):");
+    println!("  raw cuStreamWaitValue64 + cuStreamWriteValue64:            p50 {r50:.2}  p99 {r99:.2}");
+    let (a, b) = p(raw_event);
+    println!("  raw + event record, side-stream event wait, host function: p50 {a:.2}  p99 {b:.2}");
+    let (a, b) = p(raw_counter);
+    println!("  raw + side-stream counter wait, host function:             p50 {a:.2}  p99 {b:.2}");
+    let (k50, k99) = p(krate);
+    println!("  crate CudaSyncObj::wait + signal_into (mock GPU mode):     p50 {k50:.2}  p99 {k99:.2}");
+    let (a, b) = p(kwait);
+    println!("    of which the wait alone:                                 p50 {a:.2}  p99 {b:.2}");
+    let (a, b) = p(ksignal);
+    println!("    of which the signal alone:                               p50 {a:.2}  p99 {b:.2}");
+    println!("  ratio crate / raw: p50 {:.2}x  p99 {:.2}x", k50 / r50, k99 / r99);
     let left = dev.flush_teardown(Duration::from_secs(5));
     println!("teardown queue after flush: {left}");
     Ok(())
