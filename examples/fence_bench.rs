@@ -181,10 +181,12 @@ fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 6]> {
     let b = unsafe { a.add(1) };
     let (mut da, mut db) = (0, 0);
     let mut event: sys::CUevent = core::ptr::null_mut();
-    // SAFETY: both addresses lie in the mapped allocation; `a` holds the largest value, so
-    // every wait on it is satisfied; valid out-pointers.
+    // SAFETY: both addresses lie in the mapped allocation; valid out-pointers. `a` holds 2^62,
+    // so every wait on it is satisfied: `CU_STREAM_WAIT_VALUE_GEQ` compares cyclically
+    // ("(int64_t)(*addr - value) >= 0", cuda.h), so `u64::MAX` would never satisfy a wait for
+    // a small value.
     unsafe {
-        a.write_volatile(u64::MAX);
+        a.write_volatile(1 << 62);
         b.write_volatile(0);
         ck("cuMemHostGetDevicePointer", sys::cuMemHostGetDevicePointer_v2(&mut da, a.cast(), 0))?;
         ck("cuMemHostGetDevicePointer", sys::cuMemHostGetDevicePointer_v2(&mut db, b.cast(), 0))?;
