@@ -150,13 +150,20 @@ fn nv12_rows_read_back_at_their_offsets(w: u32, h: u32) -> u32 {
         assert_eq!(packed[0].0[row * wu + 1], 0, "luma row {row}, second byte");
     }
     assert_eq!(packed[1].0[cmid * wu], 0xee, "chroma row {cmid}");
-    assert_eq!(packed[0].0.iter().filter(|&&b| b != 0).count(), 2, "rows {mid} and {last} only (row 0 wrote 0)");
+    assert_eq!(
+        packed[0].0.iter().filter(|&&b| b != 0).count(),
+        2,
+        "rows {mid} and {last} only (row 0 wrote 0)"
+    );
     assert_eq!(packed[1].0.iter().filter(|&&b| b != 0).count(), 1, "chroma row {cmid} only");
     y.pitch
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "3 MB read back byte by byte; nv12_small_rows_read_back_at_their_offsets runs the same code")]
+#[cfg_attr(
+    miri,
+    ignore = "3 MB read back byte by byte; nv12_small_rows_read_back_at_their_offsets runs the same code"
+)]
 fn nv12_1920x1080_rows_read_back_at_their_offsets() {
     nv12_rows_read_back_at_their_offsets(1920, 1080);
 }

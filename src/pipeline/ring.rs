@@ -25,7 +25,7 @@
 //! and the messages to and from consumers in other processes are built and read in stack
 //! buffers (what the NvSci library does to export and import a fence is its own).
 
-use super::backend::ipc::{Received, RemoteConsumer, Upstream};
+use super::backend::ipc::{AttachHub, Back, Received, RemoteConsumer, RemoteSeat, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
@@ -64,6 +64,9 @@ pub(crate) struct Inner {
     /// The engine of each seat (attached or reserved).
     consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
     pub(crate) backend: Arc<dyn RingBackend>,
+    /// What attaches consumers in other processes to vacant seats while the stream runs (it
+    /// holds the backend too: before the endpoints, so that they close after it).
+    hub: Option<Arc<AttachHub>>,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
     // Endpoints after the backend: they close after the frames, sync objects and fences
@@ -73,6 +76,18 @@ pub(crate) struct Inner {
     /// The producer in another process (a consumer's process).
     upstream: Option<Upstream>,
 }
+
+/// What joins a ring to other processes: its consumers there (a producer's process) or its
+/// producer there (a consumer's process), and what attaches consumers in other processes
+/// while the stream runs.
+#[derive(Default)]
+pub(crate) struct Links {
+    pub(crate) remotes: Vec<RemoteConsumer>,
+    pub(crate) upstream: Option<Upstream>,
+    pub(crate) hub: Option<Arc<AttachHub>>,
+}
+
+mod seats;
 
 /// Ring identities: never reused within a process.
 static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
@@ -85,6 +100,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn deadline_after(timeout: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// A copy of a [`IpcError::PeerGone`] (reported once by the producer's next acquire).
+fn clone_gone(e: &Error) -> Error {
+    match e {
+        Error::Ipc(IpcError::PeerGone { endpoint, during }) => {
+            Error::Ipc(IpcError::PeerGone { endpoint: endpoint.clone(), during })
+        }
+        other => Error::Ipc(IpcError::PeerGone { endpoint: other.to_string(), during: "a session" }),
+    }
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds: a frame's default capture time.
@@ -165,9 +190,14 @@ impl Inner {
     /// dropped: its endpoint was closed or reset, which a consumer process does only after its
     /// ring waited for its fences (or when the process died, and its engines with it), so the
     /// slots it held can be reused. A live consumer is never dropped: its held slots stay held
-    /// until it releases them.
+    /// until it releases them. A consumer that said it leaves is recorded as gone on purpose;
+    /// one that did not is lost, and its error is reported by the producer's next acquire
+    /// (once, whoever noticed). The seat service opens a new endpoint session for the next
+    /// consumer.
     fn drop_remote(&self, consumer: usize, why: &Error) {
         debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
+        let Some(r) = self.remote(consumer) else { return };
+        let left = r.leaving.swap(false, Ordering::AcqRel);
         {
             let mut sh = self.shared();
             if sh.st.status(consumer) == SeatStatus::Vacant {
@@ -178,8 +208,27 @@ impl Inner {
                 // Its process no longer signals: nothing of it is left to wait for.
                 self.backend.clear(s, Point::Release(consumer));
             }
+            if !left {
+                sh.deferred.get_or_insert_with(|| clone_gone(why));
+            }
         }
-        log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
+        if let Some(hub) = &self.hub {
+            // Its fences are cleared: its release object can go.
+            let _ = hub.ring.attach_release(consumer, None);
+        }
+        {
+            let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner());
+            if left {
+                rec.left += 1;
+            } else {
+                rec.lost += 1;
+            }
+        }
+        if left {
+            log::debug!("frame ring {}: consumer {consumer} (in another process) left", self.id);
+        } else {
+            log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
+        }
         self.changed.notify_all();
     }
 
@@ -188,32 +237,62 @@ impl Inner {
     /// fence export that failed, a full channel) stays attached and misses this frame (it does
     /// not hold the slot). Either way the error is reported by the producer's next acquire.
     fn send_to_remotes(&self, index: usize, meta: &FrameMeta, to: ConsumerSet) {
-        let sequence = meta.sequence;
         for r in &self.remotes {
-            if !to.contains(r.consumer) {
-                continue;
+            if to.contains(r.consumer) {
+                self.send_frame_to(r, index, meta);
             }
-            if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout) {
-                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(r.consumer, &e);
-                } else {
-                    log::warn!(
-                        "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
-                        self.id,
-                        r.consumer
-                    );
-                    let _ = self.shared().st.consumer_release(r.consumer, index, false);
-                    self.changed.notify_all();
-                }
+        }
+    }
+
+    /// Sends the frame in slot `index` to the consumer in another process `r` (which holds it
+    /// already in the state).
+    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta) {
+        let sequence = meta.sequence;
+        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout) {
+            if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                self.drop_remote(r.consumer, &e);
+            } else {
+                log::warn!(
+                    "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
+                    self.id,
+                    r.consumer
+                );
+                let _ = self.shared().st.consumer_release(r.consumer, index, false);
+                self.changed.notify_all();
                 self.shared().deferred.get_or_insert(e);
             }
         }
     }
 
-    /// Takes one release message of a consumer in another process.
+    /// Takes one message of a consumer in another process: a release, a mailbox consumer's
+    /// request (answered at once with the newest frame, or by the next present), or its detach.
     fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
         let c = r.consumer;
-        let (slot, seq, desc) = r.recv_release(timeout)?;
+        let (slot, seq, desc) = match r.recv(timeout)? {
+            Back::Released(slot, seq, desc) => (slot, seq, desc),
+            Back::Request => {
+                r.requests.fetch_add(1, Ordering::Relaxed);
+                let served = self.shared().st.request(c);
+                match served {
+                    Ok(Some((slot, meta))) => self.send_frame_to(r, slot, &meta),
+                    Ok(None) => {}
+                    Err(_) => {
+                        if self.shared().st.status(c) == SeatStatus::Attached {
+                            return Err(r.protocol_error(format!(
+                                "a request for a frame from consumer {c}, which is not a mailbox consumer"
+                            )));
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            Back::Detach => {
+                r.leaving.store(true, Ordering::Release);
+                let gone = Error::Ipc(IpcError::PeerGone { endpoint: r.name().to_owned(), during: "detach" });
+                self.drop_remote(c, &gone);
+                return Ok(());
+            }
+        };
         {
             let sh = self.shared();
             if sh.st.status(c) == SeatStatus::Vacant {
@@ -229,14 +308,22 @@ impl Inner {
         self.backend.import_fence(slot, Point::Release(c), &desc)?;
         // A release with no fence hands the frame back unread.
         let read = desc.as_bytes().iter().any(|&b| b != 0);
-        let _ = self.shared().st.consumer_release(c, slot, read);
+        let served = {
+            let mut sh = self.shared();
+            let _ = sh.st.consumer_release(c, slot, read);
+            // A mailbox consumer that asked while it held its limit gets the frame waiting now.
+            sh.st.serve(c)
+        };
+        if let Some((slot, meta)) = served {
+            self.send_frame_to(r, slot, &meta);
+        }
         self.changed.notify_all();
         Ok(())
     }
 
     /// Takes the releases of consumers in other processes until none of them holds slot
     /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
-    /// and its error returned; any other error (a release that does not fit the ring's state,
+    /// (its error reported by the next acquire); any other error (a release that does not fit the ring's state,
     /// a fence that cannot be imported) is returned and the consumer stays attached.
     fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
         loop {
@@ -250,8 +337,11 @@ impl Inner {
             let c = waiting.trailing_zeros() as usize;
             let Some(r) = self.remote(c) else { return Ok(()) };
             let left = deadline.saturating_duration_since(Instant::now());
-            match self.take_remote_release(r, left) {
+            // In short steps: the seat service may take the release meanwhile (then the state
+            // says so at the next look).
+            match self.take_remote_release(r, left.min(Duration::from_millis(2))) {
                 Ok(()) => {}
+                Err(Error::Ipc(IpcError::Timeout { .. })) if !left.is_zero() => {}
                 Err(Error::Ipc(IpcError::Timeout { .. })) => {
                     return Err(self.timeout(RingWait::RemoteRelease {
                         slot: index,
@@ -260,12 +350,11 @@ impl Inner {
                         endpoint: r.name().to_owned(),
                     }));
                 }
-                Err(e) => {
-                    if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                        self.drop_remote(c, &e);
-                    }
-                    return Err(e);
+                Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
+                    // Dropped (and its loss reported by the next acquire, whoever noticed).
+                    self.drop_remote(c, &e);
                 }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -305,6 +394,7 @@ impl Inner {
         let left = deadline.saturating_duration_since(Instant::now());
         match up.recv(left) {
             Ok(Received::Frame(slot, meta, desc)) => {
+                up.answered();
                 let seq = meta.sequence;
                 let free = slot < self.config.frames && self.shared().st.holders(slot).is_empty();
                 let taken = if !free {
@@ -355,7 +445,13 @@ impl Drop for Inner {
             }),
             Err(_) => false,
         };
-        if !all_done {
+        if all_done {
+            // A consumer process leaves: every fence of it expired, so its seat is free for the
+            // next consumer (and the endpoint's close that follows is no death).
+            if let Some(up) = &self.upstream {
+                up.send_detach(timeout.min(Duration::from_millis(100)));
+            }
+        } else {
             log::error!(
                 "frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers"
             );
@@ -388,7 +484,7 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Self> {
-        Self::with_links(config, backend, producer, consumers, Vec::new(), None)
+        Self::with_links(config, backend, producer, consumers, Links::default())
     }
 
     /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
@@ -399,10 +495,9 @@ impl FrameRing {
         backend: Arc<dyn RingBackend>,
         producer: &Engine,
         consumers: &[Engine],
-        remotes: Vec<RemoteConsumer>,
-        upstream: Option<Upstream>,
+        links: Links,
     ) -> Result<Self> {
-        Self::with_plan(config, backend, producer, consumers, None, remotes, upstream)
+        Self::with_plan(config, backend, producer, consumers, None, links)
     }
 
     /// As [`with_links`](Self::with_links), with a plan per seat.
@@ -412,9 +507,9 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
         plan: Option<&[SeatPlan]>,
-        remotes: Vec<RemoteConsumer>,
-        upstream: Option<Upstream>,
+        links: Links,
     ) -> Result<Self> {
+        let Links { remotes, upstream, hub } = links;
         config.validate()?;
         let mut consumer_engines = heapless::Vec::new();
         for c in consumers {
@@ -449,6 +544,7 @@ impl FrameRing {
             producer_engine: producer.clone(),
             consumer_engines,
             backend,
+            hub,
             remote_mask,
             remotes,
             upstream,
@@ -481,7 +577,8 @@ impl FrameRing {
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
         let inner = &self.inner;
         let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
-        let producer = Producer { engine, inner: inner.clone() };
+        let service = seats::SeatService::start(inner)?;
+        let producer = Producer { engine, inner: inner.clone(), service };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
         for (id, e) in inner.consumer_engines.iter().enumerate() {
             if inner.remote_mask & (1 << id) != 0 || inner.shared().st.status(id) != SeatStatus::Attached {
@@ -669,6 +766,8 @@ pub struct Producer {
     // touch.
     pub(crate) engine: ProducerEngine,
     pub(crate) inner: Arc<Inner>,
+    /// The threads that serve the seats of consumers in other processes.
+    service: Option<seats::SeatService>,
 }
 
 impl std::fmt::Debug for Producer {
@@ -679,6 +778,9 @@ impl std::fmt::Debug for Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
+        // The seat service first (it waits at most one step of an attach), so that nothing
+        // attaches while the stream ends.
+        drop(self.service.take());
         self.inner.end_remotes();
     }
 }
@@ -745,6 +847,27 @@ impl Producer {
     /// A handle that attaches consumers to this stream while it runs (from any thread).
     pub fn attacher(&self) -> Attacher {
         Attacher { inner: self.inner.clone() }
+    }
+
+    /// The seats of consumers in other processes: who is attached, and how many consumers
+    /// attached, were refused, left and were lost.
+    pub fn remote_seats(&self) -> Vec<RemoteSeat> {
+        let sh = self.inner.shared();
+        self.inner
+            .remotes
+            .iter()
+            .map(|r| {
+                let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                rec.attached = sh.st.status(r.consumer) == SeatStatus::Attached;
+                rec
+            })
+            .collect()
+    }
+
+    /// The counters of consumer `consumer` as this process sees them (for a consumer in another
+    /// process: frames sent to it, and frames skipped for it).
+    pub fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        (consumer < self.inner.config.consumers).then(|| self.inner.shared().st.stats(consumer))
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -959,12 +1082,11 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                         }
                         match inner.take_remote_release(r, Duration::ZERO) {
                             Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                            Err(e) => {
-                                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                                    inner.drop_remote(r.consumer, &e);
-                                }
-                                return Err(e);
+                            Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
+                                // Dropped; its loss is reported by the next acquire.
+                                inner.drop_remote(r.consumer, &e);
                             }
+                            Err(e) => return Err(e),
                         }
                     }
                     left.min(Duration::from_millis(1))
@@ -1166,6 +1288,8 @@ impl Consumer {
         let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
             (Some(up), None) => {
+                // A mailbox consumer asks for the newest frame (its mailbox is the producer's).
+                up.ask(inner.config.timeout)?;
                 inner.receive(up, deadline)?;
                 inner
                     .shared()
