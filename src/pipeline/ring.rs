@@ -52,6 +52,8 @@ struct Shared {
     deferred: Option<Error>,
     /// Whether the producer in another process ended the stream (a consumer process).
     ended: bool,
+    /// Whether the producer is ending the stream (it sends no frame any more).
+    ending: bool,
 }
 
 /// What the parties of one ring share.
@@ -186,24 +188,28 @@ impl Inner {
     }
 
     /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
-    /// ([`IpcError::PeerGone`]): the producer no longer waits for it. Only a gone peer is
-    /// dropped: its endpoint was closed or reset, which a consumer process does only after its
-    /// ring waited for its fences (or when the process died, and its engines with it), so the
-    /// slots it held can be reused. A live consumer is never dropped: its held slots stay held
-    /// until it releases them. A consumer that said it leaves is recorded as gone on purpose;
-    /// one that did not is lost, and its error is reported by the producer's next acquire
-    /// (once, whoever noticed). The seat service opens a new endpoint session for the next
-    /// consumer.
-    fn drop_remote(&self, consumer: usize, why: &Error) {
+    /// ([`IpcError::PeerGone`] in endpoint session `session`): the producer no longer waits for
+    /// it. Only a gone peer is dropped: its endpoint was closed or reset, which a consumer
+    /// process does only after its ring waited for its fences (or when the process died, and
+    /// its engines with it), so the slots it held can be reused. A live consumer is never
+    /// dropped: its held slots stay held until it releases them. A session that is not the
+    /// attached consumer's (an earlier one) drops nobody. A consumer that said it leaves is
+    /// recorded as gone on purpose; one that did not is lost, and its error is reported by the
+    /// producer's next acquire (once, whoever noticed). The seat service opens a new endpoint
+    /// session for the next consumer.
+    fn drop_remote(&self, consumer: usize, session: u64, why: &Error) {
         debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
         let Some(r) = self.remote(consumer) else { return };
-        let left = r.leaving.swap(false, Ordering::AcqRel);
-        {
+        let left = {
             let mut sh = self.shared();
-            if sh.st.status(consumer) == SeatStatus::Vacant {
+            if sh.st.status(consumer) == SeatStatus::Vacant
+                || r.attached_session.load(Ordering::Acquire) != session
+            {
                 return;
             }
+            let left = r.leaving.swap(false, Ordering::AcqRel);
             sh.st.kill(consumer);
+            r.attached_session.store(0, Ordering::Release);
             for s in 0..self.config.frames {
                 // Its process no longer signals: nothing of it is left to wait for.
                 self.backend.clear(s, Point::Release(consumer));
@@ -211,7 +217,8 @@ impl Inner {
             if !left {
                 sh.deferred.get_or_insert_with(|| clone_gone(why));
             }
-        }
+            left
+        };
         if let Some(hub) = &self.hub {
             // Its fences are cleared: its release object can go.
             let _ = hub.ring.attach_release(consumer, None);
@@ -232,92 +239,118 @@ impl Inner {
         self.changed.notify_all();
     }
 
-    /// Sends a presented frame to the consumers in other processes it was offered to. One
-    /// whose peer is gone is dropped; one the frame could not be sent to for another reason (a
-    /// fence export that failed, a full channel) stays attached and misses this frame (it does
-    /// not hold the slot). Either way the error is reported by the producer's next acquire.
-    fn send_to_remotes(&self, index: usize, meta: &FrameMeta, to: ConsumerSet) {
+    /// Sends a presented frame to the consumers in other processes it was offered to, each in
+    /// the endpoint session it was attached in when the frame was offered (`sessions`, by
+    /// consumer). One whose peer is gone is dropped; one the frame could not be sent to for
+    /// another reason (a fence export that failed, a full channel) stays attached and misses
+    /// this frame (it does not hold the slot). Either way the error is reported by the
+    /// producer's next acquire.
+    fn send_to_remotes(
+        &self,
+        index: usize,
+        meta: &FrameMeta,
+        to: ConsumerSet,
+        sessions: &[u64; MAX_CONSUMERS],
+    ) {
         for r in &self.remotes {
             if to.contains(r.consumer) {
-                self.send_frame_to(r, index, meta);
+                self.send_frame_to(r, index, meta, sessions[r.consumer]);
             }
         }
     }
 
-    /// Sends the frame in slot `index` to the consumer in another process `r` (which holds it
-    /// already in the state).
-    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta) {
+    /// Sends the frame in slot `index` to the consumer in another process `r` of endpoint
+    /// session `session` (which holds it already in the state).
+    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
         let sequence = meta.sequence;
-        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout) {
+        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout, session) {
             if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                self.drop_remote(r.consumer, &e);
+                self.drop_remote(r.consumer, session, &e);
             } else {
                 log::warn!(
                     "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
                     self.id,
                     r.consumer
                 );
-                let _ = self.shared().st.consumer_release(r.consumer, index, false);
+                let mut sh = self.shared();
+                if r.attached_session.load(Ordering::Acquire) == session {
+                    let _ = sh.st.consumer_release(r.consumer, index, false);
+                    sh.deferred.get_or_insert(e);
+                }
+                drop(sh);
                 self.changed.notify_all();
-                self.shared().deferred.get_or_insert(e);
             }
         }
     }
 
     /// Takes one message of a consumer in another process: a release, a mailbox consumer's
     /// request (answered at once with the newest frame, or by the next present), or its detach.
+    /// A consumer whose peer is gone is dropped here (`Ok`). A message of an endpoint session
+    /// that is not the attached consumer's is ignored.
     fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
         let c = r.consumer;
-        let (slot, seq, desc) = match r.recv(timeout)? {
-            Back::Released(slot, seq, desc) => (slot, seq, desc),
+        let (session, got) = r.recv(timeout);
+        let back = match got {
+            Ok(b) => b,
+            Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
+                self.drop_remote(c, session, &e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let current = || r.attached_session.load(Ordering::Acquire) == session;
+        let served = match back {
             Back::Request => {
                 r.requests.fetch_add(1, Ordering::Relaxed);
-                let served = self.shared().st.request(c);
-                match served {
-                    Ok(Some((slot, meta))) => self.send_frame_to(r, slot, &meta),
-                    Ok(None) => {}
+                let mut sh = self.shared();
+                if !current() || sh.ending {
+                    return Ok(());
+                }
+                match sh.st.request(c) {
+                    Ok(served) => served,
                     Err(_) => {
-                        if self.shared().st.status(c) == SeatStatus::Attached {
-                            return Err(r.protocol_error(format!(
-                                "a request for a frame from consumer {c}, which is not a mailbox consumer"
-                            )));
-                        }
+                        return Err(r.protocol_error(format!(
+                            "a request for a frame from consumer {c}, which is not a mailbox consumer"
+                        )))
                     }
                 }
-                return Ok(());
             }
             Back::Detach => {
-                r.leaving.store(true, Ordering::Release);
+                if current() {
+                    r.leaving.store(true, Ordering::Release);
+                }
                 let gone = Error::Ipc(IpcError::PeerGone { endpoint: r.name().to_owned(), during: "detach" });
-                self.drop_remote(c, &gone);
+                self.drop_remote(c, session, &gone);
                 return Ok(());
             }
-        };
-        {
-            let sh = self.shared();
-            if sh.st.status(c) == SeatStatus::Vacant {
-                // Dropped from the multicast already: what it sends is no longer waited for.
-                return Ok(());
+            Back::Released(slot, seq, desc) => {
+                // The check, the fence and the release under one hold of the lock: a consumer
+                // dropped and another attached meanwhile never has its slot released by a
+                // message of its predecessor.
+                let mut sh = self.shared();
+                if sh.st.status(c) == SeatStatus::Vacant || !current() {
+                    // Dropped from the multicast already: what it sends is no longer waited for.
+                    return Ok(());
+                }
+                if !sh.st.holds(c, slot) || sh.st.sequence(slot) != Some(seq) {
+                    return Err(r.protocol_error(format!(
+                        "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
+                    )));
+                }
+                self.backend.import_fence(slot, Point::Release(c), &desc)?;
+                // A release with no fence hands the frame back unread.
+                let read = desc.as_bytes().iter().any(|&b| b != 0);
+                let _ = sh.st.consumer_release(c, slot, read);
+                // A mailbox consumer that asked while it held its limit gets the frame waiting now.
+                let served = sh.st.serve(c);
+                drop(sh);
+                self.changed.notify_all();
+                served
             }
-            if !sh.st.holds(c, slot) || sh.st.sequence(slot) != Some(seq) {
-                return Err(r.protocol_error(format!(
-                    "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
-                )));
-            }
-        }
-        self.backend.import_fence(slot, Point::Release(c), &desc)?;
-        // A release with no fence hands the frame back unread.
-        let read = desc.as_bytes().iter().any(|&b| b != 0);
-        let served = {
-            let mut sh = self.shared();
-            let _ = sh.st.consumer_release(c, slot, read);
-            // A mailbox consumer that asked while it held its limit gets the frame waiting now.
-            sh.st.serve(c)
         };
         if let Some((slot, meta)) = served {
-            self.send_frame_to(r, slot, &meta);
+            self.send_frame_to(r, slot, &meta, session);
         }
-        self.changed.notify_all();
         Ok(())
     }
 
@@ -350,10 +383,6 @@ impl Inner {
                         endpoint: r.name().to_owned(),
                     }));
                 }
-                Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
-                    // Dropped (and its loss reported by the next acquire, whoever noticed).
-                    self.drop_remote(c, &e);
-                }
                 Err(e) => return Err(e),
             }
         }
@@ -365,16 +394,19 @@ impl Inner {
     /// another's frames.
     fn end_remotes(&self) {
         let deadline = deadline_after(self.config.timeout);
+        // No frame goes out from here on, even to a mailbox consumer that asks.
+        self.shared().ending = true;
         for r in &self.remotes {
             let c = r.consumer;
             if self.shared().st.status(c) == SeatStatus::Vacant {
                 continue;
             }
             let left = deadline.saturating_duration_since(Instant::now());
-            if let Err(e) = r.send_end(left) {
+            let (session, sent) = r.send_end(left);
+            if let Err(e) = sent {
                 log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
                 if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(c, &e);
+                    self.drop_remote(c, session, &e);
                 }
             }
         }
@@ -539,7 +571,13 @@ impl FrameRing {
         let inner = Inner {
             id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
             config,
-            shared: Mutex::new(Shared { st, external_present: 0, deferred: None, ended: false }),
+            shared: Mutex::new(Shared {
+                st,
+                external_present: 0,
+                deferred: None,
+                ended: false,
+                ending: false,
+            }),
             changed: Condvar::new(),
             producer_engine: producer.clone(),
             consumer_engines,
@@ -980,11 +1018,20 @@ impl Producer {
                 // Replaced in a mailbox before the consumer took it: it never read the frame.
                 inner.backend.clear(old, Point::Release(c));
             }
-            out.send_to
+            // The endpoint session each consumer in another process was attached in when it
+            // was offered the frame (under the lock that attaches and drops them).
+            let mut sessions = [0u64; MAX_CONSUMERS];
+            for r in &inner.remotes {
+                if out.send_to.contains(r.consumer) {
+                    sessions[r.consumer] = r.attached_session.load(Ordering::Acquire);
+                }
+            }
+            (out.send_to, sessions)
         };
         inner.changed.notify_all();
+        let (to_remotes, sessions) = to_remotes;
         if !to_remotes.is_empty() {
-            inner.send_to_remotes(frame.index, &meta, to_remotes);
+            inner.send_to_remotes(frame.index, &meta, to_remotes, &sessions);
         }
         Ok(())
     }
@@ -1082,10 +1129,6 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                         }
                         match inner.take_remote_release(r, Duration::ZERO) {
                             Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                            Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
-                                // Dropped; its loss is reported by the next acquire.
-                                inner.drop_remote(r.consumer, &e);
-                            }
                             Err(e) => return Err(e),
                         }
                     }

@@ -360,7 +360,15 @@ pub(crate) struct RemoteConsumer {
     pub(crate) engine: Option<Engine>,
     ipc: Ipc,
     name: String,
-    ep: Mutex<Option<Arc<IpcEndpoint>>>,
+    /// The endpoint of the current session, and the session's number.
+    ep: Mutex<Option<(u64, Arc<IpcEndpoint>)>>,
+    /// The number of the latest session.
+    sessions: AtomicU64,
+    /// The session of the consumer attached to the seat (0: none). Written under the ring's
+    /// state lock, with the attach or drop it goes with, so that what the state says a consumer
+    /// holds and the session it holds it in agree; a message or a send of another session is
+    /// no business of the consumer attached now.
+    pub(crate) attached_session: AtomicU64,
     /// The generation of the seat's latest offer.
     pub(crate) generation: AtomicU32,
     /// The attached consumer said it leaves: its endpoint's loss that follows is no death.
@@ -392,7 +400,9 @@ impl RemoteConsumer {
             engine,
             ipc: ep.ipc().clone(),
             name: ep.name().to_owned(),
-            ep: Mutex::new(Some(Arc::new(ep))),
+            ep: Mutex::new(Some((1, Arc::new(ep)))),
+            sessions: AtomicU64::new(1),
+            attached_session: AtomicU64::new(0),
             generation: AtomicU32::new(0),
             leaving: AtomicBool::new(false),
             record: Mutex::new(record),
@@ -402,9 +412,16 @@ impl RemoteConsumer {
 
     /// The endpoint of the current session; [`IpcError::PeerGone`] while there is none.
     pub(crate) fn endpoint(&self) -> Result<Arc<IpcEndpoint>> {
-        lock(&self.ep).clone().ok_or_else(|| {
-            Error::Ipc(IpcError::PeerGone { endpoint: self.name.clone(), during: "a session" })
-        })
+        self.session().map(|(_, ep)| ep)
+    }
+
+    /// The current session and its endpoint; [`IpcError::PeerGone`] while there is none.
+    pub(crate) fn session(&self) -> Result<(u64, Arc<IpcEndpoint>)> {
+        lock(&self.ep).clone().ok_or_else(|| self.gone("a session"))
+    }
+
+    fn gone(&self, during: &'static str) -> Error {
+        Error::Ipc(IpcError::PeerGone { endpoint: self.name.clone(), during })
     }
 
     /// Closes the current session's endpoint (once the last user lets go of it).
@@ -415,45 +432,59 @@ impl RemoteConsumer {
     /// Opens the endpoint again for the next consumer (nvsciipc.h allows one reset in Init mode
     /// per endpoint handle: a new session takes a new handle). `Busy` while a user of the old
     /// session still holds it.
-    pub(crate) fn reopen(&self) -> Result<Arc<IpcEndpoint>> {
+    pub(crate) fn reopen(&self) -> Result<(u64, Arc<IpcEndpoint>)> {
         let mut ep = lock(&self.ep);
         if let Some(e) = ep.as_ref() {
             return Ok(e.clone());
         }
         let e = Arc::new(IpcEndpoint::open(&self.ipc, &self.name)?);
-        *ep = Some(e.clone());
+        let session = self.sessions.fetch_add(1, Ordering::AcqRel) + 1;
+        *ep = Some((session, e.clone()));
         self.leaving.store(false, Ordering::Release);
-        Ok(e)
+        Ok((session, e))
     }
 
-    /// Sends the frame in `slot` with its present fence and metadata.
+    /// Sends the frame in `slot` with its present fence and metadata to the consumer of
+    /// session `session` ([`IpcError::PeerGone`] if that session is over).
     pub(crate) fn send_frame(
         &self,
         b: &dyn RingBackend,
         slot: usize,
         meta: &FrameMeta,
         timeout: Duration,
+        session: u64,
     ) -> Result<()> {
-        let ep = self.endpoint()?;
+        let (now, ep) = self.session()?;
+        if now != session {
+            return Err(self.gone("an earlier session"));
+        }
         let desc = b.export_fence(slot, super::Point::Present, &ep)?;
         ep.send_message(&frame_msg(slot, meta, &desc), Some(timeout))
     }
 
-    /// Receives the next message: a release, a request or a detach.
-    pub(crate) fn recv(&self, timeout: Duration) -> Result<Back> {
-        let ep = self.endpoint()?;
+    /// Receives the next message of the current session (whose number comes with it): a
+    /// release, a request or a detach.
+    pub(crate) fn recv(&self, timeout: Duration) -> (u64, Result<Back>) {
+        let (session, ep) = match self.session() {
+            Ok(s) => s,
+            Err(e) => return (0, Err(e)),
+        };
         let mut msg = [0u8; FENCE_MSG];
-        let n = ep.recv_small_message(&mut msg, Some(timeout))?;
-        match &msg[..n] {
+        let got = ep.recv_small_message(&mut msg, Some(timeout)).and_then(|n| match &msg[..n] {
             [REQUEST] => Ok(Back::Request),
             [DETACH] => Ok(Back::Detach),
             m => parse_fence_msg(&ep, m, RELEASED).map(|(s, q, d)| Back::Released(s, q, d)),
-        }
+        });
+        (session, got)
     }
 
-    /// Tells the consumer no more frames will come.
-    pub(crate) fn send_end(&self, timeout: Duration) -> Result<()> {
-        self.endpoint()?.send_message(&[END], Some(timeout))
+    /// Tells the consumer of the current session (whose number comes back) that no more frames
+    /// will come.
+    pub(crate) fn send_end(&self, timeout: Duration) -> (u64, Result<()>) {
+        match self.session() {
+            Ok((session, ep)) => (session, ep.send_message(&[END], Some(timeout))),
+            Err(e) => (0, Err(e)),
+        }
     }
 
     /// The error for a message that does not fit the ring's state.
@@ -671,6 +702,7 @@ pub(crate) fn build_producer(
             timeout,
         )?;
         ring.set_remote_release(r.consumer, obj)?;
+        r.attached_session.store(1, Ordering::Release);
         lock(&r.record).attaches += 1;
     }
     drop(lists);

@@ -77,7 +77,6 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
             used = true;
             match inner.take_remote_release(r, STEP) {
                 Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => inner.drop_remote(c, &e),
                 Err(e) => {
                     log::warn!("frame ring {}: consumer {c} (in another process): {e}", inner.id);
                     std::thread::sleep(STEP);
@@ -94,8 +93,8 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
             r.close();
             used = false;
         }
-        let ep = match r.reopen() {
-            Ok(ep) => ep,
+        let (session, ep) = match r.reopen() {
+            Ok(s) => s,
             Err(e) => {
                 // Busy while another user of the old session still holds it.
                 log::debug!("frame ring {}: seat {c} not reopened yet: {e}", inner.id);
@@ -115,8 +114,12 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
         let generation = r.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
         match hub.attach(&ep, r, generation) {
             Ok((mode, limit)) => {
-                let attached = inner.shared().st.attach(mode, limit.unwrap_or(usize::MAX), |s| s == c);
-                debug_assert_eq!(attached, Some(c), "the seat was vacant");
+                {
+                    let mut sh = inner.shared();
+                    let attached = sh.st.attach(mode, limit.unwrap_or(usize::MAX), |s| s == c);
+                    debug_assert_eq!(attached, Some(c), "the seat was vacant");
+                    r.attached_session.store(session, Ordering::Release);
+                }
                 r.record.lock().unwrap_or_else(|e| e.into_inner()).attaches += 1;
                 log::debug!("frame ring {}: consumer {c} attached from another process ({mode:?})", inner.id);
                 inner.changed.notify_all();
