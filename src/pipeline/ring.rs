@@ -1331,9 +1331,25 @@ impl Consumer {
         let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
             (Some(up), None) => {
-                // A mailbox consumer asks for the newest frame (its mailbox is the producer's).
-                up.ask(inner.config.timeout)?;
-                inner.receive(up, deadline)?;
+                // A mailbox consumer asks for the newest frame (its mailbox is the producer's),
+                // unless the end of the stream (or the answer to an earlier request) is there
+                // already: a peer that ended the stream and closed its end leaves no room to
+                // write into until what it sent is read.
+                let mut there = false;
+                if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
+                    match inner.receive(up, Instant::now()) {
+                        Ok(()) => there = true,
+                        Err(Error::Ring(RingError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                if !there {
+                    match up.ask(inner.config.timeout.min(Duration::from_millis(100))) {
+                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                    inner.receive(up, deadline)?;
+                }
                 inner
                     .shared()
                     .st
