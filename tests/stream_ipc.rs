@@ -567,7 +567,9 @@ fn attaches_that_do_not_fit_are_refused_naming_the_field_and_the_stream_goes_on(
         f[1..9].copy_from_slice(&FRAME.to_le_bytes());
         f
     };
-    let cases: [(AttachField, fn(&mut Vec<u8>)); 5] = [
+    /// How an answer is spoilt.
+    type Spoil = fn(&mut Vec<u8>);
+    let cases: [(AttachField, Spoil); 5] = [
         (AttachField::Stream, |m| m[1] ^= 0x40),
         (AttachField::Generation, |m| m[9] = m[9].wrapping_sub(1)),
         (AttachField::Engine, |m| m[13] = 1),
@@ -783,7 +785,10 @@ fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
     drop(ipc);
     ledger_is_clean();
     assert_eq!(open_fds(), fds, "open descriptors back where they were");
-    if let Some(early) = rss_early {
+    // Under an emulator the resident memory is the emulator's, whose translated code grows
+    // with every new path run: checked natively only.
+    let emulated = std::env::var("NVSCI_CHILD_RUNNER").is_ok_and(|r| !r.is_empty());
+    if let Some(early) = rss_early.filter(|_| !emulated) {
         // Leak-sized growth only: a frame is 16 KiB, each cycle imports six of them.
         assert!(rss_end < early + 4 * 1024 * 1024, "resident memory grew from {early} to {rss_end} bytes");
     }

@@ -487,7 +487,8 @@ impl Consumer {
     /// process: each acquire asks for the newest frame and gets it at once, or the next one
     /// presented; the producer never waits for it beyond the frames it holds.
     ///
-    /// A producer that refuses the attach answers [`RingError::AttachRefused`] naming what
+    /// A producer that refuses the attach answers
+    /// [`RingError::AttachRefused`](crate::RingError::AttachRefused) naming what
     /// did not fit (the engine, the format, a limit of 0, a stale offer); a session the
     /// producer's side ends during the attach (it reopens a seat whose consumer left) is
     /// attached again on a new endpoint session, until `timeout` passes. Dropping the consumer

@@ -167,7 +167,7 @@ pub(crate) enum Misfit {
     NotProducers,
     /// A request for a frame from a consumer that is not an attached mailbox consumer in
     /// another process.
-    NotRequester,
+    NoRemoteMailbox,
 }
 
 /// The stream's state: `frames` slots, `seats` consumer seats.
@@ -344,7 +344,7 @@ impl StreamState {
     pub(crate) fn request(&mut self, c: usize) -> Result<Option<(usize, FrameMeta)>, Misfit> {
         let seat = &mut self.seat[c];
         if !seat.remote || seat.mode != QueueMode::Mailbox || seat.status != SeatStatus::Attached {
-            return Err(Misfit::NotRequester);
+            return Err(Misfit::NoRemoteMailbox);
         }
         seat.wants = true;
         Ok(self.serve(c))

@@ -242,7 +242,7 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                 match st.request(c) {
                     Err(m) => {
                         assert!(!requester, "mailbox {c} in another process refused: {m:?}");
-                        assert_eq!(m, Misfit::NotRequester);
+                        assert_eq!(m, Misfit::NoRemoteMailbox);
                     }
                     Ok(sent) => {
                         assert!(requester, "consumer {c} asked for a frame it cannot ask for");
@@ -435,6 +435,6 @@ fn a_mailbox_consumer_in_another_process_is_sent_the_newest_frame_only_when_it_a
     let mut fifo = StreamState::new(2, 2, 0b01);
     fifo.attach(QueueMode::Fifo, 2, |c| c == 0).unwrap();
     fifo.attach(QueueMode::Mailbox, 2, |c| c == 1).unwrap();
-    assert_eq!(fifo.request(0), Err(Misfit::NotRequester));
-    assert_eq!(fifo.request(1), Err(Misfit::NotRequester));
+    assert_eq!(fifo.request(0), Err(Misfit::NoRemoteMailbox));
+    assert_eq!(fifo.request(1), Err(Misfit::NoRemoteMailbox));
 }
