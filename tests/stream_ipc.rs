@@ -420,7 +420,8 @@ fn a_consumer_process_attaches_to_a_running_stream_leaves_and_comes_back() {
 
 /// A consumer process killed with SIGKILL while it holds two frames is detached within the
 /// ring's timeout, its frames reclaimed (the producer goes on; its next acquire reports the
-/// loss once), and a new process attaches to the same seat and reads frames.
+/// loss once), and a new process attaches to the same seat and reads frames. While the seat is
+/// taken, another consumer's attach on its endpoint times out.
 #[test]
 fn a_killed_consumer_process_is_detached_and_its_restart_attaches_again() {
     let dir = ipc_dir("kill", &[("kill_0", "kill_1")]);
@@ -447,6 +448,14 @@ fn a_killed_consumer_process_is_detached_and_its_restart_attaches_again() {
         assert!(Instant::now() < until);
         std::thread::sleep(Duration::from_millis(2));
     }
+    // A second consumer for the seat while it is taken: nobody answers on the endpoint until
+    // the seat is free again (one consumer per seat and endpoint).
+    let ep = IpcEndpoint::open(&ipc, "kill_1").unwrap();
+    let second = Consumer::connect_with(&lib, ep, FORMAT, ConsumerDesc::cpu(), Duration::from_millis(300));
+    assert!(
+        matches!(&second, Err(Error::Ipc(IpcError::Timeout { endpoint, .. })) if endpoint == "kill_1"),
+        "{second:?}"
+    );
     std::thread::sleep(Duration::from_millis(20));
     let before = cam.presented_now();
     child.kill().unwrap();

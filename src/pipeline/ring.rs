@@ -217,12 +217,13 @@ impl Inner {
             if !left {
                 sh.deferred.get_or_insert_with(|| clone_gone(why));
             }
+            if let Some(hub) = &self.hub {
+                // Its fences are cleared: its release object can go (under the lock, so that
+                // it is never the next consumer's).
+                let _ = hub.ring.attach_release(consumer, None);
+            }
             left
         };
-        if let Some(hub) = &self.hub {
-            // Its fences are cleared: its release object can go.
-            let _ = hub.ring.attach_release(consumer, None);
-        }
         {
             let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner());
             if left {
