@@ -72,6 +72,10 @@ pub(crate) struct Inner {
     /// What attaches consumers in other processes to vacant seats while the stream runs (it
     /// holds the backend too: before the endpoints, so that they close after it).
     hub: Option<Arc<AttachHub>>,
+    /// Whether the seat service runs: it alone then reads the endpoints of mailbox consumers in
+    /// other processes (the producer waits for the state it updates), so no wake-up of the event
+    /// descriptor is lost to a second reader.
+    serviced: std::sync::atomic::AtomicBool,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
     // Endpoints after the backend: they close after the frames, sync objects and fences
@@ -308,6 +312,7 @@ impl FrameRing {
             consumer_engines,
             backend,
             hub,
+            serviced: std::sync::atomic::AtomicBool::new(false),
             remote_mask,
             remotes,
             upstream,
@@ -843,22 +848,22 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                 if left.is_zero() {
                     return Err(inner.timeout(RingWait::FreeSlot { slot, sequence, holders }));
                 }
-                let nap = if remote_held.is_empty() {
-                    left
-                } else {
-                    // Releases of consumers in other processes arrive on their endpoints:
-                    // take those already there, and look again soon.
-                    for r in &inner.remotes {
-                        if inner.shared().st.holders_of(r.consumer) == 0 {
-                            continue;
-                        }
-                        match inner.take_remote_release(r, Duration::ZERO) {
-                            Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                            Err(e) => return Err(e),
-                        }
+                // Releases of FIFO consumers in other processes arrive on their endpoints: take
+                // those already there, and look again soon. Those of mailbox consumers are taken
+                // by the seat service, which wakes this wait.
+                let mut polled = false;
+                for r in &inner.remotes {
+                    let holds = inner.shared().st.holders_of(r.consumer) != 0;
+                    if !holds || inner.read_by_service(r.consumer) {
+                        continue;
                     }
-                    left.min(Duration::from_millis(1))
-                };
+                    polled = true;
+                    match inner.take_remote_release(r, Duration::ZERO) {
+                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                let nap = if polled { left.min(Duration::from_millis(1)) } else { left };
                 let sh = inner.shared();
                 if sh.st.has_free_slot() {
                     continue;

@@ -8,7 +8,7 @@ use crate::error::{Error, IpcError, Result, RingWait};
 use crate::pipeline::backend::ipc::{Back, Received, RemoteConsumer, Upstream};
 use crate::pipeline::backend::Point;
 use crate::pipeline::config::MAX_CONSUMERS;
-use crate::pipeline::state::{ConsumerSet, FrameMeta, SeatStatus};
+use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -97,6 +97,13 @@ impl Inner {
         let sequence = meta.sequence;
         if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout, session) {
             if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                // What it sent before it went (its last releases, its departure) is still there
+                // to read: a consumer that left is not counted as lost.
+                if !self.read_by_service(r.consumer) {
+                    while r.attached_session.load(Ordering::Acquire) == session
+                        && self.take_remote_release(r, Duration::ZERO).is_ok()
+                    {}
+                }
                 self.drop_remote(r.consumer, session, &e);
             } else {
                 log::warn!(
@@ -186,6 +193,13 @@ impl Inner {
         Ok(())
     }
 
+    /// Whether the seat service reads consumer `c`'s endpoint: a mailbox consumer's (its
+    /// requests are answered at once, whatever the producer does). A FIFO consumer's endpoint
+    /// is read by the producer when it needs a slot back, with no other thread in the way.
+    pub(super) fn read_by_service(&self, c: usize) -> bool {
+        self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
+    }
+
     /// Takes the releases of consumers in other processes until none of them holds slot
     /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
     /// (its error reported by the next acquire); any other error (a release that does not fit the ring's state,
@@ -202,19 +216,30 @@ impl Inner {
             let c = waiting.trailing_zeros() as usize;
             let Some(r) = self.remote(c) else { return Ok(()) };
             let left = deadline.saturating_duration_since(Instant::now());
-            // In short steps: the seat service may take the release meanwhile (then the state
-            // says so at the next look).
-            match self.take_remote_release(r, left.min(Duration::from_millis(2))) {
-                Ok(()) => {}
-                Err(Error::Ipc(IpcError::Timeout { .. })) if !left.is_zero() => {}
-                Err(Error::Ipc(IpcError::Timeout { .. })) => {
-                    return Err(self.timeout(RingWait::RemoteRelease {
-                        slot: index,
-                        sequence,
-                        consumer: c,
-                        endpoint: r.name().to_owned(),
-                    }));
+            let timed_out = || {
+                self.timeout(RingWait::RemoteRelease {
+                    slot: index,
+                    sequence,
+                    consumer: c,
+                    endpoint: r.name().to_owned(),
+                })
+            };
+            if self.read_by_service(c) {
+                // The seat service reads this consumer's endpoint and applies its release under
+                // the state lock: wait for the state to change (one reader per endpoint, so no
+                // wake-up is lost to another).
+                if left.is_zero() {
+                    return Err(timed_out());
                 }
+                let sh = self.shared();
+                if sh.st.holders(index).0 & self.remote_mask == waiting {
+                    drop(self.changed.wait_timeout(sh, left).unwrap_or_else(|e| e.into_inner()));
+                }
+                continue;
+            }
+            match self.take_remote_release(r, left) {
+                Ok(()) => {}
+                Err(Error::Ipc(IpcError::Timeout { .. })) => return Err(timed_out()),
                 Err(e) => return Err(e),
             }
         }

@@ -1,14 +1,17 @@
 //! The seat service of a producer with consumers in other processes: one thread per seat that
-//! takes what its consumer sends while the producer is busy elsewhere (releases, a mailbox
-//! consumer's requests, its detach), notices a consumer process that died (its endpoint
-//! reports the loss: the seat is freed and its frames reclaimed at once), and attaches the next
-//! consumer to a vacant seat while the stream runs (a new endpoint session each time:
+//! serves a mailbox consumer (its requests answered at once, its releases and departure taken,
+//! its loss noticed when its endpoint reports it), and attaches the next consumer to a vacant
+//! seat while the stream runs (a new endpoint session each time:
 //! nvsciipc.h allows `NvSciIpcResetEndpointSafe` "exactly once per endpoint handle during Init
 //! mode", so a new peer takes a new handle).
 //!
-//! The producer's own acquire still takes releases inline when it needs a slot, so a hand-off
-//! never waits for this thread; both read whole one-frame messages and apply them under the
-//! state lock, so it does not matter which of them reads one.
+//! A FIFO consumer's endpoint is read by the producer when it needs a slot back (a hand-off
+//! never waits for another thread); the producer notices its
+//! loss when a frame cannot be sent to it or a read fails. A mailbox consumer's endpoint is read
+//! by the service alone while it runs: the producer's acquire then waits for the state the
+//! service updates (a second reader of one endpoint could take the message whose wake-up the
+//! first was waiting for). Without the service (before the producer is split, and while the
+//! stream ends) the producer reads every endpoint itself.
 
 use super::{Inner, SeatStatus};
 use crate::error::{Error, IpcError, Result, RingError};
@@ -24,6 +27,7 @@ const STEP: Duration = Duration::from_millis(20);
 /// finishes the step it is in: at most one message wait, or one attach, bounded by the ring's
 /// timeout).
 pub(crate) struct SeatService {
+    inner: Arc<Inner>,
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
 }
@@ -37,13 +41,13 @@ impl SeatService {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::with_capacity(inner.remotes.len());
         for k in 0..inner.remotes.len() {
-            let (inner, flag) = (inner.clone(), stop.clone());
+            let (own, flag) = (inner.clone(), stop.clone());
             let name = format!("nvsci-seat-{}", inner.remotes[k].consumer);
-            let spawned = std::thread::Builder::new().name(name).spawn(move || serve(&inner, k, &flag));
+            let spawned = std::thread::Builder::new().name(name).spawn(move || serve(&own, k, &flag));
             match spawned {
                 Ok(t) => threads.push(t),
                 Err(e) => {
-                    drop(Self { stop, threads });
+                    drop(Self { inner: inner.clone(), stop, threads });
                     return Err(Error::Ipc(IpcError::Endpoint {
                         endpoint: "seat service".into(),
                         reason: format!("no thread for a seat: {e}"),
@@ -52,7 +56,8 @@ impl SeatService {
                 }
             }
         }
-        Ok(Some(Self { stop, threads }))
+        inner.serviced.store(true, Ordering::Release);
+        Ok(Some(Self { inner: inner.clone(), stop, threads }))
     }
 }
 
@@ -62,6 +67,8 @@ impl Drop for SeatService {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+        // The producer reads the endpoints itself from here on.
+        self.inner.serviced.store(false, Ordering::Release);
     }
 }
 
@@ -75,6 +82,12 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
     while !stop.load(Ordering::Acquire) {
         if inner.shared().st.status(c) != SeatStatus::Vacant {
             used = true;
+            if !inner.read_by_service(c) {
+                // A FIFO consumer: the producer reads its endpoint when it needs a slot back
+                // (and notices its loss when a frame cannot be sent to it).
+                std::thread::sleep(STEP);
+                continue;
+            }
             match inner.take_remote_release(r, STEP) {
                 Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
                 Err(e) => {
