@@ -531,6 +531,53 @@ fn a_slow_mailbox_consumer_process_gets_the_newest_frames_and_never_holds_the_pr
     ledger_is_clean();
 }
 
+/// A mailbox consumer process that takes one frame and then stops (it sleeps holding it, and
+/// never asks again) holds the producer back by that frame only: the producer cycles through
+/// the other slots, and nothing more is sent to the stalled process. Killed, its frame comes back.
+#[test]
+fn a_stalled_mailbox_consumer_process_holds_only_the_frame_it_took() {
+    let dir = ipc_dir("stall", &[("st_0", "st_1")]);
+    let _g = use_dir(&dir);
+    let lib = NvSci::mock();
+    let ipc = Ipc::mock().unwrap();
+    let ring = Backend::with_library(lib.clone())
+        .stream(FORMAT)
+        .frames(3)
+        .timeout(TIMEOUT)
+        .reserve_remote(IpcEndpoint::open(&ipc, "st_0").unwrap(), ConsumerDesc::cpu())
+        .build()
+        .unwrap();
+    let (p, _) = ring.split().unwrap();
+    let cam = Camera::start(p, Duration::from_millis(1));
+    let mut child = spawn_child(
+        "mailbox",
+        &dir,
+        &[(CHILD_EP, "st_1".into()), (CHILD_FRAMES, "1".into()), (CHILD_SLOW_MS, "600000".into())],
+    );
+    let until = Instant::now() + Duration::from_secs(30);
+    while cam.p.lock().unwrap().consumer_stats(0).unwrap().delivered < 1 {
+        assert!(Instant::now() < until, "the mailbox consumer got no frame");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let before = cam.presented_now();
+    let until = Instant::now() + TIMEOUT;
+    while cam.presented_now() < before + 300 {
+        assert!(Instant::now() < until, "the producer stalled with the mailbox consumer");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let stats = cam.p.lock().unwrap().consumer_stats(0).unwrap();
+    assert_eq!(stats.delivered, 1, "nothing more was sent to it: {stats:?}");
+    // Every frame since, but the one waiting in its mailbox now.
+    assert!(stats.skipped >= 299, "{stats:?}");
+    child.kill().unwrap();
+    let _ = child.wait();
+    cam.wait_seat(0, TIMEOUT, |s| !s.attached && s.lost == 1);
+    let (p, _, errors) = cam.finish();
+    assert!(unexpected(&errors, &["st_0"]).is_empty(), "{errors:?}");
+    drop((p, ipc));
+    ledger_is_clean();
+}
+
 /// Attaches that do not fit the seat or the stream are refused, each naming what did not fit,
 /// while the stream runs on: a consumer process with another frame format (its `connect_with`
 /// gets `AttachRefused` naming the format), and a peer that is not a consumer (it speaks the

@@ -374,8 +374,6 @@ pub(crate) struct RemoteConsumer {
     /// The attached consumer said it leaves: its endpoint's loss that follows is no death.
     pub(crate) leaving: AtomicBool,
     pub(crate) record: Mutex<RemoteSeat>,
-    /// Mailbox requests taken (for tests of the protocol).
-    pub(crate) requests: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -406,7 +404,6 @@ impl RemoteConsumer {
             generation: AtomicU32::new(0),
             leaving: AtomicBool::new(false),
             record: Mutex::new(record),
-            requests: AtomicU64::new(0),
         }
     }
 

@@ -140,7 +140,6 @@ impl Inner {
         let current = || r.attached_session.load(Ordering::Acquire) == session;
         let served = match back {
             Back::Request => {
-                r.requests.fetch_add(1, Ordering::Relaxed);
                 let mut sh = self.shared();
                 if !current() || sh.ending {
                     return Ok(());
