@@ -2,7 +2,7 @@
 //! takes, in one run (release build):
 //!
 //! ```text
-//! cargo run --release --example stream_bench -- [--frames 3000] [--period-us 1000] [--size 1048576]
+//! cargo run --release --example stream_ipc_bench -- [--frames 3000] [--period-us 1000] [--size 1048576]
 //! ```
 //!
 //! 1. The floor: a stream with a seat reserved for a consumer in another process (`reserve_remote`)
@@ -24,7 +24,7 @@ use nvsci::{Error, NvSci, RingError};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-const EP: (&str, &str) = ("stream_bench_0", "stream_bench_1");
+const EP: (&str, &str) = ("stream_ipc_bench_0", "stream_ipc_bench_1");
 
 struct Args {
     viewer: bool,
@@ -155,7 +155,7 @@ fn camera(a: &Args, lib: &NvSci, ipc: &Ipc, dir: Option<&std::path::Path>) -> Re
         .build()
         .map_err(e)?;
     let (mut p, _) = ring.split().map_err(e)?;
-    println!("stream_bench: {} frames of {} bytes, one every {:?}", a.frames, a.size, a.period);
+    println!("stream_ipc_bench: {} frames of {} bytes, one every {:?}", a.frames, a.size, a.period);
     // Warm-up (page faults of the frames' first writes, caches), then the floor.
     run_camera(&mut p, a.frames / 10, a.period).map_err(e)?;
     let floor = run_camera(&mut p, a.frames, a.period).map_err(e)?;
@@ -221,7 +221,7 @@ fn main() -> ExitCode {
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("stream_bench: {e}");
+            eprintln!("stream_ipc_bench: {e}");
             ExitCode::FAILURE
         }
     }
