@@ -14,6 +14,10 @@
 //!    frame it holds; the ratio of the two p99s is what it costs.
 //! 3. The viewer's side: each `acquire` (the request, the producer's answer with the newest
 //!    frame and the fence import) is timed in the viewer process and printed there.
+//! 4. Attach latency: another consumer process attaches to a second seat of the running stream,
+//!    takes one frame and leaves, `--attaches` times (default 50); each attach is timed from
+//!    its `connect_with` call to its first frame in hand (the offer, the imports of every frame
+//!    and the present object, its release object's export, and the wait for the next present).
 //!
 //! The mock runs both processes (its channels in a temporary directory) unless NVIDIA's
 //! libraries are present; the frames are checked byte by byte in the viewer.
@@ -25,16 +29,27 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const EP: (&str, &str) = ("stream_ipc_bench_0", "stream_ipc_bench_1");
+/// The seat of the consumer process that attaches and leaves over and over.
+const EP2: (&str, &str) = ("stream_ipc_attach_0", "stream_ipc_attach_1");
 
 struct Args {
     viewer: bool,
+    attacher: bool,
+    attaches: usize,
     frames: usize,
     period: Duration,
     size: u64,
 }
 
 fn parse() -> Result<Args, String> {
-    let mut a = Args { viewer: false, frames: 3000, period: Duration::from_micros(1000), size: 1 << 20 };
+    let mut a = Args {
+        viewer: false,
+        attacher: false,
+        attaches: 50,
+        frames: 3000,
+        period: Duration::from_micros(1000),
+        size: 1 << 20,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut val = || {
@@ -44,6 +59,8 @@ fn parse() -> Result<Args, String> {
         };
         match flag.as_str() {
             "--viewer" => a.viewer = true,
+            "--attacher" => a.attacher = true,
+            "--attaches" => a.attaches = val()? as usize,
             "--frames" => a.frames = val()? as usize,
             "--period-us" => a.period = Duration::from_micros(val()?),
             "--size" => a.size = val()?,
@@ -146,12 +163,49 @@ fn viewer(a: &Args, lib: &NvSci, ipc: &Ipc) -> Result<(), String> {
     Ok(())
 }
 
+/// Attaches to the running stream `a.attaches` times, each time timing the attach from the
+/// `connect_with` call to its first frame in hand, then leaves.
+fn attacher(a: &Args, lib: &NvSci, ipc: &Ipc) -> Result<(), String> {
+    let mut times = Vec::with_capacity(a.attaches);
+    for _ in 0..a.attaches {
+        let t = Instant::now();
+        let ep = IpcEndpoint::open(ipc, EP2.1).map_err(|e| e.to_string())?;
+        let mut c = Consumer::connect_with(
+            lib,
+            ep,
+            FrameFormat::Raw { size: a.size },
+            ConsumerDesc::cpu(),
+            Duration::from_secs(30),
+        )
+        .map_err(|e| e.to_string())?;
+        let f = c.acquire().map_err(|e| e.to_string())?;
+        times.push(t.elapsed());
+        let seq = f.sequence();
+        let bytes = c.cpu_read(&f).map_err(|e| e.to_string())?;
+        if let Some(i) = (0..bytes.len()).step_by(4096).find(|&i| bytes[i] != pattern(seq, i)) {
+            return Err(format!("frame {seq}: byte {i} differs"));
+        }
+        drop(bytes);
+        c.release(f).map_err(|e| e.to_string())?;
+        drop(c);
+    }
+    times.sort_unstable();
+    println!(
+        "attach (another process, from connect_with to its first frame, {} attaches): p50 {:.2} ms, p99 {:.2} ms",
+        times.len(),
+        percentile(&times, 0.5).as_secs_f64() * 1e3,
+        percentile(&times, 0.99).as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
 fn camera(a: &Args, lib: &NvSci, ipc: &Ipc, dir: Option<&std::path::Path>) -> Result<(), String> {
     let e = |e: Error| e.to_string();
     let ring = Backend::with_library(lib.clone())
         .stream(FrameFormat::Raw { size: a.size })
         .frames(4)
         .reserve_remote(IpcEndpoint::open(ipc, EP.0).map_err(e)?, ConsumerDesc::cpu())
+        .reserve_remote(IpcEndpoint::open(ipc, EP2.0).map_err(e)?, ConsumerDesc::cpu())
         .build()
         .map_err(e)?;
     let (mut p, _) = ring.split().map_err(e)?;
@@ -175,6 +229,21 @@ fn camera(a: &Args, lib: &NvSci, ipc: &Ipc, dir: Option<&std::path::Path>) -> Re
     }
     let slow = run_camera(&mut p, a.frames, a.period).map_err(e)?;
     let stats = p.consumer_stats(0).unwrap_or_default();
+    // A consumer process that attaches, takes a frame and leaves, over and over, while the
+    // camera runs.
+    let mut cmd = std::process::Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.args(std::env::args().skip(1)).arg("--attacher");
+    if let Some(d) = dir {
+        cmd.env(nvsci_mock::IPC_DIR_ENV, d);
+    }
+    let mut attaching = cmd.spawn().map_err(|e| e.to_string())?;
+    let attached = loop {
+        if let Some(s) = attaching.try_wait().map_err(|e| e.to_string())? {
+            break s;
+        }
+        run_camera(&mut p, 10, a.period).map_err(e)?;
+    };
+    let seat = p.remote_seats()[1].clone();
     drop(p);
     let status = child.wait().map_err(|e| e.to_string())?;
     let (f50, f99) = describe("no consumer attached", floor);
@@ -186,8 +255,12 @@ fn camera(a: &Args, lib: &NvSci, ipc: &Ipc, dir: Option<&std::path::Path>) -> Re
         stats.delivered,
         stats.skipped
     );
+    println!("attaching consumer's seat: {} attaches, {} left, {} lost", seat.attaches, seat.left, seat.lost);
     if !status.success() {
         return Err(format!("the viewer process failed ({status})"));
+    }
+    if !attached.success() {
+        return Err(format!("the attaching process failed ({attached})"));
     }
     Ok(())
 }
@@ -203,12 +276,18 @@ fn main() -> ExitCode {
         if a.viewer {
             return viewer(&a, &lib, &ipc);
         }
+        if a.attacher {
+            return attacher(&a, &lib, &ipc);
+        }
         let mut dir = None;
         if ipc.is_mock() && std::env::var_os(nvsci_mock::IPC_DIR_ENV).is_none() {
             let d = std::env::temp_dir().join(format!("nvsci-stream-bench-{}", std::process::id()));
             std::fs::create_dir_all(&d).map_err(|e| e.to_string())?;
-            std::fs::write(d.join("nvsciipc.cfg"), format!("INTER_PROCESS {} {} 16 4096\n", EP.0, EP.1))
-                .map_err(|e| e.to_string())?;
+            let cfg = format!(
+                "INTER_PROCESS {} {} 16 4096\nINTER_PROCESS {} {} 16 4096\n",
+                EP.0, EP.1, EP2.0, EP2.1
+            );
+            std::fs::write(d.join("nvsciipc.cfg"), cfg).map_err(|e| e.to_string())?;
             nvsci_mock::set_ipc_dir(Some(&d));
             dir = Some(d);
         }

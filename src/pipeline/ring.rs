@@ -65,6 +65,9 @@ pub(crate) struct Inner {
     config: RingConfig,
     shared: Mutex<Shared>,
     changed: Condvar,
+    /// Notified when a consumer in another process is dropped (its seat is free): the seat
+    /// service waits on it, not on `changed`, which every frame notifies.
+    seat_freed: Condvar,
     producer_engine: Engine,
     /// The engine of each seat (attached or reserved).
     consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
@@ -308,6 +311,7 @@ impl FrameRing {
                 ending: false,
             }),
             changed: Condvar::new(),
+            seat_freed: Condvar::new(),
             producer_engine: producer.clone(),
             consumer_engines,
             backend,

@@ -69,6 +69,7 @@ impl Inner {
             log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
         }
         self.changed.notify_all();
+        self.seat_freed.notify_all();
     }
 
     /// Sends a presented frame to the consumers in other processes it was offered to, each in

@@ -84,8 +84,12 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
             used = true;
             if !inner.read_by_service(c) {
                 // A FIFO consumer: the producer reads its endpoint when it needs a slot back
-                // (and notices its loss when a frame cannot be sent to it).
-                std::thread::sleep(STEP);
+                // (and notices its loss when a frame cannot be sent to it). Wake up when the
+                // seat is freed, to offer it to the next consumer at once.
+                let sh = inner.shared();
+                if sh.st.status(c) != SeatStatus::Vacant {
+                    drop(inner.seat_freed.wait_timeout(sh, STEP).unwrap_or_else(|e| e.into_inner()));
+                }
                 continue;
             }
             match inner.take_remote_release(r, STEP) {
