@@ -167,6 +167,22 @@ impl Inner {
         }
     }
 
+    fn remote_seats(&self) -> Vec<RemoteSeat> {
+        let sh = self.shared();
+        self.remotes
+            .iter()
+            .map(|r| {
+                let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                rec.attached = sh.st.status(r.consumer) == SeatStatus::Attached;
+                rec
+            })
+            .collect()
+    }
+
+    fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        (consumer < self.config.consumers).then(|| self.shared().st.stats(consumer))
+    }
+
     pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
         self.backend.cpu_waiter()
     }
@@ -622,24 +638,16 @@ impl Producer {
     }
 
     /// The seats of consumers in other processes: who is attached, and how many consumers
-    /// attached, were refused, left and were lost.
+    /// attached, were refused, left and were lost (also from any thread:
+    /// [`Attacher::remote_seats`]).
     pub fn remote_seats(&self) -> Vec<RemoteSeat> {
-        let sh = self.inner.shared();
-        self.inner
-            .remotes
-            .iter()
-            .map(|r| {
-                let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                rec.attached = sh.st.status(r.consumer) == SeatStatus::Attached;
-                rec
-            })
-            .collect()
+        self.inner.remote_seats()
     }
 
     /// The counters of consumer `consumer` as this process sees them (for a consumer in another
-    /// process: frames sent to it, and frames skipped for it).
+    /// process: frames sent to it, and frames skipped for it), since it attached.
     pub fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
-        (consumer < self.inner.config.consumers).then(|| self.inner.shared().st.stats(consumer))
+        self.inner.consumer_stats(consumer)
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -960,6 +968,16 @@ impl Attacher {
     /// The ring's identity.
     pub fn ring_id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// The seats of consumers in other processes ([`Producer::remote_seats`]), from any thread.
+    pub fn remote_seats(&self) -> Vec<RemoteSeat> {
+        self.inner.remote_seats()
+    }
+
+    /// Consumer `consumer`'s counters ([`Producer::consumer_stats`]), from any thread.
+    pub fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        self.inner.consumer_stats(consumer)
     }
 }
 

@@ -374,6 +374,9 @@ pub(crate) struct RemoteConsumer {
     /// The attached consumer said it leaves: its endpoint's loss that follows is no death.
     pub(crate) leaving: AtomicBool,
     pub(crate) record: Mutex<RemoteSeat>,
+    /// Held by whoever reads the endpoint and applies what it read (the producer, or the seat
+    /// service): one reader at a time, so that no reader waits for a message another took.
+    pub(crate) reader: Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -404,6 +407,7 @@ impl RemoteConsumer {
             generation: AtomicU32::new(0),
             leaving: AtomicBool::new(false),
             record: Mutex::new(record),
+            reader: Mutex::new(()),
         }
     }
 

@@ -101,9 +101,13 @@ impl Inner {
                 // What it sent before it went (its last releases, its departure) is still there
                 // to read: a consumer that left is not counted as lost.
                 if !self.read_by_service(r.consumer) {
-                    while r.attached_session.load(Ordering::Acquire) == session
-                        && self.take_remote_release(r, Duration::ZERO).is_ok()
-                    {}
+                    // Unless another reader is at it (or this thread, in a read that answered a
+                    // request).
+                    if let Ok(_reading) = r.reader.try_lock() {
+                        while r.attached_session.load(Ordering::Acquire) == session
+                            && self.take_locked(r, Duration::ZERO).is_ok()
+                        {}
+                    }
                 }
                 self.drop_remote(r.consumer, session, &e);
             } else {
@@ -128,6 +132,21 @@ impl Inner {
     /// A consumer whose peer is gone is dropped here (`Ok`). A message of an endpoint session
     /// that is not the attached consumer's is ignored.
     pub(super) fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
+        let _reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
+        self.take_locked(r, timeout)
+    }
+
+    /// As [`take_remote_release`](Self::take_remote_release), unless another reader is at it
+    /// (then nothing, `Ok(false)`).
+    pub(super) fn try_take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<bool> {
+        match r.reader.try_lock() {
+            Ok(_reading) => self.take_locked(r, timeout).map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// [`take_remote_release`](Self::take_remote_release) with `r.reader` held.
+    fn take_locked(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
         let c = r.consumer;
         let (session, got) = r.recv(timeout);
         let back = match got {
@@ -237,7 +256,14 @@ impl Inner {
                 }
                 continue;
             }
-            match self.take_remote_release(r, left) {
+            let reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
+            // What another reader took before this one had the endpoint is in the state now.
+            if self.shared().st.holders(index).0 & (1 << c) == 0 {
+                continue;
+            }
+            let took = self.take_locked(r, left);
+            drop(reading);
+            match took {
                 Ok(()) => {}
                 Err(Error::Ipc(IpcError::Timeout { .. })) => return Err(timed_out()),
                 Err(e) => return Err(e),

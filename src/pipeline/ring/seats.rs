@@ -6,12 +6,14 @@
 //! mode", so a new peer takes a new handle).
 //!
 //! A FIFO consumer's endpoint is read by the producer when it needs a slot back (a hand-off
-//! never waits for another thread); the producer notices its
-//! loss when a frame cannot be sent to it or a read fails. A mailbox consumer's endpoint is read
-//! by the service alone while it runs: the producer's acquire then waits for the state the
-//! service updates (a second reader of one endpoint could take the message whose wake-up the
-//! first was waiting for). Without the service (before the producer is split, and while the
-//! stream ends) the producer reads every endpoint itself.
+//! never waits for another thread), and looked at without waiting by the service every 20 ms
+//! while the producer is not reading it, so that a consumer that died holding frames the
+//! producer does not need yet is noticed too; the producer also notices a loss when a frame
+//! cannot be sent. A mailbox consumer's endpoint is read by the service alone while it runs:
+//! the producer's acquire then waits for the state the service updates. One reader at a time
+//! (`RemoteConsumer::reader`), which applies what it read before it lets go: a second reader
+//! could take the message whose wake-up the first was waiting for. Without the service (before
+//! the producer is split, and while the stream ends) the producer reads every endpoint itself.
 
 use super::{Inner, SeatStatus};
 use crate::error::{Error, IpcError, Result, RingError};
@@ -84,8 +86,20 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
             used = true;
             if !inner.read_by_service(c) {
                 // A FIFO consumer: the producer reads its endpoint when it needs a slot back
-                // (and notices its loss when a frame cannot be sent to it). Wake up when the
-                // seat is freed, to offer it to the next consumer at once.
+                // (and notices its loss when a frame cannot be sent to it). Between those, take
+                // what is there without waiting, unless the producer is reading: a consumer
+                // that died holding only frames the producer does not need yet is noticed too.
+                // Wake up when the seat is freed, to offer it to the next consumer at once.
+                loop {
+                    match inner.try_take_remote_release(r, Duration::ZERO) {
+                        Ok(true) if inner.shared().st.status(c) != SeatStatus::Vacant => {}
+                        Ok(_) | Err(Error::Ipc(IpcError::Timeout { .. })) => break,
+                        Err(e) => {
+                            log::warn!("frame ring {}: consumer {c} (in another process): {e}", inner.id);
+                            break;
+                        }
+                    }
+                }
                 let sh = inner.shared();
                 if sh.st.status(c) != SeatStatus::Vacant {
                     drop(inner.seat_freed.wait_timeout(sh, STEP).unwrap_or_else(|e| e.into_inner()));
