@@ -166,9 +166,10 @@ pub enum UnsupportedReason {
     /// Block-linear frames need a ring backend built on NvSciBuf (the Vulkan backend lays out
     /// pitch-linear frames only).
     BlockLinearWithoutNvSci,
-    /// A mailbox consumer in another process: its queue would live on its side of the
-    /// channel (as NvSciStream puts it), which the IPC transport does not have yet.
-    RemoteMailbox,
+    /// A seat for a consumer in another process that attaches while the stream runs, with a
+    /// CUDA producer: the producer imports every release object into CUDA once, when the stream
+    /// is split, so it cannot take a consumer's new release object later.
+    RemoteAttachWithCudaProducer,
     /// The crate was built without the cargo feature named.
     FeatureDisabled(&'static str),
 }
@@ -205,9 +206,10 @@ impl fmt::Display for UnsupportedReason {
                 f.write_str("cuInit failed: the CUDA driver found no usable device or could not start")
             }
             CudaEntryPointMissing => f.write_str("the CUDA driver does not export this entry point"),
-            RemoteMailbox => f.write_str(
-                "consumers in other processes are FIFO consumers for now (a limit caps what they hold); \
-                 a mailbox consumer lives in the producer's process",
+            RemoteAttachWithCudaProducer => f.write_str(
+                "a consumer in another process can attach to a running stream only with a CPU producer \
+                 (a CUDA producer imports every release object once, when the stream is split); declare \
+                 it with remote_consumer so that it attaches while the stream is built",
             ),
             ArrayOfPitchLinearPlane => f.write_str(
                 "NVIDIA documents CUDA array mappings of NvSciBuf planes for block-linear images only; \
@@ -505,6 +507,77 @@ pub enum RingError {
         /// Seats of the stream whose engine fits the consumer.
         fitting: usize,
     },
+    /// An attach through an IPC endpoint was refused: `field` of the attach does not fit the
+    /// stream's seat at the other end of `endpoint`. The stream and its other consumers go on;
+    /// the seat stays vacant for the next attach.
+    #[error("IPC endpoint `{endpoint}`: attach refused: {field}")]
+    AttachRefused {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What did not fit.
+        field: AttachField,
+    },
+}
+
+/// What did not fit in a refused attach ([`RingError::AttachRefused`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AttachField {
+    /// The attach names another stream (another producer, or an earlier run of this one).
+    Stream,
+    /// The attach answers an earlier offer of the seat: a stale or replayed attach.
+    Generation,
+    /// The consumer's engine is not the seat's (CPU against CUDA, or another GPU).
+    Engine,
+    /// The consumer's frame format is not the stream's.
+    Format,
+    /// A limit of 0 frames.
+    Limit,
+    /// A queue mode this side does not know.
+    Mode,
+    /// Not an attach message at all: the peer is not a consumer of this stream.
+    Message,
+}
+
+impl AttachField {
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Self::Stream => 1,
+            Self::Generation => 2,
+            Self::Engine => 3,
+            Self::Format => 4,
+            Self::Limit => 5,
+            Self::Mode => 6,
+            Self::Message => 7,
+        }
+    }
+
+    pub(crate) fn from_code(code: u8) -> Option<Self> {
+        Some(match code {
+            1 => Self::Stream,
+            2 => Self::Generation,
+            3 => Self::Engine,
+            4 => Self::Format,
+            5 => Self::Limit,
+            6 => Self::Mode,
+            7 => Self::Message,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for AttachField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Stream => "the stream token names another stream",
+            Self::Generation => "the attach answers an earlier offer of the seat (stale or replayed)",
+            Self::Engine => "the consumer's engine is not the seat's",
+            Self::Format => "the consumer's frame format is not the stream's",
+            Self::Limit => "a limit of 0 frames",
+            Self::Mode => "an unknown queue mode",
+            Self::Message => "not an attach message",
+        })
+    }
 }
 
 /// What a [`RingError::Timeout`] waited for.

@@ -2,14 +2,13 @@
 //! engine and one description per consumer (its engine, where it lives, its queue mode and
 //! limit), and seats reserved for consumers that attach later.
 
-use super::backend::ipc::RingConsumer;
+use super::backend::ipc::SeatLink;
 use super::backend::Provider;
 use super::config::{ConsumerDesc, RingConfig, MAX_CONSUMERS};
 use super::engine::Engine;
 use super::format::FrameFormat;
-use super::ring::{FrameRing, SeatPlan};
+use super::ring::{FrameRing, Links, SeatPlan};
 use super::select::Backend;
-use super::state::QueueMode;
 use crate::error::{invalid, Error, Result, UnsupportedReason};
 use crate::ipc::IpcEndpoint;
 use std::sync::Arc;
@@ -25,6 +24,9 @@ enum Place {
     /// In the process at the other end of the endpoint (it connects with
     /// [`Consumer::connect`](super::Consumer::connect)).
     There(IpcEndpoint),
+    /// Reserved for a consumer in the process at the other end of the endpoint, which attaches
+    /// while the stream runs.
+    ThereLater(IpcEndpoint),
 }
 
 /// Builds a stream ([`FrameRing`]): `backend.stream(format)`, then the parties, then
@@ -124,11 +126,25 @@ impl StreamBuilder {
     }
 
     /// A consumer in the process at the other end of `endpoint` (NvSci backends), which
-    /// connects with [`Consumer::connect`](super::Consumer::connect); its frames are sent to it
-    /// and its releases come back over the endpoint. FIFO only for now: a mailbox consumer in
-    /// another process is refused ([`Error::Unsupported`]).
+    /// connects with [`Consumer::connect`](super::Consumer::connect) or
+    /// [`connect_with`](super::Consumer::connect_with) while the stream is built; its frames
+    /// are sent to it and its releases come back over the endpoint. `desc`'s engine is the
+    /// one the consumer's must be; its queue mode and limit are the consumer's own (it says
+    /// them as it attaches). When it leaves or dies, the seat takes the next consumer on that
+    /// endpoint while the stream runs (a CPU producer; a CUDA producer's seat stays vacant).
     pub fn remote_consumer(mut self, endpoint: IpcEndpoint, desc: ConsumerDesc) -> Self {
         self.seats.push((desc, Place::There(endpoint)));
+        self
+    }
+
+    /// A seat for a consumer in the process at the other end of `endpoint` (NvSci backends,
+    /// CPU producer) that attaches while the stream runs, with
+    /// [`Consumer::connect_with`](super::Consumer::connect_with): the frames and sync objects
+    /// are made now for `desc`'s engine, exported to the consumer as it attaches, and it gets
+    /// frames from the next present on. Its queue mode and limit are the consumer's own. When
+    /// it leaves or dies the seat takes the next one.
+    pub fn reserve_remote(mut self, endpoint: IpcEndpoint, desc: ConsumerDesc) -> Self {
+        self.seats.push((desc, Place::ThereLater(endpoint)));
         self
     }
 
@@ -160,17 +176,19 @@ impl StreamBuilder {
         let mut any_remote = false;
         for (desc, place) in &seats {
             desc.check()?;
-            if matches!(place, Place::There(_)) {
-                any_remote = true;
-                if desc.mode == QueueMode::Mailbox {
+            match place {
+                Place::There(_) => any_remote = true,
+                Place::ThereLater(_) if !producer.is_cpu() => {
                     return Err(Error::Unsupported {
-                        what: "a mailbox consumer in another process",
-                        reason: UnsupportedReason::RemoteMailbox,
+                        what: "a seat for a consumer in another process that attaches later",
+                        reason: UnsupportedReason::RemoteAttachWithCudaProducer,
                     });
                 }
+                Place::ThereLater(_) => any_remote = true,
+                _ => {}
             }
             plan.push(SeatPlan {
-                attached: !matches!(place, Place::Reserved),
+                attached: matches!(place, Place::Here),
                 mode: desc.mode,
                 limit: desc.limit,
             });
@@ -178,7 +196,7 @@ impl StreamBuilder {
         }
         if !any_remote {
             let backend = provider.build(format, config, &producer, &engines)?;
-            return FrameRing::with_plan(config, backend, &producer, &engines, Some(&plan), Vec::new(), None);
+            return FrameRing::with_plan(config, backend, &producer, &engines, Some(&plan), Links::default());
         }
         let Some(lib) = provider.nvsci() else {
             return Err(Error::Unsupported {
@@ -187,15 +205,22 @@ impl StreamBuilder {
             });
         };
         let lib = lib.clone();
-        let consumers = seats
+        let links = seats
             .into_iter()
             .map(|(desc, place)| match place {
-                Place::There(ep) => RingConsumer::Remote(ep),
-                _ => RingConsumer::Local(desc.engine),
+                Place::There(ep) => SeatLink::Remote(ep, Some(desc.engine)),
+                Place::ThereLater(ep) => SeatLink::Reserved(ep, desc.engine),
+                _ => SeatLink::Local(desc.engine),
             })
             .collect();
-        let (ring, engines, remotes) =
-            super::backend::ipc::build_producer(&lib, format, config, &producer, consumers)?;
-        FrameRing::with_plan(config, Arc::new(ring), &producer, &engines, Some(&plan), remotes, None)
+        let side = super::backend::ipc::build_producer(&lib, format, config, &producer, links)?;
+        // Consumers in other processes attached with their own mode and limit.
+        for (p, a) in plan.iter_mut().zip(&side.attached) {
+            if let Some((mode, limit)) = *a {
+                *p = SeatPlan { attached: true, mode, limit };
+            }
+        }
+        let links = Links { remotes: side.remotes, upstream: None, hub: Some(side.hub) };
+        FrameRing::with_plan(config, side.ring, &producer, &side.engines, Some(&plan), links)
     }
 }

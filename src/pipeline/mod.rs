@@ -37,7 +37,7 @@ mod ring;
 mod select;
 mod state;
 
-pub use backend::ipc::RingConsumer;
+pub use backend::ipc::{RemoteSeat, RingConsumer};
 pub use backend::{FrameRead, FrameWrite};
 pub use builder::StreamBuilder;
 pub use config::{ConsumerDesc, RingConfig, MAX_CONSUMERS, MAX_FRAMES};

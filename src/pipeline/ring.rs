@@ -24,16 +24,19 @@
 //! crate: bookkeeping lives in fixed-capacity containers, the backend replaces fences in place,
 //! and the messages to and from consumers in other processes are built and read in stack
 //! buffers (what the NvSci library does to export and import a fence is its own).
+//!
+//! Consumers in other processes are served from `links` (their frames sent, their releases,
+//! requests and departures taken, the lost ones dropped) and `seats` (one thread per seat that
+//! reads what its consumer sends while the producer is busy elsewhere, and attaches the next
+//! consumer to a vacant seat while the stream runs).
 
-use super::backend::ipc::{Received, RemoteConsumer, Upstream};
+use super::backend::ipc::{AttachHub, RemoteConsumer, RemoteSeat, Upstream};
 use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
 use super::format::FrameLayout;
 use super::party::{ConsumerEngine, ProducerEngine};
-use super::state::{
-    ConsumerSet, ConsumerStats, FrameMeta, QueueMode, SeatStatus, StreamState, Take, USER_HEADER_SIZE,
-};
+use super::state::{ConsumerStats, FrameMeta, QueueMode, SeatStatus, StreamState, Take, USER_HEADER_SIZE};
 use crate::buf::BufObj;
 use crate::error::{invalid, Error, IpcError, Result, RingError, RingWait};
 use crate::sync::{Fence, SyncObj};
@@ -52,6 +55,8 @@ struct Shared {
     deferred: Option<Error>,
     /// Whether the producer in another process ended the stream (a consumer process).
     ended: bool,
+    /// Whether the producer is ending the stream (it sends no frame any more).
+    ending: bool,
 }
 
 /// What the parties of one ring share.
@@ -60,10 +65,20 @@ pub(crate) struct Inner {
     config: RingConfig,
     shared: Mutex<Shared>,
     changed: Condvar,
+    /// Notified when a consumer in another process is dropped (its seat is free): the seat
+    /// service waits on it, not on `changed`, which every frame notifies.
+    seat_freed: Condvar,
     producer_engine: Engine,
     /// The engine of each seat (attached or reserved).
     consumer_engines: heapless::Vec<Engine, MAX_CONSUMERS>,
     pub(crate) backend: Arc<dyn RingBackend>,
+    /// What attaches consumers in other processes to vacant seats while the stream runs (it
+    /// holds the backend too: before the endpoints, so that they close after it).
+    hub: Option<Arc<AttachHub>>,
+    /// Whether the seat service runs: it alone then reads the endpoints of mailbox consumers in
+    /// other processes (the producer waits for the state it updates), so no wake-up of the event
+    /// descriptor is lost to a second reader.
+    serviced: std::sync::atomic::AtomicBool,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
     // Endpoints after the backend: they close after the frames, sync objects and fences
@@ -73,6 +88,19 @@ pub(crate) struct Inner {
     /// The producer in another process (a consumer's process).
     upstream: Option<Upstream>,
 }
+
+/// What joins a ring to other processes: its consumers there (a producer's process) or its
+/// producer there (a consumer's process), and what attaches consumers in other processes
+/// while the stream runs.
+#[derive(Default)]
+pub(crate) struct Links {
+    pub(crate) remotes: Vec<RemoteConsumer>,
+    pub(crate) upstream: Option<Upstream>,
+    pub(crate) hub: Option<Arc<AttachHub>>,
+}
+
+mod links;
+mod seats;
 
 /// Ring identities: never reused within a process.
 static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
@@ -85,6 +113,16 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 fn deadline_after(timeout: Duration) -> Instant {
     let now = Instant::now();
     now.checked_add(timeout).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+/// A copy of a [`IpcError::PeerGone`] (reported once by the producer's next acquire).
+fn clone_gone(e: &Error) -> Error {
+    match e {
+        Error::Ipc(IpcError::PeerGone { endpoint, during }) => {
+            Error::Ipc(IpcError::PeerGone { endpoint: endpoint.clone(), during })
+        }
+        other => Error::Ipc(IpcError::PeerGone { endpoint: other.to_string(), during: "a session" }),
+    }
 }
 
 /// CLOCK_MONOTONIC now, in nanoseconds: a frame's default capture time.
@@ -129,6 +167,22 @@ impl Inner {
         }
     }
 
+    fn remote_seats(&self) -> Vec<RemoteSeat> {
+        let sh = self.shared();
+        self.remotes
+            .iter()
+            .map(|r| {
+                let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                rec.attached = sh.st.status(r.consumer) == SeatStatus::Attached;
+                rec
+            })
+            .collect()
+    }
+
+    fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        (consumer < self.config.consumers).then(|| self.shared().st.stats(consumer))
+    }
+
     pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
         self.backend.cpu_waiter()
     }
@@ -154,190 +208,6 @@ impl Inner {
             None => Ok(()),
         }
     }
-
-    /// The consumer in another process with ring index `consumer`.
-    fn remote(&self, consumer: usize) -> Option<&RemoteConsumer> {
-        self.remotes.iter().find(|r| r.consumer == consumer)
-    }
-
-    /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
-    /// ([`IpcError::PeerGone`]): the producer no longer waits for it. Only a gone peer is
-    /// dropped: its endpoint was closed or reset, which a consumer process does only after its
-    /// ring waited for its fences (or when the process died, and its engines with it), so the
-    /// slots it held can be reused. A live consumer is never dropped: its held slots stay held
-    /// until it releases them.
-    fn drop_remote(&self, consumer: usize, why: &Error) {
-        debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
-        {
-            let mut sh = self.shared();
-            if sh.st.status(consumer) == SeatStatus::Vacant {
-                return;
-            }
-            sh.st.kill(consumer);
-            for s in 0..self.config.frames {
-                // Its process no longer signals: nothing of it is left to wait for.
-                self.backend.clear(s, Point::Release(consumer));
-            }
-        }
-        log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
-        self.changed.notify_all();
-    }
-
-    /// Sends a presented frame to the consumers in other processes it was offered to. One
-    /// whose peer is gone is dropped; one the frame could not be sent to for another reason (a
-    /// fence export that failed, a full channel) stays attached and misses this frame (it does
-    /// not hold the slot). Either way the error is reported by the producer's next acquire.
-    fn send_to_remotes(&self, index: usize, meta: &FrameMeta, to: ConsumerSet) {
-        let sequence = meta.sequence;
-        for r in &self.remotes {
-            if !to.contains(r.consumer) {
-                continue;
-            }
-            if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout) {
-                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(r.consumer, &e);
-                } else {
-                    log::warn!(
-                        "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
-                        self.id,
-                        r.consumer
-                    );
-                    let _ = self.shared().st.consumer_release(r.consumer, index, false);
-                    self.changed.notify_all();
-                }
-                self.shared().deferred.get_or_insert(e);
-            }
-        }
-    }
-
-    /// Takes one release message of a consumer in another process.
-    fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
-        let c = r.consumer;
-        let (slot, seq, desc) = r.recv_release(timeout)?;
-        {
-            let sh = self.shared();
-            if sh.st.status(c) == SeatStatus::Vacant {
-                // Dropped from the multicast already: what it sends is no longer waited for.
-                return Ok(());
-            }
-            if !sh.st.holds(c, slot) || sh.st.sequence(slot) != Some(seq) {
-                return Err(r.protocol_error(format!(
-                    "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
-                )));
-            }
-        }
-        self.backend.import_fence(slot, Point::Release(c), &desc)?;
-        // A release with no fence hands the frame back unread.
-        let read = desc.as_bytes().iter().any(|&b| b != 0);
-        let _ = self.shared().st.consumer_release(c, slot, read);
-        self.changed.notify_all();
-        Ok(())
-    }
-
-    /// Takes the releases of consumers in other processes until none of them holds slot
-    /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
-    /// and its error returned; any other error (a release that does not fit the ring's state,
-    /// a fence that cannot be imported) is returned and the consumer stays attached.
-    fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
-        loop {
-            let (waiting, sequence) = {
-                let sh = self.shared();
-                (sh.st.holders(index).0 & self.remote_mask, sh.st.sequence(index).unwrap_or(0))
-            };
-            if waiting == 0 {
-                return Ok(());
-            }
-            let c = waiting.trailing_zeros() as usize;
-            let Some(r) = self.remote(c) else { return Ok(()) };
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.take_remote_release(r, left) {
-                Ok(()) => {}
-                Err(Error::Ipc(IpcError::Timeout { .. })) => {
-                    return Err(self.timeout(RingWait::RemoteRelease {
-                        slot: index,
-                        sequence,
-                        consumer: c,
-                        endpoint: r.name().to_owned(),
-                    }));
-                }
-                Err(e) => {
-                    if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                        self.drop_remote(c, &e);
-                    }
-                    return Err(e);
-                }
-            }
-        }
-    }
-
-    /// Ends the stream for every consumer in another process still attached, then takes back
-    /// the frames they hold, all against one deadline (the ring's timeout from now): each
-    /// consumer is told first, so none waits for the end while the producer waits for
-    /// another's frames.
-    fn end_remotes(&self) {
-        let deadline = deadline_after(self.config.timeout);
-        for r in &self.remotes {
-            let c = r.consumer;
-            if self.shared().st.status(c) == SeatStatus::Vacant {
-                continue;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if let Err(e) = r.send_end(left) {
-                log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
-                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(c, &e);
-                }
-            }
-        }
-        for s in 0..self.config.frames {
-            if let Err(e) = self.reclaim_remotes(s, deadline) {
-                log::warn!("frame ring {}: slot {s} not handed back by every consumer: {e}", self.id);
-            }
-        }
-    }
-
-    /// A consumer process: receives the next frame from the producer's process and records its
-    /// present fence and metadata.
-    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
-        if self.shared().ended {
-            return Err(up.ended());
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        match up.recv(left) {
-            Ok(Received::Frame(slot, meta, desc)) => {
-                let seq = meta.sequence;
-                let free = slot < self.config.frames && self.shared().st.holders(slot).is_empty();
-                let taken = if !free {
-                    Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
-                } else {
-                    self.backend.import_fence(slot, Point::Present, &desc)
-                };
-                if let Err(e) = taken {
-                    // The frame is not taken: hand it straight back, with no fence (nothing
-                    // read it), so the producer does not wait for it.
-                    if slot < self.config.frames {
-                        if let Err(sent) = up.send_unread(slot, seq, self.config.timeout) {
-                            log::warn!(
-                                "frame ring {}: frame {seq} could not be handed back: {sent}",
-                                self.id
-                            );
-                        }
-                    }
-                    return Err(e);
-                }
-                self.shared()
-                    .st
-                    .arrive(slot, meta)
-                    .map_err(|_| up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
-            }
-            Ok(Received::End) => {
-                self.shared().ended = true;
-                Err(up.ended())
-            }
-            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(self.timeout(RingWait::Frame)),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 impl Drop for Inner {
@@ -355,7 +225,13 @@ impl Drop for Inner {
             }),
             Err(_) => false,
         };
-        if !all_done {
+        if all_done {
+            // A consumer process leaves: every fence of it expired, so its seat is free for the
+            // next consumer (and the endpoint's close that follows is no death).
+            if let Some(up) = &self.upstream {
+                up.send_detach(timeout.min(Duration::from_millis(100)));
+            }
+        } else {
             log::error!(
                 "frame ring dropped with fences that did not expire within {timeout:?}; leaking its buffers"
             );
@@ -388,7 +264,7 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
     ) -> Result<Self> {
-        Self::with_links(config, backend, producer, consumers, Vec::new(), None)
+        Self::with_links(config, backend, producer, consumers, Links::default())
     }
 
     /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
@@ -399,10 +275,9 @@ impl FrameRing {
         backend: Arc<dyn RingBackend>,
         producer: &Engine,
         consumers: &[Engine],
-        remotes: Vec<RemoteConsumer>,
-        upstream: Option<Upstream>,
+        links: Links,
     ) -> Result<Self> {
-        Self::with_plan(config, backend, producer, consumers, None, remotes, upstream)
+        Self::with_plan(config, backend, producer, consumers, None, links)
     }
 
     /// As [`with_links`](Self::with_links), with a plan per seat.
@@ -412,9 +287,9 @@ impl FrameRing {
         producer: &Engine,
         consumers: &[Engine],
         plan: Option<&[SeatPlan]>,
-        remotes: Vec<RemoteConsumer>,
-        upstream: Option<Upstream>,
+        links: Links,
     ) -> Result<Self> {
+        let Links { remotes, upstream, hub } = links;
         config.validate()?;
         let mut consumer_engines = heapless::Vec::new();
         for c in consumers {
@@ -444,11 +319,20 @@ impl FrameRing {
         let inner = Inner {
             id: NEXT_RING_ID.fetch_add(1, Ordering::Relaxed),
             config,
-            shared: Mutex::new(Shared { st, external_present: 0, deferred: None, ended: false }),
+            shared: Mutex::new(Shared {
+                st,
+                external_present: 0,
+                deferred: None,
+                ended: false,
+                ending: false,
+            }),
             changed: Condvar::new(),
+            seat_freed: Condvar::new(),
             producer_engine: producer.clone(),
             consumer_engines,
             backend,
+            hub,
+            serviced: std::sync::atomic::AtomicBool::new(false),
             remote_mask,
             remotes,
             upstream,
@@ -481,7 +365,8 @@ impl FrameRing {
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
         let inner = &self.inner;
         let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
-        let producer = Producer { engine, inner: inner.clone() };
+        let service = seats::SeatService::start(inner)?;
+        let producer = Producer { engine, inner: inner.clone(), service };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
         for (id, e) in inner.consumer_engines.iter().enumerate() {
             if inner.remote_mask & (1 << id) != 0 || inner.shared().st.status(id) != SeatStatus::Attached {
@@ -669,6 +554,8 @@ pub struct Producer {
     // touch.
     pub(crate) engine: ProducerEngine,
     pub(crate) inner: Arc<Inner>,
+    /// The threads that serve the seats of consumers in other processes.
+    service: Option<seats::SeatService>,
 }
 
 impl std::fmt::Debug for Producer {
@@ -679,6 +566,9 @@ impl std::fmt::Debug for Producer {
 
 impl Drop for Producer {
     fn drop(&mut self) {
+        // The seat service first (it waits at most one step of an attach), so that nothing
+        // attaches while the stream ends.
+        drop(self.service.take());
         self.inner.end_remotes();
     }
 }
@@ -745,6 +635,19 @@ impl Producer {
     /// A handle that attaches consumers to this stream while it runs (from any thread).
     pub fn attacher(&self) -> Attacher {
         Attacher { inner: self.inner.clone() }
+    }
+
+    /// The seats of consumers in other processes: who is attached, and how many consumers
+    /// attached, were refused, left and were lost (also from any thread:
+    /// [`Attacher::remote_seats`]).
+    pub fn remote_seats(&self) -> Vec<RemoteSeat> {
+        self.inner.remote_seats()
+    }
+
+    /// The counters of consumer `consumer` as this process sees them (for a consumer in another
+    /// process: frames sent to it, and frames skipped for it), since it attached.
+    pub fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        self.inner.consumer_stats(consumer)
     }
 
     fn check(&self, frame: &ProducerFrame) -> Result<()> {
@@ -857,11 +760,20 @@ impl Producer {
                 // Replaced in a mailbox before the consumer took it: it never read the frame.
                 inner.backend.clear(old, Point::Release(c));
             }
-            out.send_to
+            // The endpoint session each consumer in another process was attached in when it
+            // was offered the frame (under the lock that attaches and drops them).
+            let mut sessions = [0u64; MAX_CONSUMERS];
+            for r in &inner.remotes {
+                if out.send_to.contains(r.consumer) {
+                    sessions[r.consumer] = r.attached_session.load(Ordering::Acquire);
+                }
+            }
+            (out.send_to, sessions)
         };
         inner.changed.notify_all();
+        let (to_remotes, sessions) = to_remotes;
         if !to_remotes.is_empty() {
-            inner.send_to_remotes(frame.index, &meta, to_remotes);
+            inner.send_to_remotes(frame.index, &meta, to_remotes, &sessions);
         }
         Ok(())
     }
@@ -948,27 +860,22 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                 if left.is_zero() {
                     return Err(inner.timeout(RingWait::FreeSlot { slot, sequence, holders }));
                 }
-                let nap = if remote_held.is_empty() {
-                    left
-                } else {
-                    // Releases of consumers in other processes arrive on their endpoints:
-                    // take those already there, and look again soon.
-                    for r in &inner.remotes {
-                        if inner.shared().st.holders_of(r.consumer) == 0 {
-                            continue;
-                        }
-                        match inner.take_remote_release(r, Duration::ZERO) {
-                            Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                            Err(e) => {
-                                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                                    inner.drop_remote(r.consumer, &e);
-                                }
-                                return Err(e);
-                            }
-                        }
+                // Releases of FIFO consumers in other processes arrive on their endpoints: take
+                // those already there, and look again soon. Those of mailbox consumers are taken
+                // by the seat service, which wakes this wait.
+                let mut polled = false;
+                for r in &inner.remotes {
+                    let holds = inner.shared().st.holders_of(r.consumer) != 0;
+                    if !holds || inner.read_by_service(r.consumer) {
+                        continue;
                     }
-                    left.min(Duration::from_millis(1))
-                };
+                    polled = true;
+                    match inner.take_remote_release(r, Duration::ZERO) {
+                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                let nap = if polled { left.min(Duration::from_millis(1)) } else { left };
                 let sh = inner.shared();
                 if sh.st.has_free_slot() {
                     continue;
@@ -1061,6 +968,16 @@ impl Attacher {
     /// The ring's identity.
     pub fn ring_id(&self) -> u64 {
         self.inner.id
+    }
+
+    /// The seats of consumers in other processes ([`Producer::remote_seats`]), from any thread.
+    pub fn remote_seats(&self) -> Vec<RemoteSeat> {
+        self.inner.remote_seats()
+    }
+
+    /// Consumer `consumer`'s counters ([`Producer::consumer_stats`]), from any thread.
+    pub fn consumer_stats(&self, consumer: usize) -> Option<ConsumerStats> {
+        self.inner.consumer_stats(consumer)
     }
 }
 
@@ -1166,7 +1083,25 @@ impl Consumer {
         let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
             (Some(up), None) => {
-                inner.receive(up, deadline)?;
+                // A mailbox consumer asks for the newest frame (its mailbox is the producer's),
+                // unless the end of the stream (or the answer to an earlier request) is there
+                // already: a peer that ended the stream and closed its end leaves no room to
+                // write into until what it sent is read.
+                let mut there = false;
+                if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
+                    match inner.receive(up, Instant::now()) {
+                        Ok(()) => there = true,
+                        Err(Error::Ring(RingError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                if !there {
+                    match up.ask(inner.config.timeout.min(Duration::from_millis(100))) {
+                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Err(e) => return Err(e),
+                    }
+                    inner.receive(up, deadline)?;
+                }
                 inner
                     .shared()
                     .st

@@ -1,13 +1,15 @@
 //! Choosing where frames come from: an NvSci library (NVIDIA's, or the mock) or the Vulkan
 //! fallback. The choice is a [`Backend`]; the rings it builds hold one dynamic backend.
 
-use super::backend::ipc::RingConsumer;
+use super::backend::ipc::{RingConsumer, SeatLink};
 use super::backend::nvsci::NvSciProvider;
 use super::backend::Provider;
+use super::config::ConsumerDesc;
 use super::config::RingConfig;
 use super::config::MAX_CONSUMERS;
 use super::engine::Engine;
 use super::format::FrameFormat;
+use super::ring::Links;
 use super::ring::{Consumer, FrameRing};
 use crate::error::{invalid, Error, Result};
 use crate::NvSci;
@@ -443,9 +445,16 @@ impl FrameRing {
                 format!("{} consumers for config.consumers = {}", consumers.len(), config.consumers),
             ));
         }
-        let (ring, engines, remotes) =
-            super::backend::ipc::build_producer(lib, format, config, producer, consumers)?;
-        FrameRing::with_links(config, Arc::new(ring), producer, &engines, remotes, None)
+        let seats = consumers
+            .into_iter()
+            .map(|c| match c {
+                RingConsumer::Local(e) => SeatLink::Local(e),
+                RingConsumer::Remote(ep) => SeatLink::Remote(ep, None),
+            })
+            .collect();
+        let side = super::backend::ipc::build_producer(lib, format, config, producer, seats)?;
+        let links = Links { remotes: side.remotes, upstream: None, hub: Some(side.hub) };
+        FrameRing::with_links(config, side.ring, producer, &side.engines, links)
     }
 }
 
@@ -466,17 +475,51 @@ impl Consumer {
         engine: Engine,
         timeout: std::time::Duration,
     ) -> Result<Self> {
-        let (ring, frames, upstream) =
-            super::backend::ipc::connect_consumer(lib, ep, format, &engine, timeout)?;
+        Self::connect_with(lib, ep, format, ConsumerDesc::new(engine), timeout)
+    }
+
+    /// As [`connect`](Self::connect), as the consumer `desc` describes: its engine (which must
+    /// be the seat's), its queue mode and its limit. Attaches to a stream that is being built
+    /// or one that runs (a seat the producer declared with
+    /// [`StreamBuilder::remote_consumer`](super::StreamBuilder::remote_consumer) or
+    /// [`reserve_remote`](super::StreamBuilder::reserve_remote), vacant), and gets frames from
+    /// the producer's next present on. A mailbox consumer's mailbox is in the producer's
+    /// process: each acquire asks for the newest frame and gets it at once, or the next one
+    /// presented; the producer never waits for it beyond the frames it holds.
+    ///
+    /// A producer that refuses the attach answers
+    /// [`RingError::AttachRefused`](crate::RingError::AttachRefused) naming what
+    /// did not fit (the engine, the format, a limit of 0, a stale offer); a session the
+    /// producer's side ends during the attach (it reopens a seat whose consumer left) is
+    /// attached again on a new endpoint session, until `timeout` passes. Dropping the consumer
+    /// detaches it once its fences expired: the seat is free for the next one.
+    pub fn connect_with(
+        lib: &NvSci,
+        ep: crate::ipc::IpcEndpoint,
+        format: FrameFormat,
+        desc: ConsumerDesc,
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
+        let deadline = std::time::Instant::now() + timeout;
+        let (ipc, name) = (ep.ipc().clone(), ep.name().to_owned());
+        let mut ep = Some(ep);
+        let (ring, frames, upstream) = loop {
+            let e = match ep.take() {
+                Some(e) => e,
+                None => crate::ipc::IpcEndpoint::open(&ipc, &name)?,
+            };
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match super::backend::ipc::connect_consumer(lib, e, format, &desc, left) {
+                Err(Error::Ipc(crate::IpcError::PeerGone { .. })) if std::time::Instant::now() < deadline => {
+                    // The producer's side ended the session: a new one, on a new handle.
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                r => break r?,
+            }
+        };
         let config = RingConfig::default().with_frames(frames).with_consumers(1).with_timeout(timeout);
-        let ring = FrameRing::with_links(
-            config,
-            Arc::new(ring),
-            &Engine::Cpu,
-            &[engine],
-            Vec::new(),
-            Some(upstream),
-        )?;
+        let links = Links { remotes: Vec::new(), upstream: Some(upstream), hub: None };
+        let ring = FrameRing::with_links(config, Arc::new(ring), &Engine::Cpu, &[desc.engine], links)?;
         ring.into_consumer()
     }
 }

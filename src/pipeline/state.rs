@@ -13,8 +13,11 @@
 //! * A consumer's limit caps what it holds and has queued: a frame offered beyond it is skipped
 //!   for that consumer. A FIFO consumer without a lower limit than the ring's frames paces the
 //!   producer; a mailbox consumer holds the producer back by at most the frames it holds.
-//! * A consumer in another process has no queue here: a frame offered to it is sent and held
-//!   until its release comes back.
+//! * A FIFO consumer in another process has no queue here: a frame offered to it is sent and
+//!   held until its release comes back. A mailbox consumer in another process has its mailbox
+//!   here, in the producer's process: a frame is sent to it only when it asks for one
+//!   ([`StreamState::request`]), so a frame it never asked for is replaced here without any
+//!   message, and the producer never waits for it beyond the frames it holds.
 //! * Consumers attach to vacant seats and get frames from the next present on; a detached
 //!   consumer's queued frames go back at once and the frames it holds as it releases them; a
 //!   killed one (a process gone) gives everything back at once.
@@ -112,6 +115,8 @@ struct Seat {
     queue: heapless::Deque<usize, MAX_FRAMES>,
     /// Slots taken and not released (for a remote consumer: sent and not released).
     held: u32,
+    /// A mailbox consumer in another process asked for a frame and was not sent one yet.
+    wants: bool,
     stats: ConsumerStats,
 }
 
@@ -160,6 +165,9 @@ pub(crate) enum Misfit {
     NotHeld,
     /// The producer does not hold that slot.
     NotProducers,
+    /// A request for a frame from a consumer that is not an attached mailbox consumer in
+    /// another process.
+    NoRemoteMailbox,
 }
 
 /// The stream's state: `frames` slots, `seats` consumer seats.
@@ -190,6 +198,7 @@ impl StreamState {
                 limit: frames,
                 queue: heapless::Deque::new(),
                 held: 0,
+                wants: false,
                 stats: ConsumerStats::default(),
             }),
             next: 0,
@@ -298,7 +307,7 @@ impl StreamState {
             if seat.status != SeatStatus::Attached {
                 continue;
             }
-            if seat.mode == QueueMode::Mailbox && !seat.remote {
+            if seat.mode == QueueMode::Mailbox {
                 while let Some(old) = seat.queue.pop_front() {
                     self.slots[old].holders &= !bit;
                     seat.stats.skipped += 1;
@@ -311,22 +320,58 @@ impl StreamState {
                 continue;
             }
             self.slots[slot].holders |= bit;
-            if seat.remote {
+            if seat.remote && seat.mode == QueueMode::Fifo {
                 seat.held |= 1 << slot;
+                seat.stats.delivered += 1;
+                seat.stats.last_sequence = Some(meta.sequence);
                 out.send_to.0 |= bit;
             } else {
                 // Cannot overflow: at most one entry per slot.
                 let _ = seat.queue.push_back(slot);
+                let remote = seat.remote;
+                if remote && self.serve(c).is_some() {
+                    out.send_to.0 |= bit;
+                }
             }
         }
         Ok(out)
+    }
+
+    /// A mailbox consumer `c` in another process asks for a frame: the newest frame in its
+    /// mailbox, now (it holds it from here on; the caller sends it), or else the next one
+    /// presented (the present's [`Presented::send_to`] names it). A consumer that is not an
+    /// attached mailbox consumer in another process gets nothing (`Err`).
+    pub(crate) fn request(&mut self, c: usize) -> Result<Option<(usize, FrameMeta)>, Misfit> {
+        let seat = &mut self.seat[c];
+        if !seat.remote || seat.mode != QueueMode::Mailbox || seat.status != SeatStatus::Attached {
+            return Err(Misfit::NoRemoteMailbox);
+        }
+        seat.wants = true;
+        Ok(self.serve(c))
+    }
+
+    /// Hands a remote mailbox consumer that asked for a frame the one in its mailbox, while it
+    /// holds fewer than its limit (a release makes room: call it again then).
+    pub(crate) fn serve(&mut self, c: usize) -> Option<(usize, FrameMeta)> {
+        let seat = &mut self.seat[c];
+        if !seat.wants || seat.status != SeatStatus::Attached || seat.held.count_ones() as usize >= seat.limit
+        {
+            return None;
+        }
+        let slot = seat.queue.pop_front()?;
+        seat.wants = false;
+        seat.held |= 1 << slot;
+        let meta = self.slots[slot].meta?;
+        seat.stats.delivered += 1;
+        seat.stats.last_sequence = Some(meta.sequence);
+        Some((slot, meta))
     }
 
     /// Consumer `c` takes its next queued frame (a FIFO consumer's oldest, a mailbox
     /// consumer's newest and only one).
     pub(crate) fn consumer_take(&mut self, c: usize) -> Option<(usize, FrameMeta)> {
         let seat = &mut self.seat[c];
-        if seat.status != SeatStatus::Attached {
+        if seat.status != SeatStatus::Attached || seat.remote {
             return None;
         }
         let slot = seat.queue.pop_front()?;
@@ -400,6 +445,7 @@ impl StreamState {
         seat.status = SeatStatus::Attached;
         seat.mode = mode;
         seat.limit = limit.clamp(1, self.frames);
+        seat.wants = false;
         seat.stats = ConsumerStats::default();
         Some(c)
     }
@@ -417,6 +463,7 @@ impl StreamState {
             self.slots[s].holders &= !bit;
             let _ = back.push(s);
         }
+        seat.wants = false;
         seat.status = SeatStatus::Detaching;
         self.settle(c);
         back
@@ -433,6 +480,7 @@ impl StreamState {
             back |= 1 << s;
         }
         seat.held = 0;
+        seat.wants = false;
         seat.status = SeatStatus::Vacant;
         for s in 0..self.frames {
             self.slots[s].holders &= !bit;
@@ -478,6 +526,12 @@ impl StreamState {
             }
             if seat.mode == QueueMode::Mailbox {
                 assert!(seat.queue.len() <= 1, "mailbox {c} holds more than one frame");
+            }
+            if seat.wants {
+                assert!(
+                    seat.remote && seat.mode == QueueMode::Mailbox && seat.status == SeatStatus::Attached,
+                    "seat {c} wants a frame but is no attached remote mailbox"
+                );
             }
             let seqs: Vec<u64> = seat
                 .queue

@@ -66,11 +66,15 @@ pub(crate) struct RemoteLists {
     pub(crate) waiters: SyncAttrList,
 }
 
-/// A consumer of a ring being built: one in this process on its engine, or one in another
-/// process by its lists (its release object comes later, [`NvSciRing::set_remote_release`]).
+/// A consumer of a ring being built: one in this process on its engine, one in another
+/// process by its lists (its release object comes later, [`NvSciRing::set_remote_release`]),
+/// or a seat reserved for a consumer in another process that attaches later, on this engine
+/// (its lists are made here on its behalf; its release object comes when it attaches,
+/// [`NvSciRing::attach_release`]).
 pub(crate) enum Member<'a> {
     Local(&'a Engine),
     Remote(&'a RemoteLists),
+    Reserved(&'a Engine),
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,6 +131,10 @@ pub(crate) struct NvSciRing {
     /// Per consumer, its release object (`None` for a consumer in another process until its
     /// object is imported).
     releases: heapless::Vec<Option<SyncObj>, MAX_CONSUMERS>,
+    /// Per consumer in another process, the release object of the consumer attached to its seat
+    /// while the stream runs ([`attach_release`](Self::attach_release)); it takes the place of
+    /// the one in `releases`.
+    attached: heapless::Vec<Mutex<Option<SyncObj>>, MAX_CONSUMERS>,
     module: SyncModule,
 }
 
@@ -151,7 +159,7 @@ impl NvSciRing {
             config.gpu_cache,
         )?];
         for c in consumers {
-            if let Member::Local(c) = c {
+            if let Member::Local(c) | Member::Reserved(c) = c {
                 lists.push(format.attr_list(
                     bufm,
                     Perm::ReadOnly,
@@ -165,7 +173,7 @@ impl NvSciRing {
         let local: Vec<&Engine> = consumers
             .iter()
             .filter_map(|c| match c {
-                Member::Local(e) => Some(*e),
+                Member::Local(e) | Member::Reserved(e) => Some(*e),
                 Member::Remote(_) => None,
             })
             .collect();
@@ -183,7 +191,7 @@ impl NvSciRing {
         for c in consumers {
             let _ = releases.push(match c {
                 Member::Local(c) => Some(sync_object(module, c, &[producer], &[])?),
-                Member::Remote(_) => None,
+                Member::Remote(_) | Member::Reserved(_) => None,
             });
         }
 
@@ -199,7 +207,7 @@ impl NvSciRing {
             for c in consumers {
                 let _ = views.push(match c {
                     Member::Local(_) => Some(buffer.dup_with_reduced_perm(Perm::ReadOnly)?),
-                    Member::Remote(_) => None,
+                    Member::Remote(_) | Member::Reserved(_) => None,
                 });
                 let _ = fences.push(Mutex::new(Fence::cleared()));
             }
@@ -211,7 +219,8 @@ impl NvSciRing {
             });
         }
         let layout = layout.ok_or_else(|| invalid("config.frames", "a ring needs frames"))?;
-        Ok((Self { layout, slots, present, releases, module: module.clone() }, reconciled))
+        let attached = consumers.iter().map(|_| Mutex::new(None)).collect();
+        Ok((Self { layout, slots, present, releases, attached, module: module.clone() }, reconciled))
     }
 
     /// A consumer process's view of a ring: the imported read-only frames and present object,
@@ -235,7 +244,9 @@ impl NvSciRing {
             .collect();
         let mut releases = heapless::Vec::new();
         let _ = releases.push(Some(release));
-        Self { layout, slots, present, releases, module }
+        let mut attached = heapless::Vec::new();
+        let _ = attached.push(Mutex::new(None));
+        Self { layout, slots, present, releases, attached, module }
     }
 
     /// The read-write buffer of slot `slot` (producer side).
@@ -253,6 +264,19 @@ impl NvSciRing {
         let r = self.releases.get_mut(consumer).ok_or_else(no_consumer)?;
         *r = Some(obj);
         Ok(())
+    }
+
+    /// Records (`Some`) or forgets (`None`) the release object of the consumer in another
+    /// process attached to seat `consumer` while the stream runs. Fences of an earlier object
+    /// hold that object and stay valid; the ring clears them when it drops their consumer.
+    pub(crate) fn attach_release(&self, consumer: usize, obj: Option<SyncObj>) -> Result<()> {
+        *lock(self.attached.get(consumer).ok_or_else(no_consumer)?) = obj;
+        Ok(())
+    }
+
+    /// The producer's waiter lists need this ring's sync module.
+    pub(crate) fn sync_module(&self) -> &SyncModule {
+        &self.module
     }
 
     fn fence(&self, slot: usize, point: Point) -> Result<&Mutex<Fence>> {
@@ -341,6 +365,15 @@ impl RingBackend for NvSciRing {
     }
 
     fn import_fence(&self, slot: usize, point: Point, desc: &FenceDescriptor) -> Result<()> {
+        if let Point::Release(c) = point {
+            let attached = lock(self.attached.get(c).ok_or_else(no_consumer)?);
+            if let Some(obj) = attached.as_ref() {
+                let fence = obj.import_fence(desc)?;
+                drop(attached);
+                *lock(self.fence(slot, point)?) = fence;
+                return Ok(());
+            }
+        }
         let fence = self.object(point)?.import_fence(desc)?;
         *lock(self.fence(slot, point)?) = fence;
         Ok(())

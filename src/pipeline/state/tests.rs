@@ -17,6 +17,7 @@ enum Op {
     Attach(bool, usize),
     Detach(usize),
     Kill(usize),
+    Request(usize),
 }
 
 fn op(seats: usize) -> impl Strategy<Value = Op> {
@@ -30,6 +31,7 @@ fn op(seats: usize) -> impl Strategy<Value = Op> {
         1 => (any::<bool>(), 1..6usize).prop_map(|(m, l)| Op::Attach(m, l)),
         1 => (0..seats).prop_map(Op::Detach),
         1 => (0..seats).prop_map(Op::Kill),
+        2 => (0..seats).prop_map(Op::Request),
     ]
 }
 
@@ -44,6 +46,21 @@ struct Expect {
     held: Vec<(usize, u64)>,
     /// Every sequence delivered since the last attach.
     seen: BTreeSet<u64>,
+    /// A remote mailbox consumer asked for a frame and was not sent one yet.
+    wants: bool,
+    /// Most frames it may hold and have queued.
+    limit: usize,
+}
+
+/// A frame sent to remote mailbox consumer `c` (on its request, a present or a release that
+/// made room): it must be the newest offered, and it is held from now on.
+fn sent_to_mailbox(e: &mut Expect, c: usize, slot: usize, seq: u64) {
+    assert!(e.wants, "mailbox {c} was sent a frame it did not ask for");
+    assert!(e.held.len() < e.limit, "mailbox {c} was sent a frame beyond its limit");
+    assert!(e.seen.insert(seq), "sequence {seq} delivered twice to {c}");
+    assert!(e.seen.last() == Some(&seq), "sequences of {c} must increase");
+    e.wants = false;
+    e.held.push((slot, seq));
 }
 
 fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
@@ -92,18 +109,23 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                         continue;
                     }
                     let remote_c = remote & (1 << c) != 0;
-                    if e.mailbox && !remote_c && !e.offered.is_empty() {
+                    if e.mailbox && !e.offered.is_empty() {
                         assert!(out.replaced.iter().any(|r| r.0 == c), "mailbox {c} not emptied");
                         e.offered.clear();
                     }
                     if st.holders(slot).contains(c) {
-                        if remote_c {
+                        if remote_c && !e.mailbox {
                             assert!(out.send_to.contains(c));
                             e.held.push((slot, seq));
                             e.seen.insert(seq);
+                        } else if remote_c && out.send_to.contains(c) {
+                            sent_to_mailbox(e, c, slot, seq);
                         } else {
+                            assert!(!out.send_to.contains(c));
                             e.offered.push_back(seq);
                         }
+                    } else {
+                        assert!(!out.send_to.contains(c));
                     }
                 }
             }
@@ -172,6 +194,11 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                 };
                 st.consumer_release(c, slot, read).unwrap();
                 ex[c].held.remove(0);
+                if let Some((slot, meta)) = st.serve(c) {
+                    let e = &mut ex[c];
+                    assert_eq!(e.offered.pop_back(), Some(meta.sequence), "mailbox {c} sent the wrong frame");
+                    sent_to_mailbox(e, c, slot, meta.sequence);
+                }
                 // Replayed: refused.
                 if !ex[c].held.iter().any(|h| h.0 == slot) {
                     assert_eq!(st.consumer_release(c, slot, read), Err(Misfit::NotHeld));
@@ -183,7 +210,8 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                     assert!(!ex[c].attached && ex[c].held.is_empty());
                     ex[c] = Expect {
                         attached: true,
-                        mailbox: mailbox && remote & (1 << c) == 0,
+                        mailbox,
+                        limit: limit.clamp(1, frames),
                         ..Default::default()
                     };
                     assert_eq!(st.stats(c), ConsumerStats::default());
@@ -198,6 +226,7 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                     assert_eq!(back.len(), e.offered.len());
                     e.offered.clear();
                     e.attached = false;
+                    e.wants = false;
                 } else {
                     assert!(back.is_empty());
                 }
@@ -207,10 +236,38 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
                 ex[c] = Expect::default();
                 assert_eq!(st.status(c), SeatStatus::Vacant);
             }
+            Op::Request(c) => {
+                let e = &mut ex[c];
+                let requester = e.attached && e.mailbox && remote & (1 << c) != 0;
+                match st.request(c) {
+                    Err(m) => {
+                        assert!(!requester, "mailbox {c} in another process refused: {m:?}");
+                        assert_eq!(m, Misfit::NoRemoteMailbox);
+                    }
+                    Ok(sent) => {
+                        assert!(requester, "consumer {c} asked for a frame it cannot ask for");
+                        e.wants = true;
+                        match sent {
+                            Some((slot, meta)) => {
+                                assert_eq!(
+                                    e.offered.pop_back(),
+                                    Some(meta.sequence),
+                                    "mailbox {c}: wrong frame"
+                                );
+                                sent_to_mailbox(e, c, slot, meta.sequence);
+                            }
+                            None => assert!(
+                                e.offered.is_empty() || e.held.len() >= e.limit,
+                                "mailbox {c} asked with a frame waiting and room, and got nothing"
+                            ),
+                        }
+                    }
+                }
+            }
         }
         st.check();
         for (c, e) in ex.iter().enumerate() {
-            if e.attached && remote & (1 << c) == 0 {
+            if e.attached {
                 assert_eq!(st.stats(c).delivered, e.seen.len() as u64, "delivered count of {c}");
                 assert_eq!(st.stats(c).last_sequence, e.seen.last().copied());
             }
@@ -223,10 +280,10 @@ fn run(frames: usize, seats: usize, remote: u32, ops: Vec<Op>) {
     // detaches, the producer gets every slot in turn.
     st.producer_discard();
     for (c, e) in ex.iter().enumerate() {
+        st.detach(c);
         for &(slot, _) in &e.held {
             st.consumer_release(c, slot, true).unwrap();
         }
-        st.detach(c);
         assert_eq!(st.status(c), SeatStatus::Vacant, "seat {c} not vacant after releasing everything");
     }
     st.check();
@@ -254,7 +311,9 @@ proptest! {
         ops in proptest::collection::vec(op(5), 1..200),
     ) {
         let ops = ops.into_iter().filter(|o| match o {
-            Op::Take(c) | Op::Untake(c) | Op::Release(c, _) | Op::Detach(c) | Op::Kill(c) => *c < seats,
+            Op::Take(c) | Op::Untake(c) | Op::Release(c, _) | Op::Detach(c) | Op::Kill(c) | Op::Request(c) => {
+                *c < seats
+            }
             _ => true,
         }).collect();
         run(frames, seats, remote & ((1 << seats) - 1), ops);
@@ -337,4 +396,45 @@ fn a_late_consumer_gets_frames_from_the_next_present_on() {
     st.present(slot, FrameMeta::new(sequence)).unwrap();
     assert_eq!(st.consumer_take(1).map(|(_, m)| m.sequence), Some(1));
     assert_eq!(st.consumer_take(0).map(|(_, m)| m.sequence), Some(0));
+}
+
+#[test]
+fn a_mailbox_consumer_in_another_process_is_sent_the_newest_frame_only_when_it_asks() {
+    let mut st = StreamState::new(3, 1, 1);
+    st.attach(QueueMode::Mailbox, 1, |_| true).unwrap();
+    let present = |st: &mut StreamState| {
+        let Take::Slot { slot, sequence, .. } = st.producer_take() else {
+            panic!("the producer never waits")
+        };
+        (slot, st.present(slot, FrameMeta::new(sequence)).unwrap())
+    };
+    // Nothing asked: nothing sent; each frame replaces the one before in the mailbox here.
+    for _ in 0..4 {
+        let (_, out) = present(&mut st);
+        assert!(out.send_to.is_empty());
+    }
+    assert_eq!(st.stats(0).skipped, 3);
+    // Asking takes the newest (frame 3) at once.
+    let (slot, meta) = st.request(0).unwrap().unwrap();
+    assert_eq!(meta.sequence, 3);
+    assert!(st.holds(0, slot));
+    // Asking again while it holds its limit of one: nothing until it releases.
+    assert_eq!(st.request(0).unwrap(), None);
+    let (_, out) = present(&mut st);
+    assert!(out.send_to.is_empty(), "beyond its limit");
+    assert_eq!(st.stats(0).skipped, 4, "frame 4 came while it held its limit");
+    st.consumer_release(0, slot, true).unwrap();
+    assert_eq!(st.serve(0), None, "nothing waits in its mailbox");
+    // Its request still stands: the next frame goes out as it is presented.
+    let (slot, out) = present(&mut st);
+    assert!(out.send_to.contains(0));
+    assert!(st.holds(0, slot));
+    assert_eq!(st.stats(0).last_sequence, Some(5));
+    st.check();
+    // A FIFO consumer, or one in this process, cannot ask.
+    let mut fifo = StreamState::new(2, 2, 0b01);
+    fifo.attach(QueueMode::Fifo, 2, |c| c == 0).unwrap();
+    fifo.attach(QueueMode::Mailbox, 2, |c| c == 1).unwrap();
+    assert_eq!(fifo.request(0), Err(Misfit::NoRemoteMailbox));
+    assert_eq!(fifo.request(1), Err(Misfit::NoRemoteMailbox));
 }

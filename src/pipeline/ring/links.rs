@@ -1,0 +1,346 @@
+//! The ring's links to other processes: in a producer's process, the consumers there (their
+//! frames sent, their releases, requests and departures taken, the lost ones dropped, the end
+//! of the stream); in a consumer's process, the producer there (its frames received). The
+//! NvSciIpc messages themselves are `backend::ipc`'s; the state machine knows nothing of them.
+
+use super::{clone_gone, deadline_after, Inner};
+use crate::error::{Error, IpcError, Result, RingWait};
+use crate::pipeline::backend::ipc::{Back, Received, RemoteConsumer, Upstream};
+use crate::pipeline::backend::Point;
+use crate::pipeline::config::MAX_CONSUMERS;
+use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+impl Inner {
+    /// The consumer in another process with ring index `consumer`.
+    pub(super) fn remote(&self, consumer: usize) -> Option<&RemoteConsumer> {
+        self.remotes.iter().find(|r| r.consumer == consumer)
+    }
+
+    /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
+    /// ([`IpcError::PeerGone`] in endpoint session `session`): the producer no longer waits for
+    /// it. Only a gone peer is dropped: its endpoint was closed or reset, which a consumer
+    /// process does only after its ring waited for its fences (or when the process died, and
+    /// its engines with it), so the slots it held can be reused. A live consumer is never
+    /// dropped: its held slots stay held until it releases them. A session that is not the
+    /// attached consumer's (an earlier one) drops nobody. A consumer that said it leaves is
+    /// recorded as gone on purpose; one that did not is lost, and its error is reported by the
+    /// producer's next acquire (once, whoever noticed). The seat service opens a new endpoint
+    /// session for the next consumer.
+    pub(super) fn drop_remote(&self, consumer: usize, session: u64, why: &Error) {
+        debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
+        let Some(r) = self.remote(consumer) else { return };
+        let left = {
+            let mut sh = self.shared();
+            if sh.st.status(consumer) == SeatStatus::Vacant
+                || r.attached_session.load(Ordering::Acquire) != session
+            {
+                return;
+            }
+            let left = r.leaving.swap(false, Ordering::AcqRel);
+            sh.st.kill(consumer);
+            r.attached_session.store(0, Ordering::Release);
+            for s in 0..self.config.frames {
+                // Its process no longer signals: nothing of it is left to wait for.
+                self.backend.clear(s, Point::Release(consumer));
+            }
+            if !left {
+                sh.deferred.get_or_insert_with(|| clone_gone(why));
+            }
+            if let Some(hub) = &self.hub {
+                // Its fences are cleared: its release object can go (under the lock, so that
+                // it is never the next consumer's).
+                let _ = hub.ring.attach_release(consumer, None);
+            }
+            left
+        };
+        {
+            let mut rec = r.record.lock().unwrap_or_else(|e| e.into_inner());
+            if left {
+                rec.left += 1;
+            } else {
+                rec.lost += 1;
+            }
+        }
+        if left {
+            log::debug!("frame ring {}: consumer {consumer} (in another process) left", self.id);
+        } else {
+            log::warn!("frame ring {}: consumer {consumer} (in another process) dropped: {why}", self.id);
+        }
+        self.changed.notify_all();
+        self.seat_freed.notify_all();
+    }
+
+    /// Sends a presented frame to the consumers in other processes it was offered to, each in
+    /// the endpoint session it was attached in when the frame was offered (`sessions`, by
+    /// consumer). One whose peer is gone is dropped; one the frame could not be sent to for
+    /// another reason (a fence export that failed, a full channel) stays attached and misses
+    /// this frame (it does not hold the slot). Either way the error is reported by the
+    /// producer's next acquire.
+    pub(super) fn send_to_remotes(
+        &self,
+        index: usize,
+        meta: &FrameMeta,
+        to: ConsumerSet,
+        sessions: &[u64; MAX_CONSUMERS],
+    ) {
+        for r in &self.remotes {
+            if to.contains(r.consumer) {
+                self.send_frame_to(r, index, meta, sessions[r.consumer]);
+            }
+        }
+    }
+
+    /// Sends the frame in slot `index` to the consumer in another process `r` of endpoint
+    /// session `session` (which holds it already in the state).
+    pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
+        let sequence = meta.sequence;
+        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout, session) {
+            if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                // What it sent before it went (its last releases, its departure) is still there
+                // to read: a consumer that left is not counted as lost.
+                if !self.read_by_service(r.consumer) {
+                    // Unless another reader is at it (or this thread, in a read that answered a
+                    // request).
+                    if let Ok(_reading) = r.reader.try_lock() {
+                        while r.attached_session.load(Ordering::Acquire) == session
+                            && self.take_locked(r, Duration::ZERO).is_ok()
+                        {}
+                    }
+                }
+                self.drop_remote(r.consumer, session, &e);
+            } else {
+                log::warn!(
+                    "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
+                    self.id,
+                    r.consumer
+                );
+                let mut sh = self.shared();
+                if r.attached_session.load(Ordering::Acquire) == session {
+                    let _ = sh.st.consumer_release(r.consumer, index, false);
+                    sh.deferred.get_or_insert(e);
+                }
+                drop(sh);
+                self.changed.notify_all();
+            }
+        }
+    }
+
+    /// Takes one message of a consumer in another process: a release, a mailbox consumer's
+    /// request (answered at once with the newest frame, or by the next present), or its detach.
+    /// A consumer whose peer is gone is dropped here (`Ok`). A message of an endpoint session
+    /// that is not the attached consumer's is ignored.
+    pub(super) fn take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
+        let _reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
+        self.take_locked(r, timeout)
+    }
+
+    /// As [`take_remote_release`](Self::take_remote_release), unless another reader is at it
+    /// (then nothing, `Ok(false)`).
+    pub(super) fn try_take_remote_release(&self, r: &RemoteConsumer, timeout: Duration) -> Result<bool> {
+        match r.reader.try_lock() {
+            Ok(_reading) => self.take_locked(r, timeout).map(|()| true),
+            Err(_) => Ok(false),
+        }
+    }
+
+    /// [`take_remote_release`](Self::take_remote_release) with `r.reader` held.
+    fn take_locked(&self, r: &RemoteConsumer, timeout: Duration) -> Result<()> {
+        let c = r.consumer;
+        let (session, got) = r.recv(timeout);
+        let back = match got {
+            Ok(b) => b,
+            Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
+                self.drop_remote(c, session, &e);
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let current = || r.attached_session.load(Ordering::Acquire) == session;
+        let served = match back {
+            Back::Request => {
+                let mut sh = self.shared();
+                if !current() || sh.ending {
+                    return Ok(());
+                }
+                match sh.st.request(c) {
+                    Ok(served) => served,
+                    Err(_) => {
+                        return Err(r.protocol_error(format!(
+                            "a request for a frame from consumer {c}, which is not a mailbox consumer"
+                        )))
+                    }
+                }
+            }
+            Back::Detach => {
+                if current() {
+                    r.leaving.store(true, Ordering::Release);
+                }
+                let gone = Error::Ipc(IpcError::PeerGone { endpoint: r.name().to_owned(), during: "detach" });
+                self.drop_remote(c, session, &gone);
+                return Ok(());
+            }
+            Back::Released(slot, seq, desc) => {
+                // The check, the fence and the release under one hold of the lock: a consumer
+                // dropped and another attached meanwhile never has its slot released by a
+                // message of its predecessor.
+                let mut sh = self.shared();
+                if sh.st.status(c) == SeatStatus::Vacant || !current() {
+                    // Dropped from the multicast already: what it sends is no longer waited for.
+                    return Ok(());
+                }
+                if !sh.st.holds(c, slot) || sh.st.sequence(slot) != Some(seq) {
+                    return Err(r.protocol_error(format!(
+                        "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
+                    )));
+                }
+                self.backend.import_fence(slot, Point::Release(c), &desc)?;
+                // A release with no fence hands the frame back unread.
+                let read = desc.as_bytes().iter().any(|&b| b != 0);
+                let _ = sh.st.consumer_release(c, slot, read);
+                // A mailbox consumer that asked while it held its limit gets the frame waiting now.
+                let served = sh.st.serve(c);
+                drop(sh);
+                self.changed.notify_all();
+                served
+            }
+        };
+        if let Some((slot, meta)) = served {
+            self.send_frame_to(r, slot, &meta, session);
+        }
+        Ok(())
+    }
+
+    /// Whether the seat service reads consumer `c`'s endpoint: a mailbox consumer's (its
+    /// requests are answered at once, whatever the producer does). A FIFO consumer's endpoint
+    /// is read by the producer when it needs a slot back, with no other thread in the way.
+    pub(super) fn read_by_service(&self, c: usize) -> bool {
+        self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
+    }
+
+    /// Takes the releases of consumers in other processes until none of them holds slot
+    /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
+    /// (its error reported by the next acquire); any other error (a release that does not fit the ring's state,
+    /// a fence that cannot be imported) is returned and the consumer stays attached.
+    pub(super) fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
+        loop {
+            let (waiting, sequence) = {
+                let sh = self.shared();
+                (sh.st.holders(index).0 & self.remote_mask, sh.st.sequence(index).unwrap_or(0))
+            };
+            if waiting == 0 {
+                return Ok(());
+            }
+            let c = waiting.trailing_zeros() as usize;
+            let Some(r) = self.remote(c) else { return Ok(()) };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let timed_out = || {
+                self.timeout(RingWait::RemoteRelease {
+                    slot: index,
+                    sequence,
+                    consumer: c,
+                    endpoint: r.name().to_owned(),
+                })
+            };
+            if self.read_by_service(c) {
+                // The seat service reads this consumer's endpoint and applies its release under
+                // the state lock: wait for the state to change (one reader per endpoint, so no
+                // wake-up is lost to another).
+                if left.is_zero() {
+                    return Err(timed_out());
+                }
+                let sh = self.shared();
+                if sh.st.holders(index).0 & self.remote_mask == waiting {
+                    drop(self.changed.wait_timeout(sh, left).unwrap_or_else(|e| e.into_inner()));
+                }
+                continue;
+            }
+            let reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
+            // What another reader took before this one had the endpoint is in the state now.
+            if self.shared().st.holders(index).0 & (1 << c) == 0 {
+                continue;
+            }
+            let took = self.take_locked(r, left);
+            drop(reading);
+            match took {
+                Ok(()) => {}
+                Err(Error::Ipc(IpcError::Timeout { .. })) => return Err(timed_out()),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Ends the stream for every consumer in another process still attached, then takes back
+    /// the frames they hold, all against one deadline (the ring's timeout from now): each
+    /// consumer is told first, so none waits for the end while the producer waits for
+    /// another's frames.
+    pub(super) fn end_remotes(&self) {
+        let deadline = deadline_after(self.config.timeout);
+        // No frame goes out from here on, even to a mailbox consumer that asks.
+        self.shared().ending = true;
+        for r in &self.remotes {
+            let c = r.consumer;
+            if self.shared().st.status(c) == SeatStatus::Vacant {
+                continue;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let (session, sent) = r.send_end(left);
+            if let Err(e) = sent {
+                log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
+                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                    self.drop_remote(c, session, &e);
+                }
+            }
+        }
+        for s in 0..self.config.frames {
+            if let Err(e) = self.reclaim_remotes(s, deadline) {
+                log::warn!("frame ring {}: slot {s} not handed back by every consumer: {e}", self.id);
+            }
+        }
+    }
+
+    /// A consumer process: receives the next frame from the producer's process and records its
+    /// present fence and metadata.
+    pub(super) fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
+        if self.shared().ended {
+            return Err(up.ended());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match up.recv(left) {
+            Ok(Received::Frame(slot, meta, desc)) => {
+                up.answered();
+                let seq = meta.sequence;
+                let free = slot < self.config.frames && self.shared().st.holders(slot).is_empty();
+                let taken = if !free {
+                    Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
+                } else {
+                    self.backend.import_fence(slot, Point::Present, &desc)
+                };
+                if let Err(e) = taken {
+                    // The frame is not taken: hand it straight back, with no fence (nothing
+                    // read it), so the producer does not wait for it.
+                    if slot < self.config.frames {
+                        if let Err(sent) = up.send_unread(slot, seq, self.config.timeout) {
+                            log::warn!(
+                                "frame ring {}: frame {seq} could not be handed back: {sent}",
+                                self.id
+                            );
+                        }
+                    }
+                    return Err(e);
+                }
+                self.shared()
+                    .st
+                    .arrive(slot, meta)
+                    .map_err(|_| up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
+            }
+            Ok(Received::End) => {
+                self.shared().ended = true;
+                Err(up.ended())
+            }
+            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(self.timeout(RingWait::Frame)),
+            Err(e) => Err(e),
+        }
+    }
+}
