@@ -165,7 +165,7 @@ fn take_frames(
 // ------------------------------------------------------------------------------------------
 
 /// Entry point of the consumer processes the tests start: not a test of its own (ignored, so
-/// it is not counted as a pass; run with `--include-ignored` alone, it records a skip) unless
+/// it is not counted as a pass; run with `--include-ignored` alone, it is reported as not run) unless
 /// started by one of them, in which case it runs that scenario and panics (a non-zero exit) on
 /// any mismatch.
 #[test]
