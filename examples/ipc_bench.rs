@@ -15,9 +15,14 @@
 //! overlap (frames/s). The copy path writes the whole NV12 frame into a Unix socket, the
 //! consumer reads it into its own buffer and answers one byte. Runs on the mock unless NVIDIA's
 //! libraries are present.
+//!
+//! `--fanout` measures instead the same hand-off (acquire to present, `--buffers`, default 2)
+//! with 1, 2, 4, 8 and 16 consumer processes, each reading and checking every frame.
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
+use nvsci::pipeline::{
+    Backend, Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer,
+};
 use nvsci::{Error, NvSci, RingError};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -25,6 +30,41 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const T: Duration = Duration::from_secs(20);
+/// The most consumer processes `--fanout` starts.
+const MAX_FAN: usize = 16;
+
+/// The hand-off with 1, 2, 4, 8 and 16 consumer processes, each at the other end of its own
+/// endpoint, every one reading and checking every frame; `--buffers` frames (default 2: each
+/// acquire waits for every consumer's release of the frame before the last). The goal: p50 at
+/// 16 consumers within 1.5x of p50 at 1.
+fn fanout(lib: &NvSci, ipc: &Ipc, dir: &Path, a: &Args, fan: &[(String, String)]) {
+    println!("{:<44} {:>10} {:>10} {:>10}", "hand-off (round trip)", "p50 us", "p99 us", "frames/s");
+    let mut first = None;
+    for n in [1usize, 2, 4, 8, MAX_FAN] {
+        let children: Vec<_> = fan[..n].iter().map(|(_, y)| spawn_on(dir, a, "ipc", a.buffers, y)).collect();
+        let mut stream = Backend::with_library(lib.clone()).stream(format(a)).frames(a.buffers).timeout(T);
+        for (x, _) in &fan[..n] {
+            let ep = IpcEndpoint::open(ipc, x).expect("endpoint");
+            stream = stream.remote_consumer(ep, ConsumerDesc::cpu());
+        }
+        let p = stream.build().expect("producer set-up").split().expect("split").0;
+        let st = produce(p, a.frames);
+        for mut c in children {
+            assert!(c.wait().expect("child").success(), "a consumer process failed");
+        }
+        println!(
+            "{:<44} {:>10.1} {:>10.1} {:>10.1}",
+            format!("{n} consumer process(es), {} buffer(s)", a.buffers),
+            st.p50,
+            st.p99,
+            st.fps
+        );
+        let one = *first.get_or_insert(st.p50);
+        if n == MAX_FAN {
+            println!("p50 at {MAX_FAN} consumers / p50 at 1: {:.2}x (goal <= 1.5x)", st.p50 / one);
+        }
+    }
+}
 
 struct Args {
     width: u32,
@@ -32,10 +72,22 @@ struct Args {
     frames: usize,
     child: Option<String>,
     buffers: usize,
+    /// The endpoint a consumer process opens (`--ep`).
+    ep: String,
+    /// Measure the hand-off with 1, 2, 4, 8 and 16 consumer processes instead (`--fanout`).
+    fanout: bool,
 }
 
 fn parse() -> Args {
-    let mut a = Args { width: 3840, height: 2160, frames: 500, child: None, buffers: 2 };
+    let mut a = Args {
+        width: 3840,
+        height: 2160,
+        frames: 500,
+        child: None,
+        buffers: 2,
+        ep: "bench_1".into(),
+        fanout: false,
+    };
     let v: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < v.len() {
@@ -46,6 +98,12 @@ fn parse() -> Args {
             "--frames" => a.frames = next.parse().expect("--frames"),
             "--child" => a.child = Some(next),
             "--buffers" => a.buffers = next.parse().expect("--buffers"),
+            "--ep" => a.ep = next,
+            "--fanout" => {
+                a.fanout = true;
+                i += 1;
+                continue;
+            }
             other => panic!("unknown argument {other}"),
         }
         i += 2;
@@ -128,9 +186,14 @@ fn config(dir: &Path, names: &[(&str, &str)]) {
 }
 
 fn spawn(dir: &Path, a: &Args, child: &str, buffers: usize) -> std::process::Child {
+    spawn_on(dir, a, child, buffers, "bench_1")
+}
+
+fn spawn_on(dir: &Path, a: &Args, child: &str, buffers: usize, ep: &str) -> std::process::Child {
     std::process::Command::new(std::env::current_exe().expect("exe"))
         .args(["--width", &a.width.to_string(), "--height", &a.height.to_string()])
         .args(["--frames", &a.frames.to_string(), "--child", child, "--buffers", &buffers.to_string()])
+        .args(["--ep", ep])
         .env(nvsci_mock::IPC_DIR_ENV, dir)
         .spawn()
         .expect("spawn")
@@ -148,7 +211,7 @@ fn main() {
     if let Some(child) = &a.child {
         match child.as_str() {
             "ipc" => {
-                let ep = IpcEndpoint::open(&ipc, "bench_1").expect("endpoint");
+                let ep = IpcEndpoint::open(&ipc, &a.ep).expect("endpoint");
                 let seen = consume(&lib, ep, &a);
                 assert_eq!(seen, a.frames as u64, "frames the consumer process saw");
             }
@@ -167,8 +230,17 @@ fn main() {
     }
     let dir = std::env::temp_dir().join(format!("nvsci-ipc-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    config(&dir, &[("bench_0", "bench_1"), ("local_0", "local_1")]);
+    let fan: Vec<(String, String)> =
+        (0..MAX_FAN).map(|i| (format!("fan{i}_0"), format!("fan{i}_1"))).collect();
+    let mut names = vec![("bench_0", "bench_1"), ("local_0", "local_1")];
+    names.extend(fan.iter().map(|(x, y)| (x.as_str(), y.as_str())));
+    config(&dir, &names);
     nvsci_mock::set_ipc_dir(Some(&dir));
+    if a.fanout {
+        fanout(&lib, &ipc, &dir, &a, &fan);
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
     println!(
         "{}x{} NV12 ({} bytes), {} frames per run, NvSci: {:?}",
         a.width,
@@ -182,7 +254,7 @@ fn main() {
     for buffers in [2usize, 4] {
         // One process, two threads.
         let (lib2, ipc2) = (lib.clone(), ipc.clone());
-        let args2 = Args { child: None, ..a };
+        let args2 = Args { child: None, ep: a.ep.clone(), ..a };
         let a = &args2;
         let cons = std::thread::scope(|s| {
             let h = s.spawn(|| {

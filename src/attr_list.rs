@@ -652,5 +652,8 @@ impl<F: Family> core::ops::Deref for AttrListRef<'_, F> {
 
 /// Most attributes one `set` call accepts.
 pub const MAX_PAIRS: usize = 32;
-/// Most lists one reconcile or append call accepts.
-pub const MAX_LISTS: usize = 16;
+/// Most lists one reconcile or append call accepts: enough for a stream of
+/// [`MAX_CONSUMERS`](crate::pipeline::MAX_CONSUMERS) consumers, whose sync objects reconcile the
+/// producer's list, one list per consumer and the ring's own CPU waiter's.
+pub const MAX_LISTS: usize = 32;
+const _: () = assert!(MAX_LISTS >= crate::pipeline::MAX_CONSUMERS + 2);

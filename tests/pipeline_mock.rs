@@ -273,3 +273,36 @@ fn drive_os_6_0_10_reconciliation_gives_the_ring_timestamp_objects() {
         }
     }
 }
+
+/// A stream of the most consumers allowed builds (its sync objects reconcile the producer's list,
+/// one per consumer and the ring's CPU waiter's: more than 16 lists in one call) and hands every
+/// consumer each frame, the bytes the producer wrote; one consumer more is refused, naming the
+/// field.
+#[test]
+fn a_stream_of_max_consumers_builds_and_every_consumer_reads_each_frame() {
+    use nvsci::pipeline::{Backend, ConsumerDesc, MAX_CONSUMERS};
+    let backend = Backend::with_library(NvSci::mock());
+    let build = |n: usize| {
+        let mut s = backend.stream(FrameFormat::Raw { size: 4096 }).frames(2).timeout(Duration::from_secs(5));
+        for _ in 0..n {
+            s = s.consumer(ConsumerDesc::cpu());
+        }
+        s.build()
+    };
+    let (mut p, mut cs) = build(MAX_CONSUMERS).unwrap().split().unwrap();
+    assert_eq!(cs.len(), MAX_CONSUMERS);
+    for t in 0..3u8 {
+        let f = p.acquire().unwrap();
+        p.cpu_write(&f).unwrap().fill(0xa0 + t);
+        p.present(f).unwrap();
+        for c in &mut cs {
+            let f = c.acquire().unwrap();
+            assert!(c.cpu_read(&f).unwrap().iter().all(|&b| b == 0xa0 + t), "consumer {}, frame {t}", c.id());
+            c.release(f).unwrap();
+        }
+    }
+    match build(MAX_CONSUMERS + 1) {
+        Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, "consumers"),
+        other => panic!("{} consumers: {other:?}", MAX_CONSUMERS + 1),
+    }
+}
