@@ -1184,7 +1184,8 @@ fn run(a: &Args) -> Result<Report, String> {
     if let Some(d) = bt601::first_difference(last_rgba, &reference, plan.width) {
         eprintln!("the last frame's RGBA differs from the reference, first at {d:?}");
     }
-    let converter = if gpu { "CUDA" } else { "CPU" };
+    // The converter that ran: a broken one (the fault tests) is a CPU converter on any backend.
+    let converter = if gpu && plan.fault.is_none() { "CUDA" } else { "CPU" };
     let metadata = |title: String, description: String| {
         vec![
             ("Title", title),

@@ -234,8 +234,14 @@ def test_cuda_export_refusals(gpu, torch):
         assert e.value.name == "dl_device"
         with pytest.raises(AttributeError):
             f.luma.__array_interface__
+
+
+def test_cuda_export_refuses_a_stream_of_another_device(gpu, torch):
+    # Skipped before anything is made: a skip raised later would keep this frame's objects
+    # (and the mock's handles) alive in its traceback past the ledger check.
     if torch.cuda.device_count() < 2:
         pytest.skip("a stream of another device needs a second GPU")
+    producer, (consumer,) = cuda_stream(gpu)
     producer.send(pattern(1))
     with consumer.acquire() as f:
         other = torch.cuda.Stream(device=1)

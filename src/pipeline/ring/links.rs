@@ -26,7 +26,8 @@ impl Inner {
     /// dropped: its held slots stay held until it releases them. A session that is not the
     /// attached consumer's (an earlier one) drops nobody. A consumer that said it leaves is
     /// recorded as gone on purpose; one that did not is lost, and its error is reported by the
-    /// producer's next acquire (once, whoever noticed). The seat service opens a new endpoint
+    /// producer's next acquire (once, whoever noticed; losses before that acquire share the
+    /// report, and the seat's record counts each). The seat service opens a new endpoint
     /// session for the next consumer.
     pub(super) fn drop_remote(&self, consumer: usize, session: u64, why: &Error) {
         debug_assert!(matches!(why, Error::Ipc(IpcError::PeerGone { .. })), "only a gone peer is dropped");
