@@ -37,6 +37,10 @@ fn gate(dev: &cuda::CudaGpu, m: &SyncModule) -> (SyncObj, CudaSyncObj) {
 fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
     let Some(dev) = common::gpu() else { return };
     let _s = common::serial();
+    // No destroy of an earlier test may be pending while a stream is held behind a fence this
+    // thread signals later: the teardown thread's destroy would wait for the held stream, and
+    // this thread's next driver call for the destroy.
+    common::settle(&dev);
     let lib = NvSci::mock();
     let m = SyncModule::open(&lib).unwrap();
     // A CUDA waiter may not ask for timestamps (NvSciSync defines them for CPU waiters).
@@ -91,6 +95,8 @@ fn drive_os_6_0_10_timestamps_let_a_cuda_producer_present_before_the_gpu_ran_the
     use nvsci_mock::rules::{set_timestamp_rule, TimestampRule};
     let Some(dev) = common::gpu() else { return };
     let _s = common::serial();
+    // As above: nothing of an earlier test left to destroy while a stream is held.
+    common::settle(&dev);
     let lib = NvSci::mock();
     set_timestamp_rule(TimestampRule::AnyCpuWaiter);
     let ring = FrameRing::with_engines(
