@@ -134,7 +134,8 @@ impl CudaFrameMut<'_> {
         self.stream
     }
     /// Lays pitch-linear pixels from host memory out into this block-linear frame on the GPU,
-    /// as [`Producer::upload_planes`] does.
+    /// as [`Producer::upload_planes`] does (whose doc says why that one is the production path:
+    /// [`Producer::produce`] maps the frame linearly before its closure runs).
     pub fn upload_planes<H: HostSlice<u8> + ?Sized>(&self, src: &[&H]) -> Result<()> {
         upload(self.planes, self.stream, src)
     }
@@ -221,7 +222,10 @@ impl Producer {
     /// texel` bytes each, `height` rows, as [`CudaFrameMut::planes`]' arrays describe them).
     /// The ring's fences order it: the copy runs after the release waits that
     /// [`acquire`](Self::acquire) enqueued, and [`present`](Self::present) signals after it.
-    /// Nothing maps the frame linearly.
+    /// This call maps nothing linearly. [`CudaFrameMut::upload_planes`] inside
+    /// [`produce`](Self::produce) does the same copies, but `produce` maps the frame linearly
+    /// first, which the driver may refuse for a block-linear image: call this one between
+    /// `acquire` and `present` instead.
     ///
     /// Pinned host memory ([`PinnedHostSlice`](crate::cuda::cudarc::driver::PinnedHostSlice)
     /// of the producer's context) returns at once, its event guarding later writes to it; any

@@ -577,8 +577,10 @@ impl Producer {
     /// Waits (up to the ring's timeout) until a slot is free (no consumer holds it or has it
     /// queued; the one presented longest ago first), then has this party's engine wait for the
     /// slot's release fences, and hands the slot out. A CPU producer waits for them on the CPU;
-    /// a CUDA producer enqueues the waits on its stream (the CPU blocks only while every slot
-    /// is held). A consumer that holds frames holds back only those slots: a mailbox consumer
+    /// a CUDA producer enqueues the waits on its stream (the CPU blocks while every slot is
+    /// held, and for a slot no consumer read whose present fence came from
+    /// [`present_after`](Self::present_after), another engine's fence, which it waits for on
+    /// the CPU until it expires). A consumer that holds frames holds back only those slots: a mailbox consumer
     /// or one with a limit never paces the producer beyond them. A timeout is
     /// [`RingError::Timeout`] naming what was waited for ([`RingWait`]).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
@@ -1000,8 +1002,11 @@ impl std::fmt::Debug for Consumer {
 }
 
 impl Drop for Consumer {
-    /// Detaches: the frames queued for this consumer go back at once; the frames it still
-    /// holds as their tokens are released or dropped. Its seat can then be attached again.
+    /// Detaches: in the producer's process, the frames queued for this consumer go back at
+    /// once; the frames it still holds as their tokens are released or dropped. Its seat can
+    /// then be attached again. In a consumer process ([`Consumer::connect`]) this drop does
+    /// nothing itself: the departure message is sent when the process's ring drops (after the
+    /// last handle to it), once its fences expired, and the producer frees the seat then.
     fn drop(&mut self) {
         let inner = &self.inner;
         if inner.upstream.is_some() {

@@ -423,10 +423,12 @@ impl FrameRing {
     /// [`acquire`](crate::pipeline::Producer::acquire) reuses a slot only once every consumer, here or there,
     /// released it (a remote release fence arrives over the endpoint).
     ///
-    /// A consumer process that goes away (its endpoint reset or closed) or breaks the protocol
-    /// is dropped from the multicast; the producer's next acquire reports it once
-    /// ([`IpcError::PeerGone`](crate::IpcError::PeerGone) naming its endpoint, or the error
-    /// met), and the ring serves the others. Dropping the producer ends the stream for every
+    /// A consumer process that goes away (its endpoint reset or closed) is dropped from the
+    /// multicast; the producer's next acquire reports it once
+    /// ([`IpcError::PeerGone`](crate::IpcError::PeerGone) naming its endpoint), and the ring
+    /// serves the others. Any other error of a consumer process (a release that does not fit
+    /// the ring's state, a fence that cannot be imported) is returned by the producer's acquire
+    /// and the consumer stays attached. Dropping the producer ends the stream for every
     /// consumer process ([`RingError::Ended`](crate::RingError::Ended) from their next acquire)
     /// and takes back the frames they hold.
     /// Connecting waits up to `config.timeout` for each peer.
@@ -459,9 +461,11 @@ impl FrameRing {
 }
 
 impl Consumer {
-    /// Connects to the producer at the other end of `ep` (a ring built with
-    /// [`FrameRing::with_consumers`] in another process) as a consumer of `format` frames
-    /// working on `engine`: imports the frames read-only and the present object, allocates and
+    /// Connects to the producer at the other end of `ep` (in another process: a ring built with
+    /// [`FrameRing::with_consumers`], or a stream with a seat of
+    /// [`StreamBuilder::remote_consumer`](crate::pipeline::StreamBuilder::remote_consumer) or
+    /// [`reserve_remote`](crate::pipeline::StreamBuilder::reserve_remote)) as a consumer of
+    /// `format` frames working on `engine`: imports the frames read-only and the present object, allocates and
     /// exports this consumer's release object. The consumer acquires, reads and releases as
     /// any other (its [`id`](Self::id) is 0, the only consumer of this process's view); an
     /// acquire after the producer ended the stream fails with

@@ -60,12 +60,15 @@ impl FrameMeta {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ConsumerStats {
-    /// Frames this consumer acquired.
+    /// Frames this consumer acquired (for a consumer in another process, as
+    /// [`Producer::consumer_stats`](crate::pipeline::Producer::consumer_stats) counts it: frames
+    /// sent to it).
     pub delivered: u64,
     /// Frames presented while it was attached that it never got: replaced in its mailbox, or
     /// refused by its limit.
     pub skipped: u64,
-    /// The sequence of the last frame it acquired.
+    /// The sequence of the last frame it acquired (for a consumer in another process, seen by
+    /// the producer: the last frame sent to it).
     pub last_sequence: Option<u64>,
 }
 
