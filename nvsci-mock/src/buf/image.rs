@@ -516,6 +516,7 @@ mod tests {
     /// 16-byte piece where `byte_offset` does, through the field rows `field_rows` gives: both
     /// GOB layouts, block heights, paddings, interlacing, sub-rectangles of rows.
     #[test]
+    #[cfg_attr(miri, ignore = "address arithmetic only (about 660,000 checks, no unsafe code): run natively")]
     fn gob_rows_address_pieces_as_byte_offset_does() {
         for gob in [GobLayout::Tegra, GobLayout::DesktopGpu] {
             for (log2, top, left, second_field) in [
