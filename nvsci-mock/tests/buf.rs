@@ -896,11 +896,18 @@ fn image_layout_invariants() {
     let b = Buf::new();
     let sizes: &[(u32, u32)] =
         if cfg!(miri) { &[(33, 17)] } else { &[(1920, 1080), (3840, 2160), (33, 17), (1, 1)] };
+    // Under Miri (which checks the code paths, not the arithmetic the native run covers) each
+    // format and layout takes one of the padding sets in turn: every set and every layout still
+    // runs, in a third of the reconciliations.
     for &(w, h) in sizes {
-        for (name, formats, widths, heights) in Img::formats(w, h) {
-            for pads in pad_sets(formats.len()) {
-                for (block_linear, interlaced) in [(false, false), (true, false), (false, true), (true, true)]
+        for (f, (name, formats, widths, heights)) in Img::formats(w, h).into_iter().enumerate() {
+            for (p, pads) in pad_sets(formats.len()).into_iter().enumerate() {
+                for (l, (block_linear, interlaced)) in
+                    [(false, false), (true, false), (false, true), (true, true)].into_iter().enumerate()
                 {
+                    if cfg!(miri) && (f * 4 + l) % 3 != p {
+                        continue;
+                    }
                     let img = Img {
                         block_linear,
                         interlaced,
@@ -1113,9 +1120,16 @@ fn pattern(seed: u8) -> impl Fn(usize, u64, u64) -> u8 {
 fn pixels_round_trip_every_layout() {
     let b = Buf::new();
     let (w, h) = if cfg!(miri) { (13, 9) } else { (37, 23) };
-    for (name, formats, widths, heights) in Img::formats(w, h) {
+    // Under Miri, one padding set, and each format in half of the layouts, in turn (every layout
+    // still runs); natively, everything.
+    for (f, (name, formats, widths, heights)) in Img::formats(w, h).into_iter().enumerate() {
         for pads in pad_sets(formats.len()).into_iter().take(if cfg!(miri) { 1 } else { 3 }) {
-            for (block_linear, interlaced) in [(false, false), (true, false), (false, true), (true, true)] {
+            for (l, (block_linear, interlaced)) in
+                [(false, false), (true, false), (false, true), (true, true)].into_iter().enumerate()
+            {
+                if cfg!(miri) && (f + l) % 2 != 0 {
+                    continue;
+                }
                 let what =
                     format!("{name} bl={block_linear} interlaced={interlaced} pads={}", pads.is_some());
                 let img = Img {
