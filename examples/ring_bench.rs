@@ -53,6 +53,9 @@ mod bt601;
 mod percentile;
 #[path = "support/rusage.rs"]
 mod rusage;
+#[cfg(feature = "vulkan")]
+#[path = "support/vk_cuda_raw.rs"]
+mod vk_cuda_raw;
 
 use nvsci::convert::Nv12ToRgba;
 use nvsci::cuda::cudarc::driver::{
@@ -575,11 +578,51 @@ fn ck(what: &str, r: sys::CUresult) -> Res<()> {
     Ok(())
 }
 
+/// The raw floors of measurement 5 on the Vulkan backend: the CPU camera's round trip through
+/// Vulkan objects with ash and the CUDA driver API ([`vk_cuda_raw::RawCamera`]), the present's
+/// queue batch not waited for, and waited for before the stream's wait is enqueued.
+struct VulkanFloors {
+    #[cfg(feature = "vulkan")]
+    raw: vk_cuda_raw::RawCamera,
+    no_wait: Vec<f64>,
+    wait: Vec<f64>,
+}
+
+impl VulkanFloors {
+    fn new(b: &Backend, dev: &CudaGpu, bytes: u64) -> Res<Option<Self>> {
+        #[cfg(feature = "vulkan")]
+        if let Some(ctx) = b.vulkan() {
+            let raw = vk_cuda_raw::RawCamera::new(ctx, dev, bytes).map_err(e)?;
+            return Ok(Some(Self { raw, no_wait: Vec::new(), wait: Vec::new() }));
+        }
+        let _ = (b, dev, bytes);
+        Ok(None)
+    }
+
+    /// One frame of each floor; kept unless `warm`.
+    fn frames(&mut self, empty: &CudaFunction, warm: bool) -> Res<()> {
+        #[cfg(feature = "vulkan")]
+        for wait in [false, true] {
+            let us = self.raw.frame(wait, &mut |s, at| launch_empty(s, empty, at)).map_err(e)?;
+            if !warm {
+                if wait { &mut self.wait } else { &mut self.no_wait }.push(us);
+            }
+        }
+        let _ = (empty, warm);
+        Ok(())
+    }
+}
+
+/// Measurement 5's figures: ring, raw host counters, and on Vulkan the raw floors without and
+/// with a wait for the present.
+type CameraCost = (Spread, Spread, Option<(Spread, Spread)>);
+
 /// Measurement 5: the ring's round trip per frame with a CPU camera (8 bytes written, then
 /// present) and a CUDA consumer running the empty kernel in place, one frame in flight,
-/// against the raw host-counter round trip, in alternating blocks of [`CAMERA_BLOCK`] frames.
-/// Returns (ring, raw).
-fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(Spread, Spread)> {
+/// against the raw host-counter round trip (and, on the Vulkan backend, the raw round trips
+/// through Vulkan objects), in alternating blocks of [`CAMERA_BLOCK`] frames.
+/// Returns (ring, raw host counters, Vulkan floors without and with a wait for the present).
+fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<CameraCost> {
     let format = FrameFormat::nv12(width, height);
     let config = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(10));
     let gpu = b.gpu_engine();
@@ -597,12 +640,16 @@ fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64)
     let total = WARM + blocks * CAMERA_BLOCK;
     let consumer = camera_consumer(c, empty.clone(), dev.clone(), total);
     let mut raw = RawRoundTrip::new(dev)?;
+    let mut vk_floors = VulkanFloors::new(b, dev, u64::from(width) * u64::from(height) * 3 / 2)?;
     let (mut ring_us, mut raw_us) = (Vec::new(), Vec::new());
     let mut camera = || -> Res<()> {
         let mut held = Some(p.acquire().map_err(e)?);
         for n in 0..WARM {
             camera_frame(&mut p, &mut held, n)?;
             raw.frame(&empty)?;
+            if let Some(f) = vk_floors.as_mut() {
+                f.frames(&empty, true)?;
+            }
         }
         for k in 0..blocks {
             for i in 0..CAMERA_BLOCK {
@@ -610,6 +657,11 @@ fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64)
             }
             for _ in 0..CAMERA_BLOCK {
                 raw_us.push(raw.frame(&empty)?);
+            }
+            if let Some(f) = vk_floors.as_mut() {
+                for _ in 0..CAMERA_BLOCK {
+                    f.frames(&empty, false)?;
+                }
             }
         }
         // `held` (frame `total`, never presented) is discarded here.
@@ -634,7 +686,11 @@ fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64)
             blocks * CAMERA_BLOCK
         ));
     }
-    Ok((Spread::of(ring_us)?, Spread::of(raw_us)?))
+    let vk = match vk_floors {
+        Some(f) => Some((Spread::of(f.no_wait)?, Spread::of(f.wait)?)),
+        None => None,
+    };
+    Ok((Spread::of(ring_us)?, Spread::of(raw_us)?, vk))
 }
 
 /// GPU time of `f` enqueued `reps` times on `stream`, per repetition, in microseconds (CUDA
@@ -732,7 +788,7 @@ fn run() -> Res<()> {
         );
     }
     let label = if name == "auto" { b.kind().to_string() } else { name.clone() };
-    let (ring, raw) = camera_cost(&b, &dev, 3840, 2160, frames.max(2000))?;
+    let (ring, raw, vk) = camera_cost(&b, &dev, 3840, 2160, frames.max(2000))?;
     println!(
         "ring's own cost, CPU camera -> CUDA consumer (empty kernel), 3840x2160, {label}: ring p50 {:.1} us \
          p99 {:.1} us; raw host-counter round trip p50 {:.1} us p99 {:.1} us; the ring adds p50 {:.1} us \
@@ -744,6 +800,19 @@ fn run() -> Res<()> {
         ring.p50 - raw.p50,
         frames.max(2000).div_ceil(CAMERA_BLOCK) * CAMERA_BLOCK
     );
+    if let Some((no_wait, wait)) = vk {
+        println!(
+            "raw Vulkan camera round trip (ash + CUDA driver API, same blocks): present batch not waited p50 {:.1} us \
+             p99 {:.1} us; waited for before the stream wait p50 {:.1} us p99 {:.1} us; the ring adds p50 {:.1} us \
+             over the first, {:.1} us over the second",
+            no_wait.p50,
+            no_wait.p99,
+            wait.p50,
+            wait.p99,
+            ring.p50 - no_wait.p50,
+            ring.p50 - wait.p50
+        );
+    }
     Ok(())
 }
 

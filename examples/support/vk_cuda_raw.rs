@@ -462,3 +462,196 @@ impl Drop for RawChain {
         }
     }
 }
+
+/// An exportable timeline semaphore starting at 0 and a CUDA import of it.
+fn exported_timeline(ctx: &VulkanContext, dev: &CudaGpu) -> Res<(vk::Semaphore, sys::CUexternalSemaphore)> {
+    let d = ctx.ash_device();
+    let mut type_info =
+        vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE).initial_value(0);
+    let mut export = vk::ExportSemaphoreCreateInfo::default()
+        .handle_types(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    let info = vk::SemaphoreCreateInfo::default().push_next(&mut type_info).push_next(&mut export);
+    // SAFETY: a timeline semaphore exportable as an opaque fd (the context enabled the extensions).
+    let sem = unsafe { d.create_semaphore(&info, None) }.map_err(vkr("vkCreateSemaphore"))?;
+    let ext = ash::khr::external_semaphore_fd::Device::new(ctx.ash_instance(), d);
+    let fd_info = vk::SemaphoreGetFdInfoKHR::default()
+        .semaphore(sem)
+        .handle_type(vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD);
+    let imported = (|| -> Res<sys::CUexternalSemaphore> {
+        // SAFETY: the semaphore was created exportable as an opaque fd.
+        let fd = unsafe { ext.get_semaphore_fd(&fd_info) }.map_err(vkr("vkGetSemaphoreFdKHR"))?;
+        dev.context().bind_to_thread()?;
+        let desc = nvsci::cuda::fd_semaphore_desc(fd, true);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: a complete descriptor; on success CUDA owns the fd.
+        cu("cuImportExternalSemaphore", unsafe { sys::cuImportExternalSemaphore(&mut out, &desc) })?;
+        Ok(out)
+    })();
+    match imported {
+        Ok(s) => Ok((sem, s)),
+        Err(err) => {
+            // SAFETY: created above, never submitted.
+            unsafe { d.destroy_semaphore(sem, None) };
+            Err(err)
+        }
+    }
+}
+
+/// Enqueues a consumer's work on a stream, given the frame's device address.
+pub type ConsumerKernel<'a> = dyn FnMut(&Arc<CudaStream>, u64) -> Result<(), String> + 'a;
+
+/// The raw floor of a CPU camera presenting to a CUDA consumer through Vulkan objects (the
+/// Vulkan backend's path for a CPU producer), with ash and the CUDA driver API only. Frame `n`:
+///
+/// 1. the host writes `n` into host-visible, host-coherent exported memory;
+/// 2. a queue batch with no command buffers signals the present timeline to `n` (only a queue
+///    submission makes host writes visible to the device: Vulkan spec, "Host Write Ordering
+///    Guarantees"); with `wait_present`, the host then waits until the counter reads `n`;
+/// 3. the CUDA stream waits for the present value (`cuWaitExternalSemaphoresAsync`), runs the
+///    caller's kernel on the imported memory and signals `n` on the release timeline
+///    (`cuSignalExternalSemaphoresAsync`);
+/// 4. the host spins on `vkGetSemaphoreCounterValue` of the release timeline until it reads `n`.
+pub struct RawCamera {
+    ctx: Arc<VulkanContext>,
+    dev: CudaGpu,
+    stream: Arc<CudaStream>,
+    buffer: RawBuffer,
+    host: *mut u64,
+    ext_mem: sys::CUexternalMemory,
+    cuda_ptr: sys::CUdeviceptr,
+    present: (vk::Semaphore, sys::CUexternalSemaphore),
+    release: (vk::Semaphore, sys::CUexternalSemaphore),
+    next: u64,
+}
+
+impl RawCamera {
+    /// A camera frame of `bytes` bytes on `ctx`'s device, consumed by a new stream of `dev`.
+    pub fn new(ctx: &Arc<VulkanContext>, dev: &CudaGpu, bytes: u64) -> Res<Self> {
+        let d = ctx.ash_device();
+        let host_flags = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let buffer = make_buffer(ctx, bytes, vk::BufferUsageFlags::TRANSFER_SRC, host_flags, true)?;
+        // SAFETY: host-visible memory of at least `bytes` bytes, mapped whole, not mapped elsewhere.
+        let host = unsafe { d.map_memory(buffer.memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
+            .map_err(vkr("vkMapMemory"))?
+            .cast::<u64>();
+        let mem_fd_ext = ash::khr::external_memory_fd::Device::new(ctx.ash_instance(), d);
+        let mem_info = vk::MemoryGetFdInfoKHR::default()
+            .memory(buffer.memory)
+            .handle_type(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
+        // SAFETY: the memory was allocated exportable as an opaque fd.
+        let mem_fd = unsafe { mem_fd_ext.get_memory_fd(&mem_info) }.map_err(vkr("vkGetMemoryFdKHR"))?;
+        dev.context().bind_to_thread()?;
+        let mem_desc = nvsci::cuda::opaque_fd_memory_desc(mem_fd, buffer.size, true);
+        let mut ext_mem = std::ptr::null_mut();
+        // SAFETY: a complete descriptor; on success CUDA owns the fd.
+        cu("cuImportExternalMemory", unsafe { sys::cuImportExternalMemory(&mut ext_mem, &mem_desc) })?;
+        let mut cuda_ptr = 0;
+        let buf_desc = nvsci::cuda::buffer_desc(0, bytes);
+        // SAFETY: the range lies inside the imported allocation.
+        cu("cuExternalMemoryGetMappedBuffer", unsafe {
+            sys::cuExternalMemoryGetMappedBuffer(&mut cuda_ptr, ext_mem, &buf_desc)
+        })?;
+        let present = exported_timeline(ctx, dev)?;
+        let release = exported_timeline(ctx, dev)?;
+        let stream = dev.context().new_stream()?;
+        Ok(Self {
+            ctx: ctx.clone(),
+            dev: dev.clone(),
+            stream,
+            buffer,
+            host,
+            ext_mem,
+            cuda_ptr,
+            present,
+            release,
+            next: 1,
+        })
+    }
+
+    /// The CUDA stream of the consumer side.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    fn spin(&self, sem: vk::Semaphore, value: u64, deadline: Instant) -> Res<()> {
+        loop {
+            // SAFETY: a timeline semaphore of this device.
+            let v = unsafe { self.ctx.ash_device().get_semaphore_counter_value(sem) }
+                .map_err(vkr("vkGetSemaphoreCounterValue"))?;
+            if v >= value {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("timeline value {value} not reached in 10 s").into());
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// One round trip; `kernel` enqueues the consumer's work on the stream, given the frame's
+    /// device address. Returns its wall time in microseconds.
+    pub fn frame(&mut self, wait_present: bool, kernel: &mut ConsumerKernel<'_>) -> Res<f64> {
+        let n = self.next;
+        self.next += 1;
+        let t = Instant::now();
+        let deadline = t + Duration::from_secs(10);
+        // SAFETY: an aligned u64 at the start of the live mapping; the device reads it only after
+        // the present value below.
+        unsafe { self.host.write_volatile(n) };
+        {
+            let sems = [self.present.0];
+            let values = [n];
+            let mut tl = vk::TimelineSemaphoreSubmitInfo::default().signal_semaphore_values(&values);
+            let submit = vk::SubmitInfo::default().signal_semaphores(&sems).push_next(&mut tl);
+            let q = self.ctx.lock_queue();
+            // SAFETY: a batch without command buffers; `n` exceeds every earlier signal of the
+            // semaphore (the values count up from 1).
+            unsafe { self.ctx.ash_device().queue_submit(*q, &[submit], vk::Fence::null()) }
+                .map_err(vkr("vkQueueSubmit"))?;
+        }
+        if wait_present {
+            self.spin(self.present.0, n, deadline)?;
+        }
+        self.dev.context().bind_to_thread()?;
+        let wait = nvsci::cuda::wait_params(std::ptr::null(), n, false);
+        // SAFETY: the semaphore and parameters are alive for the call.
+        cu("cuWaitExternalSemaphoresAsync", unsafe {
+            sys::cuWaitExternalSemaphoresAsync(&self.present.1, &wait, 1, self.stream.cu_stream())
+        })?;
+        kernel(&self.stream, self.cuda_ptr)?;
+        let signal = nvsci::cuda::signal_params(std::ptr::null_mut(), n, false);
+        // SAFETY: as above.
+        cu("cuSignalExternalSemaphoresAsync", unsafe {
+            sys::cuSignalExternalSemaphoresAsync(&self.release.1, &signal, 1, self.stream.cu_stream())
+        })?;
+        self.spin(self.release.0, n, deadline)?;
+        Ok(t.elapsed().as_secs_f64() * 1e6)
+    }
+}
+
+impl Drop for RawCamera {
+    fn drop(&mut self) {
+        let d = self.ctx.ash_device();
+        let _ = self.dev.context().bind_to_thread();
+        // SAFETY: after the synchronisations neither API has work on these objects (a present
+        // value no batch signalled is signalled from the host first, so a stream wait still
+        // queued after a failed frame passes); CUDA's imports are destroyed before Vulkan
+        // destroys what they refer to.
+        unsafe {
+            let info = vk::SemaphoreSignalInfo::default().semaphore(self.present.0).value(u64::MAX >> 1);
+            let _ = d.queue_wait_idle(*self.ctx.lock_queue());
+            let _ = d.signal_semaphore(&info);
+            let _ = self.stream.synchronize();
+            let _ = sys::cuDestroyExternalSemaphore(self.present.1);
+            let _ = sys::cuDestroyExternalSemaphore(self.release.1);
+            let _ = sys::cuMemFree_v2(self.cuda_ptr);
+            let _ = sys::cuDestroyExternalMemory(self.ext_mem);
+            let _ = d.device_wait_idle();
+            d.destroy_semaphore(self.present.0, None);
+            d.destroy_semaphore(self.release.0, None);
+            d.unmap_memory(self.buffer.memory);
+            d.destroy_buffer(self.buffer.buffer, None);
+            d.free_memory(self.buffer.memory, None);
+        }
+    }
+}
