@@ -8,6 +8,7 @@ mod cuda;
 mod errors;
 mod plane;
 mod stream;
+mod write;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -53,6 +54,7 @@ fn _nvsci(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<consumer::PyConsumer>()?;
     m.add_class::<consumer::PyFrame>()?;
     m.add_class::<plane::PyPlane>()?;
+    m.add_class::<stream::PyRemoteSeat>()?;
     m.add_function(wrap_pyfunction!(mock_handle_counts, m)?)?;
     m.add("USER_HEADER_SIZE", nvsci::pipeline::USER_HEADER_SIZE)?;
     m.add("MAX_FRAMES", nvsci::pipeline::MAX_FRAMES)?;
