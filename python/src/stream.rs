@@ -406,45 +406,52 @@ impl ProducerCore {
         frame.base(py, "write")?;
         let write::Writes { sources, keep } = writes;
         let np = py.import("numpy")?;
+        let mut copied = Ok(());
         for (i, src) in sources.into_iter().enumerate() {
-            match src {
-                Source::Numpy(src) => {
+            copied = match src {
+                Source::Numpy(src) => (|| {
                     let dst = Bound::new(
                         py,
                         PyPlane { source: frame.clone(), index: i, geom: planes[i].clone(), pin: None },
                     )?;
                     let dst = np.getattr("asarray")?.call1((dst,))?;
                     np.getattr("copyto")?.call1((dst, src))?;
-                }
-                Source::Rows(rows) => {
-                    let Some((gpu, stream)) = &self.gpu else {
-                        return Err(errors::invalid(py, "array", "rows to copy on a CPU producer"));
-                    };
-                    let g = &planes[i];
-                    // SAFETY: `rows` was checked against the plane's shape (rows of
-                    // `row_bytes` contiguous bytes, `pitch` apart) from the source's own
-                    // description, and the source is kept alive (`keep`, below) until an event
-                    // recorded after the copy completed; the destination is the plane of a held
-                    // frame, mapped read-write in the producer's context, whose geometry fits
-                    // the frame (checked when the stream was built).
-                    unsafe { cuda::copy_rows(gpu, stream, rows, frame.base + g.offset, g.strides[0]) }
-                        .map_err(|(f, e)| errors::driver(py, f, e))?;
-                }
+                    Ok(())
+                })(),
+                Source::Rows(rows) => match &self.gpu {
+                    None => Err(errors::invalid(py, "array", "rows to copy on a CPU producer")),
+                    Some((gpu, stream)) => {
+                        let g = &planes[i];
+                        // SAFETY: `rows` was checked against the plane's shape (rows of
+                        // `row_bytes` contiguous bytes, `pitch` apart) from the source's own
+                        // description, and the source is kept alive (`keep`, below) until an
+                        // event recorded after the copy completed (or the stream synchronised);
+                        // the destination is the plane of a held frame, mapped read-write in the
+                        // producer's context, whose geometry fits the frame (checked when the
+                        // stream was built).
+                        unsafe { cuda::copy_rows(gpu, stream, rows, frame.base + g.offset, g.strides[0]) }
+                            .map_err(|(f, e)| errors::driver(py, f, e))
+                    }
+                },
+            };
+            if copied.is_err() {
+                break;
             }
         }
+        // The sources of the copies enqueued so far (all of them, or those before a failure)
+        // live until the copies ran.
         if let Some((gpu, stream)) = &self.gpu {
-            let ev = Recorded::after(gpu, stream);
-            match ev {
+            match Recorded::after(gpu, stream) {
                 Ok(ev) => lock(&self.copies).push((ev, keep)),
                 Err((f, e)) => {
                     // No event to tell when the copies ran: wait for them now.
                     let _ = stream.synchronize();
                     drop(keep);
-                    return Err(errors::driver(py, f, e));
+                    copied = copied.and(Err(errors::driver(py, f, e)));
                 }
             }
         }
-        Ok(())
+        copied
     }
 
     fn target(&self) -> Target<'_> {
