@@ -25,6 +25,7 @@ from ._nvsci import (
     Plane,
     Producer,
     ProducerFrame,
+    RemoteSeat,
     mock_handle_counts,
 )
 from .errors import *  # noqa: F401,F403
@@ -42,6 +43,7 @@ __all__ = [
     "Plane",
     "Producer",
     "ProducerFrame",
+    "RemoteSeat",
     "mock_handle_counts",
     *_errors,
 ]

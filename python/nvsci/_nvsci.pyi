@@ -12,9 +12,14 @@ USER_HEADER_SIZE: int
 MAX_FRAMES: int
 MAX_CONSUMERS: int
 
-def mock_handle_counts() -> dict[str, int]:
+def mock_handle_counts(*, settle: float = 10.0) -> dict[str, int]:
     """Live handles of the mock NvSci library in this process: ``modules``, ``attr_lists``,
-    ``objects``, ``descs``, ``wait_contexts``, ``fences``, ``endpoints``."""
+    ``objects``, ``descs``, ``wait_contexts``, ``fences``, ``endpoints``; read once the CUDA
+    teardown of dropped imports ran (waiting up to ``settle`` seconds for it)."""
+
+# Anything a CUDA producer writes from: a numpy array, or a CUDA array (``__dlpack__`` or
+# ``__cuda_array_interface__``: torch, CuPy, Numba, JAX).
+ArrayLike = Any
 
 class FrameFormat:
     """What one frame of a stream holds."""
@@ -35,13 +40,30 @@ class FrameFormat:
     def height(self) -> Optional[int]: ...
 
 class ConsumerDesc:
-    """One consumer: engine ``"cpu"`` or ``"cuda"``, mode ``"fifo"`` or ``"mailbox"``, and a
-    limit on the frames it holds and has queued (``None``: the stream's frames)."""
+    """One consumer: engine ``"cpu"`` or ``"cuda"``, mode ``"fifo"`` or ``"mailbox"``, a
+    limit on the frames it holds and has queued (``None``: the stream's frames), and where it
+    lives: this process, or the process at the other end of ``endpoint`` (the producer's end
+    of an NvSciIpc channel), which attaches with ``Consumer.connect``."""
 
     engine: str
     mode: str
     limit: Optional[int]
-    def __init__(self, engine: str = "cpu", mode: str = "fifo", limit: Optional[int] = None) -> None: ...
+    endpoint: Optional[str]
+    def __init__(
+        self, engine: str = "cpu", mode: str = "fifo", limit: Optional[int] = None, endpoint: Optional[str] = None
+    ) -> None: ...
+
+class RemoteSeat:
+    """A seat for a consumer in another process, as the producer sees it."""
+
+    consumer: int
+    endpoint: str
+    attached: bool
+    attaches: int
+    refused: int
+    last_refusal: Optional[str]
+    left: int
+    lost: int
 
 class Backend:
     """Where a stream's frames and fences come from."""
@@ -55,6 +77,7 @@ class Backend:
     @property
     def has_cuda(self) -> bool: ...
     def explain(self) -> str: ...
+    def flush_teardown(self, timeout: float = 10.0) -> int: ...
     def stream(
         self,
         format: FrameFormat,
@@ -64,6 +87,7 @@ class Backend:
         frames: int = 4,
         timeout: float = 2.0,
         gpu_cache: bool = True,
+        producer: Literal["cpu", "cuda"] = "cpu",
     ) -> Tuple[Producer, list[Consumer]]: ...
 
 class Plane:
@@ -134,6 +158,15 @@ class Frame:
 class Consumer:
     """A consumer of a stream: ``for frame in consumer:``."""
 
+    @staticmethod
+    def connect(
+        backend: Backend,
+        endpoint: str,
+        format: FrameFormat,
+        desc: Optional[ConsumerDesc] = None,
+        *,
+        timeout: float = 5.0,
+    ) -> Consumer: ...
     def acquire(self) -> Optional[Frame]: ...
     def __iter__(self) -> Iterator[Frame]: ...
     def __next__(self) -> Frame: ...
@@ -170,10 +203,10 @@ class ProducerFrame:
 
     def write(
         self,
-        array: Optional[npt.NDArray[np.uint8]] = None,
+        array: Optional[ArrayLike] = None,
         *,
-        luma: Optional[npt.NDArray[np.uint8]] = None,
-        chroma: Optional[npt.NDArray[np.uint8]] = None,
+        luma: Optional[ArrayLike] = None,
+        chroma: Optional[ArrayLike] = None,
     ) -> None: ...
     def present(self) -> None: ...
     def discard(self) -> None: ...
@@ -204,20 +237,25 @@ class ProducerFrame:
     def data(self) -> Plane: ...
 
 class Producer:
-    """The producing side of a stream (a CPU producer)."""
+    """The producing side of a stream (on the CPU, or on a CUDA stream)."""
 
     def acquire(self) -> ProducerFrame: ...
     def present(self, frame: ProducerFrame) -> None: ...
     def send(
         self,
-        array: Optional[npt.NDArray[np.uint8]] = None,
+        array: Optional[ArrayLike] = None,
         *,
-        luma: Optional[npt.NDArray[np.uint8]] = None,
-        chroma: Optional[npt.NDArray[np.uint8]] = None,
+        luma: Optional[ArrayLike] = None,
+        chroma: Optional[ArrayLike] = None,
         capture_time: Optional[int] = None,
         user_header: Optional[bytes] = None,
     ) -> int: ...
     def attach(self, desc: ConsumerDesc) -> Consumer: ...
+    @property
+    def remote_seats(self) -> list[RemoteSeat]: ...
+    def consumer_stats(self, consumer: int) -> Optional[dict[str, Any]]: ...
+    @property
+    def engine(self) -> Literal["cpu", "cuda"]: ...
     def close(self) -> None: ...
     def __enter__(self) -> Producer: ...
     def __exit__(

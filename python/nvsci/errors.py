@@ -153,6 +153,15 @@ class NoSeat(RingError):
     fitting: int
 
 
+class AttachRefused(RingError):
+    """The producer at the other end of ``endpoint`` refused this consumer's attach: ``field``
+    names what did not fit the seat (``format``, ``engine``, ``limit``, ``mode``, ``stream``,
+    ``generation`` or ``message``). The seat stays vacant for the next attach."""
+
+    endpoint: str
+    field: str
+
+
 # IPC layer --------------------------------------------------------------------------------
 
 
@@ -202,6 +211,7 @@ __all__ = [
     "RingTimeout",
     "StreamEnded",
     "NoSeat",
+    "AttachRefused",
     "IpcError",
     "PeerGone",
     "IpcTimeout",

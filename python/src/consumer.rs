@@ -32,7 +32,13 @@ pub(crate) struct ConsumerCore {
     /// Keeps the stream's buffers mapped while a plane of a frame lives (a consumer in the
     /// producer's process; `None` for a consumer connected from another process, whose
     /// consumer holds them).
-    _keep: Option<Attacher>,
+    keep: Mutex<Option<Attacher>>,
+    /// Whether the consumer's mappings are its own (a CUDA consumer, or one connected from
+    /// another process), not the stream's.
+    own_mappings: bool,
+    /// One count per plane object and DLPack export of its frames (and one of its own): what
+    /// may still read the frames' memory after their release.
+    pins: Arc<()>,
     /// A CUDA consumer's device and stream.
     gpu: Option<(CudaGpu, Arc<CudaStream>)>,
     layout: FrameLayout,
@@ -62,14 +68,16 @@ impl ConsumerCore {
             _ => None,
         };
         Arc::new(Self {
-            id: consumer.id(),
+            id: consumer.ring_index(),
             mode: consumer.mode(),
             state: Mutex::new(Some(consumer)),
             closed: AtomicBool::new(false),
             held: Mutex::new(Vec::new()),
             stream,
             attached_at,
-            _keep: keep,
+            own_mappings: gpu.is_some() || keep.is_none(),
+            pins: Arc::new(()),
+            keep: Mutex::new(keep),
             gpu,
             layout,
             planes,
@@ -183,8 +191,10 @@ impl ConsumerCore {
         Ok(())
     }
 
-    /// Releases every held frame, then drops the consumer (detaching it) unless a CUDA
-    /// mapping may still be read through a plane that lives on.
+    /// Releases every held frame, then drops the consumer (detaching it), unless a plane, an
+    /// array or a DLPack export of one of its frames may still read mappings of its own (a
+    /// CUDA consumer's, or those of a consumer connected from another process): it then goes
+    /// with the last of them.
     fn close(self: &Arc<Self>) -> Vec<Released> {
         self.closed.store(true, Ordering::SeqCst);
         let mut errors = Vec::new();
@@ -197,12 +207,18 @@ impl ConsumerCore {
                 }
             }
         }
-        // A CPU consumer's frames are the stream's (kept mapped by `_keep`); a CUDA consumer's
-        // mappings are its own: keep them while a plane or an export may read them (the
-        // consumer is dropped with the last of them).
-        let mappings_in_use = self.gpu.is_some() && Arc::strong_count(self) > 1;
-        if self._keep.is_some() && !mappings_in_use {
+        // A CPU consumer's frames in the producer's process are the stream's (kept mapped by
+        // `_keep`); a CUDA consumer's mappings, and the imports of a consumer connected from
+        // another process, are its own: keep them while a plane or an export may read them
+        // (the consumer is then dropped, and detached, with the last of them).
+        // Nothing of a frame is left to read (no plane, array or export of one): the consumer
+        // and the stream's buffers are no longer needed here.
+        let unread = Arc::strong_count(&self.pins) > 1;
+        if !(self.own_mappings && unread) {
             guard.take();
+        }
+        if !unread {
+            lock(&self.keep).take();
         }
         errors
     }
@@ -337,7 +353,8 @@ impl PlaneSource for FrameCore {
     }
 
     fn keep(self: Arc<Self>) -> Box<dyn Send + Sync> {
-        Box::new(self)
+        let pin = self.consumer.pins.clone();
+        Box::new((self, pin))
     }
 }
 
@@ -371,6 +388,49 @@ impl PyConsumer {
 
 #[pymethods]
 impl PyConsumer {
+    /// Attaches to a stream whose producer runs in another process, through `endpoint` (the
+    /// consumer's end of an NvSciIpc channel; the mock's are configured in
+    /// `$NVSCI_MOCK_IPC_DIR/nvsciipc.cfg`): a seat the producer declared for it
+    /// (`ConsumerDesc(endpoint=...)`), vacant. `format` must be the stream's and `desc`'s
+    /// engine the seat's; its mode and limit are this consumer's own. Waits up to `timeout`
+    /// seconds for the producer, which is also the consumer's timeout afterwards. Frames come
+    /// from the producer's next present on; iteration ends when the producer ends the stream.
+    /// A refusal is `AttachRefused` (its `field` names what did not fit), a producer that never
+    /// answers `IpcTimeout`, an endpoint that cannot be opened `EndpointError`.
+    #[staticmethod]
+    #[pyo3(signature = (backend, endpoint, format, desc=None, *, timeout=5.0))]
+    fn connect(
+        py: Python<'_>,
+        backend: PyRef<'_, crate::stream::PyBackend>,
+        endpoint: &str,
+        format: PyRef<'_, crate::stream::PyFrameFormat>,
+        desc: Option<PyRef<'_, crate::stream::PyConsumerDesc>>,
+        timeout: f64,
+    ) -> PyResult<Self> {
+        let timeout = Duration::try_from_secs_f64(timeout)
+            .map_err(|_| errors::invalid(py, "timeout", format!("{timeout} s: not a duration")))?;
+        let b = backend.backend();
+        let desc = match desc {
+            Some(d) if d.endpoint.is_some() => {
+                return Err(errors::invalid(
+                    py,
+                    "desc",
+                    "a description with an endpoint: the endpoint is connect's own argument",
+                ))
+            }
+            Some(d) => d.resolve(py, b)?,
+            None => nvsci::pipeline::ConsumerDesc::cpu(),
+        };
+        let gpu = if desc.engine.is_cpu() { None } else { b.cuda().cloned() };
+        let ep = crate::stream::open_endpoint(py, b, &mut None, endpoint)?;
+        let lib = b.nvsci().cloned().expect("open_endpoint checked the backend has an NvSci library");
+        let format = format.0;
+        let c = py
+            .detach(move || Consumer::connect_with(&lib, ep, format, desc, timeout))
+            .map_err(|e| errors::to_py(py, e))?;
+        Ok(Self { core: ConsumerCore::new(c, Arc::new(StreamShared::default()), 0, None, gpu), timeout })
+    }
+
     /// The next frame (waiting up to the stream's timeout); `None` once the producer ended
     /// the stream and every frame queued for this consumer was taken.
     fn acquire(&self, py: Python<'_>) -> PyResult<Option<PyFrame>> {
@@ -385,8 +445,10 @@ impl PyConsumer {
         self.take(py)
     }
 
-    /// Releases every frame this consumer holds and detaches it from the stream. Frames and
-    /// planes used afterwards raise `FrameReleased`, the consumer `StreamClosed`.
+    /// Releases every frame this consumer holds and detaches it from the stream (a CUDA
+    /// consumer, or one connected from another process, once no plane, array or DLPack
+    /// export of its frames is left). Frames and planes used afterwards raise
+    /// `FrameReleased`, the consumer `StreamClosed`.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let errs = self.core.close();
         match errs.into_iter().next() {
@@ -515,7 +577,7 @@ impl PyFrame {
             .get(i)
             .cloned()
             .ok_or_else(|| errors::invalid(py, "index", format!("plane {i} of {}", planes.len())))?;
-        Ok(PyPlane { source: self.core.clone(), index: i, geom })
+        Ok(PyPlane { source: self.core.clone(), index: i, geom, pin: Some(self.core.consumer.pins.clone()) })
     }
 
     fn named(&self, py: Python<'_>, name: &str) -> PyResult<PyPlane> {

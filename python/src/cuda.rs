@@ -93,3 +93,162 @@ pub(crate) fn device_of(gpu: &CudaGpu, s: Foreign) -> Result<usize, Failed> {
         Ok(dev as usize)
     }
 }
+
+/// Rows of bytes to copy into a frame's plane: `rows` rows of `row_bytes` contiguous bytes,
+/// `pitch` bytes apart, in host memory or in device memory of the frame's device.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rows {
+    pub(crate) ptr: u64,
+    pub(crate) pitch: usize,
+    pub(crate) rows: usize,
+    pub(crate) row_bytes: usize,
+    pub(crate) host: bool,
+}
+
+/// Enqueues on `stream` the copy of `src` into device memory at `dst`, rows `dst_pitch` apart
+/// (`cuMemcpy2DAsync`).
+///
+/// # Safety
+/// `src` must describe memory that stays readable until the copy has run (host memory: until
+/// this call returns, which for pageable memory is once the bytes were staged; device memory:
+/// until the work enqueued on `stream` by this call finished), and `dst` `src.rows` rows of
+/// `src.row_bytes` writable bytes, `dst_pitch` apart, in `gpu`'s context.
+pub(crate) unsafe fn copy_rows(
+    gpu: &CudaGpu,
+    stream: &CudaStream,
+    src: Rows,
+    dst: u64,
+    dst_pitch: usize,
+) -> Result<(), Failed> {
+    bind(gpu)?;
+    let p = sys::CUDA_MEMCPY2D_st {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: if src.host {
+            sys::CUmemorytype::CU_MEMORYTYPE_HOST
+        } else {
+            sys::CUmemorytype::CU_MEMORYTYPE_DEVICE
+        },
+        srcHost: if src.host { src.ptr as *const std::ffi::c_void } else { std::ptr::null() },
+        srcDevice: if src.host { 0 } else { src.ptr },
+        srcArray: std::ptr::null_mut(),
+        srcPitch: src.pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: dst_pitch,
+        WidthInBytes: src.row_bytes,
+        Height: src.rows,
+    };
+    // SAFETY: the caller vouches for both ranges (see above); `p` describes them and outlives
+    // the call, which reads it before returning.
+    unsafe { call("cuMemcpy2DAsync", sys::cuMemcpy2DAsync_v2(&p, stream.cu_stream())) }
+}
+
+/// An event recorded on a stream after some work: `done` says whether that work finished.
+pub(crate) struct Recorded(sys::CUevent);
+
+// SAFETY: a CUevent is a handle the driver accepts from any thread (the context is made
+// current before each use); this wrapper is its only owner and destroys it once.
+unsafe impl Send for Recorded {}
+// SAFETY: as above; `&Recorded` only queries or waits on the event, which the driver allows
+// from several threads at once.
+unsafe impl Sync for Recorded {}
+
+impl Recorded {
+    /// Records an event on `stream` after the work enqueued on it so far.
+    pub(crate) fn after(gpu: &CudaGpu, stream: &CudaStream) -> Result<Self, Failed> {
+        bind(gpu)?;
+        let e = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| ("cuEventCreate", e))?;
+        let me = Self(e);
+        // SAFETY: `e` is a live event of the current context and `stream` a live stream of it.
+        unsafe { call("cuEventRecord", sys::cuEventRecord(me.0, stream.cu_stream()))? };
+        Ok(me)
+    }
+
+    /// Whether the work before the event finished (an error counts as finished: nothing more
+    /// will run of it).
+    pub(crate) fn done(&self, gpu: &CudaGpu) -> bool {
+        if bind(gpu).is_err() {
+            return true;
+        }
+        // SAFETY: the event is live (owned by `self`).
+        let r = unsafe { sys::cuEventQuery(self.0) };
+        r != sys::CUresult::CUDA_ERROR_NOT_READY
+    }
+
+    /// Waits on the CPU for the work before the event.
+    pub(crate) fn wait(&self, gpu: &CudaGpu) {
+        if bind(gpu).is_ok() {
+            // SAFETY: the event is live (owned by `self`).
+            let _ = unsafe { sys::cuEventSynchronize(self.0) };
+        }
+    }
+}
+
+impl Drop for Recorded {
+    fn drop(&mut self) {
+        // SAFETY: the event is live and destroyed once, here; cuEventDestroy lets enqueued
+        // work that uses it finish ("resources ... released automatically once the device has
+        // completed hEvent").
+        let _ = unsafe { result::event::destroy(self.0) };
+    }
+}
+
+/// The producer's CUDA stream as DLPack's `__dlpack__(stream=...)` names it: importing a CUDA
+/// array through it makes the stream wait for the work that made the array.
+pub(crate) struct ImportStream<'a> {
+    pub(crate) gpu: &'a CudaGpu,
+    pub(crate) stream: &'a CudaStream,
+}
+
+// SAFETY: `as_python_arg` names a live stream of the device's context (the producer's, which
+// outlives the import call) in the CUDA convention (1 for the null stream) and only for a
+// CUDA device; `wait_for_producer` orders it after the producer's live stream with an event.
+unsafe impl dlpark::python::consumer::DlpackStream for ImportStream<'_> {
+    fn as_python_arg(
+        &self,
+        _py: pyo3::Python<'_>,
+        device: dlpark::ffi::DLDevice,
+    ) -> pyo3::PyResult<dlpark::python::consumer::StreamArg> {
+        Ok(if device.device_type == dlpark::ffi::DLDeviceType::CUDA {
+            dlpark::python::consumer::stream::cuda(self.stream.cu_stream().cast())
+        } else {
+            dlpark::python::consumer::stream::none()
+        })
+    }
+
+    unsafe fn wait_for_producer(
+        &self,
+        device: dlpark::ffi::DLDevice,
+        producer: *mut std::ffi::c_void,
+    ) -> pyo3::PyResult<bool> {
+        if device.device_type != dlpark::ffi::DLDeviceType::CUDA {
+            return Ok(false);
+        }
+        Ok(order(self.gpu, producer.cast(), self.stream.cu_stream()).is_ok())
+    }
+}
+
+/// The ordinal of the device whose memory `ptr` (a device address) is.
+pub(crate) fn device_of_pointer(gpu: &CudaGpu, ptr: u64) -> Result<usize, Failed> {
+    bind(gpu)?;
+    let mut ordinal: i32 = -1;
+    // SAFETY: cuPointerGetAttribute writes one int for CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL to
+    // `ordinal`, which outlives the call; any `ptr` value is allowed (an unknown one fails).
+    unsafe {
+        call(
+            "cuPointerGetAttribute",
+            sys::cuPointerGetAttribute(
+                (&mut ordinal as *mut i32).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            ),
+        )?
+    };
+    Ok(ordinal.max(0) as usize)
+}

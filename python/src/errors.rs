@@ -1,7 +1,7 @@
 //! The crate's errors as Python exceptions: each [`nvsci::Error`] variant becomes an instance of
 //! the class of `nvsci.errors` that mirrors its layer, with its typed fields as attributes.
 
-use nvsci::{CudaError, Error, IpcError, RingError, RingWait, UnsupportedReason};
+use nvsci::{AttachField, CudaError, Error, IpcError, RingError, RingWait, UnsupportedReason};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::BoundObject;
@@ -182,6 +182,12 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Ring(RingError::NoSeat { fitting }) => {
             raise(py, "NoSeat", msg, &[("fitting", obj(py, fitting))])
         }
+        Error::Ring(RingError::AttachRefused { endpoint, field }) => raise(
+            py,
+            "AttachRefused",
+            msg,
+            &[("endpoint", obj(py, endpoint)), ("field", obj(py, field_name(field)))],
+        ),
         Error::Ring(_) => raise(py, "RingError", msg, &[]),
         Error::Ipc(IpcError::PeerGone { endpoint, during }) => {
             raise(py, "PeerGone", msg, &[("endpoint", obj(py, endpoint)), ("during", obj(py, during))])
@@ -208,6 +214,21 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         ),
         Error::Ipc(_) => raise(py, "IpcError", msg, &[]),
         _ => raise(py, "Error", msg, &[]),
+    }
+}
+
+/// The name of an [`AttachField`], as Python code matches on it (`RemoteSeat.last_refusal`,
+/// `AttachRefused.field`).
+pub(crate) fn field_name(f: AttachField) -> &'static str {
+    match f {
+        AttachField::Stream => "stream",
+        AttachField::Generation => "generation",
+        AttachField::Engine => "engine",
+        AttachField::Format => "format",
+        AttachField::Limit => "limit",
+        AttachField::Mode => "mode",
+        AttachField::Message => "message",
+        _ => "other",
     }
 }
 

@@ -99,6 +99,9 @@ pub(crate) struct PyPlane {
     pub(crate) source: Arc<dyn PlaneSource>,
     pub(crate) index: usize,
     pub(crate) geom: Geometry,
+    /// A consumer's count of what may still read its mappings (held, never read).
+    #[allow(dead_code)]
+    pub(crate) pin: Option<Arc<()>>,
 }
 
 impl PyPlane {

@@ -1,16 +1,22 @@
 //! Building a stream (`Backend`, `FrameFormat`, `ConsumerDesc`) and its producing side:
-//! `Producer` and the frames it writes from numpy and presents.
+//! `Producer` and the frames it writes (from numpy, or on a CUDA producer's stream from CUDA
+//! arrays) and presents.
 
 use crate::consumer::{lock, ConsumerCore, PyConsumer};
+use crate::cuda::{self, Foreign, Recorded};
 use crate::errors;
 use crate::plane::{self, Device, Geometry, PlaneSource, PyPlane};
+use crate::write::{self, Keep, Source, Target};
 use dlpark::python::CudaStreamRequest;
+use nvsci::cuda::cudarc::driver::CudaStream;
+use nvsci::cuda::CudaGpu;
+use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{
     Attacher, Backend, ConsumerDesc, Engine, FrameFormat, FrameLayout, Producer, ProducerFrame, QueueMode,
-    USER_HEADER_SIZE,
+    RemoteSeat, USER_HEADER_SIZE,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PySlice, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -90,46 +96,79 @@ impl PyFrameFormat {
 }
 
 /// One consumer of a stream: its engine (`"cpu"` or `"cuda"`, the backend's GPU), its queue
-/// mode (`"fifo"`: every frame, pacing the producer; `"mailbox"`: the newest only) and its
-/// limit (most frames held and queued; `None`: the stream's frames).
+/// mode (`"fifo"`: every frame, pacing the producer; `"mailbox"`: the newest only), its limit
+/// (most frames held and queued; `None`: the stream's frames) and where it lives: this
+/// process, or (`endpoint`, the producer's end of an NvSciIpc channel) the process at the other
+/// end, which attaches with `Consumer.connect`.
 #[pyclass(module = "nvsci", name = "ConsumerDesc", frozen, get_all)]
 #[derive(Clone)]
 pub(crate) struct PyConsumerDesc {
-    engine: String,
-    mode: String,
-    limit: Option<usize>,
+    pub(crate) engine: String,
+    pub(crate) mode: String,
+    pub(crate) limit: Option<usize>,
+    pub(crate) endpoint: Option<String>,
 }
 
 #[pymethods]
 impl PyConsumerDesc {
     #[new]
-    #[pyo3(signature = (engine="cpu", mode="fifo", limit=None))]
-    fn new(engine: &str, mode: &str, limit: Option<usize>) -> Self {
-        Self { engine: engine.to_owned(), mode: mode.to_owned(), limit }
+    #[pyo3(signature = (engine="cpu", mode="fifo", limit=None, endpoint=None))]
+    fn new(engine: &str, mode: &str, limit: Option<usize>, endpoint: Option<String>) -> Self {
+        Self { engine: engine.to_owned(), mode: mode.to_owned(), limit, endpoint }
     }
 
     fn __repr__(&self) -> String {
-        format!("ConsumerDesc(engine={:?}, mode={:?}, limit={:?})", self.engine, self.mode, self.limit)
+        format!(
+            "ConsumerDesc(engine={:?}, mode={:?}, limit={:?}, endpoint={:?})",
+            self.engine, self.mode, self.limit, self.endpoint
+        )
     }
+}
+
+/// The engine `name` (`"cpu"` or `"cuda"`) on `backend`, for the argument `arg`.
+pub(crate) fn engine_named(py: Python<'_>, backend: &Backend, arg: &str, name: &str) -> PyResult<Engine> {
+    match name {
+        "cpu" => Ok(Engine::Cpu),
+        "cuda" => match backend.gpu_engine() {
+            Engine::Cpu => Err(errors::invalid(
+                py,
+                arg,
+                "\"cuda\": this backend has no CUDA engine (no CUDA GPU the library's objects reach)",
+            )),
+            gpu => Ok(gpu),
+        },
+        other => Err(errors::invalid(py, arg, format!("{other:?}; \"cpu\" or \"cuda\""))),
+    }
+}
+
+/// Opens the NvSciIpc endpoint `name` of `backend`'s library (`ipc`: opened at the first).
+pub(crate) fn open_endpoint(
+    py: Python<'_>,
+    backend: &Backend,
+    ipc: &mut Option<Ipc>,
+    name: &str,
+) -> PyResult<IpcEndpoint> {
+    let Some(lib) = backend.nvsci() else {
+        return Err(errors::invalid(
+            py,
+            "endpoint",
+            format!(
+                "{name:?}: a consumer in another process needs an NvSci backend (this one is {})",
+                backend.kind()
+            ),
+        ));
+    };
+    if ipc.is_none() {
+        *ipc = Some(Ipc::for_library(lib).map_err(|e| errors::to_py(py, e))?);
+    }
+    let ipc = ipc.as_ref().expect("opened above");
+    IpcEndpoint::open(ipc, name).map_err(|e| errors::to_py(py, e))
 }
 
 impl PyConsumerDesc {
     /// The crate's description, on `backend`'s engines.
-    fn resolve(&self, py: Python<'_>, backend: &Backend) -> PyResult<ConsumerDesc> {
-        let engine = match self.engine.as_str() {
-            "cpu" => Engine::Cpu,
-            "cuda" => {
-                match backend.gpu_engine() {
-                    Engine::Cpu => return Err(errors::invalid(
-                        py,
-                        "engine",
-                        "\"cuda\": this backend has no CUDA engine (no CUDA GPU the library's objects reach)",
-                    )),
-                    gpu => gpu,
-                }
-            }
-            other => return Err(errors::invalid(py, "engine", format!("{other:?}; \"cpu\" or \"cuda\""))),
-        };
+    pub(crate) fn resolve(&self, py: Python<'_>, backend: &Backend) -> PyResult<ConsumerDesc> {
+        let engine = engine_named(py, backend, "engine", &self.engine)?;
         let mode = match self.mode.as_str() {
             "fifo" => QueueMode::Fifo,
             "mailbox" => QueueMode::Mailbox,
@@ -149,6 +188,12 @@ pub(crate) struct PyBackend(Backend);
 
 fn seconds(py: Python<'_>, name: &str, s: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(s).map_err(|_| errors::invalid(py, name, format!("{s} s: not a duration")))
+}
+
+impl PyBackend {
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.0
+    }
 }
 
 #[pymethods]
@@ -183,10 +228,27 @@ impl PyBackend {
         self.0.explain()
     }
 
-    /// Builds a stream of `format` frames with a CPU producer, the `consumers` (attached from
-    /// the start; default one CPU FIFO consumer) and seats for the `reserve` consumers that
-    /// attach later (`Producer.attach`); returns the producer and the attached consumers.
-    #[pyo3(signature = (format, *, consumers=None, reserve=None, frames=4, timeout=2.0, gpu_cache=true))]
+    /// Waits until the CUDA objects dropped so far (imports, mappings, semaphores: the crate
+    /// destroys them on its teardown thread once the work queued before their drop finished)
+    /// are destroyed, at most `timeout` seconds; returns how many are still queued (0: none;
+    /// always 0 without a CUDA engine). The NvSci objects they hold are freed with them.
+    #[pyo3(signature = (timeout=10.0))]
+    fn flush_teardown(&self, py: Python<'_>, timeout: f64) -> PyResult<usize> {
+        let timeout = seconds(py, "timeout", timeout)?;
+        Ok(match self.0.cuda() {
+            Some(g) => py.detach(|| g.flush_teardown(timeout)),
+            None => 0,
+        })
+    }
+
+    /// Builds a stream of `format` frames: a producer on `producer`'s engine (`"cpu"`, or
+    /// `"cuda"`: it writes from CUDA arrays on its stream), the `consumers` (attached from the
+    /// start; default one CPU FIFO consumer) and seats for the `reserve` consumers that attach
+    /// later (`Producer.attach`, or `Consumer.connect` in another process for a description
+    /// with an `endpoint`). A consumer with an `endpoint` attaches from another process while
+    /// the stream is built (this call waits for it, up to `timeout`). Returns the producer and
+    /// the consumers attached in this process.
+    #[pyo3(signature = (format, *, consumers=None, reserve=None, frames=4, timeout=2.0, gpu_cache=true, producer="cpu"))]
     #[allow(clippy::too_many_arguments)]
     fn stream(
         &self,
@@ -197,24 +259,41 @@ impl PyBackend {
         frames: usize,
         timeout: f64,
         gpu_cache: bool,
+        producer: &str,
     ) -> PyResult<(PyProducer, Vec<PyConsumer>)> {
         let timeout = seconds(py, "timeout", timeout)?;
-        let mut b = self.0.stream(format.0).frames(frames).timeout(timeout).gpu_cache(gpu_cache);
-        let consumers = match consumers {
-            Some(c) => c.iter().map(|d| d.resolve(py, &self.0)).collect::<PyResult<Vec<_>>>()?,
-            None => vec![ConsumerDesc::cpu()],
-        };
-        for d in consumers {
-            b = b.consumer(d);
+        let engine = engine_named(py, &self.0, "producer", producer)?;
+        let mut b =
+            self.0.stream(format.0).frames(frames).timeout(timeout).gpu_cache(gpu_cache).producer(engine);
+        let mut ipc = None;
+        match consumers {
+            Some(c) => {
+                for d in c.iter() {
+                    let desc = d.resolve(py, &self.0)?;
+                    b = match &d.endpoint {
+                        Some(name) => b.remote_consumer(open_endpoint(py, &self.0, &mut ipc, name)?, desc),
+                        None => b.consumer(desc),
+                    };
+                }
+            }
+            None => b = b.consumer(ConsumerDesc::cpu()),
         }
         for d in reserve.unwrap_or_default() {
-            b = b.reserve(d.resolve(py, &self.0)?, 1);
+            let desc = d.resolve(py, &self.0)?;
+            b = match &d.endpoint {
+                Some(name) => b.reserve_remote(open_endpoint(py, &self.0, &mut ipc, name)?, desc),
+                None => b.reserve(desc, 1),
+            };
         }
         let ring = py.detach(move || b.build()).map_err(|e| errors::to_py(py, e))?;
         let (producer, consumers) = py.detach(move || ring.split()).map_err(|e| errors::to_py(py, e))?;
         let shared = Arc::new(StreamShared::default());
         let attacher = producer.attacher();
         let gpu = self.0.cuda().cloned();
+        let producer_gpu = match (&gpu, producer.stream()) {
+            (Some(g), Some(s)) => Some((g.clone(), s.clone())),
+            _ => None,
+        };
         let consumers = consumers
             .into_iter()
             .map(|c| {
@@ -226,15 +305,24 @@ impl PyBackend {
             })
             .collect();
         let layout = producer.layout().clone();
+        let planes = plane::planes(&layout).and_then(|p| {
+            if p.iter().all(|g| plane::fits(g, layout.size)) {
+                Ok(p)
+            } else {
+                Err("a plane of the layout reaches past the frame".to_owned())
+            }
+        });
         let core = Arc::new(ProducerCore {
-            planes: plane::planes(&layout),
+            planes,
             layout,
             state: Mutex::new(Some(producer)),
-            attacher,
+            attacher: Mutex::new(Some(attacher)),
             shared,
             held: Mutex::new(Weak::new()),
             backend: self.0.clone(),
             timeout,
+            gpu: producer_gpu,
+            copies: Mutex::new(Vec::new()),
         });
         Ok((PyProducer { core }, consumers))
     }
@@ -247,17 +335,26 @@ impl PyBackend {
 /// A producer and what its frames share.
 pub(crate) struct ProducerCore {
     state: Mutex<Option<Producer>>,
-    attacher: Attacher,
+    /// Keeps the stream's buffers while the producer is open (consumers in this process hold
+    /// their own); `None` once closed.
+    attacher: Mutex<Option<Attacher>>,
     shared: Arc<StreamShared>,
     held: Mutex<Weak<PFrameCore>>,
     layout: FrameLayout,
     planes: Result<Vec<Geometry>, String>,
     backend: Backend,
     timeout: Duration,
+    /// A CUDA producer's device and stream.
+    gpu: Option<(CudaGpu, Arc<CudaStream>)>,
+    /// Copies enqueued on the producer's stream and the sources they read, kept until the
+    /// copies ran.
+    copies: Mutex<Vec<(Recorded, Vec<Keep>)>>,
 }
 
 impl ProducerCore {
-    /// Presents `frame` (held by this producer).
+    /// Presents `frame` (held by this producer): a CUDA producer's present signal is ordered
+    /// after the work on the streams its exports named (after all the device's work where a
+    /// writer's stream is unknown).
     fn present(self: &Arc<Self>, py: Python<'_>, frame: &PFrameCore) -> PyResult<()> {
         if !Arc::ptr_eq(&frame.producer, self) {
             return Err(errors::invalid(py, "frame", "a frame of another producer"));
@@ -265,9 +362,100 @@ impl ProducerCore {
         let mut g = lock(&self.state);
         let Some(p) = g.as_mut() else { return Err(errors::closed(py, "producer")) };
         let Some(token) = lock(&frame.token).take() else { return Err(errors::released(py, "present")) };
+        if let Some((gpu, ours)) = &self.gpu {
+            let (streams, unknown) = std::mem::take(&mut *lock(&frame.writers));
+            let ordered = if unknown {
+                cuda::synchronize(gpu)
+            } else {
+                streams.into_iter().try_for_each(|s| cuda::consumer_waits(gpu, ours, s))
+            };
+            if let Err((f, e)) = ordered {
+                // Not presented: discarded (the token's drop hands the slot back).
+                drop(token);
+                return Err(errors::driver(py, f, e));
+            }
+        }
         p.present(token).map_err(|e| errors::to_py(py, e))?;
         self.shared.presented.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// Drops the sources of the copies that ran (all of them, waiting, with `wait`).
+    fn reap(&self, wait: bool) {
+        let Some((gpu, _)) = &self.gpu else { return };
+        let mut copies = lock(&self.copies);
+        if wait {
+            for (ev, _) in copies.iter() {
+                ev.wait(gpu);
+            }
+            copies.clear();
+        } else {
+            copies.retain(|(ev, _)| !ev.done(gpu));
+        }
+    }
+
+    /// Copies `writes` into `frame`'s planes: with numpy for a CPU producer, on the stream of a
+    /// CUDA producer (its sources kept until the copies ran).
+    fn copy_into(
+        &self,
+        py: Python<'_>,
+        frame: &Arc<PFrameCore>,
+        planes: &[Geometry],
+        writes: write::Writes<'_>,
+    ) -> PyResult<()> {
+        frame.base(py, "write")?;
+        let write::Writes { sources, keep } = writes;
+        let np = py.import("numpy")?;
+        let mut copied = Ok(());
+        for (i, src) in sources.into_iter().enumerate() {
+            copied = match src {
+                Source::Numpy(src) => (|| {
+                    let dst = Bound::new(
+                        py,
+                        PyPlane { source: frame.clone(), index: i, geom: planes[i].clone(), pin: None },
+                    )?;
+                    let dst = np.getattr("asarray")?.call1((dst,))?;
+                    np.getattr("copyto")?.call1((dst, src))?;
+                    Ok(())
+                })(),
+                Source::Rows(rows) => match &self.gpu {
+                    None => Err(errors::invalid(py, "array", "rows to copy on a CPU producer")),
+                    Some((gpu, stream)) => {
+                        let g = &planes[i];
+                        // SAFETY: `rows` was checked against the plane's shape (rows of
+                        // `row_bytes` contiguous bytes, `pitch` apart) from the source's own
+                        // description, and the source is kept alive (`keep`, below) until an
+                        // event recorded after the copy completed (or the stream synchronised);
+                        // the destination is the plane of a held frame, mapped read-write in the
+                        // producer's context, whose geometry fits the frame (checked when the
+                        // stream was built).
+                        unsafe { cuda::copy_rows(gpu, stream, rows, frame.base + g.offset, g.strides[0]) }
+                            .map_err(|(f, e)| errors::driver(py, f, e))
+                    }
+                },
+            };
+            if copied.is_err() {
+                break;
+            }
+        }
+        // The sources of the copies enqueued so far (all of them, or those before a failure)
+        // live until the copies ran.
+        if let Some((gpu, stream)) = &self.gpu {
+            match Recorded::after(gpu, stream) {
+                Ok(ev) => lock(&self.copies).push((ev, keep)),
+                Err((f, e)) => {
+                    // No event to tell when the copies ran: wait for them now.
+                    let _ = stream.synchronize();
+                    drop(keep);
+                    copied = copied.and(Err(errors::driver(py, f, e)));
+                }
+            }
+        }
+        copied
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target { gpu: self.gpu.as_ref().map(|(g, s)| (g, s)) }
     }
 }
 
@@ -278,6 +466,10 @@ pub(crate) struct PFrameCore {
     base: u64,
     sequence: u64,
     index: usize,
+    /// A CUDA producer's frame: the streams its exports named (the present is ordered after
+    /// them), and whether a writer's stream is unknown (`__cuda_array_interface__`, DLPack's
+    /// -1: the present waits for all the device's work).
+    writers: Mutex<(Vec<Foreign>, bool)>,
 }
 
 impl PlaneSource for PFrameCore {
@@ -288,7 +480,11 @@ impl PlaneSource for PFrameCore {
         if let Err(why) = &self.producer.planes {
             return Err(errors::invalid(py, "frame", why.clone()));
         }
-        Ok((self.base, Device::Cpu))
+        let dev = match &self.producer.gpu {
+            Some((g, _)) => Device::Cuda(g.context().ordinal()),
+            None => Device::Cpu,
+        };
+        Ok((self.base, dev))
     }
 
     fn writable(&self) -> bool {
@@ -299,12 +495,40 @@ impl PlaneSource for PFrameCore {
         Ok(())
     }
 
-    fn prepare_cuda(&self, _py: Python<'_>, _stream: CudaStreamRequest) -> PyResult<()> {
+    fn prepare_cuda(&self, py: Python<'_>, stream: CudaStreamRequest) -> PyResult<()> {
+        let Some((gpu, ours)) = &self.producer.gpu else { return Ok(()) };
+        let theirs = match stream {
+            CudaStreamRequest::NoSync => {
+                lock(&self.writers).1 = true;
+                return Ok(());
+            }
+            CudaStreamRequest::Omitted | CudaStreamRequest::LegacyDefault => cuda::LEGACY,
+            CudaStreamRequest::PerThreadDefault => cuda::PER_THREAD,
+            CudaStreamRequest::Pointer(p) => Foreign(p),
+        };
+        let ordinal = gpu.context().ordinal();
+        let dev = cuda::device_of(gpu, theirs).map_err(|(f, e)| errors::driver(py, f, e))?;
+        if dev != ordinal {
+            return Err(errors::export(
+                py,
+                "stream",
+                format!("the stream belongs to CUDA device {dev}, the frame to device {ordinal}"),
+            ));
+        }
+        // The caller's work on the frame after the release waits `acquire` enqueued.
+        cuda::caller_waits(gpu, ours, theirs).map_err(|(f, e)| errors::driver(py, f, e))?;
+        let mut w = lock(&self.writers);
+        if !w.0.contains(&theirs) {
+            w.0.push(theirs);
+        }
         Ok(())
     }
 
     fn cai_stream(&self, _py: Python<'_>) -> PyResult<Option<usize>> {
-        Ok(None)
+        let Some((_, ours)) = &self.producer.gpu else { return Ok(None) };
+        lock(&self.writers).1 = true;
+        let raw = ours.cu_stream() as usize;
+        Ok(Some(if raw == 0 { 1 } else { raw }))
     }
 
     fn keep(self: Arc<Self>) -> Box<dyn Send + Sync> {
@@ -312,8 +536,8 @@ impl PlaneSource for PFrameCore {
     }
 }
 
-/// The producing side of a stream (a CPU producer): acquire a frame, write it (from numpy),
-/// present it; or `send` an array in one call.
+/// The producing side of a stream: acquire a frame, write it (from numpy; a CUDA producer also
+/// from CUDA arrays, on its stream), present it; or `send` an array in one call.
 #[pyclass(module = "nvsci", name = "Producer", frozen)]
 pub(crate) struct PyProducer {
     core: Arc<ProducerCore>,
@@ -333,7 +557,11 @@ impl PyProducer {
             lock(&f.token).take();
         }
         self.core.shared.ended.store(true, Ordering::SeqCst);
+        // The copies in flight read their sources until they ran.
+        self.core.reap(true);
+        let attacher = lock(&self.core.attacher).take();
         drop(producer);
+        drop(attacher);
     }
 
     fn acquire_core(&self, py: Python<'_>) -> PyResult<Arc<PFrameCore>> {
@@ -343,6 +571,7 @@ impl PyProducer {
             let Some(p) = g.as_mut() else { return Ok(None) };
             let f = p.acquire()?;
             let base = match &core.planes {
+                Ok(_) if core.gpu.is_some() => p.cuda_buffer(&f)?.device_address(),
                 Ok(_) => {
                     let mut w = p.cpu_write(&f)?;
                     w.as_mut_ptr() as u64
@@ -359,6 +588,7 @@ impl PyProducer {
                     token: Mutex::new(Some(f)),
                     producer: self.core.clone(),
                     base,
+                    writers: Mutex::new((Vec::new(), false)),
                 });
                 *lock(&self.core.held) = Arc::downgrade(&frame);
                 Ok(frame)
@@ -383,7 +613,10 @@ impl PyProducer {
 
     /// Acquires a frame, writes `array` (or the planes `luma` and `chroma` of an NV12
     /// frame) into it, sets its metadata and presents it; returns its sequence. The arrays
-    /// are checked before a frame is taken (`InvalidArgument` naming the argument).
+    /// are `uint8` numpy arrays or, for a CUDA producer, CUDA arrays of the producer's device
+    /// (`__dlpack__`, imported on the producer's stream, or `__cuda_array_interface__`),
+    /// copied on the producer's stream; they are checked before a frame is taken
+    /// (`InvalidArgument` naming the argument).
     #[pyo3(signature = (array=None, *, luma=None, chroma=None, capture_time=None, user_header=None))]
     fn send(
         &self,
@@ -395,13 +628,15 @@ impl PyProducer {
         user_header: Option<Vec<u8>>,
     ) -> PyResult<u64> {
         let planes = self.core.planes.as_ref().map_err(|w| errors::invalid(py, "frame", w.clone()))?;
-        let writes = sources(py, &self.core.layout.format, planes, array, luma, chroma)?;
         if let Some(h) = &user_header {
             check_header(py, h)?;
         }
+        self.core.reap(false);
+        let writes =
+            write::sources(py, &self.core.layout.format, planes, array, luma, chroma, &self.core.target())?;
         let frame = self.acquire_core(py)?;
         let done = (|| {
-            copy_into(py, &frame, planes, &writes)?;
+            self.core.copy_into(py, &frame, planes, writes)?;
             let mut t = lock(&frame.token);
             let t = t.as_mut().ok_or_else(|| errors::released(py, "send"))?;
             if let Some(ns) = capture_time {
@@ -429,17 +664,47 @@ impl PyProducer {
         let d = desc.resolve(py, &self.core.backend)?;
         let gpu = if d.engine.is_cpu() { None } else { self.core.backend.cuda().cloned() };
         let attached_at = self.core.shared.presented.load(Ordering::SeqCst);
-        let c = self.core.attacher.attach(d).map_err(|e| errors::to_py(py, e))?;
+        let Some(attacher) = lock(&self.core.attacher).clone() else {
+            return Err(errors::closed(py, "producer"));
+        };
+        let c = attacher.attach(d).map_err(|e| errors::to_py(py, e))?;
         Ok(PyConsumer {
-            core: ConsumerCore::new(
-                c,
-                self.core.shared.clone(),
-                attached_at,
-                Some(self.core.attacher.clone()),
-                gpu,
-            ),
+            core: ConsumerCore::new(c, self.core.shared.clone(), attached_at, Some(attacher), gpu),
             timeout: self.core.timeout,
         })
+    }
+
+    /// The seats for consumers in other processes (`ConsumerDesc(endpoint=...)`), in the
+    /// stream's order: who is attached and what each seat went through (`StreamClosed` once
+    /// the producer was closed).
+    #[getter]
+    fn remote_seats(&self, py: Python<'_>) -> PyResult<Vec<PyRemoteSeat>> {
+        let a = lock(&self.core.attacher).clone().ok_or_else(|| errors::closed(py, "producer"))?;
+        Ok(py.detach(|| a.remote_seats()).into_iter().map(PyRemoteSeat::from).collect())
+    }
+
+    /// The counters of consumer `consumer` (its index in the stream, in this process or
+    /// another): `delivered` (frames it acquired; for a consumer in another process, frames
+    /// sent to it), `skipped` and `last_sequence`; `None` for an index the stream does not
+    /// have; `StreamClosed` once the producer was closed.
+    fn consumer_stats<'py>(&self, py: Python<'py>, consumer: usize) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let a = lock(&self.core.attacher).clone().ok_or_else(|| errors::closed(py, "producer"))?;
+        let Some(s) = py.detach(|| a.consumer_stats(consumer)) else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("delivered", s.delivered)?;
+        d.set_item("skipped", s.skipped)?;
+        d.set_item("last_sequence", s.last_sequence)?;
+        Ok(Some(d))
+    }
+
+    /// `"cpu"` or `"cuda"`.
+    #[getter]
+    fn engine(&self) -> &'static str {
+        if self.core.gpu.is_some() {
+            "cuda"
+        } else {
+            "cpu"
+        }
     }
 
     /// Ends the stream: a frame still held is discarded; consumers get the frames already
@@ -502,81 +767,6 @@ fn check_header(py: Python<'_>, h: &[u8]) -> PyResult<()> {
     Ok(())
 }
 
-/// Checks that `a` is a C-contiguous or strided `numpy.ndarray` of `uint8` of `shape`.
-fn check_array(py: Python<'_>, name: &str, a: &Bound<'_, PyAny>, shape: &[usize]) -> PyResult<()> {
-    let np = py.import("numpy")?;
-    if !a.is_instance(&np.getattr("ndarray")?)? {
-        let t = a.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-        return Err(errors::invalid(py, name, format!("a {t}; a numpy.ndarray of uint8 is needed")));
-    }
-    let dtype: String = a.getattr("dtype")?.getattr("name")?.extract()?;
-    if dtype != "uint8" {
-        return Err(errors::invalid(py, name, format!("dtype {dtype}; uint8 is needed")));
-    }
-    let got: Vec<usize> = a.getattr("shape")?.extract()?;
-    if got != shape {
-        return Err(errors::invalid(py, name, format!("shape {got:?}; the frame needs {shape:?}")));
-    }
-    Ok(())
-}
-
-/// The arrays to copy into each plane (by plane index), checked.
-fn sources<'py>(
-    py: Python<'py>,
-    format: &FrameFormat,
-    planes: &[Geometry],
-    array: Option<Bound<'py, PyAny>>,
-    luma: Option<Bound<'py, PyAny>>,
-    chroma: Option<Bound<'py, PyAny>>,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let nv12 = matches!(format, FrameFormat::Nv12 { .. });
-    match (array, luma, chroma) {
-        (Some(a), None, None) => {
-            if nv12 {
-                // The usual packed NV12 image: the luma rows, then the chroma rows.
-                let (h, w) = (planes[0].shape[0], planes[0].shape[1]);
-                check_array(py, "array", &a, &[h + h / 2, w])?;
-                let y = a.get_item(PySlice::new(py, 0, h as isize, 1))?;
-                let uv = a.get_item(PySlice::new(py, h as isize, (h + h / 2) as isize, 1))?;
-                let uv = uv.call_method1("reshape", (PyTuple::new(py, &planes[1].shape)?,))?;
-                Ok(vec![y, uv])
-            } else {
-                check_array(py, "array", &a, &planes[0].shape)?;
-                Ok(vec![a])
-            }
-        }
-        (None, Some(y), Some(uv)) if nv12 => {
-            check_array(py, "luma", &y, &planes[0].shape)?;
-            check_array(py, "chroma", &uv, &planes[1].shape)?;
-            Ok(vec![y, uv])
-        }
-        (None, Some(_), _) | (None, _, Some(_)) if !nv12 => {
-            Err(errors::invalid(py, "luma", "luma and chroma are the planes of NV12 frames; give array"))
-        }
-        (None, None, Some(_)) => Err(errors::invalid(py, "luma", "chroma without luma")),
-        (None, Some(_), None) => Err(errors::invalid(py, "chroma", "luma without chroma")),
-        (Some(_), _, _) => Err(errors::invalid(py, "array", "array together with luma or chroma")),
-        (None, None, None) => Err(errors::invalid(py, "array", "nothing to write")),
-        _ => Err(errors::invalid(py, "array", "nothing to write")),
-    }
-}
-
-fn copy_into(
-    py: Python<'_>,
-    frame: &Arc<PFrameCore>,
-    planes: &[Geometry],
-    writes: &[Bound<'_, PyAny>],
-) -> PyResult<()> {
-    let np = py.import("numpy")?;
-    for (i, src) in writes.iter().enumerate() {
-        let dst = Bound::new(py, PyPlane { source: frame.clone(), index: i, geom: planes[i].clone() })?;
-        frame.base(py, "write")?;
-        let dst = np.getattr("asarray")?.call1((dst,))?;
-        np.getattr("copyto")?.call1((dst, src))?;
-    }
-    Ok(())
-}
-
 /// A frame the producer holds: write its planes (numpy views, writable) or `write` arrays
 /// into it, set its metadata, and present it. A context manager: presented on a clean exit,
 /// discarded when the block raises. Dropped unpresented, it is discarded.
@@ -605,14 +795,15 @@ impl PyProducerFrame {
                 self.core.producer.layout.format
             ))
         })?;
-        Ok(PyPlane { source: self.core.clone(), index: i, geom: planes[i].clone() })
+        Ok(PyPlane { source: self.core.clone(), index: i, geom: planes[i].clone(), pin: None })
     }
 }
 
 #[pymethods]
 impl PyProducerFrame {
     /// Writes `array` (or NV12's `luma` and `chroma`) into the frame: `uint8` arrays of the
-    /// frame's shape (`InvalidArgument` naming the argument otherwise).
+    /// frame's shape, numpy or (a CUDA producer) CUDA arrays as for `Producer.send`
+    /// (`InvalidArgument` naming the argument otherwise).
     #[pyo3(signature = (array=None, *, luma=None, chroma=None))]
     fn write(
         &self,
@@ -622,8 +813,10 @@ impl PyProducerFrame {
         chroma: Option<Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let planes = self.planes(py)?;
-        let writes = sources(py, &self.core.producer.layout.format, planes, array, luma, chroma)?;
-        copy_into(py, &self.core, planes, &writes)
+        let p = &self.core.producer;
+        p.reap(false);
+        let writes = write::sources(py, &p.layout.format, planes, array, luma, chroma, &p.target())?;
+        p.copy_into(py, &self.core, planes, writes)
     }
 
     /// Presents the frame (as `Producer.present`).
@@ -719,7 +912,7 @@ impl PyProducerFrame {
         Ok(planes
             .iter()
             .enumerate()
-            .map(|(i, g)| PyPlane { source: self.core.clone(), index: i, geom: g.clone() })
+            .map(|(i, g)| PyPlane { source: self.core.clone(), index: i, geom: g.clone(), pin: None })
             .collect())
     }
 
@@ -749,5 +942,51 @@ impl PyProducerFrame {
 
     fn __repr__(&self) -> String {
         format!("<nvsci.ProducerFrame {} (slot {})>", self.core.sequence, self.core.index)
+    }
+}
+
+/// A seat for a consumer in another process, as the producer sees it (`Producer.remote_seats`).
+#[pyclass(module = "nvsci", name = "RemoteSeat", frozen, get_all)]
+pub(crate) struct PyRemoteSeat {
+    /// The seat's consumer index in the stream.
+    consumer: usize,
+    /// The producer's endpoint of the seat.
+    endpoint: String,
+    /// Whether a consumer is attached now.
+    attached: bool,
+    /// Consumers attached to it so far.
+    attaches: u64,
+    /// Attaches refused.
+    refused: u64,
+    /// What did not fit in the last refused attach (as `AttachRefused.field`), or `None`.
+    last_refusal: Option<&'static str>,
+    /// Consumers that left it.
+    left: u64,
+    /// Consumers it lost (their process died).
+    lost: u64,
+}
+
+impl From<RemoteSeat> for PyRemoteSeat {
+    fn from(s: RemoteSeat) -> Self {
+        Self {
+            consumer: s.consumer,
+            endpoint: s.endpoint,
+            attached: s.attached,
+            attaches: s.attaches,
+            refused: s.refused,
+            last_refusal: s.last_refusal.map(errors::field_name),
+            left: s.left,
+            lost: s.lost,
+        }
+    }
+}
+
+#[pymethods]
+impl PyRemoteSeat {
+    fn __repr__(&self) -> String {
+        format!(
+            "RemoteSeat(consumer={}, endpoint={:?}, attached={}, attaches={}, refused={}, last_refusal={:?}, left={}, lost={})",
+            self.consumer, self.endpoint, self.attached, self.attaches, self.refused, self.last_refusal, self.left, self.lost
+        )
     }
 }

@@ -215,3 +215,48 @@ def test_block_linear_frames_have_no_array_views():
         with pytest.raises(nvsci.InvalidArgument) as e:
             c.luma
         assert e.value.name == "frame"
+
+
+class _CudaArrayInterface:
+    """An object that says it is a CUDA array (its pointer is never read here)."""
+
+    def __init__(self, shape):
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": "|u1",
+            "data": (0x1000, False),
+            "strides": None,
+            "version": 3,
+        }
+
+
+class _DlpackCuda:
+    """An object whose DLPack device is CUDA device 0 (never exported here)."""
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, **kwargs):
+        raise AssertionError("a CPU producer must refuse a CUDA array before exporting it")
+
+
+@pytest.mark.parametrize("array", [_CudaArrayInterface((H + H // 2, W)), _DlpackCuda()])
+def test_a_cpu_producer_refuses_cuda_arrays(array):
+    producer, (consumer,) = mock_stream(timeout=0.05)
+    assert producer.engine == "cpu"
+    with pytest.raises(nvsci.InvalidArgument) as e:
+        producer.send(array)
+    assert e.value.name == "array"
+    assert producer.presented == 0
+
+
+def test_producer_engines():
+    b = nvsci.Backend.mock()
+    with pytest.raises(nvsci.InvalidArgument) as e:
+        b.stream(nvsci.FrameFormat.nv12(W, H), producer="gpu")
+    assert e.value.name == "producer"
+    if b.has_cuda:
+        return
+    with pytest.raises(nvsci.InvalidArgument) as e:
+        b.stream(nvsci.FrameFormat.nv12(W, H), producer="cuda")
+    assert e.value.name == "producer"

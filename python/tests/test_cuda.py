@@ -4,7 +4,12 @@ reason) without a CUDA GPU, torch or CuPy; with NVSCI_REQUIRE_GPU=1 a missing GP
 fails instead."""
 
 import ctypes
+import json
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -271,3 +276,137 @@ def nv12_to_rgb_torch(torch, y, uv):
     g = (c - 100 * u - 208 * v + 128) >> 8
     b = (c + 516 * u + 128) >> 8
     return torch.stack([r, g, b], -1).clamp(0, 255).to(torch.uint8)
+
+
+# CUDA producers: frames written on the producer's stream from CUDA arrays ----------------------
+
+
+def cuda_producer(backend, frames=4, **kw):
+    """A CUDA producer with a CPU consumer (which reads every byte) and a CUDA one."""
+    return backend.stream(
+        nvsci.FrameFormat.nv12(W, H),
+        consumers=[nvsci.ConsumerDesc(), nvsci.ConsumerDesc(engine="cuda")],
+        producer="cuda",
+        frames=frames,
+        **kw,
+    )
+
+
+def packed(frame):
+    return np.concatenate([frame.luma.numpy(), frame.chroma.numpy().reshape(H // 2, W)])
+
+
+def test_cuda_producer_writes_from_torch_tensors_on_its_stream(gpu, torch):
+    """Each image is made on a torch stream behind a long kernel and dropped right after
+    `send`: the copy waits for torch's stream (DLPack's stream handshake) and keeps the tensor
+    until it ran; both consumers see every frame's bytes."""
+    producer, (cpu, dev) = cuda_producer(gpu)
+    assert producer.engine == "cuda"
+    base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
+    side = torch.cuda.Stream()
+    bad = torch.zeros((), dtype=torch.int64, device="cuda")
+    for i in range(200):
+        with torch.cuda.stream(side):
+            torch.cuda._sleep(1_000_000)
+            img = ((base + i * 31) % 251).to(torch.uint8)
+            assert producer.send(img) == i
+            del img
+        with cpu.acquire() as f:
+            np.testing.assert_array_equal(packed(f), pattern(i))
+        with dev.acquire() as f:
+            want = ((base + i * 31) % 251).to(torch.uint8)
+            bad += (torch.from_dlpack(f.luma) != want[:H]).sum()
+    assert bad.item() == 0
+
+
+def test_cuda_producer_writes_planes_from_cupy_and_the_array_interface(gpu, cupy):
+    class InterfaceOnly:
+        def __init__(self, a):
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    producer, (cpu, dev) = cuda_producer(gpu)
+    for i in range(50):
+        img = cupy.asarray(pattern(i))
+        y, uv = img[:H], img[H:].reshape(H // 2, W // 2, 2)
+        if i % 2:
+            producer.send(luma=y, chroma=uv)  # DLPack
+        else:
+            producer.send(luma=InterfaceOnly(y), chroma=InterfaceOnly(uv))
+        with cpu.acquire() as f:
+            np.testing.assert_array_equal(packed(f), pattern(i))
+        dev.acquire().release()
+
+
+def test_cuda_producer_frames_are_written_in_place_by_torch(gpu, torch):
+    producer, (cpu, dev) = cuda_producer(gpu)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        for i in range(50):
+            img = torch.from_numpy(pattern(i)).cuda()
+            with producer.acquire() as f:
+                assert f.luma.device == "cuda" and f.luma.writable
+                torch.cuda._sleep(1_000_000)  # the writes below run late on torch's stream
+                torch.from_dlpack(f.luma).copy_(img[:H])
+                torch.from_dlpack(f.chroma).copy_(img[H:].reshape(H // 2, W // 2, 2))
+            with cpu.acquire() as c:
+                np.testing.assert_array_equal(packed(c), pattern(i))
+            dev.acquire().release()
+
+
+def test_cuda_producer_writes_numpy_arrays(gpu):
+    producer, (cpu, dev) = cuda_producer(gpu)
+    for i in range(20):
+        producer.send(pattern(i)[:, ::1])
+        with cpu.acquire() as f:
+            np.testing.assert_array_equal(packed(f), pattern(i))
+        dev.acquire().release()
+
+
+def test_cuda_producer_refuses_tensors_that_do_not_fit(gpu, torch):
+    producer, (cpu, dev) = cuda_producer(gpu, timeout=0.05)
+    img = torch.zeros((ROWS, W), dtype=torch.uint8, device="cuda")
+    wide = torch.zeros((ROWS, 2 * W), dtype=torch.uint8, device="cuda")
+    for kwargs, name in [
+        ({"array": img[:H]}, "array"),
+        ({"array": img.to(torch.float32)}, "array"),
+        ({"array": wide[:, ::2]}, "array"),  # rows not contiguous
+        ({"array": img.cpu()}, "array"),  # a CPU tensor is no numpy array
+        ({"luma": img[:H], "chroma": img[H:]}, "chroma"),
+    ]:
+        with pytest.raises(nvsci.InvalidArgument) as e:
+            producer.send(**kwargs)
+        assert e.value.name == name, kwargs
+    assert producer.presented == 0
+    with pytest.raises(nvsci.RingTimeout):
+        cpu.acquire()
+
+
+def test_cuda_consumer_process(gpu, torch, tmp_path, monkeypatch):
+    """A CUDA consumer in another process (the mock's GPU mode there too) reading every frame
+    with torch through DLPack."""
+    (tmp_path / "nvsciipc.cfg").write_text("INTER_PROCESS gpu_0 gpu_1 16 4096\n")
+    monkeypatch.setenv("NVSCI_MOCK_IPC_DIR", str(tmp_path))
+    from ipc_consumer import pattern as flat
+
+    producer, _ = gpu.stream(
+        nvsci.FrameFormat.nv12(W, H), consumers=[], reserve=[nvsci.ConsumerDesc(engine="cuda", endpoint="gpu_0")]
+    )
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "ipc_consumer.py"), "gpu_1", f"nv12:{W}x{H}", "--engine", "cuda"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    until = time.monotonic() + 60
+    while not producer.remote_seats[0].attached:
+        assert time.monotonic() < until, "the CUDA consumer process did not attach"
+        time.sleep(0.01)
+    n = 200
+    for i in range(n):
+        producer.send(flat(i, ROWS * W).reshape(ROWS, W))
+    producer.close()
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["error"] is None and got["bad"] == [] and got["taken"] == list(range(n)), got
+    assert got["ledger"] == {}
