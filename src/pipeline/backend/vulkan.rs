@@ -29,7 +29,9 @@
 //! CUDA stream waits for the signalled value (`cuWaitExternalSemaphoresAsync`) before it reads.
 //! This is not only the letter of the spec: on an NVIDIA H100 (driver 580) a CUDA reader of
 //! host-visible memory it had read before saw stale bytes after a host signal and a CUDA wait (the
-//! GPU's L2 kept the old lines), and the new bytes after a signal-only queue batch.
+//! GPU's L2 kept the old lines), and the new bytes after a signal-only queue batch. The present
+//! does not wait for the batch: the consumers wait for its value (a CUDA stream on the device, a
+//! CPU consumer on the host).
 //!
 //! In the other direction, a CUDA producer's writes are ordered before its stream's signal, and
 //! a CPU consumer reads only once the present value was reached (`vkWaitSemaphores`).
