@@ -2,7 +2,7 @@
 //! every handle (the mock's process-wide ledger is exact here: this binary has one test).
 #![cfg(feature = "mock")]
 
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
 use nvsci::NvSci;
 
 #[test]
@@ -11,12 +11,12 @@ fn ring_teardown_frees_every_handle() {
     assert_eq!(ledger.counts().total(), 0);
     {
         let lib = NvSci::mock();
-        let ring = FrameRing::new(
-            &lib,
-            FrameFormat::nv12(64, 48),
-            RingConfig::default().with_frames(3).with_consumers(2),
-        )
-        .unwrap();
+        let ring = Backend::with_library(lib.clone())
+            .stream(FrameFormat::nv12(64, 48))
+            .frames(3)
+            .consumers(ConsumerDesc::cpu(), 2)
+            .build()
+            .unwrap();
         let (mut p, mut cs) = ring.split().unwrap();
         for _ in 0..3 {
             let f = p.acquire().unwrap();

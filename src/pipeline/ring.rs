@@ -257,19 +257,10 @@ impl std::fmt::Debug for FrameRing {
 }
 
 impl FrameRing {
-    /// A ring over `backend`'s slots and fences, built for these parties.
-    pub(crate) fn from_backend(
-        config: RingConfig,
-        backend: Arc<dyn RingBackend>,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<Self> {
-        Self::with_links(config, backend, producer, consumers, Links::default())
-    }
-
-    /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
-    /// producer's process) or the producer in another process (a consumer's process), and a
-    /// plan for each seat (`None`: every seat attached as a FIFO consumer taking every frame).
+    /// A ring over `backend`'s slots and fences, built for these parties (validated by the
+    /// builder), with consumers in other processes (a producer's process) or the producer in
+    /// another process (a consumer's process); every seat attached as a FIFO consumer taking
+    /// every frame.
     pub(crate) fn with_links(
         config: RingConfig,
         backend: Arc<dyn RingBackend>,
@@ -290,7 +281,6 @@ impl FrameRing {
         links: Links,
     ) -> Result<Self> {
         let Links { remotes, upstream, hub } = links;
-        config.validate()?;
         let mut consumer_engines = heapless::Vec::new();
         for c in consumers {
             consumer_engines
@@ -345,9 +335,15 @@ impl FrameRing {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// This ring's identity (never reused by another ring in this process).
@@ -805,9 +801,15 @@ impl Producer {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// The ring's identity.
@@ -1004,7 +1006,7 @@ impl std::fmt::Debug for Consumer {
 impl Drop for Consumer {
     /// Detaches: in the producer's process, the frames queued for this consumer go back at
     /// once; the frames it still holds as their tokens are released or dropped. Its seat can
-    /// then be attached again. In a consumer process ([`Consumer::connect`]) this drop does
+    /// then be attached again. In a consumer process ([`Consumer::connect_with`]) this drop does
     /// nothing itself: the departure message is sent when the process's ring drops (after the
     /// last handle to it), once its fences expired, and the producer frees the seat then.
     fn drop(&mut self) {
@@ -1283,9 +1285,15 @@ impl Consumer {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// The ring's identity.

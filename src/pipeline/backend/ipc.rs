@@ -64,16 +64,6 @@ const REQUEST: u8 = b'Q';
 const DETACH: u8 = b'D';
 const END: u8 = b'E';
 
-/// A consumer of a ring: in this process on an engine, or in another process at the other end
-/// of an NvSciIpc endpoint (which connects there with [`Consumer::connect`](crate::pipeline::Consumer::connect)).
-#[derive(Debug)]
-pub enum RingConsumer {
-    /// A consumer in this process, working on this engine.
-    Local(Engine),
-    /// A consumer in the process at the other end of this endpoint.
-    Remote(IpcEndpoint),
-}
-
 fn protocol(ep: &IpcEndpoint, what: String) -> Error {
     Error::Ipc(IpcError::Endpoint {
         endpoint: ep.name().to_owned(),
@@ -579,8 +569,8 @@ pub(crate) enum SeatLink {
     /// In this process, on this engine.
     Local(Engine),
     /// In the process at the other end of the endpoint, attached while the stream is built; its
-    /// engine must be this one (`None`: any).
-    Remote(IpcEndpoint, Option<Engine>),
+    /// engine must be this one.
+    Remote(IpcEndpoint, Engine),
     /// Reserved for a consumer on this engine in the process at the other end of the endpoint,
     /// which attaches while the stream runs.
     Reserved(IpcEndpoint, Engine),
@@ -621,7 +611,7 @@ pub(crate) fn build_producer(
             SeatLink::Remote(ep, e) => {
                 engines.push(Engine::Cpu);
                 now.push(remotes.len());
-                remotes.push(RemoteConsumer::new(i, e, ep));
+                remotes.push(RemoteConsumer::new(i, Some(e), ep));
             }
             SeatLink::Reserved(ep, e) => {
                 engines.push(Engine::Cpu);
@@ -841,8 +831,6 @@ pub(crate) fn connect_consumer(
     desc: &ConsumerDesc,
     timeout: Duration,
 ) -> Result<(NvSciRing, usize, Upstream)> {
-    format.validate()?;
-    desc.check()?;
     let engine = &desc.engine;
     let t = Some(timeout);
     ep.wait_connected(t)?;

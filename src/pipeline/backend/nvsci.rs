@@ -483,7 +483,7 @@ mod tests {
     fn a_cpu_wait_does_not_hold_the_fence_while_it_waits() {
         let lib = NvSci::mock();
         let (bufm, syncm) = (BufModule::open(&lib).unwrap(), SyncModule::open(&lib).unwrap());
-        let config = RingConfig::default().with_frames(2).with_consumers(1);
+        let config = RingConfig { frames: 2, ..RingConfig::default() };
         let members = [Member::Local(&Engine::Cpu)];
         let ring =
             NvSciRing::new(&bufm, &syncm, FrameFormat::Raw { size: 4096 }, config, &Engine::Cpu, &members)

@@ -211,7 +211,7 @@ impl VulkanRing {
         let present = Timeline::new(TimelineSemaphore::with_queue_signals(ctx, 0, true, queue_present)?)?;
         let mut releases = heapless::Vec::<Timeline, MAX_CONSUMERS>::new();
         for _ in 0..config.consumers {
-            // Cannot fail: config.consumers <= MAX_CONSUMERS (validated by the ring).
+            // Cannot fail: config.consumers <= MAX_CONSUMERS (validated by the builder).
             let _ = releases.push(Timeline::new(TimelineSemaphore::new_exportable(ctx, 0)?)?);
         }
         // Every buffer and semaphore holds an Arc of the context, so nothing else needs keeping.
@@ -371,26 +371,20 @@ mod tests {
     use crate::vulkan::test_support::context;
     use std::time::Duration;
 
-    use crate::pipeline::config::validate_ring;
+    use crate::pipeline::{Backend, BackendKind, ConsumerDesc, StreamBuilder};
 
-    /// What `Backend::build_ring` does on the Vulkan backend.
-    fn ring(
+    /// A stream builder on the Vulkan backend of `ctx`, with a CPU producer and `consumers`
+    /// CPU consumers.
+    fn stream(
         ctx: &Arc<VulkanContext>,
         format: FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<crate::pipeline::FrameRing> {
-        validate_ring(&format, &config, consumers)?;
-        let backend = VulkanProvider { ctx: ctx.clone() }.build(format, config, producer, consumers)?;
-        crate::pipeline::FrameRing::from_backend(config, backend, producer, consumers)
-    }
-
-    fn config(frames: usize, consumers: usize) -> RingConfig {
-        RingConfig::default()
-            .with_frames(frames)
-            .with_consumers(consumers)
-            .with_timeout(Duration::from_secs(5))
+        frames: usize,
+        consumers: usize,
+    ) -> StreamBuilder {
+        let b = Backend::from_provider(BackendKind::Vulkan, Arc::new(VulkanProvider { ctx: ctx.clone() }));
+        (0..consumers).fold(b.stream(format).frames(frames).timeout(Duration::from_secs(5)), |s, _| {
+            s.consumer(ConsumerDesc::cpu())
+        })
     }
 
     #[test]
@@ -404,15 +398,12 @@ mod tests {
         let Some(ctx) = context() else { return };
         let raw = FrameFormat::Raw { size: 4096 };
         for frames in [0, 1, 17] {
-            let r = ring(&ctx, raw, config(frames, 1), &Engine::Cpu, &[Engine::Cpu]);
-            assert!(
-                matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })),
-                "{frames}: {r:?}"
-            );
+            let r = stream(&ctx, raw, frames, 1).build();
+            assert!(matches!(r, Err(Error::InvalidArgument { name: "frames", .. })), "{frames}: {r:?}");
         }
-        let r = ring(&ctx, raw, config(2, 2), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, raw, 2, 0).build();
         assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
-        let r = ring(&ctx, FrameFormat::nv12(63, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, FrameFormat::nv12(63, 64), 2, 1).build();
         assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
     }
 
@@ -421,8 +412,7 @@ mod tests {
     #[test]
     fn block_linear_frames_are_refused() {
         let Some(ctx) = context() else { return };
-        let r =
-            ring(&ctx, FrameFormat::nv12_block_linear(64, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, FrameFormat::nv12_block_linear(64, 64), 2, 1).build();
         match r {
             Err(Error::Unsupported { reason, .. }) => {
                 assert_eq!(reason, crate::UnsupportedReason::BlockLinearWithoutNvSci)
@@ -436,13 +426,7 @@ mod tests {
     #[test]
     fn ring_needs_timeline_semaphore_export() {
         let Some(ctx) = context() else { return };
-        let r = ring(
-            &ctx,
-            FrameFormat::Raw { size: 4096 },
-            config(3, 2),
-            &Engine::Cpu,
-            &[Engine::Cpu, Engine::Cpu],
-        );
+        let r = stream(&ctx, FrameFormat::Raw { size: 4096 }, 3, 2).build();
         if !semaphore_export_support(&ctx).timeline {
             match r {
                 Err(Error::Unsupported { what, reason }) => {
