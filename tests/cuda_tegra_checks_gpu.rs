@@ -71,7 +71,7 @@ fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
     assert!(first.id_value().unwrap().1 < second.id_value().unwrap().1);
     let mut ctx = m.cpu_wait_context().unwrap();
     match second.wait(&mut ctx, Some(Duration::from_millis(100))) {
-        Err(Error::Timeout { .. }) => {}
+        Err(Error::Timeout { waited_for: nvsci::Wait::Fence { .. }, .. }) => {}
         r => panic!("the second timestamp fence expired before the first was signalled: {r:?}"),
     }
     gate.signal().unwrap();

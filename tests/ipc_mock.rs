@@ -12,7 +12,7 @@ use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
 use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, Producer, StreamBuilder};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, IpcError, NvSci, NvSciError, RingError};
+use nvsci::{Error, IpcError, NvSci, NvSciError, RingError, Wait};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -811,8 +811,10 @@ fn endpoint_names_are_checked() {
     assert_eq!(a.info().frames, 16);
     // Nobody at the other end: connecting times out with a typed error.
     let t = Some(Duration::from_millis(50));
-    assert!(matches!(a.wait_connected(t), Err(Error::Ipc(IpcError::Timeout { ref endpoint, .. }))
-            if endpoint == "known_0"));
+    assert!(
+        matches!(a.wait_connected(t), Err(Error::Timeout { waited_for: Wait::Endpoint { ref endpoint, .. }, .. })
+            if endpoint == "known_0")
+    );
     drop(a);
     drop(ipc);
     ledger_is_clean();
@@ -846,7 +848,7 @@ fn frames_and_messages_round_trip_and_oversize_frames_are_refused() {
     // Nothing to read: a typed timeout.
     assert!(matches!(
         a.read(&mut buf, Some(Duration::from_millis(20))),
-        Err(Error::Ipc(IpcError::Timeout { .. }))
+        Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
     ));
     // The event descriptor reports readable data.
     b.write(b"x", T).unwrap();
@@ -945,7 +947,10 @@ fn sync_objects_and_fences_cross_and_foreign_fences_are_refused() {
     let fd = f.export(&s0).unwrap();
     let imported = theirs.import_fence(&fd).unwrap();
     // Not yet signalled: the importer's wait times out.
-    assert!(matches!(imported.wait(&mut ctx, Some(Duration::from_millis(20))), Err(Error::Timeout { .. })));
+    assert!(matches!(
+        imported.wait(&mut ctx, Some(Duration::from_millis(20))),
+        Err(Error::Timeout { waited_for: Wait::Fence { .. }, .. })
+    ));
     obj.signal().unwrap();
     imported.wait(&mut ctx, T).unwrap();
     // A fence of another object.
@@ -1582,7 +1587,7 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     }
     let full = a.write(&[4], Some(Duration::from_millis(50)));
     assert!(
-        matches!(full, Err(Error::Ipc(IpcError::Timeout { during: "write", ref endpoint, .. }))
+        matches!(full, Err(Error::Timeout { waited_for: Wait::Endpoint { during: "write", ref endpoint, .. }, .. })
             if endpoint == "f_0"),
         "a fifth frame fit in a channel of four: {full:?}"
     );
@@ -1593,7 +1598,7 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     a.write(&[4], T).unwrap();
     assert!(matches!(
         a.write(&[5], Some(Duration::from_millis(50))),
-        Err(Error::Ipc(IpcError::Timeout { .. }))
+        Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
     ));
     for want in 1..=4u8 {
         b.read(&mut one, T).unwrap();

@@ -5,7 +5,7 @@
 
 use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat, FrameRing};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, NvSci, RingError, RingWait};
+use nvsci::{Error, NvSci, Wait};
 use std::time::{Duration, Instant};
 
 fn ring(frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
@@ -97,8 +97,8 @@ fn a_release_fence_that_never_expires_times_out_naming_the_consumer() {
     let obj = cs[1].release_sync().unwrap().clone();
     cs[1].release_after(g, obj.generate_fence().unwrap()).unwrap();
     match p.acquire() {
-        Err(Error::Ring(RingError::Timeout { waited_for, .. })) => {
-            assert_eq!(waited_for, RingWait::ReleaseFence { slot: 0, consumer: 1 })
+        Err(Error::Timeout { waited_for, .. }) => {
+            assert_eq!(waited_for, Wait::ReleaseFence { slot: 0, consumer: 1 })
         }
         other => panic!("expected a ring timeout, got {other:?}"),
     }
@@ -234,7 +234,7 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     assert!(matches!(cs[0].release_after(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
     let g = cs[0].acquire().unwrap_err();
     assert!(
-        matches!(g, Error::Ring(RingError::Timeout { .. })),
+        matches!(g, Error::Timeout { waited_for: Wait::Frame, .. }),
         "the refused release dropped the frame: {g:?}"
     );
 }

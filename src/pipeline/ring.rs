@@ -38,7 +38,7 @@ use super::format::FrameLayout;
 use super::party::{ConsumerEngine, ProducerEngine};
 use super::state::{ConsumerStats, FrameMeta, QueueMode, SeatStatus, StreamState, Take, USER_HEADER_SIZE};
 use crate::buf::BufObj;
-use crate::error::{invalid, Error, IpcError, Result, RingError, RingWait};
+use crate::error::{invalid, Error, IpcError, Result, RingError, Wait};
 use crate::sync::{Fence, SyncObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -142,8 +142,8 @@ impl Inner {
         lock(&self.shared)
     }
 
-    fn timeout(&self, waited_for: RingWait) -> Error {
-        Error::Ring(RingError::Timeout { waited_for, timeout: self.config.timeout })
+    fn timeout(&self, waited_for: Wait) -> Error {
+        Error::Timeout { waited_for, timeout: self.config.timeout }
     }
 
     /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes (the error
@@ -578,7 +578,7 @@ impl Producer {
     /// [`present_after`](Self::present_after), another engine's fence, which it waits for on
     /// the CPU until it expires). A consumer that holds frames holds back only those slots: a mailbox consumer
     /// or one with a limit never paces the producer beyond them. A timeout is
-    /// [`RingError::Timeout`] naming what was waited for ([`RingWait`]).
+    /// [`Error::Timeout`] naming what was waited for ([`Wait`]).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
         let inner = &self.inner;
         let deadline = deadline_after(inner.config.timeout);
@@ -602,7 +602,7 @@ impl Producer {
                 let sequence = inner.shared().st.sequence(frame.index).unwrap_or(0);
                 return Err(match e {
                     Error::Timeout { .. } => {
-                        inner.timeout(RingWait::PresentFence { slot: frame.index, sequence })
+                        inner.timeout(Wait::PresentFence { slot: frame.index, sequence })
                     }
                     e => e,
                 });
@@ -615,7 +615,7 @@ impl Producer {
                     if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Release(c), left) {
                         return Err(match e {
                             Error::Timeout { .. } => {
-                                inner.timeout(RingWait::ReleaseFence { slot: frame.index, consumer: c })
+                                inner.timeout(Wait::ReleaseFence { slot: frame.index, consumer: c })
                             }
                             e => e,
                         });
@@ -862,7 +862,7 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                 }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Err(inner.timeout(RingWait::FreeSlot { slot, sequence, holders }));
+                    return Err(inner.timeout(Wait::FreeSlot { slot, sequence, holders }));
                 }
                 // Releases of FIFO consumers in other processes arrive on their endpoints: take
                 // those already there, and look again soon. Those of mailbox consumers are taken
@@ -875,7 +875,7 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                     }
                     polled = true;
                     match inner.take_remote_release(r, Duration::ZERO) {
-                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
                         Err(e) => return Err(e),
                     }
                 }
@@ -1043,10 +1043,8 @@ impl Consumer {
                     frame.live = false;
                     self.untake(frame.index, frame.meta.sequence);
                     return Err(match e {
-                        Error::Timeout { .. } => inner.timeout(RingWait::PresentFence {
-                            slot: frame.index,
-                            sequence: frame.meta.sequence,
-                        }),
+                        Error::Timeout { .. } => inner
+                            .timeout(Wait::PresentFence { slot: frame.index, sequence: frame.meta.sequence }),
                         e => e,
                     });
                 }
@@ -1098,13 +1096,13 @@ impl Consumer {
                 if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
                     match inner.receive(up, Instant::now()) {
                         Ok(()) => there = true,
-                        Err(Error::Ring(RingError::Timeout { .. })) => {}
+                        Err(Error::Timeout { waited_for: Wait::Frame, .. }) => {}
                         Err(e) => return Err(e),
                     }
                 }
                 if !there {
                     match up.ask(inner.config.timeout.min(Duration::from_millis(100))) {
-                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                        Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
                         Err(e) => return Err(e),
                     }
                     inner.receive(up, deadline)?;
@@ -1115,11 +1113,9 @@ impl Consumer {
                     .consumer_take(id)
                     .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))?
             }
-            (None, None) => inner.wait_state(
-                deadline,
-                |sh| sh.st.consumer_take(id),
-                |_| inner.timeout(RingWait::Frame),
-            )?,
+            (None, None) => {
+                inner.wait_state(deadline, |sh| sh.st.consumer_take(id), |_| inner.timeout(Wait::Frame))?
+            }
         };
         Ok(ConsumerFrame {
             inner: inner.clone(),

@@ -9,7 +9,7 @@ use super::Env;
 use nvsci::pipeline::{
     Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, QueueMode, StreamBuilder,
 };
-use nvsci::{Error, RingError, RingWait};
+use nvsci::{Error, RingError, Wait};
 use std::time::Duration;
 
 const N: usize = 64 * 1024;
@@ -263,10 +263,10 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
     cs[0].release(a).unwrap();
     let _stuck = cs[1].acquire().unwrap();
     match p.acquire() {
-        Err(Error::Ring(RingError::Timeout { timeout, waited_for })) => {
+        Err(Error::Timeout { timeout, waited_for }) => {
             assert_eq!(timeout, Duration::from_millis(50));
             match waited_for {
-                RingWait::FreeSlot { slot: 0, sequence: 0, holders } => {
+                Wait::FreeSlot { slot: 0, sequence: 0, holders } => {
                     assert_eq!(holders.iter().collect::<Vec<_>>(), [1], "only consumer 1 holds frame 0")
                 }
                 other => panic!("expected a wait for a free slot (slot 0, frame 0), got {other:?}"),
@@ -278,7 +278,7 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
         ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu])
             .split()
             .unwrap();
-    assert!(matches!(cs[0].acquire(), Err(Error::Ring(RingError::Timeout { .. }))));
+    assert!(matches!(cs[0].acquire(), Err(Error::Timeout { waited_for: Wait::Frame, .. })));
     let cfg = config().with_timeout(Duration::MAX);
     let (mut p, mut cs) =
         ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();
@@ -744,10 +744,7 @@ pub fn consumers_attach_leave_and_come_back(env: &Env) {
         }
         late.release(g).unwrap();
     }
-    assert!(matches!(
-        late.acquire(),
-        Err(Error::Ring(RingError::Timeout { waited_for: RingWait::Frame, .. }))
-    ));
+    assert!(matches!(late.acquire(), Err(Error::Timeout { waited_for: Wait::Frame, .. })));
     let s = late.stats();
     assert_eq!((s.delivered, s.skipped, s.last_sequence), (2, 1, Some(4)));
     // Two frames queued for it when it leaves: the camera goes on at once.

@@ -41,7 +41,7 @@
 use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
 use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, ImageLayout, Perm};
-use crate::error::{invalid, AttachField, Error, IpcError, Result, RingError};
+use crate::error::{invalid, AttachField, Error, IpcError, Result, RingError, Wait};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint, SMALL_MESSAGE};
 use crate::pipeline::config::{ConsumerDesc, RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
@@ -746,7 +746,10 @@ impl Upstream {
         let mut msg = [0u8; FRAME_MSG];
         let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
             Ok(n) => n,
-            Err(e @ Error::Ipc(IpcError::Timeout { .. } | IpcError::PeerGone { .. })) => return Err(e),
+            Err(
+                e @ (Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }
+                | Error::Ipc(IpcError::PeerGone { .. })),
+            ) => return Err(e),
             Err(e) => {
                 self.broken.store(true, Ordering::Release);
                 return Err(e);
@@ -966,7 +969,7 @@ mod tests {
         let mut buf = [0u8; 16];
         assert!(matches!(
             producer.read(&mut buf, Some(Duration::from_millis(50))),
-            Err(Error::Ipc(IpcError::Timeout { .. }))
+            Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
         ));
         drop(up);
         assert!(matches!(producer.read(&mut buf, t), Err(Error::Ipc(IpcError::PeerGone { .. }))));

@@ -4,7 +4,7 @@
 //! NvSciIpc messages themselves are `backend::ipc`'s; the state machine knows nothing of them.
 
 use super::{clone_gone, deadline_after, Inner};
-use crate::error::{Error, IpcError, Result, RingWait};
+use crate::error::{Error, IpcError, Result, Wait};
 use crate::pipeline::backend::ipc::{Back, Received, RemoteConsumer, Upstream};
 use crate::pipeline::backend::Point;
 use crate::pipeline::config::MAX_CONSUMERS;
@@ -237,7 +237,7 @@ impl Inner {
             let Some(r) = self.remote(c) else { return Ok(()) };
             let left = deadline.saturating_duration_since(Instant::now());
             let timed_out = || {
-                self.timeout(RingWait::RemoteRelease {
+                self.timeout(Wait::RemoteRelease {
                     slot: index,
                     sequence,
                     consumer: c,
@@ -266,7 +266,7 @@ impl Inner {
             drop(reading);
             match took {
                 Ok(()) => {}
-                Err(Error::Ipc(IpcError::Timeout { .. })) => return Err(timed_out()),
+                Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => return Err(timed_out()),
                 Err(e) => return Err(e),
             }
         }
@@ -340,7 +340,7 @@ impl Inner {
                 self.shared().ended = true;
                 Err(up.ended())
             }
-            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(self.timeout(RingWait::Frame)),
+            Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => Err(self.timeout(Wait::Frame)),
             Err(e) => Err(e),
         }
     }
