@@ -159,8 +159,6 @@ pub enum UnsupportedReason {
     NoNvSciObjects,
     /// The ring has no consumer of that index.
     NoSuchConsumer,
-    /// The object was made by another ring backend.
-    OtherBackend,
     /// No backend is usable: no NvSci, no CUDA + Vulkan GPU, and the `mock` feature is off.
     NoBackend,
     /// Block-linear frames need a ring backend built on NvSciBuf (the Vulkan backend lays out
@@ -260,7 +258,6 @@ impl fmt::Display for UnsupportedReason {
                 "this ring's backend has no NvSci objects; use cpu_read/cpu_write, CUDA or the ring's fences",
             ),
             NoSuchConsumer => f.write_str("no such consumer in this ring"),
-            OtherBackend => f.write_str("it was made by another ring backend"),
             NoBackend => f.write_str("no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled"),
             BlockLinearWithoutNvSci => f.write_str(
                 "block-linear frames need an NvSci backend (NVIDIA's library or the mock); the Vulkan \

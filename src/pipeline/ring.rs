@@ -31,7 +31,7 @@
 //! consumer to a vacant seat while the stream runs).
 
 use super::backend::ipc::{AttachHub, RemoteConsumer, RemoteSeat, Upstream};
-use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
+use super::backend::{no_nvsci_objects, CpuWaiter, FrameRead, FrameWrite, NvSciObjects, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
 use super::format::FrameLayout;
@@ -183,8 +183,13 @@ impl Inner {
         (consumer < self.config.consumers).then(|| self.shared().st.stats(consumer))
     }
 
-    pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
-        self.backend.cpu_waiter()
+    pub(crate) fn waiter(&self) -> Result<Box<dyn CpuWaiter>> {
+        self.backend.clone().cpu_waiter()
+    }
+
+    /// The backend's NvSci extension, or the error naming `what` needed it.
+    pub(super) fn nvsci(&self, what: &'static str) -> Result<&dyn NvSciObjects> {
+        self.backend.nvsci().ok_or_else(|| no_nvsci_objects(what))
     }
 
     /// Takes slot `index` back from consumer `consumer` (its release fence is recorded already;
@@ -204,7 +209,14 @@ impl Inner {
         };
         self.changed.notify_all();
         match &self.upstream {
-            Some(up) => up.send_release(self.backend.as_ref(), index, sequence, self.config.timeout),
+            Some(up) => {
+                let release = self.nvsci("a producer in another process")?.export_fence(
+                    index,
+                    Point::Release(0),
+                    &up.ep,
+                )?;
+                up.send_release(index, sequence, &release, self.config.timeout)
+            }
             None => Ok(()),
         }
     }
@@ -217,11 +229,11 @@ impl Drop for Inner {
         // free them.
         let timeout = self.config.timeout;
         let b = &self.backend;
-        let all_done = match b.cpu_waiter() {
+        let all_done = match b.clone().cpu_waiter() {
             Ok(mut w) => (0..self.config.frames).all(|s| {
-                let releases = (0..self.config.consumers)
-                    .all(|c| b.cpu_wait(&mut w, s, Point::Release(c), timeout).is_ok());
-                releases && b.cpu_wait(&mut w, s, Point::Present, timeout).is_ok()
+                let releases =
+                    (0..self.config.consumers).all(|c| w.wait(s, Point::Release(c), timeout).is_ok());
+                releases && w.wait(s, Point::Present, timeout).is_ok()
             }),
             Err(_) => false,
         };
@@ -360,7 +372,7 @@ impl FrameRing {
     /// another ([`Producer::set_stream`], [`Consumer::set_stream`]).
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
         let inner = &self.inner;
-        let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
+        let engine = ProducerEngine::new(&inner.backend, inner.config, &inner.producer_engine)?;
         let service = seats::SeatService::start(inner)?;
         let producer = Producer { engine, inner: inner.clone(), service };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
@@ -368,7 +380,7 @@ impl FrameRing {
             if inner.remote_mask & (1 << id) != 0 || inner.shared().st.status(id) != SeatStatus::Attached {
                 continue;
             }
-            let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
+            let engine = ConsumerEngine::new(&inner.backend, inner.config, e, id)?;
             consumers.push(Consumer { engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
@@ -379,8 +391,7 @@ impl FrameRing {
     /// The one consumer of a consumer process's view of a ring (no producer here).
     pub(crate) fn into_consumer(self) -> Result<Consumer> {
         let inner = &self.inner;
-        let engine =
-            ConsumerEngine::new(inner.backend.as_ref(), inner.config, &inner.consumer_engines[0], 0)?;
+        let engine = ConsumerEngine::new(&inner.backend, inner.config, &inner.consumer_engines[0], 0)?;
         Ok(Consumer { engine, inner: inner.clone(), id: 0 })
     }
 }
@@ -518,9 +529,8 @@ impl Drop for ConsumerFrame {
         }
         let inner = &self.inner;
         let b = &inner.backend;
-        let expired = inner
-            .waiter()
-            .and_then(|mut w| b.cpu_wait(&mut w, self.index, Point::Present, inner.config.timeout));
+        let expired =
+            inner.waiter().and_then(|mut w| w.wait(self.index, Point::Present, inner.config.timeout));
         match expired {
             Ok(()) => {
                 // The stream's wait for the present fence can now complete: finish what it queued.
@@ -583,7 +593,6 @@ impl Producer {
         let inner = &self.inner;
         let deadline = deadline_after(inner.config.timeout);
         let (mut frame, unread) = acquire_slot(inner, deadline)?;
-        let b = &inner.backend;
         // A slot no consumer read since its last present: no release fence covers the
         // producer's own present fence, so wait for it here (a CUDA producer's own signal is
         // ordered on its stream already; another engine's fence is waited on the CPU).
@@ -592,10 +601,10 @@ impl Producer {
         if present_wait {
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = match &mut self.engine {
-                ProducerEngine::Cpu(waiter) => b.cpu_wait(waiter, frame.index, Point::Present, left),
+                ProducerEngine::Cpu(waiter) => waiter.wait(frame.index, Point::Present, left),
                 #[cfg(feature = "cuda")]
                 ProducerEngine::Cuda(_) => {
-                    inner.waiter().and_then(|mut w| b.cpu_wait(&mut w, frame.index, Point::Present, left))
+                    inner.waiter().and_then(|mut w| w.wait(frame.index, Point::Present, left))
                 }
             };
             if let Err(e) = waited {
@@ -612,7 +621,7 @@ impl Producer {
             ProducerEngine::Cpu(waiter) => {
                 for c in 0..inner.config.consumers {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Release(c), left) {
+                    if let Err(e) = waiter.wait(frame.index, Point::Release(c), left) {
                         return Err(match e {
                             Error::Timeout { .. } => {
                                 inner.timeout(Wait::ReleaseFence { slot: frame.index, consumer: c })
@@ -625,7 +634,7 @@ impl Producer {
                 frame.cpu_waited = true;
             }
             #[cfg(feature = "cuda")]
-            ProducerEngine::Cuda(p) => p.wait_releases(b.as_ref(), frame.index)?,
+            ProducerEngine::Cuda(p) => p.wait_releases(frame.index)?,
         }
         Ok(frame)
     }
@@ -661,7 +670,7 @@ impl Producer {
     /// The read-write NvSciBuf object of a held frame (NvSci backend).
     pub fn buffer(&self, frame: &ProducerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)
+        self.inner.backend.nvsci().and_then(|n| n.buffer(frame.index)).ok_or_else(not_nvsci)
     }
 
     /// CPU write access to a held frame, for as long as both the producer and the frame are
@@ -704,7 +713,7 @@ impl Producer {
                  still read it; write it from the stream",
             ));
         }
-        let buffer = self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)?;
+        let buffer = self.inner.backend.nvsci().and_then(|n| n.buffer(frame.index)).ok_or_else(not_nvsci)?;
         buffer.put_pixels(rect, planes)
     }
 
@@ -717,7 +726,7 @@ impl Producer {
         match &self.engine {
             ProducerEngine::Cpu(_) => b.cpu_signal(frame.index, Point::Present)?,
             #[cfg(feature = "cuda")]
-            ProducerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, Point::Present)?,
+            ProducerEngine::Cuda(p) => p.signal(frame.index, Point::Present)?,
         }
         self.publish(frame, false)
     }
@@ -728,7 +737,11 @@ impl Producer {
     /// another is refused and the frame discarded.
     pub fn present_after(&mut self, frame: ProducerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
-        self.inner.backend.set_nvsci_fence(frame.index, Point::Present, fence)?;
+        self.inner.nvsci("presenting with an NvSciSync fence")?.set_fence(
+            frame.index,
+            Point::Present,
+            fence,
+        )?;
         self.publish(frame, true)
     }
 
@@ -779,7 +792,7 @@ impl Producer {
     /// The NvSciSync object present fences come from (NvSci backend): generate a fence from it
     /// for an engine that signals later ([`present_after`](Self::present_after)).
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Present)
+        self.inner.backend.nvsci()?.sync(Point::Present)
     }
 
     /// The release sync object of consumer `consumer` (NvSci backend), for importing into the
@@ -788,7 +801,7 @@ impl Producer {
         if consumer >= self.inner.config.consumers {
             return None;
         }
-        self.inner.backend.nvsci_sync(Point::Release(consumer))
+        self.inner.backend.nvsci()?.sync(Point::Release(consumer))
     }
 
     /// The engine this producer works on.
@@ -957,7 +970,7 @@ impl Attacher {
             let fitting = (0..inner.consumer_engines.len()).filter(|&c| fits(c)).count();
             return Err(Error::Ring(RingError::NoSeat { fitting }));
         };
-        match ConsumerEngine::new(inner.backend.as_ref(), inner.config, &desc.engine, id) {
+        match ConsumerEngine::new(&inner.backend, inner.config, &desc.engine, id) {
             Ok(engine) => {
                 log::debug!("frame ring {}: consumer {id} attached ({:?})", inner.id, desc.mode);
                 Ok(Consumer { engine, inner: inner.clone(), id })
@@ -1035,11 +1048,10 @@ impl Consumer {
         let deadline = deadline_after(self.inner.config.timeout);
         let mut frame = self.acquire_until(deadline)?;
         let inner = &self.inner;
-        let b = &inner.backend;
         match &mut self.engine {
             ConsumerEngine::Cpu(waiter) => {
                 let left = deadline.saturating_duration_since(Instant::now());
-                if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Present, left) {
+                if let Err(e) = waiter.wait(frame.index, Point::Present, left) {
                     frame.live = false;
                     self.untake(frame.index, frame.meta.sequence);
                     return Err(match e {
@@ -1052,7 +1064,7 @@ impl Consumer {
             }
             #[cfg(feature = "cuda")]
             ConsumerEngine::Cuda(p) => {
-                if let Err(e) = p.wait(b.as_ref(), frame.index, Point::Present, true) {
+                if let Err(e) = p.wait(frame.index, Point::Present, true) {
                     // Nothing was enqueued: the frame is first in line again.
                     frame.live = false;
                     self.untake(frame.index, frame.meta.sequence);
@@ -1159,7 +1171,7 @@ impl Consumer {
     /// The read-only NvSciBuf view of a held frame (NvSci backend).
     pub fn view(&self, frame: &ConsumerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)
+        self.inner.backend.nvsci().and_then(|n| n.view(frame.index, self.id)).ok_or_else(not_nvsci)
     }
 
     /// CPU read access to a held frame, for as long as both the consumer and the frame are
@@ -1201,7 +1213,8 @@ impl Consumer {
                  be done; read it from the stream",
             ));
         }
-        let view = self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)?;
+        let view =
+            self.inner.backend.nvsci().and_then(|n| n.view(frame.index, self.id)).ok_or_else(not_nvsci)?;
         view.get_pixels(rect, planes)
     }
 
@@ -1216,7 +1229,7 @@ impl Consumer {
         let signalled = match &self.engine {
             ConsumerEngine::Cpu(_) => b.cpu_signal(frame.index, point),
             #[cfg(feature = "cuda")]
-            ConsumerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, point).inspect_err(|_| {
+            ConsumerEngine::Cuda(p) => p.signal(frame.index, point).inspect_err(|_| {
                 // No fence will tell the producer when the queued work is done: finish it here.
                 let _ = p.stream().synchronize();
             }),
@@ -1234,7 +1247,11 @@ impl Consumer {
     /// the frame is released as a dropped token is (after a CPU wait for its present fence).
     pub fn release_after(&mut self, frame: ConsumerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
-        self.inner.backend.set_nvsci_fence(frame.index, Point::Release(self.id), fence)?;
+        self.inner.nvsci("releasing with an NvSciSync fence")?.set_fence(
+            frame.index,
+            Point::Release(self.id),
+            fence,
+        )?;
         self.finish(frame)
     }
 
@@ -1245,18 +1262,18 @@ impl Consumer {
 
     /// The NvSciSync object this consumer's release fences come from (NvSci backend).
     pub fn release_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Release(self.id))
+        self.inner.backend.nvsci()?.sync(Point::Release(self.id))
     }
 
     /// The present sync object (NvSci backend), for importing into this consumer's engine.
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Present)
+        self.inner.backend.nvsci()?.sync(Point::Present)
     }
 
     /// The read-only NvSciBuf view of slot `index` (NvSci backend; for imports, e.g. into
     /// CUDA).
     pub fn slot_view(&self, index: usize) -> Option<&BufObj> {
-        self.inner.backend.nvsci_view(index, self.id)
+        self.inner.backend.nvsci()?.view(index, self.id)
     }
 
     /// This consumer's index.

@@ -39,7 +39,6 @@
 //! endpoints require it).
 
 use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
-use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, ImageLayout, Perm};
 use crate::error::{invalid, AttachField, Error, IpcError, Result, RingError, Wait};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint, SMALL_MESSAGE};
@@ -160,20 +159,6 @@ fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> [u8; FEN
     m[5..13].copy_from_slice(&seq.to_le_bytes());
     m[13..].copy_from_slice(desc.as_bytes());
     m
-}
-
-/// Exports the fence at (`slot`, `point`) of `b` over `ep` and sends it as a `tag` message
-/// for frame `seq`.
-fn send_fence(
-    ep: &IpcEndpoint,
-    b: &dyn RingBackend,
-    point: super::Point,
-    tag: u8,
-    (slot, seq): (usize, u64),
-    timeout: Duration,
-) -> Result<()> {
-    let desc = b.export_fence(slot, point, ep)?;
-    ep.send_message(&fence_msg(tag, slot, seq, &desc), Some(timeout))
 }
 
 /// A frame message, on the stack: the fence message of the present, then the metadata.
@@ -435,22 +420,26 @@ impl RemoteConsumer {
         Ok((session, e))
     }
 
-    /// Sends the frame in `slot` with its present fence and metadata to the consumer of
-    /// session `session` ([`IpcError::PeerGone`] if that session is over).
-    pub(crate) fn send_frame(
-        &self,
-        b: &dyn RingBackend,
-        slot: usize,
-        meta: &FrameMeta,
-        timeout: Duration,
-        session: u64,
-    ) -> Result<()> {
+    /// The endpoint of session `session` ([`IpcError::PeerGone`] if that session is over): the
+    /// one a frame of that session's consumer is exported through and sent on.
+    pub(crate) fn session_endpoint(&self, session: u64) -> Result<Arc<IpcEndpoint>> {
         let (now, ep) = self.session()?;
         if now != session {
             return Err(self.gone("an earlier session"));
         }
-        let desc = b.export_fence(slot, super::Point::Present, &ep)?;
-        ep.send_message(&frame_msg(slot, meta, &desc), Some(timeout))
+        Ok(ep)
+    }
+
+    /// Sends the frame in `slot` with its metadata and its present fence, exported through
+    /// `ep` (the endpoint of the consumer's session, [`session_endpoint`](Self::session_endpoint)).
+    pub(crate) fn send_frame(
+        ep: &IpcEndpoint,
+        slot: usize,
+        meta: &FrameMeta,
+        present: &FenceDescriptor,
+        timeout: Duration,
+    ) -> Result<()> {
+        ep.send_message(&frame_msg(slot, meta, present), Some(timeout))
     }
 
     /// Receives the next message of the current session (whose number comes with it): a
@@ -775,15 +764,16 @@ impl Upstream {
         self.ep.send_message(&msg, Some(timeout))
     }
 
-    /// Sends the release of frame (`slot`, `seq`) with its release fence.
+    /// Sends the release of frame (`slot`, `seq`) with its release fence, exported through
+    /// this endpoint.
     pub(crate) fn send_release(
         &self,
-        b: &dyn RingBackend,
         slot: usize,
         seq: u64,
+        release: &FenceDescriptor,
         timeout: Duration,
     ) -> Result<()> {
-        send_fence(&self.ep, b, super::Point::Release(0), RELEASED, (slot, seq), timeout)
+        self.ep.send_message(&fence_msg(RELEASED, slot, seq, release), Some(timeout))
     }
 
     /// The error for a message that does not fit the ring's state.

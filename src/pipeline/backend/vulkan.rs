@@ -34,7 +34,7 @@
 //! In the other direction, a CUDA producer's writes are ordered before its stream's signal, and
 //! a CPU consumer reads only once the present value was reached (`vkWaitSemaphores`).
 
-use super::{foreign_state, CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
+use super::{CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
 use crate::error::{invalid, Error, Result};
 use crate::pipeline::config::{RingConfig, MAX_CONSUMERS};
 use crate::pipeline::engine::Engine;
@@ -247,17 +247,9 @@ impl RingBackend for VulkanRing {
         &self.layout
     }
 
-    fn cpu_waiter(&self) -> Result<CpuWaiter> {
-        // Timeline semaphores need no wait context.
-        Ok(CpuWaiter(Box::new(())))
-    }
-
-    fn cpu_wait(&self, _waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()> {
-        let value = *lock(self.fence(slot, point)?);
-        match value {
-            None => Ok(()),
-            Some(v) => self.timeline(point)?.semaphore.wait(v, timeout),
-        }
+    fn cpu_waiter(self: Arc<Self>) -> Result<Box<dyn CpuWaiter>> {
+        // Timeline semaphores need no wait context: the ring is all a party needs.
+        Ok(Box::new(VulkanCpuWaiter { ring: self }))
     }
 
     fn cpu_signal(&self, slot: usize, point: Point) -> Result<()> {
@@ -305,52 +297,68 @@ impl RingBackend for VulkanRing {
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_import_sync(&self, dev: &crate::cuda::CudaGpu, point: Point) -> Result<super::CudaSyncImport> {
+    fn cuda_import_sync(
+        self: Arc<Self>,
+        dev: &crate::cuda::CudaGpu,
+        point: Point,
+    ) -> Result<Box<dyn super::CudaSync>> {
         let semaphore = &self.timeline(point)?.semaphore;
-        let s = crate::cuda::CudaSemaphore::import(
+        let imported = crate::cuda::CudaSemaphore::import(
             dev,
             semaphore.export_fd()?,
             crate::cuda::SemaphoreKind::Timeline,
         )?;
-        Ok(super::CudaSyncImport(Box::new(s)))
+        Ok(Box::new(VulkanCudaSync { ring: self, point, imported }))
     }
+}
 
-    #[cfg(feature = "cuda")]
-    fn cuda_wait(
+/// One party's CPU waits on a Vulkan ring's timeline semaphores.
+struct VulkanCpuWaiter {
+    ring: Arc<VulkanRing>,
+}
+
+impl CpuWaiter for VulkanCpuWaiter {
+    fn wait(&mut self, slot: usize, point: Point, timeout: Duration) -> Result<()> {
+        let value = *lock(self.ring.fence(slot, point)?);
+        match value {
+            None => Ok(()),
+            Some(v) => self.ring.timeline(point)?.semaphore.wait(v, timeout),
+        }
+    }
+}
+
+/// One point's timeline semaphore of a Vulkan ring, imported into a CUDA context.
+#[cfg(feature = "cuda")]
+struct VulkanCudaSync {
+    ring: Arc<VulkanRing>,
+    point: Point,
+    imported: crate::cuda::CudaSemaphore,
+}
+
+#[cfg(feature = "cuda")]
+impl super::CudaSync for VulkanCudaSync {
+    fn wait(
         &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         _policy: crate::cuda::MemSync,
         _reads: bool,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSemaphore>()
-            .ok_or_else(|| foreign_state("waiting on this fence from a CUDA stream"))?;
-        match *lock(self.fence(slot, point)?) {
+        match *lock(self.ring.fence(slot, self.point)?) {
             None => Ok(()),
-            Some(value) => s.wait(stream, value),
+            Some(value) => self.imported.wait(stream, value),
         }
     }
 
-    #[cfg(feature = "cuda")]
-    fn cuda_signal(
+    fn signal(
         &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         _policy: crate::cuda::MemSync,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSemaphore>()
-            .ok_or_else(|| foreign_state("signalling a fence from a CUDA stream"))?;
-        let value = self.timeline(point)?.reserve()?;
-        s.signal(stream, value)?;
-        *lock(self.fence(slot, point)?) = Some(value);
+        let value = self.ring.timeline(self.point)?.reserve()?;
+        self.imported.signal(stream, value)?;
+        *lock(self.ring.fence(slot, self.point)?) = Some(value);
         Ok(())
     }
 }

@@ -97,7 +97,12 @@ impl Inner {
     /// session `session` (which holds it already in the state).
     pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
         let sequence = meta.sequence;
-        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout, session) {
+        let sent = r.session_endpoint(session).and_then(|ep| {
+            let present =
+                self.nvsci("a consumer in another process")?.export_fence(index, Point::Present, &ep)?;
+            RemoteConsumer::send_frame(&ep, index, meta, &present, self.config.timeout)
+        });
+        if let Err(e) = sent {
             if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                 // What it sent before it went (its last releases, its departure) is still there
                 // to read: a consumer that left is not counted as lost.
@@ -196,7 +201,7 @@ impl Inner {
                         "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
                     )));
                 }
-                self.backend.import_fence(slot, Point::Release(c), &desc)?;
+                self.nvsci("a consumer in another process")?.import_fence(slot, Point::Release(c), &desc)?;
                 // A release with no fence hands the frame back unread.
                 let read = desc.as_bytes().iter().any(|&b| b != 0);
                 let _ = sh.st.consumer_release(c, slot, read);
@@ -316,7 +321,8 @@ impl Inner {
                 let taken = if !free {
                     Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
                 } else {
-                    self.backend.import_fence(slot, Point::Present, &desc)
+                    self.nvsci("a producer in another process")
+                        .and_then(|n| n.import_fence(slot, Point::Present, &desc))
                 };
                 if let Err(e) = taken {
                     // The frame is not taken: hand it straight back, with no fence (nothing
