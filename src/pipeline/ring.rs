@@ -81,6 +81,9 @@ pub(crate) struct Inner {
     serviced: std::sync::atomic::AtomicBool,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
+    /// The links of the seats of consumers in this process (seat `c` at index `c`; a seat of a
+    /// consumer in another process is linked through its entry of `remotes`).
+    here: [links::Here; MAX_CONSUMERS],
     // Endpoints after the backend: they close after the frames, sync objects and fences
     // exported through them are freed.
     /// The consumers in other processes (a producer's process).
@@ -209,14 +212,7 @@ impl Inner {
         };
         self.changed.notify_all();
         match &self.upstream {
-            Some(up) => {
-                let release = self.nvsci("a producer in another process")?.export_fence(
-                    index,
-                    Point::Release(0),
-                    &up.ep,
-                )?;
-                up.send_release(index, sequence, &release, self.config.timeout)
-            }
+            Some(up) => self.release_upstream(up, index, sequence),
             None => Ok(()),
         }
     }
@@ -241,7 +237,7 @@ impl Drop for Inner {
             // A consumer process leaves: every fence of it expired, so its seat is free for the
             // next consumer (and the endpoint's close that follows is no death).
             if let Some(up) = &self.upstream {
-                up.send_detach(timeout.min(Duration::from_millis(100)));
+                self.detach_upstream(up);
             }
         } else {
             log::error!(
@@ -336,6 +332,7 @@ impl FrameRing {
             hub,
             serviced: std::sync::atomic::AtomicBool::new(false),
             remote_mask,
+            here: core::array::from_fn(links::Here),
             remotes,
             upstream,
         };
@@ -755,7 +752,7 @@ impl Producer {
             capture_ns: frame.capture_ns.unwrap_or_else(monotonic_ns),
             user: frame.user,
         };
-        let to_remotes = {
+        let to_links = {
             let mut sh = inner.shared();
             let bit = 1u32 << frame.index;
             if external {
@@ -771,20 +768,18 @@ impl Producer {
                 // Replaced in a mailbox before the consumer took it: it never read the frame.
                 inner.backend.clear(old, Point::Release(c));
             }
-            // The endpoint session each consumer in another process was attached in when it
-            // was offered the frame (under the lock that attaches and drops them).
+            // The session each consumer was attached in when it was offered the frame (under
+            // the lock that attaches and drops them).
             let mut sessions = [0u64; MAX_CONSUMERS];
-            for r in &inner.remotes {
-                if out.send_to.contains(r.consumer) {
-                    sessions[r.consumer] = r.attached_session.load(Ordering::Acquire);
-                }
+            for c in out.send_to.iter() {
+                sessions[c] = inner.link(c).session();
             }
             (out.send_to, sessions)
         };
         inner.changed.notify_all();
-        let (to_remotes, sessions) = to_remotes;
-        if !to_remotes.is_empty() {
-            inner.send_to_remotes(frame.index, &meta, to_remotes, &sessions);
+        let (to, sessions) = to_links;
+        if !to.is_empty() {
+            inner.deliver(frame.index, &meta, to, &sessions);
         }
         Ok(())
     }
@@ -877,20 +872,13 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                 if left.is_zero() {
                     return Err(inner.timeout(Wait::FreeSlot { slot, sequence, holders }));
                 }
-                // Releases of FIFO consumers in other processes arrive on their endpoints: take
-                // those already there, and look again soon. Those of mailbox consumers are taken
-                // by the seat service, which wakes this wait.
+                // What the links carry back without waiting (the releases of FIFO consumers in
+                // other processes already on their endpoints): take it, and look again soon.
+                // Consumers in this process release with their own calls, and the seat service
+                // takes a mailbox consumer's releases; both wake this wait.
                 let mut polled = false;
-                for r in &inner.remotes {
-                    let holds = inner.shared().st.holders_of(r.consumer) != 0;
-                    if !holds || inner.read_by_service(r.consumer) {
-                        continue;
-                    }
-                    polled = true;
-                    match inner.take_remote_release(r, Duration::ZERO) {
-                        Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
-                        Err(e) => return Err(e),
-                    }
+                for c in 0..inner.config.consumers {
+                    polled |= inner.link(c).poll(inner)?;
                 }
                 let nap = if polled { left.min(Duration::from_millis(1)) } else { left };
                 let sh = inner.shared();
@@ -1086,7 +1074,7 @@ impl Consumer {
             inner.backend.clear(slot, Point::Release(self.id));
             inner.changed.notify_all();
             if let Some(up) = &inner.upstream {
-                if let Err(e) = up.send_unread(slot, sequence, inner.config.timeout) {
+                if let Err(e) = inner.unread_upstream(up, slot, sequence) {
                     log::warn!("frame ring {}: frame {sequence} could not be handed back: {e}", inner.id);
                 }
             }
@@ -1099,32 +1087,7 @@ impl Consumer {
         let taken = inner.shared().st.consumer_take(id);
         let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
-            (Some(up), None) => {
-                // A mailbox consumer asks for the newest frame (its mailbox is the producer's),
-                // unless the end of the stream (or the answer to an earlier request) is there
-                // already: a peer that ended the stream and closed its end leaves no room to
-                // write into until what it sent is read.
-                let mut there = false;
-                if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
-                    match inner.receive(up, Instant::now()) {
-                        Ok(()) => there = true,
-                        Err(Error::Timeout { waited_for: Wait::Frame, .. }) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                if !there {
-                    match up.ask(inner.config.timeout.min(Duration::from_millis(100))) {
-                        Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
-                        Err(e) => return Err(e),
-                    }
-                    inner.receive(up, deadline)?;
-                }
-                inner
-                    .shared()
-                    .st
-                    .consumer_take(id)
-                    .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))?
-            }
+            (Some(up), None) => inner.take_upstream(up, id, deadline)?,
             (None, None) => {
                 inner.wait_state(deadline, |sh| sh.st.consumer_take(id), |_| inner.timeout(Wait::Frame))?
             }

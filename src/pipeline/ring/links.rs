@@ -1,7 +1,14 @@
-//! The ring's links to other processes: in a producer's process, the consumers there (their
-//! frames sent, their releases, requests and departures taken, the lost ones dropped, the end
-//! of the stream); in a consumer's process, the producer there (its frames received). The
-//! NvSciIpc messages themselves are `backend::ipc`'s; the state machine knows nothing of them.
+//! The ring's links to its consumers, one implementation of [`ConsumerLink`] per place a
+//! consumer lives: [`Here`] for one in this process (FIFO or mailbox: its queue is the state
+//! machine's), and [`RemoteConsumer`] for one in another process behind an endpoint (its frames
+//! sent with their present fences, its releases, requests and departures taken, its loss
+//! noticed, the end of the stream told). In a consumer's process, the link to the producer there
+//! (its frames received, this consumer's releases and departure sent).
+//!
+//! The ring (`ring.rs`) asks the links, never the transport: the fences a message carries are
+//! exported and imported here through the backend's NvSci extension, and the NvSciIpc messages
+//! themselves are `backend::ipc`'s, which never calls the ring's backend. The state machine
+//! (`state.rs`) knows nothing of either.
 
 use super::{clone_gone, deadline_after, Inner};
 use crate::error::{Error, IpcError, Result, Wait};
@@ -12,10 +19,113 @@ use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// How one consumer seat of a producer's stream is joined to its consumer. The state machine
+/// decides which frames the consumer is offered and what it holds; the link carries a frame to
+/// the consumer and brings back what the consumer hands back.
+pub(crate) trait ConsumerLink: Send + Sync {
+    /// The session of the consumer attached to the seat now: a frame offered now is that
+    /// session's, and is never delivered to a later consumer of the seat. 0 where a seat's
+    /// consumer does not change behind the ring's back (this process).
+    fn session(&self) -> u64;
+
+    /// Carries the frame in `slot`, offered to the consumer of `session` (and queued for it in
+    /// the state machine), to that consumer. A failure is the ring's to report: the producer's
+    /// next acquire returns it.
+    fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64);
+
+    /// Takes back, without waiting, what the consumer handed back, where the producer is the
+    /// one to read it; whether there was anything to look at.
+    fn poll(&self, ring: &Inner) -> Result<bool>;
+
+    /// Takes back what the consumer hands back until it no longer holds `slot`, or `deadline`
+    /// passes (a timeout naming what was waited for).
+    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()>;
+
+    /// Ends the stream for the consumer: no frame follows.
+    fn end(&self, ring: &Inner, deadline: Instant);
+}
+
+/// A consumer in this process, FIFO or mailbox (its queue mode is the state machine's): it
+/// takes the frames the state machine offers it (a present wakes it) and hands them back with
+/// its own calls, so nothing needs carrying. The seat's index.
+pub(crate) struct Here(pub(crate) usize);
+
+impl ConsumerLink for Here {
+    fn session(&self) -> u64 {
+        0
+    }
+
+    fn deliver(&self, _ring: &Inner, _slot: usize, _meta: &FrameMeta, _session: u64) {}
+
+    fn poll(&self, _ring: &Inner) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()> {
+        let c = self.0;
+        ring.wait_state(
+            deadline,
+            |sh| (!sh.st.holds(c, slot)).then_some(()),
+            |sh| {
+                let (sequence, holders) = (sh.st.sequence(slot).unwrap_or(0), sh.st.holders(slot));
+                ring.timeout(Wait::FreeSlot { slot, sequence, holders })
+            },
+        )
+    }
+
+    fn end(&self, _ring: &Inner, _deadline: Instant) {}
+}
+
+impl ConsumerLink for RemoteConsumer {
+    fn session(&self) -> u64 {
+        self.attached_session.load(Ordering::Acquire)
+    }
+
+    fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64) {
+        ring.send_frame_to(self, slot, meta, session);
+    }
+
+    fn poll(&self, ring: &Inner) -> Result<bool> {
+        // A mailbox consumer's endpoint is the seat service's to read (it wakes the producer).
+        let holds = ring.shared().st.holders_of(self.consumer) != 0;
+        if !holds || ring.read_by_service(self.consumer) {
+            return Ok(false);
+        }
+        match ring.take_remote_release(self, Duration::ZERO) {
+            Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()> {
+        ring.reclaim_remote(self, slot, deadline)
+    }
+
+    fn end(&self, ring: &Inner, deadline: Instant) {
+        let c = self.consumer;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (session, sent) = self.send_end(left);
+        if let Err(e) = sent {
+            log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", ring.id);
+            if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                ring.drop_remote(c, session, &e);
+            }
+        }
+    }
+}
+
 impl Inner {
     /// The consumer in another process with ring index `consumer`.
     pub(super) fn remote(&self, consumer: usize) -> Option<&RemoteConsumer> {
         self.remotes.iter().find(|r| r.consumer == consumer)
+    }
+
+    /// The link of seat `consumer`.
+    pub(super) fn link(&self, consumer: usize) -> &dyn ConsumerLink {
+        match self.remote(consumer) {
+            Some(r) => r,
+            None => &self.here[consumer],
+        }
     }
 
     /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
@@ -73,29 +183,26 @@ impl Inner {
         self.seat_freed.notify_all();
     }
 
-    /// Sends a presented frame to the consumers in other processes it was offered to, each in
-    /// the endpoint session it was attached in when the frame was offered (`sessions`, by
-    /// consumer). One whose peer is gone is dropped; one the frame could not be sent to for
-    /// another reason (a fence export that failed, a full channel) stays attached and misses
-    /// this frame (it does not hold the slot). Either way the error is reported by the
-    /// producer's next acquire.
-    pub(super) fn send_to_remotes(
+    /// Delivers a presented frame through the links of the consumers it was offered to, each
+    /// to the session it was attached in when the frame was offered (`sessions`, by consumer).
+    pub(super) fn deliver(
         &self,
         index: usize,
         meta: &FrameMeta,
         to: ConsumerSet,
         sessions: &[u64; MAX_CONSUMERS],
     ) {
-        for r in &self.remotes {
-            if to.contains(r.consumer) {
-                self.send_frame_to(r, index, meta, sessions[r.consumer]);
-            }
+        for c in to.iter() {
+            self.link(c).deliver(self, index, meta, sessions[c]);
         }
     }
 
     /// Sends the frame in slot `index` to the consumer in another process `r` of endpoint
-    /// session `session` (which holds it already in the state).
-    pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
+    /// session `session` (which holds it already in the state). One whose peer is gone is
+    /// dropped; one the frame could not be sent to for another reason (a fence export that
+    /// failed, a full channel) stays attached and misses this frame (it does not hold the
+    /// slot). Either way the error is reported by the producer's next acquire.
+    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
         let sequence = meta.sequence;
         let sent = r.session_endpoint(session).and_then(|ep| {
             let present =
@@ -225,21 +332,33 @@ impl Inner {
         self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
     }
 
-    /// Takes the releases of consumers in other processes until none of them holds slot
-    /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
-    /// (its error reported by the next acquire); any other error (a release that does not fit the ring's state,
-    /// a fence that cannot be imported) is returned and the consumer stays attached.
+    /// Takes back slot `index` from every consumer in another process holding it, through
+    /// their links, or until `deadline` passes. A consumer that went away is dropped from the
+    /// multicast (its error reported by the next acquire); any other error (a release that does
+    /// not fit the ring's state, a fence that cannot be imported) is returned and the consumer
+    /// stays attached.
     pub(super) fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
         loop {
-            let (waiting, sequence) = {
-                let sh = self.shared();
-                (sh.st.holders(index).0 & self.remote_mask, sh.st.sequence(index).unwrap_or(0))
-            };
+            let waiting = self.shared().st.holders(index).0 & self.remote_mask;
             if waiting == 0 {
                 return Ok(());
             }
-            let c = waiting.trailing_zeros() as usize;
-            let Some(r) = self.remote(c) else { return Ok(()) };
+            self.link(waiting.trailing_zeros() as usize).reclaim(self, index, deadline)?;
+        }
+    }
+
+    /// Takes the releases of consumer in another process `r` until it no longer holds slot
+    /// `index`, or `deadline` passes.
+    fn reclaim_remote(&self, r: &RemoteConsumer, index: usize, deadline: Instant) -> Result<()> {
+        let c = r.consumer;
+        loop {
+            let (holds, sequence) = {
+                let sh = self.shared();
+                (sh.st.holders(index).contains(c), sh.st.sequence(index).unwrap_or(0))
+            };
+            if !holds {
+                return Ok(());
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let timed_out = || {
                 self.timeout(Wait::RemoteRelease {
@@ -257,14 +376,14 @@ impl Inner {
                     return Err(timed_out());
                 }
                 let sh = self.shared();
-                if sh.st.holders(index).0 & self.remote_mask == waiting {
+                if sh.st.holders(index).contains(c) {
                     drop(self.changed.wait_timeout(sh, left).unwrap_or_else(|e| e.into_inner()));
                 }
                 continue;
             }
             let reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
             // What another reader took before this one had the endpoint is in the state now.
-            if self.shared().st.holders(index).0 & (1 << c) == 0 {
+            if !self.shared().st.holders(index).contains(c) {
                 continue;
             }
             let took = self.take_locked(r, left);
@@ -285,18 +404,9 @@ impl Inner {
         let deadline = deadline_after(self.config.timeout);
         // No frame goes out from here on, even to a mailbox consumer that asks.
         self.shared().ending = true;
-        for r in &self.remotes {
-            let c = r.consumer;
-            if self.shared().st.status(c) == SeatStatus::Vacant {
-                continue;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let (session, sent) = r.send_end(left);
-            if let Err(e) = sent {
-                log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
-                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(c, session, &e);
-                }
+        for c in 0..self.config.consumers {
+            if self.shared().st.status(c) != SeatStatus::Vacant {
+                self.link(c).end(self, deadline);
             }
         }
         for s in 0..self.config.frames {
@@ -306,9 +416,61 @@ impl Inner {
         }
     }
 
+    /// A consumer process: the next frame from the producer's process, for consumer `id` (the
+    /// only one of this process's view). A mailbox consumer asks for the newest frame (its
+    /// mailbox is the producer's), unless the end of the stream (or the answer to an earlier
+    /// request) is there already: a peer that ended the stream and closed its end leaves no
+    /// room to write into until what it sent is read.
+    pub(super) fn take_upstream(
+        &self,
+        up: &Upstream,
+        id: usize,
+        deadline: Instant,
+    ) -> Result<(usize, FrameMeta)> {
+        let mut there = false;
+        if up.mailbox && !up.asked.load(Ordering::Acquire) {
+            match self.receive(up, Instant::now()) {
+                Ok(()) => there = true,
+                Err(Error::Timeout { waited_for: Wait::Frame, .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !there {
+            match up.ask(self.config.timeout.min(Duration::from_millis(100))) {
+                Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
+                Err(e) => return Err(e),
+            }
+            self.receive(up, deadline)?;
+        }
+        self.shared()
+            .st
+            .consumer_take(id)
+            .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))
+    }
+
+    /// A consumer process: hands frame (`slot`, `sequence`) back to the producer's process with
+    /// this consumer's release fence.
+    pub(super) fn release_upstream(&self, up: &Upstream, slot: usize, sequence: u64) -> Result<()> {
+        let release =
+            self.nvsci("a producer in another process")?.export_fence(slot, Point::Release(0), &up.ep)?;
+        up.send_release(slot, sequence, &release, self.config.timeout)
+    }
+
+    /// A consumer process: hands frame (`slot`, `sequence`) back unread (no fence: nothing read
+    /// it, so the producer waits for nothing).
+    pub(super) fn unread_upstream(&self, up: &Upstream, slot: usize, sequence: u64) -> Result<()> {
+        up.send_unread(slot, sequence, self.config.timeout)
+    }
+
+    /// A consumer process leaves: every fence of it expired, so its seat is free for the next
+    /// consumer (and the endpoint's close that follows is no death).
+    pub(super) fn detach_upstream(&self, up: &Upstream) {
+        up.send_detach(self.config.timeout.min(Duration::from_millis(100)));
+    }
+
     /// A consumer process: receives the next frame from the producer's process and records its
     /// present fence and metadata.
-    pub(super) fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
+    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
         if self.shared().ended {
             return Err(up.ended());
         }
