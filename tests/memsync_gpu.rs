@@ -26,7 +26,7 @@ fn since(before: MemSyncCounts) -> [(u64, u64); 2] {
 
 fn consume(dev: &CudaGpu, gpu_cache: bool, frames: usize) -> ([(u64, u64); 2], Option<bool>) {
     let lib = NvSci::mock();
-    let ring = Backend::with_library_on(lib.clone(), &dev)
+    let ring = Backend::with_library_on(lib.clone(), dev)
         .stream(FrameFormat::Raw { size: 65536 })
         .frames(3)
         .timeout(Duration::from_secs(10))

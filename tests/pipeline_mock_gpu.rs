@@ -92,7 +92,7 @@ fn run_cpu_camera(dev: &CudaGpu) {
     assert_eq!(lib.gpu_interop(), nvsci::GpuInterop::HostMemory);
     let engines = [Engine::Cuda(dev.clone())];
     let ring =
-        stream(&lib, &dev, FrameFormat::Raw { size: N as u64 }, &Engine::Cpu, &engines).build().unwrap();
+        stream(&lib, dev, FrameFormat::Raw { size: N as u64 }, &Engine::Cpu, &engines).build().unwrap();
     let (p, cs) = ring.split().unwrap();
     let mut cs = cs.into_iter();
     let stream = dev.context().new_stream().unwrap();
@@ -229,11 +229,10 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_returns_and_frees_after_the
 /// The ring with a CUDA consumer on the mock in its GPU mode, for the fault sweep.
 fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
     let lib = NvSci::mock();
-    let ring =
-        stream(&lib, &dev, FrameFormat::Raw { size: 4096 }, &Engine::Cpu, &[Engine::Cuda(dev.clone())])
-            .frames(2)
-            .timeout(Duration::from_millis(500))
-            .build()?;
+    let ring = stream(&lib, dev, FrameFormat::Raw { size: 4096 }, &Engine::Cpu, &[Engine::Cuda(dev.clone())])
+        .frames(2)
+        .timeout(Duration::from_millis(500))
+        .build()?;
     let (mut p, cs) = ring.split()?;
     let stream = dev.context().new_stream()?;
     let mut c = cs.into_iter().next().unwrap();

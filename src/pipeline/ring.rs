@@ -81,9 +81,6 @@ pub(crate) struct Inner {
     serviced: std::sync::atomic::AtomicBool,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
-    /// The links of the seats of consumers in this process (seat `c` at index `c`; a seat of a
-    /// consumer in another process is linked through its entry of `remotes`).
-    here: [links::Here; MAX_CONSUMERS],
     // Endpoints after the backend: they close after the frames, sync objects and fences
     // exported through them are freed.
     /// The consumers in other processes (a producer's process).
@@ -332,7 +329,6 @@ impl FrameRing {
             hub,
             serviced: std::sync::atomic::AtomicBool::new(false),
             remote_mask,
-            here: core::array::from_fn(links::Here),
             remotes,
             upstream,
         };

@@ -37,18 +37,14 @@ pub(crate) trait ConsumerLink: Send + Sync {
     /// one to read it; whether there was anything to look at.
     fn poll(&self, ring: &Inner) -> Result<bool>;
 
-    /// Takes back what the consumer hands back until it no longer holds `slot`, or `deadline`
-    /// passes (a timeout naming what was waited for).
-    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()>;
-
     /// Ends the stream for the consumer: no frame follows.
     fn end(&self, ring: &Inner, deadline: Instant);
 }
 
 /// A consumer in this process, FIFO or mailbox (its queue mode is the state machine's): it
 /// takes the frames the state machine offers it (a present wakes it) and hands them back with
-/// its own calls, so nothing needs carrying. The seat's index.
-pub(crate) struct Here(pub(crate) usize);
+/// its own calls (which wake the producer), so nothing needs carrying.
+pub(crate) struct Here;
 
 impl ConsumerLink for Here {
     fn session(&self) -> u64 {
@@ -59,18 +55,6 @@ impl ConsumerLink for Here {
 
     fn poll(&self, _ring: &Inner) -> Result<bool> {
         Ok(false)
-    }
-
-    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()> {
-        let c = self.0;
-        ring.wait_state(
-            deadline,
-            |sh| (!sh.st.holds(c, slot)).then_some(()),
-            |sh| {
-                let (sequence, holders) = (sh.st.sequence(slot).unwrap_or(0), sh.st.holders(slot));
-                ring.timeout(Wait::FreeSlot { slot, sequence, holders })
-            },
-        )
     }
 
     fn end(&self, _ring: &Inner, _deadline: Instant) {}
@@ -97,10 +81,6 @@ impl ConsumerLink for RemoteConsumer {
         }
     }
 
-    fn reclaim(&self, ring: &Inner, slot: usize, deadline: Instant) -> Result<()> {
-        ring.reclaim_remote(self, slot, deadline)
-    }
-
     fn end(&self, ring: &Inner, deadline: Instant) {
         let c = self.consumer;
         let left = deadline.saturating_duration_since(Instant::now());
@@ -124,7 +104,7 @@ impl Inner {
     pub(super) fn link(&self, consumer: usize) -> &dyn ConsumerLink {
         match self.remote(consumer) {
             Some(r) => r,
-            None => &self.here[consumer],
+            None => &Here,
         }
     }
 
@@ -332,8 +312,8 @@ impl Inner {
         self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
     }
 
-    /// Takes back slot `index` from every consumer in another process holding it, through
-    /// their links, or until `deadline` passes. A consumer that went away is dropped from the
+    /// Takes back slot `index` from every consumer in another process holding it, or until
+    /// `deadline` passes. A consumer that went away is dropped from the
     /// multicast (its error reported by the next acquire); any other error (a release that does
     /// not fit the ring's state, a fence that cannot be imported) is returned and the consumer
     /// stays attached.
@@ -343,7 +323,8 @@ impl Inner {
             if waiting == 0 {
                 return Ok(());
             }
-            self.link(waiting.trailing_zeros() as usize).reclaim(self, index, deadline)?;
+            let Some(r) = self.remote(waiting.trailing_zeros() as usize) else { return Ok(()) };
+            self.reclaim_remote(r, index, deadline)?;
         }
     }
 
