@@ -1241,7 +1241,7 @@ impl Consumer {
     }
 
     /// This consumer's index in the producer's ring: its [`id`](Self::id), or for a consumer
-    /// connected from another process ([`connect`](Self::connect)) the index the producer gave
+    /// connected from another process ([`connect_with`](Self::connect_with)) the index the producer gave
     /// it.
     pub fn ring_index(&self) -> usize {
         self.inner.upstream.as_ref().map_or(self.id, |u| u.index)
