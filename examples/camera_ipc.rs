@@ -7,10 +7,10 @@
 //! cargo run --release --example camera_ipc -- --cuda --frames 1000 --width 1920 --height 1080
 //! ```
 //!
-//! The producer ("camera") is a frame ring whose consumer is in another process: it is built
-//! with `FrameRing::with_consumers(.., vec![RingConsumer::Remote(endpoint)])` and acquires,
+//! The producer ("camera") is a stream whose consumer is in another process: it is built with
+//! `backend.stream(format).remote_consumer(endpoint, desc).build()` and acquires,
 //! writes the moving test pattern and presents exactly as it would for a consumer in its own
-//! process. The consumer process connects with `Consumer::connect`, which imports the frames
+//! process. The consumer process connects with `Consumer::connect_with`, which imports the frames
 //! read-only, and gets the same `Consumer` as an in-process one: its acquire waits on the
 //! present fence (on a CUDA stream with `--cuda`, else on the CPU), it converts the frame to
 //! RGBA, and its release returns a release fence to the producer. Every frame is verified: its RGB sum must equal the sum computed from the
@@ -28,7 +28,7 @@ mod nv12_pattern;
 use nv12_pattern::{fill_test_pattern, test_pattern_statistic};
 use nvsci::convert::nv12_to_rgba;
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameLayout, FrameRing, RingConfig, RingConsumer};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, FrameLayout};
 use nvsci::{Error, Implementation, NvSci, RingError};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -112,8 +112,12 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 fn producer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
     let format = FrameFormat::nv12(a.width, a.height);
-    let config = RingConfig::default().with_frames(a.buffers).with_consumers(1).with_timeout(TIMEOUT);
-    let ring = FrameRing::with_consumers(lib, format, config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
+    let ring = Backend::with_library(lib.clone())
+        .stream(format)
+        .frames(a.buffers)
+        .timeout(TIMEOUT)
+        .remote_consumer(ep, ConsumerDesc::new(consumer_engine(a)?))
+        .build()
         .map_err(|e| e.to_string())?;
     let (mut p, _) = ring.split().map_err(|e| e.to_string())?;
     let layout = p.layout().clone();
@@ -140,6 +144,19 @@ fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
 }
 
+/// The engine the consumer process works on (the producer's seat must name it): CUDA device 0
+/// with `--cuda`, else the CPU.
+fn consumer_engine(a: &Args) -> Result<Engine, String> {
+    #[cfg(feature = "cuda")]
+    if a.cuda {
+        return nvsci::cuda::CudaGpu::open(0).map(Engine::Cuda).map_err(|e| e.to_string());
+    }
+    if a.cuda {
+        return Err("--cuda needs the `cuda` feature".into());
+    }
+    Ok(Engine::Cpu)
+}
+
 fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> {
     let ep = IpcEndpoint::open(ipc, name).map_err(|e| e.to_string())?;
     let format = FrameFormat::nv12(a.width, a.height);
@@ -150,7 +167,8 @@ fn consumer(a: &Args, lib: &NvSci, ipc: &Ipc, name: &str) -> Result<(), String> 
     if a.cuda {
         return Err("--cuda needs the `cuda` feature".into());
     }
-    let mut c = Consumer::connect(lib, ep, format, Engine::Cpu, TIMEOUT).map_err(|e| e.to_string())?;
+    let mut c =
+        Consumer::connect_with(lib, ep, format, ConsumerDesc::cpu(), TIMEOUT).map_err(|e| e.to_string())?;
     let layout: FrameLayout = c.layout().clone();
     let mut rgba = vec![0u8; (a.width * a.height * 4) as usize];
     let (mut frames, mut bad) = (0u64, 0u64);
@@ -189,7 +207,7 @@ fn report(frames: u64, bad: u64, fds_before: usize, engine: &str) -> Result<(), 
 
 #[cfg(feature = "cuda")]
 mod gpu {
-    //! The CUDA consumer: `Consumer::connect` imports the frames and both sync objects into CUDA
+    //! The CUDA consumer: `Consumer::connect_with` imports the frames and both sync objects into CUDA
     //! once; per frame `process` enqueues a stream wait on the present fence, the NV12 -> RGBA
     //! kernel (with its per-frame RGB sum), and a stream signal of the release fence.
     use super::*;
@@ -200,8 +218,9 @@ mod gpu {
     pub fn consume(a: &Args, lib: &NvSci, ep: IpcEndpoint, format: FrameFormat) -> Result<(), String> {
         let dev = CudaGpu::open(0).map_err(|e| e.to_string())?;
         let free = |dev: &CudaGpu| dev.context().mem_get_info().map(|m| m.0 >> 20).unwrap_or(0);
-        let mut c = Consumer::connect(lib, ep, format, Engine::Cuda(dev.clone()), TIMEOUT)
-            .map_err(|e| e.to_string())?;
+        let mut c =
+            Consumer::connect_with(lib, ep, format, ConsumerDesc::new(Engine::Cuda(dev.clone())), TIMEOUT)
+                .map_err(|e| e.to_string())?;
         let layout = c.layout().clone();
         let stream = dev.context().new_stream().map_err(|e| e.to_string())?;
         c.set_stream(stream.clone()).map_err(|e| e.to_string())?;

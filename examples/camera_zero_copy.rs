@@ -60,7 +60,7 @@ mod y4m;
 use nv12::{tight_layout, Nv12Planes};
 use nvsci::buf::{ImageLayout, PlaneDst, PlaneSrc, SplitChroma};
 use nvsci::convert::nv12_to_rgba;
-use nvsci::pipeline::{Backend, Consumer, Engine, FrameFormat, FrameLayout, RingConfig};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, FrameLayout};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -729,18 +729,17 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     } else {
         FrameFormat::nv12(plan.width, plan.height)
     };
-    let config = RingConfig::default()
-        .with_frames(plan.buffers)
-        .with_consumers(1 + plan.recorder as usize)
-        .with_timeout(Duration::from_secs(10));
     // A broken converter (the fault tests) is a CPU converter, on a GPU backend too.
     let engine = if plan.fault.is_some() { Engine::Cpu } else { backend.gpu_engine() };
-    let mut consumers_engines = vec![engine.clone()];
+    let mut stream = backend
+        .stream(format)
+        .frames(plan.buffers)
+        .timeout(Duration::from_secs(10))
+        .consumer(ConsumerDesc::new(engine.clone()));
     if plan.recorder {
-        consumers_engines.push(Engine::Cpu);
+        stream = stream.consumer(ConsumerDesc::cpu());
     }
-    let ring =
-        backend.build_ring(format, config, &Engine::Cpu, &consumers_engines).map_err(|e| e.to_string())?;
+    let ring = stream.build().map_err(|e| e.to_string())?;
     let layout = ring.layout().clone();
     println!(
         "ring: {} x NV12 {}x{} {}, {} bytes per frame, luma pitch {}, chroma at {} pitch {}; camera on the CPU, converter on {}",

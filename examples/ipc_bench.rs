@@ -6,8 +6,8 @@
 //! ```
 //!
 //! The producer is a ring whose one consumer is in another process (or another thread of this
-//! one) at the other end of an NvSciIpc endpoint (`RingConsumer::Remote`); the consumer
-//! connects with `Consumer::connect`. Each hand-off is timed from the producer's acquire to its
+//! one) at the other end of an NvSciIpc endpoint (`StreamBuilder::remote_consumer`); the consumer
+//! connects with `Consumer::connect_with`. Each hand-off is timed from the producer's acquire to its
 //! present: the acquire waits until the slot came back (the consumer waited on the present
 //! fence, read the frame's first byte and returned a release fence), the producer writes the
 //! byte and presents the frame (fence signalled, descriptor sent). With two buffers each frame
@@ -20,9 +20,7 @@
 //! with 1, 2, 4, 8 and 16 consumer processes, each reading and checking every frame.
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
-use nvsci::pipeline::{
-    Backend, Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer,
-};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
 use nvsci::{Error, NvSci, RingError};
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -119,7 +117,7 @@ fn format(a: &Args) -> FrameFormat {
 /// sequence number, modulo 256) and check it, release. Returns the frames seen; a mismatch
 /// panics (a non-zero exit of the consumer process).
 fn consume(lib: &NvSci, ep: IpcEndpoint, a: &Args) -> u64 {
-    let mut c = Consumer::connect(lib, ep, format(a), Engine::Cpu, T).expect("consumer set-up");
+    let mut c = Consumer::connect_with(lib, ep, format(a), ConsumerDesc::cpu(), T).expect("consumer set-up");
     let mut seen = 0u64;
     loop {
         let f = match c.acquire() {
@@ -153,10 +151,13 @@ fn stats(mut lat: Vec<Duration>, total: Duration) -> Stats {
 
 /// A ring of `buffers` frames whose one consumer is at the other end of `ep`.
 fn producer(lib: &NvSci, ep: IpcEndpoint, a: &Args, buffers: usize) -> Producer {
-    let config = RingConfig::default().with_frames(buffers).with_consumers(1).with_timeout(T);
-    let ring =
-        FrameRing::with_consumers(lib, format(a), config, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
-            .expect("producer set-up");
+    let ring = Backend::with_library(lib.clone())
+        .stream(format(a))
+        .frames(buffers)
+        .timeout(T)
+        .remote_consumer(ep, ConsumerDesc::cpu())
+        .build()
+        .expect("producer set-up");
     ring.split().expect("split").0
 }
 

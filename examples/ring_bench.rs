@@ -64,7 +64,8 @@ use nvsci::cuda::cudarc::driver::{
 use nvsci::cuda::cudarc::nvrtc::Ptx;
 use nvsci::cuda::{CudaGpu, MemSync};
 use nvsci::pipeline::{
-    Backend, Consumer, ConsumerFrame, Engine, FrameFormat, FrameLayout, Producer, ProducerFrame, RingConfig,
+    Backend, Consumer, ConsumerDesc, ConsumerFrame, Engine, FrameFormat, FrameLayout, FrameRing, Producer,
+    ProducerFrame,
 };
 use percentile::pct;
 use std::process::ExitCode;
@@ -147,13 +148,31 @@ fn camera(mut p: nvsci::pipeline::Producer, frames: u64) -> std::thread::JoinHan
     })
 }
 
+/// A stream of `frames` `format` frames on `b` with a 10-second timeout, for a producer and
+/// one FIFO consumer on these engines.
+fn build_stream(
+    b: &Backend,
+    format: FrameFormat,
+    frames: usize,
+    producer: Engine,
+    consumer: Engine,
+) -> Result<FrameRing, String> {
+    b.stream(format)
+        .frames(frames)
+        .timeout(Duration::from_secs(10))
+        .producer(producer)
+        .consumer(ConsumerDesc::new(consumer))
+        .build()
+        .map_err(e)
+}
+
 /// Measurement 1: consumer-thread CPU time per frame.
 fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(1920, 1080);
-    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let frames_in_ring = 4;
     let gpu = b.gpu_engine();
     // Fence-driven.
-    let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let ring = build_stream(b, format, frames_in_ring, Engine::Cpu, gpu.clone())?;
     let layout = ring.layout().clone();
     let (p, cs) = ring.split().map_err(e)?;
     let stream = dev.context().new_stream().map_err(e)?;
@@ -180,7 +199,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
 
     // CPU-synchronised: CPU fence wait, kernel, stream synchronise, CPU release. The consumer's
     // fences are the CPU's, and the frames are imported into CUDA by hand.
-    let ring = b.build_ring(format, config, &Engine::Cpu, &[Engine::Cpu]).map_err(e)?;
+    let ring = build_stream(b, format, frames_in_ring, Engine::Cpu, Engine::Cpu)?;
     let (p, cs) = ring.split().map_err(e)?;
     let mut consumer: Consumer = cs.into_iter().next().ok_or("consumer")?;
     let imports = import_views(dev, &consumer)?;
@@ -204,7 +223,7 @@ fn consumer_cpu(b: &Backend, dev: &CudaGpu, frames: u64) -> Res<(f64, f64)> {
 /// imports by hand what a CUDA consumer imports when the ring is split).
 fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffer<nvsci::cuda::ReadOnly>>> {
     let mut v = Vec::new();
-    for i in 0..c.config().frames {
+    for i in 0..c.frames() {
         let view = c.slot_view(i).ok_or("this measurement needs an NvSci backend (mock or Tegra)")?;
         let mem = nvsci::cuda::ExternalMemory::<nvsci::cuda::ReadOnly>::from_buf_obj(dev, view).map_err(e)?;
         v.push(mem.map_all().map_err(e)?);
@@ -215,9 +234,9 @@ fn import_views(dev: &CudaGpu, c: &Consumer) -> Res<Vec<nvsci::cuda::MappedBuffe
 /// Measurement 2: GPU producer in place vs own buffer + copy. Frames per second of each.
 fn gpu_producer(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let frames_in_ring = 4;
     let gpu = b.gpu_engine();
-    let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let ring = build_stream(b, format, frames_in_ring, gpu.clone(), gpu.clone())?;
     let layout = ring.layout().clone();
     let size = layout.size as usize;
     let (p, cs) = ring.split().map_err(e)?;
@@ -335,9 +354,9 @@ fn launch_empty(stream: &CudaStream, f: &CudaFunction, at: u64) -> Res<()> {
 /// and on one stream without hand-off, same memory, same operations.
 fn ring_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<(f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config = RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let frames_in_ring = 4;
     let gpu = b.gpu_engine();
-    let ring = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let ring = build_stream(b, format, frames_in_ring, gpu.clone(), gpu.clone())?;
     let size = ring.layout().size as usize;
     let (mut producer, cs) = ring.split().map_err(e)?;
     let ps = dev.context().new_stream().map_err(e)?;
@@ -624,9 +643,9 @@ type CameraCost = (Spread, Spread, Option<(Spread, Spread)>);
 /// Returns (ring, raw host counters, Vulkan floors without and with a wait for the present).
 fn camera_cost(b: &Backend, dev: &CudaGpu, width: u32, height: u32, frames: u64) -> Res<CameraCost> {
     let format = FrameFormat::nv12(width, height);
-    let config = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let frames_in_ring = 2;
     let gpu = b.gpu_engine();
-    let ring = b.build_ring(format, config, &Engine::Cpu, std::slice::from_ref(&gpu)).map_err(e)?;
+    let ring = build_stream(b, format, frames_in_ring, Engine::Cpu, gpu.clone())?;
     let (mut p, cs) = ring.split().map_err(e)?;
     let mut c = cs.into_iter().next().ok_or("consumer")?;
     c.set_stream(dev.context().new_stream().map_err(e)?).map_err(e)?;
@@ -714,9 +733,9 @@ fn gpu_time(stream: &CudaStream, reps: u32, mut f: impl FnMut() -> Res<()>) -> R
 /// device-to-device copy reaches in the same run. Returns (converter us, floor us, GB/s).
 fn converter_alone(b: &Backend, dev: &CudaGpu, width: u32, height: u32) -> Res<(f64, f64, f64)> {
     let format = FrameFormat::nv12(width, height);
-    let config = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(10));
+    let frames_in_ring = 2;
     let gpu = b.gpu_engine();
-    let layout = b.build_ring(format, config, &gpu, std::slice::from_ref(&gpu)).map_err(e)?.layout().clone();
+    let layout = build_stream(b, format, frames_in_ring, gpu.clone(), gpu.clone())?.layout().clone();
     let stream = dev.context().new_stream().map_err(e)?;
     let src = stream.alloc_zeros::<u8>(layout.size as usize).map_err(e)?;
     let mut k = Kernel::new(dev, &stream, &layout)?;

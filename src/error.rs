@@ -159,8 +159,6 @@ pub enum UnsupportedReason {
     NoNvSciObjects,
     /// The ring has no consumer of that index.
     NoSuchConsumer,
-    /// The object was made by another ring backend.
-    OtherBackend,
     /// No backend is usable: no NvSci, no CUDA + Vulkan GPU, and the `mock` feature is off.
     NoBackend,
     /// Block-linear frames need a ring backend built on NvSciBuf (the Vulkan backend lays out
@@ -260,7 +258,6 @@ impl fmt::Display for UnsupportedReason {
                 "this ring's backend has no NvSci objects; use cpu_read/cpu_write, CUDA or the ring's fences",
             ),
             NoSuchConsumer => f.write_str("no such consumer in this ring"),
-            OtherBackend => f.write_str("it was made by another ring backend"),
             NoBackend => f.write_str("no NvSci, no CUDA+Vulkan GPU, and the mock feature is disabled"),
             BlockLinearWithoutNvSci => f.write_str(
                 "block-linear frames need an NvSci backend (NVIDIA's library or the mock); the Vulkan \
@@ -306,13 +303,15 @@ pub enum Error {
         /// The library's dump of the conflict list.
         dump: String,
     },
-    /// A CPU wait on a fence ran out of time.
-    #[error("{function} timed out after {timeout_us} us")]
+    /// A wait ran out of time, anywhere in the crate: `waited_for` says what it waited for (a
+    /// fence, an IPC endpoint, or in the frame ring the slot, the frame and the consumers
+    /// holding it), `timeout` how long.
+    #[error("no {waited_for} within {timeout:?}")]
     Timeout {
-        /// The waiting function.
-        function: &'static str,
-        /// The timeout that expired, in microseconds.
-        timeout_us: i64,
+        /// What was waited for.
+        waited_for: Wait,
+        /// The timeout that expired.
+        timeout: std::time::Duration,
     },
     /// An import asked for more permission than the exporter granted.
     #[error("{what}: the exporter granted less than the {requested} this import asked for")]
@@ -484,15 +483,6 @@ pub enum VulkanError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RingError {
-    /// A frame-ring operation ran out of time: `waited_for` says what it waited for (the slot,
-    /// the frame, the consumers holding it).
-    #[error("frame ring: no {waited_for} within {timeout:?}")]
-    Timeout {
-        /// What the ring waited for.
-        waited_for: RingWait,
-        /// The ring's timeout.
-        timeout: std::time::Duration,
-    },
     /// The producer at the other end of an IPC endpoint ended its frame stream (its ring's
     /// producer was dropped): no more frames will come.
     #[error("IPC endpoint `{endpoint}`: the producer ended the frame stream")]
@@ -580,10 +570,23 @@ impl fmt::Display for AttachField {
     }
 }
 
-/// What a [`RingError::Timeout`] waited for.
+/// What an [`Error::Timeout`] waited for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum RingWait {
+pub enum Wait {
+    /// A fence to expire, waited for on the CPU by `function` (`NvSciSyncFenceWait`,
+    /// `vkWaitSemaphores`, `vkWaitForFences`).
+    Fence {
+        /// The waiting function.
+        function: &'static str,
+    },
+    /// An IPC endpoint: `during` says what (connecting, a read, room to write).
+    Endpoint {
+        /// The endpoint's name.
+        endpoint: String,
+        /// What was being waited for.
+        during: &'static str,
+    },
     /// A free slot (the producer): every slot was held; `slot` was presented longest ago
     /// (frame `sequence`) and `holders` hold it or have it queued.
     FreeSlot {
@@ -624,9 +627,11 @@ pub enum RingWait {
     },
 }
 
-impl fmt::Display for RingWait {
+impl fmt::Display for Wait {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Self::Fence { function } => write!(f, "fence expiry ({function})"),
+            Self::Endpoint { endpoint, during } => write!(f, "{during} on IPC endpoint `{endpoint}`"),
             Self::FreeSlot { slot, sequence, holders } => {
                 write!(f, "free slot (slot {slot}, frame {sequence}, is held by consumers {holders:?})")
             }
@@ -667,16 +672,6 @@ pub enum IpcError {
         endpoint: String,
         /// What was being done.
         during: &'static str,
-    },
-    /// An IPC operation ran out of time.
-    #[error("IPC endpoint `{endpoint}`: {during} timed out after {timeout_us} us")]
-    Timeout {
-        /// The endpoint's name.
-        endpoint: String,
-        /// What was being waited for.
-        during: &'static str,
-        /// The timeout that expired, in microseconds.
-        timeout_us: i64,
     },
 }
 

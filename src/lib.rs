@@ -84,8 +84,8 @@ pub mod vulkan;
 pub use attr::{AttrElem, Key};
 pub use attr_list::{AttrList, AttrListRef, Family};
 pub use error::{
-    AttachField, CudaError, Culprit, Error, IpcError, NvSciError, Result, RingError, RingWait,
-    UnsupportedReason, VulkanError, MAX_CONFLICT_KEYS,
+    AttachField, CudaError, Culprit, Error, IpcError, NvSciError, Result, RingError, UnsupportedReason,
+    VulkanError, Wait, MAX_CONFLICT_KEYS,
 };
 pub use gpu_id::GpuId;
 pub use library::{GpuInterop, Implementation, NvSci};

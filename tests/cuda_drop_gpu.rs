@@ -7,7 +7,7 @@
 mod common;
 
 use nvsci::cuda::{CudaSyncObj, MemSync, DESTROY_TIMEOUT};
-use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -15,14 +15,13 @@ use std::time::{Duration, Instant};
 fn a_destroy_behind_a_stuck_wait_is_bounded_and_leaks() {
     let Some(dev) = common::gpu() else { return };
     let lib = nvsci::NvSci::mock();
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: 4096 },
-        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_secs(1)),
-        &Engine::Cpu,
-        &[Engine::Cuda(dev.clone())],
-    )
-    .unwrap();
+    let ring = Backend::with_library_on(lib.clone(), &dev)
+        .stream(FrameFormat::Raw { size: 4096 })
+        .frames(2)
+        .timeout(Duration::from_secs(1))
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())))
+        .build()
+        .unwrap();
     let (p, cs) = ring.split().unwrap();
     let obj = p.present_sync().unwrap().clone();
     let present = CudaSyncObj::import(&dev, cs[0].present_sync().unwrap()).unwrap();

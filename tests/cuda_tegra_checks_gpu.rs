@@ -71,7 +71,7 @@ fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
     assert!(first.id_value().unwrap().1 < second.id_value().unwrap().1);
     let mut ctx = m.cpu_wait_context().unwrap();
     match second.wait(&mut ctx, Some(Duration::from_millis(100))) {
-        Err(Error::Timeout { .. }) => {}
+        Err(Error::Timeout { waited_for: nvsci::Wait::Fence { .. }, .. }) => {}
         r => panic!("the second timestamp fence expired before the first was signalled: {r:?}"),
     }
     gate.signal().unwrap();
@@ -91,7 +91,7 @@ fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn drive_os_6_0_10_timestamps_let_a_cuda_producer_present_before_the_gpu_ran_the_last_signal() {
-    use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
+    use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
     use nvsci_mock::rules::{set_timestamp_rule, TimestampRule};
     let Some(dev) = common::gpu() else { return };
     let _s = common::serial();
@@ -99,13 +99,13 @@ fn drive_os_6_0_10_timestamps_let_a_cuda_producer_present_before_the_gpu_ran_the
     common::settle(&dev);
     let lib = NvSci::mock();
     set_timestamp_rule(TimestampRule::AnyCpuWaiter);
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: 4096 },
-        RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(5)),
-        &Engine::Cuda(dev.clone()),
-        &[Engine::Cpu],
-    );
+    let ring = Backend::with_library_on(lib.clone(), &dev)
+        .stream(FrameFormat::Raw { size: 4096 })
+        .frames(4)
+        .timeout(Duration::from_secs(5))
+        .producer(Engine::Cuda(dev.clone()))
+        .consumer(ConsumerDesc::cpu())
+        .build();
     set_timestamp_rule(TimestampRule::CpuWaiterRequest);
     let (mut p, cs) = ring.unwrap().split().unwrap();
     let mut c = cs.into_iter().next().unwrap();
@@ -207,14 +207,12 @@ fn streams_of_another_context_are_refused() {
         r => panic!("expected a refusal of the wait, got {r:?}"),
     }
     // The pipeline's CUDA parties refuse such a stream.
-    let ring = nvsci::pipeline::FrameRing::with_engines(
-        &lib,
-        nvsci::pipeline::FrameFormat::Raw { size: 4096 },
-        nvsci::pipeline::RingConfig::default().with_frames(2).with_consumers(1),
-        &nvsci::pipeline::Engine::Cpu,
-        &[nvsci::pipeline::Engine::Cuda(dev.clone())],
-    )
-    .unwrap();
+    let ring = nvsci::pipeline::Backend::with_library_on(lib.clone(), &dev)
+        .stream(nvsci::pipeline::FrameFormat::Raw { size: 4096 })
+        .frames(2)
+        .consumer(nvsci::pipeline::ConsumerDesc::new(nvsci::pipeline::Engine::Cuda(dev.clone())))
+        .build()
+        .unwrap();
     let (_p, cs) = ring.split().unwrap();
     let mut c = cs.into_iter().next().unwrap();
     match c.set_stream(foreign.clone()) {

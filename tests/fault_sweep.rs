@@ -10,7 +10,7 @@
 #![cfg(feature = "mock")]
 
 use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, Perm};
-use nvsci::pipeline::{FrameFormat, FrameRing, Nv12Image, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat, Nv12Image};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::NvSci;
 use std::time::Duration;
@@ -196,9 +196,12 @@ fn foreign_flow(lib: &NvSci) -> nvsci::Result<()> {
 }
 
 fn ring_flow(lib: &NvSci) -> nvsci::Result<()> {
-    let config =
-        RingConfig::default().with_frames(2).with_consumers(2).with_timeout(Duration::from_millis(200));
-    let ring = FrameRing::new(lib, FrameFormat::nv12(64, 32), config)?;
+    let ring = Backend::with_library(lib.clone())
+        .stream(FrameFormat::nv12(64, 32))
+        .frames(2)
+        .timeout(Duration::from_millis(200))
+        .consumers(ConsumerDesc::cpu(), 2)
+        .build()?;
     let (mut p, mut cs) = ring.split()?;
     for t in 0..3u8 {
         let f = p.acquire()?;

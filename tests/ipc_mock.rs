@@ -10,9 +10,9 @@ mod common;
 
 use nvsci::buf::{BufAttr, BufAttrList, BufModule, BufObj, BufType, Perm};
 use nvsci::ipc::{BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint};
-use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, Producer, RingConfig, RingConsumer};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, Producer, StreamBuilder};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, IpcError, NvSci, NvSciError, RingError};
+use nvsci::{Error, IpcError, NvSci, NvSciError, RingError, Wait};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -140,9 +140,14 @@ fn check(bytes: &[u8], seq: u64, who: &str) {
     }
 }
 
-/// Ring parameters for `consumers` consumers over 4 frames.
-fn config(consumers: usize, timeout: Duration) -> RingConfig {
-    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(timeout)
+/// A stream of `format` frames on `lib` over 4 frames with a CPU producer, no consumer yet.
+fn stream(lib: &NvSci, format: FrameFormat, timeout: Duration) -> StreamBuilder {
+    Backend::with_library(lib.clone()).stream(format).frames(4).timeout(timeout)
+}
+
+/// The consumer process's attach as `engine`, in FIFO mode with no limit.
+fn attach(lib: &NvSci, ep: IpcEndpoint, format: FrameFormat, engine: Engine, timeout: Duration) -> Consumer {
+    Consumer::connect_with(lib, ep, format, ConsumerDesc::new(engine), timeout).unwrap()
 }
 
 /// Presents `frames` frames with their patterns (each acquire waits until every consumer
@@ -226,7 +231,7 @@ fn child_process_entry() {
     let index: Option<usize> = std::env::var(CHILD_INDEX).ok().map(|v| v.parse().unwrap());
     let connect = |engine: Engine| {
         let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
-        let c = Consumer::connect(&lib, ep, FrameFormat::Raw { size: FRAME }, engine, RING_TIMEOUT).unwrap();
+        let c = attach(&lib, ep, FrameFormat::Raw { size: FRAME }, engine, RING_TIMEOUT);
         if let Some(i) = index {
             assert_eq!(c.ring_index(), i, "the producer's index for this consumer");
         }
@@ -273,7 +278,7 @@ fn child_process_entry() {
             use nvsci::buf::{PlaneDst, SplitChroma};
             let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
             let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
-            let mut c = Consumer::connect(&lib, ep, format, Engine::Cpu, RING_TIMEOUT).unwrap();
+            let mut c = attach(&lib, ep, format, Engine::Cpu, RING_TIMEOUT);
             for seq in 0..frames {
                 let f = c.acquire().unwrap();
                 assert_eq!(f.sequence(), seq);
@@ -303,7 +308,7 @@ fn child_process_entry() {
             let dev = common::gpu().expect("the parent found a GPU");
             let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
             let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
-            let mut c = Consumer::connect(&lib, ep, format, Engine::Cuda(dev), RING_TIMEOUT).unwrap();
+            let mut c = attach(&lib, ep, format, Engine::Cuda(dev), RING_TIMEOUT);
             let stream = c.stream().unwrap().clone();
             for seq in 0..frames {
                 let f = c.acquire().unwrap();
@@ -414,18 +419,16 @@ fn child_process_entry() {
 // Two processes.
 // ------------------------------------------------------------------------------------------
 
-/// A ring whose consumers are all in other processes (`Remote` endpoints).
+/// A ring whose consumers are all in other processes (CPU consumers at the other ends of
+/// `endpoints`).
 fn remote_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], timeout: Duration) -> Producer {
-    let consumers =
-        endpoints.iter().map(|n| RingConsumer::Remote(IpcEndpoint::open(ipc, n).unwrap())).collect();
-    let ring = FrameRing::with_consumers(
-        lib,
-        FrameFormat::Raw { size: FRAME },
-        config(endpoints.len(), timeout),
-        &Engine::Cpu,
-        consumers,
-    )
-    .unwrap();
+    let ring = endpoints
+        .iter()
+        .fold(stream(lib, FrameFormat::Raw { size: FRAME }, timeout), |b, n| {
+            b.remote_consumer(IpcEndpoint::open(ipc, n).unwrap(), ConsumerDesc::cpu())
+        })
+        .build()
+        .unwrap();
     let (p, local) = ring.split().unwrap();
     assert!(local.is_empty(), "every consumer is in another process");
     p
@@ -490,22 +493,15 @@ fn spawn_pair(dir: &Path, a: &str, a_frames: u64, b: &str, b_frames: u64) -> (Ch
     )
 }
 
-/// A ring of three consumers: consumer 0 in this process on `local`, consumers 1 and 2 in the
+/// A ring of three consumers on `engine`: consumer 0 in this process, consumers 1 and 2 in the
 /// processes at the other ends of `mc_a_0` and `mc_b_0`.
-fn multicast_ring(lib: &NvSci, ipc: &Ipc, local: Engine, timeout: Duration) -> (Producer, Consumer) {
-    let consumers = vec![
-        RingConsumer::Local(local),
-        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_a_0").unwrap()),
-        RingConsumer::Remote(IpcEndpoint::open(ipc, "mc_b_0").unwrap()),
-    ];
-    let ring = FrameRing::with_consumers(
-        lib,
-        FrameFormat::Raw { size: FRAME },
-        config(3, timeout),
-        &Engine::Cpu,
-        consumers,
-    )
-    .unwrap();
+fn multicast_ring(lib: &NvSci, ipc: &Ipc, engine: Engine, timeout: Duration) -> (Producer, Consumer) {
+    let ring = stream(lib, FrameFormat::Raw { size: FRAME }, timeout)
+        .consumer(ConsumerDesc::new(engine.clone()))
+        .remote_consumer(IpcEndpoint::open(ipc, "mc_a_0").unwrap(), ConsumerDesc::new(engine.clone()))
+        .remote_consumer(IpcEndpoint::open(ipc, "mc_b_0").unwrap(), ConsumerDesc::new(engine))
+        .build()
+        .unwrap();
     let (p, mut local) = ring.split().unwrap();
     assert_eq!(local.len(), 1, "one consumer in this process");
     let c = local.pop().unwrap();
@@ -658,7 +654,7 @@ fn block_linear_frames_cross_processes_to_a_cuda_consumer_reading_arrays() {
     let dir = ipc_dir("bl-cuda", &[("bl_0", "bl_1")]);
     let _g = use_dir(&dir);
     let Some(dev) = common::gpu() else { return };
-    block_linear_frames_to_a_consumer_process(&dir, "bl_cuda_consumer");
+    block_linear_frames_to_a_consumer_process(&dir, "bl_cuda_consumer", Engine::Cuda(dev.clone()));
     assert_eq!(dev.flush_teardown(Duration::from_secs(10)), 0, "teardown finished");
 }
 
@@ -667,13 +663,14 @@ fn block_linear_frames_cross_processes_to_a_cuda_consumer_reading_arrays() {
 fn block_linear_frames_cross_processes_to_a_cpu_consumer_reading_pixels() {
     let dir = ipc_dir("bl-cpu", &[("bl_0", "bl_1")]);
     let _g = use_dir(&dir);
-    block_linear_frames_to_a_consumer_process(&dir, "bl_cpu_consumer");
+    block_linear_frames_to_a_consumer_process(&dir, "bl_cpu_consumer", Engine::Cpu);
     ledger_is_clean();
 }
 
 /// Puts 30 block-linear NV12 frames (`bl_planes`) with a CPU producer for a consumer process
-/// running `scenario` at the other end of `bl_0` / `bl_1`, and checks the process succeeded.
-fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str) {
+/// running `scenario` (a consumer on `engine`) at the other end of `bl_0` / `bl_1`, and checks
+/// the process succeeded.
+fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str, engine: Engine) {
     use nvsci::buf::{PlaneSrc, SplitChroma};
     let frames = 30u64;
     let child =
@@ -682,14 +679,8 @@ fn block_linear_frames_to_a_consumer_process(dir: &Path, scenario: &str) {
     let ipc = Ipc::mock().unwrap();
     let ep = IpcEndpoint::open(&ipc, "bl_0").unwrap();
     let format = FrameFormat::nv12_block_linear(BL_W as u32, BL_H as u32);
-    let ring = FrameRing::with_consumers(
-        &lib,
-        format,
-        config(1, RING_TIMEOUT),
-        &Engine::Cpu,
-        vec![RingConsumer::Remote(ep)],
-    )
-    .unwrap();
+    let ring =
+        stream(&lib, format, RING_TIMEOUT).remote_consumer(ep, ConsumerDesc::new(engine)).build().unwrap();
     let (mut p, _) = ring.split().unwrap();
     for seq in 0..frames {
         let f = p.acquire().unwrap();
@@ -820,8 +811,10 @@ fn endpoint_names_are_checked() {
     assert_eq!(a.info().frames, 16);
     // Nobody at the other end: connecting times out with a typed error.
     let t = Some(Duration::from_millis(50));
-    assert!(matches!(a.wait_connected(t), Err(Error::Ipc(IpcError::Timeout { ref endpoint, .. }))
-            if endpoint == "known_0"));
+    assert!(
+        matches!(a.wait_connected(t), Err(Error::Timeout { waited_for: Wait::Endpoint { ref endpoint, .. }, .. })
+            if endpoint == "known_0")
+    );
     drop(a);
     drop(ipc);
     ledger_is_clean();
@@ -855,7 +848,7 @@ fn frames_and_messages_round_trip_and_oversize_frames_are_refused() {
     // Nothing to read: a typed timeout.
     assert!(matches!(
         a.read(&mut buf, Some(Duration::from_millis(20))),
-        Err(Error::Ipc(IpcError::Timeout { .. }))
+        Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
     ));
     // The event descriptor reports readable data.
     b.write(b"x", T).unwrap();
@@ -954,7 +947,10 @@ fn sync_objects_and_fences_cross_and_foreign_fences_are_refused() {
     let fd = f.export(&s0).unwrap();
     let imported = theirs.import_fence(&fd).unwrap();
     // Not yet signalled: the importer's wait times out.
-    assert!(matches!(imported.wait(&mut ctx, Some(Duration::from_millis(20))), Err(Error::Timeout { .. })));
+    assert!(matches!(
+        imported.wait(&mut ctx, Some(Duration::from_millis(20))),
+        Err(Error::Timeout { waited_for: Wait::Fence { .. }, .. })
+    ));
     obj.signal().unwrap();
     imported.wait(&mut ctx, T).unwrap();
     // A fence of another object.
@@ -1184,29 +1180,27 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
     let ipc = Ipc::mock().unwrap();
     let raw = FrameFormat::Raw { size: FRAME };
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
-    // One frame is no ring; two consumers named for a ring of one.
-    let bad = config(1, RING_TIMEOUT).with_frames(1);
+    // One frame is no ring; a consumer limit of 0 holds no frame: both refused before anything
+    // is sent.
     assert!(matches!(
-        FrameRing::with_consumers(&lib, raw, bad, &Engine::Cpu, vec![RingConsumer::Remote(ep)]),
-        Err(Error::InvalidArgument { name: "config.frames", .. })
+        stream(&lib, raw, RING_TIMEOUT).frames(1).remote_consumer(ep, ConsumerDesc::cpu()).build(),
+        Err(Error::InvalidArgument { name: "frames", .. })
     ));
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
-    let two = vec![RingConsumer::Remote(ep), RingConsumer::Local(Engine::Cpu)];
     assert!(matches!(
-        FrameRing::with_consumers(&lib, raw, config(1, RING_TIMEOUT), &Engine::Cpu, two),
-        Err(Error::InvalidArgument { name: "consumers", .. })
+        stream(&lib, raw, RING_TIMEOUT).remote_consumer(ep, ConsumerDesc::cpu().with_limit(0)).build(),
+        Err(Error::InvalidArgument { name: "limit", .. })
     ));
     let (lib2, ipc2) = (lib.clone(), ipc.clone());
     let consumer = std::thread::spawn(move || {
         let ep = IpcEndpoint::open(&ipc2, "t_1").unwrap();
-        let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT).unwrap();
-        assert_eq!(c.config().frames, 3, "the producer's frame count");
+        let mut c = attach(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT);
+        assert_eq!(c.frames(), 3, "the producer's frame count");
         consume(&mut c, "thread")
     });
     let ep = IpcEndpoint::open(&ipc, "t_0").unwrap();
-    let cfg = config(1, RING_TIMEOUT).with_frames(3);
     let ring =
-        FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)]).unwrap();
+        stream(&lib, raw, RING_TIMEOUT).frames(3).remote_consumer(ep, ConsumerDesc::cpu()).build().unwrap();
     let (mut p, _) = ring.split().unwrap();
     produce(&mut p, 50);
     drop(p);
@@ -1215,7 +1209,7 @@ fn the_ring_runs_between_two_threads_and_rejects_bad_consumer_lists() {
     ledger_is_clean();
 }
 
-/// `RingConfig::gpu_cache` holds for a CUDA consumer at the other end of an endpoint (here a
+/// `StreamBuilder::gpu_cache` holds for a CUDA consumer at the other end of an endpoint (here a
 /// thread with its own endpoint) as for one in the producer's process, although the producer (a
 /// CPU) names no GPU in its own lists: on an integrated GPU, frames with CPU access need GPU cache
 /// coherency when cached (the `EnableGpuCache` default for an iGPU on system memory, nvscibuf.h)
@@ -1235,7 +1229,7 @@ fn the_rings_gpu_cache_setting_reaches_a_remote_cuda_consumer() {
         let (lib2, ipc2, dev2) = (lib.clone(), ipc.clone(), dev.clone());
         let consumer = std::thread::spawn(move || {
             let ep = IpcEndpoint::open(&ipc2, "g_1").unwrap();
-            let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cuda(dev2.clone()), RING_TIMEOUT).unwrap();
+            let mut c = attach(&lib2, ep, raw, Engine::Cuda(dev2.clone()), RING_TIMEOUT);
             let needs = c.slot_view(0).unwrap().gpu_sw_need_cache_coherency(dev2.gpu_id()).unwrap();
             for _ in 0..3 {
                 c.process(|_| Ok(())).unwrap();
@@ -1244,9 +1238,11 @@ fn the_rings_gpu_cache_setting_reaches_a_remote_cuda_consumer() {
             needs
         });
         let ep = IpcEndpoint::open(&ipc, "g_0").unwrap();
-        let cfg = config(1, RING_TIMEOUT).with_gpu_cache(gpu_cache);
-        let ring =
-            FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)]).unwrap();
+        let ring = stream(&lib, raw, RING_TIMEOUT)
+            .gpu_cache(gpu_cache)
+            .remote_consumer(ep, ConsumerDesc::new(Engine::Cuda(dev.clone())))
+            .build()
+            .unwrap();
         let (mut p, _) = ring.split().unwrap();
         produce(&mut p, 3);
         drop(p);
@@ -1591,7 +1587,7 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     }
     let full = a.write(&[4], Some(Duration::from_millis(50)));
     assert!(
-        matches!(full, Err(Error::Ipc(IpcError::Timeout { during: "write", ref endpoint, .. }))
+        matches!(full, Err(Error::Timeout { waited_for: Wait::Endpoint { during: "write", ref endpoint, .. }, .. })
             if endpoint == "f_0"),
         "a fifth frame fit in a channel of four: {full:?}"
     );
@@ -1602,7 +1598,7 @@ fn a_full_channel_holds_nframes_and_a_write_waits_for_room() {
     a.write(&[4], T).unwrap();
     assert!(matches!(
         a.write(&[5], Some(Duration::from_millis(50))),
-        Err(Error::Ipc(IpcError::Timeout { .. }))
+        Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
     ));
     for want in 1..=4u8 {
         b.read(&mut one, T).unwrap();
@@ -1625,8 +1621,7 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
     let ep = IpcEndpoint::open(&ipc, "n_0").unwrap();
     let raw = FrameFormat::Raw { size: FRAME };
     let ring = |frames: usize, ep: IpcEndpoint, timeout: Duration| {
-        let cfg = config(1, timeout).with_frames(frames);
-        FrameRing::with_consumers(&lib, raw, cfg, &Engine::Cpu, vec![RingConsumer::Remote(ep)])
+        stream(&lib, raw, timeout).frames(frames).remote_consumer(ep, ConsumerDesc::cpu()).build()
     };
     match ring(4, ep, Duration::from_millis(200)) {
         Err(Error::InvalidArgument { name: "frames", reason }) => {
@@ -1638,7 +1633,7 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
     let (lib2, ipc2) = (lib.clone(), ipc.clone());
     let consumer = std::thread::spawn(move || {
         let ep = IpcEndpoint::open(&ipc2, "n_1").unwrap();
-        let mut c = Consumer::connect(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT).unwrap();
+        let mut c = attach(&lib2, ep, raw, Engine::Cpu, RING_TIMEOUT);
         consume(&mut c, "thread")
     });
     let (mut p, _) = ring(3, ep, RING_TIMEOUT).unwrap().split().unwrap();
@@ -1656,10 +1651,12 @@ fn a_ring_larger_than_the_channel_is_refused_and_one_that_fits_runs() {
 
 /// A ring of `frames` frames whose consumers are at the other ends of `endpoints`.
 fn endpoint_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], frames: usize, timeout: Duration) -> Producer {
-    let consumers =
-        endpoints.iter().map(|n| RingConsumer::Remote(IpcEndpoint::open(ipc, n).unwrap())).collect();
-    let cfg = config(endpoints.len(), timeout).with_frames(frames);
-    let ring = FrameRing::with_consumers(lib, FrameFormat::Raw { size: FRAME }, cfg, &Engine::Cpu, consumers)
+    let ring = endpoints
+        .iter()
+        .fold(stream(lib, FrameFormat::Raw { size: FRAME }, timeout).frames(frames), |b, n| {
+            b.remote_consumer(IpcEndpoint::open(ipc, n).unwrap(), ConsumerDesc::cpu())
+        })
+        .build()
         .unwrap();
     ring.split().unwrap().0
 }
@@ -1667,7 +1664,7 @@ fn endpoint_ring(lib: &NvSci, ipc: &Ipc, endpoints: &[&str], frames: usize, time
 /// A consumer at the end `name` of an endpoint pair, connected on its own thread.
 fn connect_on(lib: &NvSci, ipc: &Ipc, name: &str, timeout: Duration) -> Consumer {
     let ep = IpcEndpoint::open(ipc, name).unwrap();
-    Consumer::connect(lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, timeout).unwrap()
+    attach(lib, ep, FrameFormat::Raw { size: FRAME }, Engine::Cpu, timeout)
 }
 
 /// A present whose fence export for a live consumer process fails (not a gone peer) does not

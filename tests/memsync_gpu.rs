@@ -10,7 +10,7 @@ mod common;
 
 use nvsci::cuda::memsync::{self, MemSyncCounts};
 use nvsci::cuda::{CudaGpu, MemSync};
-use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
 use nvsci::NvSci;
 use std::time::Duration;
 
@@ -26,19 +26,14 @@ fn since(before: MemSyncCounts) -> [(u64, u64); 2] {
 
 fn consume(dev: &CudaGpu, gpu_cache: bool, frames: usize) -> ([(u64, u64); 2], Option<bool>) {
     let lib = NvSci::mock();
-    let config = RingConfig::default()
-        .with_frames(3)
-        .with_consumers(1)
-        .with_timeout(Duration::from_secs(10))
-        .with_gpu_cache(gpu_cache);
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: 65536 },
-        config,
-        &Engine::Cpu,
-        &[Engine::Cuda(dev.clone())],
-    )
-    .unwrap();
+    let ring = Backend::with_library_on(lib.clone(), dev)
+        .stream(FrameFormat::Raw { size: 65536 })
+        .frames(3)
+        .timeout(Duration::from_secs(10))
+        .gpu_cache(gpu_cache)
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())))
+        .build()
+        .unwrap();
     let (mut p, cs) = ring.split().unwrap();
     let c = cs.into_iter().next().unwrap();
     let needs = c.slot_view(0).unwrap().gpu_sw_need_cache_coherency(dev.gpu_id()).unwrap();

@@ -419,7 +419,10 @@ fn adopted_sync_object_and_fences_each_side_frees_its_own() {
     call!(t, NvSciSyncObjFree(raw_obj));
     call!(t, NvSciSyncAttrListFree(reconciled));
     let mut ctx = m.cpu_wait_context().unwrap();
-    assert!(matches!(fence.wait(&mut ctx, Some(Duration::from_millis(5))), Err(Error::Timeout { .. })));
+    assert!(matches!(
+        fence.wait(&mut ctx, Some(Duration::from_millis(5))),
+        Err(Error::Timeout { waited_for: nvsci::Wait::Fence { .. }, .. })
+    ));
     obj.signal().unwrap();
     fence.wait(&mut ctx, Some(Duration::from_secs(5))).unwrap();
     drop((fence, obj));

@@ -3,7 +3,7 @@
 #![cfg(feature = "mock")]
 
 use nvsci::sync::{key, CpuWaitContext, Fence, SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, NvSci};
+use nvsci::{Error, NvSci, Wait};
 use std::time::{Duration, Instant};
 
 fn list(m: &SyncModule, perm: SyncPerm, cpu: bool) -> SyncAttrList {
@@ -86,7 +86,10 @@ fn signal_then_wait_and_timeout() {
     assert!(!f1.is_cleared());
     let t = Instant::now();
     match f1.wait(&mut ctx, Some(Duration::from_millis(20))) {
-        Err(Error::Timeout { timeout_us, .. }) => assert_eq!(timeout_us, 20_000),
+        Err(Error::Timeout { waited_for, timeout }) => {
+            assert_eq!(waited_for, Wait::Fence { function: "NvSciSyncFenceWait" });
+            assert_eq!(timeout, Duration::from_millis(20));
+        }
         other => panic!("unsignalled fence must time out, got {other:?}"),
     }
     assert!(t.elapsed() >= Duration::from_millis(15), "the wait really waited");
@@ -113,7 +116,10 @@ fn waiter_on_another_thread_wakes_on_signal() {
     // Fences are ordered: a later fence is not expired by the earlier signal.
     let f2 = obj.generate_fence().unwrap();
     let mut ctx = m.cpu_wait_context().unwrap();
-    assert!(matches!(f2.wait(&mut ctx, Some(Duration::from_millis(5))), Err(Error::Timeout { .. })));
+    assert!(matches!(
+        f2.wait(&mut ctx, Some(Duration::from_millis(5))),
+        Err(Error::Timeout { waited_for: Wait::Fence { .. }, .. })
+    ));
 }
 
 #[test]

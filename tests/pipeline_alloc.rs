@@ -5,7 +5,7 @@
 mod common;
 
 use common::counting::{count, Counting};
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
 use nvsci::NvSci;
 
 #[global_allocator]
@@ -13,12 +13,12 @@ static GLOBAL: Counting = Counting;
 
 #[test]
 fn thousand_frames_allocate_nothing_after_warm_up() {
-    let ring = FrameRing::new(
-        &NvSci::mock(),
-        FrameFormat::nv12(320, 240),
-        RingConfig::default().with_frames(4).with_consumers(2),
-    )
-    .unwrap();
+    let ring = Backend::with_library(NvSci::mock())
+        .stream(FrameFormat::nv12(320, 240))
+        .frames(4)
+        .consumers(ConsumerDesc::cpu(), 2)
+        .build()
+        .unwrap();
     let (mut p, mut cs) = ring.split().unwrap();
     let mut frame = |seq: u64| {
         let f = p.acquire().unwrap();

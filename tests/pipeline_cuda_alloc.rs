@@ -8,7 +8,7 @@ mod common;
 
 use common::counting::{count, Counting};
 use nvsci::cuda::MemSync;
-use nvsci::pipeline::{Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
 use nvsci::NvSci;
 use std::time::Duration;
 
@@ -19,14 +19,13 @@ static GLOBAL: Counting = Counting;
 #[ignore = "needs a CUDA GPU"]
 fn cuda_consumer_frames_allocate_nothing_after_warm_up() {
     let Some(dev) = common::gpu() else { return };
-    let ring = FrameRing::with_engines(
-        &NvSci::mock(),
-        FrameFormat::nv12(320, 240),
-        RingConfig::default().with_frames(4).with_consumers(1).with_timeout(Duration::from_secs(10)),
-        &Engine::Cpu,
-        &[Engine::Cuda(dev.clone())],
-    )
-    .unwrap();
+    let ring = Backend::with_library_on(NvSci::mock(), &dev)
+        .stream(FrameFormat::nv12(320, 240))
+        .frames(4)
+        .timeout(Duration::from_secs(10))
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())))
+        .build()
+        .unwrap();
     let (mut p, cs) = ring.split().unwrap();
     let stream = dev.context().new_stream().unwrap();
     let mut c = cs.into_iter().next().unwrap();

@@ -3,21 +3,25 @@
 //! fences of unrelated sync objects.
 #![cfg(feature = "mock")]
 
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat, FrameRing};
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
-use nvsci::{Error, NvSci, RingError, RingWait};
+use nvsci::{Error, NvSci, Wait};
 use std::time::{Duration, Instant};
 
 fn ring(frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
-    FrameRing::new(
-        &NvSci::mock(),
-        FrameFormat::Raw { size: 4096 },
-        RingConfig::default()
-            .with_frames(frames)
-            .with_consumers(consumers)
-            .with_timeout(Duration::from_millis(timeout_ms)),
-    )
-    .unwrap()
+    raw_ring(&NvSci::mock(), 4096, frames, consumers, timeout_ms)
+}
+
+/// A stream of `frames` raw frames of `size` bytes on `lib`, with a CPU producer and
+/// `consumers` CPU consumers.
+fn raw_ring(lib: &NvSci, size: u64, frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
+    Backend::with_library(lib.clone())
+        .stream(FrameFormat::Raw { size })
+        .frames(frames)
+        .timeout(Duration::from_millis(timeout_ms))
+        .consumers(ConsumerDesc::cpu(), consumers)
+        .build()
+        .unwrap()
 }
 
 const DELAY: Duration = Duration::from_millis(60);
@@ -93,8 +97,8 @@ fn a_release_fence_that_never_expires_times_out_naming_the_consumer() {
     let obj = cs[1].release_sync().unwrap().clone();
     cs[1].release_after(g, obj.generate_fence().unwrap()).unwrap();
     match p.acquire() {
-        Err(Error::Ring(RingError::Timeout { waited_for, .. })) => {
-            assert_eq!(waited_for, RingWait::ReleaseFence { slot: 0, consumer: 1 })
+        Err(Error::Timeout { waited_for, .. }) => {
+            assert_eq!(waited_for, Wait::ReleaseFence { slot: 0, consumer: 1 })
         }
         other => panic!("expected a ring timeout, got {other:?}"),
     }
@@ -170,10 +174,9 @@ fn a_dropped_consumer_frame_is_released_after_its_present_fence() {
 #[test]
 fn tokens_of_a_dropped_ring_are_refused_by_a_new_one() {
     let lib = NvSci::mock();
-    let cfg = RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(200));
     let mut ids = std::collections::HashSet::new();
     let (old_token, old_id) = {
-        let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+        let r = raw_ring(&lib, 64, 2, 1, 200);
         let id = r.id();
         let (mut p, _cs) = r.split().unwrap();
         (p.acquire().unwrap(), id)
@@ -182,10 +185,10 @@ fn tokens_of_a_dropped_ring_are_refused_by_a_new_one() {
     // New rings never take an identity that was used before, even after the old ring's memory
     // is gone.
     for _ in 0..20 {
-        let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+        let r = raw_ring(&lib, 64, 2, 1, 200);
         assert!(ids.insert(r.id()), "ring id {} reused", r.id());
     }
-    let r = FrameRing::new(&lib, FrameFormat::Raw { size: 64 }, cfg).unwrap();
+    let r = raw_ring(&lib, 64, 2, 1, 200);
     let (mut p, mut cs) = r.split().unwrap();
     assert_eq!(old_token.ring_id(), old_id);
     match p.present(old_token) {
@@ -212,14 +215,7 @@ fn unrelated_object(lib: &NvSci) -> SyncObj {
 #[test]
 fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     let lib = NvSci::mock();
-    let (mut p, mut cs) = FrameRing::new(
-        &lib,
-        FrameFormat::Raw { size: 64 },
-        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(200)),
-    )
-    .unwrap()
-    .split()
-    .unwrap();
+    let (mut p, mut cs) = raw_ring(&lib, 64, 2, 1, 200).split().unwrap();
     let other = unrelated_object(&lib);
     let f = p.acquire().unwrap();
     let index = f.index();
@@ -238,7 +234,7 @@ fn fences_of_unrelated_sync_objects_are_refused_and_the_frame_kept() {
     assert!(matches!(cs[0].release_after(g, present), Err(Error::InvalidArgument { name: "fence", .. })));
     let g = cs[0].acquire().unwrap_err();
     assert!(
-        matches!(g, Error::Ring(RingError::Timeout { .. })),
+        matches!(g, Error::Timeout { waited_for: Wait::Frame, .. }),
         "the refused release dropped the frame: {g:?}"
     );
 }

@@ -7,20 +7,18 @@
 #[path = "../examples/support/nv12_pattern.rs"]
 mod nv12_pattern;
 
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat, FrameRing};
 use nvsci::{Error, NvSci};
 use std::time::Duration;
 
 fn ring(format: FrameFormat, frames: usize, consumers: usize, timeout_ms: u64) -> FrameRing {
-    FrameRing::new(
-        &NvSci::mock(),
-        format,
-        RingConfig::default()
-            .with_frames(frames)
-            .with_consumers(consumers)
-            .with_timeout(Duration::from_millis(timeout_ms)),
-    )
-    .unwrap()
+    Backend::with_library(NvSci::mock())
+        .stream(format)
+        .frames(frames)
+        .timeout(Duration::from_millis(timeout_ms))
+        .consumers(ConsumerDesc::cpu(), consumers)
+        .build()
+        .unwrap()
 }
 
 #[test]

@@ -12,15 +12,25 @@ use common::sweep::sweep;
 use common::{expected_pattern, gpu, open_fds, serial, settle};
 use nvsci::cuda::cudarc::driver::CudaSlice;
 use nvsci::cuda::{CudaGpu, CudaSyncObj, MemSync};
-use nvsci::pipeline::{Consumer, Engine, FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, StreamBuilder};
 use nvsci::{Error, NvSci};
 use std::time::Duration;
 
 const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
-fn config(consumers: usize) -> RingConfig {
-    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(Duration::from_secs(10))
+/// A stream of 4 `format` frames with a 10-second timeout on the mock library `lib` with `dev`
+/// as its GPU engine, for a producer and consumers on these engines.
+fn stream(
+    lib: &NvSci,
+    dev: &CudaGpu,
+    format: FrameFormat,
+    producer: &Engine,
+    consumers: &[Engine],
+) -> StreamBuilder {
+    let b =
+        Backend::with_library_on(lib.clone(), dev).stream(format).frames(4).timeout(Duration::from_secs(10));
+    consumers.iter().fold(b.producer(producer.clone()), |b, e| b.consumer(ConsumerDesc::new(e.clone())))
 }
 
 /// Device memory in use and open fds, to compare before and after a run.
@@ -81,14 +91,8 @@ fn run_cpu_camera(dev: &CudaGpu) {
     let lib = NvSci::mock();
     assert_eq!(lib.gpu_interop(), nvsci::GpuInterop::HostMemory);
     let engines = [Engine::Cuda(dev.clone())];
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: N as u64 },
-        config(engines.len()),
-        &Engine::Cpu,
-        &engines,
-    )
-    .unwrap();
+    let ring =
+        stream(&lib, dev, FrameFormat::Raw { size: N as u64 }, &Engine::Cpu, &engines).build().unwrap();
     let (p, cs) = ring.split().unwrap();
     let mut cs = cs.into_iter();
     let stream = dev.context().new_stream().unwrap();
@@ -126,14 +130,10 @@ fn a_cuda_wait_on_a_fence_of_an_object_not_imported_is_refused() {
     let Some(dev) = gpu() else { return };
     let _s = serial();
     let lib = NvSci::mock();
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: 4096 },
-        config(1),
-        &Engine::Cpu,
-        &[Engine::Cuda(dev.clone())],
-    )
-    .unwrap();
+    let ring =
+        stream(&lib, &dev, FrameFormat::Raw { size: 4096 }, &Engine::Cpu, &[Engine::Cuda(dev.clone())])
+            .build()
+            .unwrap();
     let (mut p, cs) = ring.split().unwrap();
     let present = CudaSyncObj::import(&dev, cs[0].present_sync().unwrap()).unwrap();
     let f = p.acquire().unwrap();
@@ -181,13 +181,14 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_returns_and_frees_after_the
     let before = ledger.counts();
     {
         let lib = NvSci::mock();
-        let ring = FrameRing::with_engines(
+        let ring = stream(
             &lib,
+            &dev,
             FrameFormat::Raw { size: N as u64 },
-            config(1),
             &Engine::Cpu,
             &[Engine::Cuda(dev.clone())],
         )
+        .build()
         .unwrap();
         let (mut p, cs) = ring.split().unwrap();
         let stream = dev.context().new_stream().unwrap();
@@ -228,13 +229,10 @@ fn dropping_the_cuda_consumer_while_its_stream_waits_returns_and_frees_after_the
 /// The ring with a CUDA consumer on the mock in its GPU mode, for the fault sweep.
 fn cuda_ring_flow(dev: &CudaGpu) -> nvsci::Result<()> {
     let lib = NvSci::mock();
-    let ring = FrameRing::with_engines(
-        &lib,
-        FrameFormat::Raw { size: 4096 },
-        RingConfig::default().with_frames(2).with_consumers(1).with_timeout(Duration::from_millis(500)),
-        &Engine::Cpu,
-        &[Engine::Cuda(dev.clone())],
-    )?;
+    let ring = stream(&lib, dev, FrameFormat::Raw { size: 4096 }, &Engine::Cpu, &[Engine::Cuda(dev.clone())])
+        .frames(2)
+        .timeout(Duration::from_millis(500))
+        .build()?;
     let (mut p, cs) = ring.split()?;
     let stream = dev.context().new_stream()?;
     let mut c = cs.into_iter().next().unwrap();
@@ -298,14 +296,9 @@ fn block_linear_ring_converts_on_cuda_as_the_cpu_converter_does() {
     let (w, h) = (1000u32, 562u32);
     let frames = 64u64;
     let engines = [Engine::Cuda(dev.clone())];
-    let ring = FrameRing::with_engines(
-        &NvSci::mock(),
-        FrameFormat::nv12_block_linear(w, h),
-        config(1),
-        &Engine::Cpu,
-        &engines,
-    )
-    .unwrap();
+    let ring = stream(&NvSci::mock(), &dev, FrameFormat::nv12_block_linear(w, h), &Engine::Cpu, &engines)
+        .build()
+        .unwrap();
     assert_eq!(ring.layout().format.image_layout(), Some(ImageLayout::BlockLinear));
     let (mut p, mut cs) = ring.split().unwrap();
     let mut c = cs.remove(0);
@@ -386,13 +379,14 @@ fn a_cuda_producer_lays_out_pitch_linear_pixels_into_block_linear_frames() {
     let _serial = serial();
     let Some(dev) = gpu() else { return };
     let (w, h) = (1000u32, 562u32);
-    let ring = FrameRing::with_engines(
+    let ring = stream(
         &NvSci::mock(),
+        &dev,
         FrameFormat::nv12_block_linear(w, h),
-        config(1),
         &Engine::Cuda(dev.clone()),
         &[Engine::Cpu],
     )
+    .build()
     .unwrap();
     let (mut p, mut cs) = ring.split().unwrap();
     let c = &mut cs[0];

@@ -12,7 +12,7 @@ use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{
     Attacher, Backend, Consumer, ConsumerDesc, ConsumerStats, FrameFormat, Producer, RemoteSeat,
 };
-use nvsci::{AttachField, Error, IpcError, NvSci, RingError};
+use nvsci::{AttachField, Error, IpcError, NvSci, RingError, Wait};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -358,7 +358,11 @@ fn local_consumer(mut c: Consumer, stop: Arc<AtomicBool>) -> std::thread::JoinHa
                     c.release(f).unwrap();
                     n += 1;
                 }
-                Err(Error::Ring(RingError::Timeout { .. })) if stop.load(Ordering::Acquire) => break,
+                Err(Error::Timeout { waited_for: Wait::Frame | Wait::PresentFence { .. }, .. })
+                    if stop.load(Ordering::Acquire) =>
+                {
+                    break
+                }
                 Err(e) => panic!("local consumer: {e:?}"),
             }
         }
@@ -463,7 +467,7 @@ fn a_killed_consumer_process_is_detached_and_its_restart_attaches_again() {
     let ep = IpcEndpoint::open(&ipc, "kill_1").unwrap();
     let second = Consumer::connect_with(&lib, ep, FORMAT, ConsumerDesc::cpu(), Duration::from_millis(300));
     assert!(
-        matches!(&second, Err(Error::Ipc(IpcError::Timeout { endpoint, .. })) if endpoint == "kill_1"),
+        matches!(&second, Err(Error::Timeout { waited_for: Wait::Endpoint { endpoint, .. }, .. }) if endpoint == "kill_1"),
         "{second:?}"
     );
     std::thread::sleep(Duration::from_millis(20));

@@ -487,7 +487,10 @@ fn timeline_semaphore_signal_and_wait_on_the_host() {
     sem.wait(5, Duration::ZERO).unwrap();
     sem.wait(3, Duration::ZERO).unwrap();
     match sem.wait(6, Duration::from_millis(20)) {
-        Err(Error::Timeout { function, .. }) => assert_eq!(function, "vkWaitSemaphores"),
+        Err(Error::Timeout { waited_for, timeout }) => {
+            assert_eq!(waited_for, nvsci::Wait::Fence { function: "vkWaitSemaphores" });
+            assert_eq!(timeout, Duration::from_millis(20));
+        }
         other => panic!("expected a timeout, got {other:?}"),
     }
     assert!(matches!(sem.signal(5), Err(Error::InvalidArgument { .. })));

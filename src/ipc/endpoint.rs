@@ -2,7 +2,7 @@
 //! the endpoint's event descriptor up to a timeout.
 
 use super::Ipc;
-use crate::error::{Error, IpcError, NvSciError, Result};
+use crate::error::{Error, IpcError, NvSciError, Result, Wait};
 use crate::result::{ipc as nvipc, is_missing};
 use nvsci_sys as sys;
 use std::ffi::CString;
@@ -336,11 +336,7 @@ impl IpcEndpoint {
                 return Ok(());
             }
             if !self.wait_event(until) {
-                return Err(Error::Ipc(IpcError::Timeout {
-                    endpoint: self.name.clone(),
-                    during: "connecting",
-                    timeout_us: timeout_micros(timeout),
-                }));
+                return Err(self.timed_out("connecting", timeout));
             }
         }
     }
@@ -351,7 +347,7 @@ impl IpcEndpoint {
     /// The channel holds [`EndpointInfo::frames`] frames per direction: once the peer has that
     /// many unread, `NvSciIpcWriteSafe` answers "write channel is full" (`InsufficientMemory`)
     /// and this waits for the `WRITE` event, which comes when the peer reads. A write that
-    /// finds no room within `timeout` is [`IpcError::Timeout`]; [`IpcError::PeerGone`] once
+    /// finds no room within `timeout` is [`Error::Timeout`] ([`Wait::Endpoint`]); [`IpcError::PeerGone`] once
     /// the session is over; [`IpcError::Endpoint`] (code `InvalidState`) before the connection was
     /// ever established.
     pub fn write(&self, frame: &[u8], timeout: Option<Duration>) -> Result<()> {
@@ -589,11 +585,11 @@ impl IpcEndpoint {
     }
 
     pub(crate) fn timed_out(&self, during: &'static str, timeout: Option<Duration>) -> Error {
-        Error::Ipc(IpcError::Timeout {
-            endpoint: self.name.clone(),
-            during,
-            timeout_us: timeout_micros(timeout),
-        })
+        Error::Timeout {
+            waited_for: Wait::Endpoint { endpoint: self.name.clone(), during },
+            // Only a bounded wait runs out.
+            timeout: timeout.unwrap_or(Duration::MAX),
+        }
     }
 }
 

@@ -14,8 +14,8 @@
 //!    [`SyncObj::import_fence`]).
 //!
 //! The frame ring runs these steps for consumers in other processes
-//! ([`FrameRing::with_consumers`](crate::pipeline::FrameRing::with_consumers),
-//! [`Consumer::connect`](crate::pipeline::Consumer::connect)).
+//! ([`StreamBuilder::remote_consumer`](crate::pipeline::StreamBuilder::remote_consumer),
+//! [`Consumer::connect_with`](crate::pipeline::Consumer::connect_with)).
 //! Every descriptor is only valid through the endpoint pair it was exported on.
 //!
 //! [`BufAttrList::export_unreconciled`]: crate::buf::BufAttrList::export_unreconciled

@@ -1,19 +1,20 @@
 //! Frame-ring pipelines: one producer, several consumers, zero copies.
 //!
-//! One ring ([`FrameRing`], split into one [`Producer`] and its [`Consumer`]s) over any backend
-//! (an NvSci library, NVIDIA's or the mock; Vulkan with the `vulkan` feature), and one
-//! vocabulary for every party: acquire, present and release tokens that wait and signal on the
-//! party's [`Engine`] (the CPU, or a CUDA stream).
+//! One stream ([`FrameRing`], split into one [`Producer`] and its [`Consumer`]s) over any
+//! backend (an NvSci library, NVIDIA's or the mock; Vulkan with the `vulkan` feature), built
+//! one way ([`Backend::stream`] -> [`StreamBuilder`]), and one vocabulary for every party:
+//! acquire, present and release tokens that wait and signal on the party's [`Engine`] (the
+//! CPU, or a CUDA stream).
 //!
 //! ```
 //! # #[cfg(feature = "mock")] {
-//! use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
-//! let ring = FrameRing::new(
-//!     &nvsci::NvSci::mock(),
-//!     FrameFormat::nv12(64, 32),
-//!     RingConfig::default().with_frames(3).with_consumers(1),
-//! )
-//! .unwrap();
+//! use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
+//! let ring = Backend::with_library(nvsci::NvSci::mock())
+//!     .stream(FrameFormat::nv12(64, 32))
+//!     .frames(3)
+//!     .consumer(ConsumerDesc::cpu())
+//!     .build()
+//!     .unwrap();
 //! let (mut producer, mut consumers) = ring.split().unwrap();
 //! let frame = producer.acquire().unwrap();
 //! producer.cpu_write(&frame).unwrap().fill(7);
@@ -37,10 +38,10 @@ mod ring;
 mod select;
 mod state;
 
-pub use backend::ipc::{RemoteSeat, RingConsumer};
+pub use backend::ipc::RemoteSeat;
 pub use backend::{FrameRead, FrameWrite};
 pub use builder::StreamBuilder;
-pub use config::{ConsumerDesc, RingConfig, MAX_CONSUMERS, MAX_FRAMES};
+pub use config::{ConsumerDesc, MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub use cuda::{CudaFrame, CudaFrameMut};

@@ -16,7 +16,7 @@ use super::engine::Engine;
 use crate::error::Result;
 
 #[cfg(feature = "cuda")]
-use super::backend::{CudaSyncImport, Point};
+use super::backend::{CudaSync, Point};
 #[cfg(feature = "cuda")]
 use super::config::{MAX_CONSUMERS, MAX_FRAMES};
 #[cfg(feature = "cuda")]
@@ -30,23 +30,22 @@ use crate::cuda::{
 };
 #[cfg(feature = "cuda")]
 use crate::error::invalid;
-#[cfg(feature = "cuda")]
 use std::sync::Arc;
 #[cfg(feature = "cuda")]
 use std::sync::OnceLock;
 
 /// The producer's engine.
 pub(crate) enum ProducerEngine {
-    Cpu(CpuWaiter),
+    Cpu(Box<dyn CpuWaiter>),
     #[cfg(feature = "cuda")]
     Cuda(Box<CudaParty<ReadWrite>>),
 }
 
 impl ProducerEngine {
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
-    pub(crate) fn new(backend: &dyn RingBackend, config: RingConfig, engine: &Engine) -> Result<Self> {
+    pub(crate) fn new(backend: &Arc<dyn RingBackend>, config: RingConfig, engine: &Engine) -> Result<Self> {
         match engine {
-            Engine::Cpu => Ok(Self::Cpu(backend.cpu_waiter()?)),
+            Engine::Cpu => Ok(Self::Cpu(backend.clone().cpu_waiter()?)),
             #[cfg(feature = "cuda")]
             Engine::Cuda(dev) => Ok(Self::Cuda(Box::new(CudaParty::producer(backend, config, dev)?))),
         }
@@ -65,7 +64,7 @@ impl std::fmt::Debug for ProducerEngine {
 
 /// A consumer's engine.
 pub(crate) enum ConsumerEngine {
-    Cpu(CpuWaiter),
+    Cpu(Box<dyn CpuWaiter>),
     #[cfg(feature = "cuda")]
     Cuda(Box<CudaParty<ReadOnly>>),
 }
@@ -73,13 +72,13 @@ pub(crate) enum ConsumerEngine {
 impl ConsumerEngine {
     #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub(crate) fn new(
-        backend: &dyn RingBackend,
+        backend: &Arc<dyn RingBackend>,
         config: RingConfig,
         engine: &Engine,
         id: usize,
     ) -> Result<Self> {
         match engine {
-            Engine::Cpu => Ok(Self::Cpu(backend.cpu_waiter()?)),
+            Engine::Cpu => Ok(Self::Cpu(backend.clone().cpu_waiter()?)),
             #[cfg(feature = "cuda")]
             Engine::Cuda(dev) => Ok(Self::Cuda(Box::new(CudaParty::consumer(backend, config, dev, id)?))),
         }
@@ -146,7 +145,7 @@ pub(crate) struct CudaParty<A: PlaneAccess> {
     mapping: std::sync::Mutex<()>,
     /// Bytes of a frame (the linear mapping's length).
     size: u64,
-    syncs: heapless::Vec<(Point, CudaSyncImport), { MAX_CONSUMERS + 1 }>,
+    syncs: heapless::Vec<(Point, Box<dyn CudaSync>), { MAX_CONSUMERS + 1 }>,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) policy: MemSync,
     dev: CudaGpu,
@@ -165,7 +164,7 @@ impl<A: PlaneAccess> std::fmt::Debug for CudaParty<A> {
 #[cfg(feature = "cuda")]
 impl<A: PlaneAccess> CudaParty<A> {
     fn new(
-        backend: &dyn RingBackend,
+        backend: &Arc<dyn RingBackend>,
         dev: &CudaGpu,
         slots: impl Iterator<Item = Result<ExternalMemory<A>>>,
         points: &[Point],
@@ -194,7 +193,7 @@ impl<A: PlaneAccess> CudaParty<A> {
         }
         let mut syncs = heapless::Vec::new();
         for &p in points {
-            let _ = syncs.push((p, backend.cuda_import_sync(dev, p)?));
+            let _ = syncs.push((p, backend.clone().cuda_import_sync(dev, p)?));
         }
         Ok(Self {
             frames,
@@ -247,22 +246,22 @@ impl<A: PlaneAccess> CudaParty<A> {
             .ok_or_else(|| invalid("frame", "the slot's linear mapping was not kept"))
     }
 
-    fn import(&self, point: Point) -> Result<&CudaSyncImport> {
+    fn import(&self, point: Point) -> Result<&dyn CudaSync> {
         self.syncs
             .iter()
             .find(|(p, _)| *p == point)
-            .map(|(_, i)| i)
+            .map(|(_, i)| &**i)
             .ok_or_else(|| invalid("point", "this party does not use that sync object"))
     }
 
     /// Enqueues a wait for the fence at (`slot`, `point`) on the stream.
-    pub(crate) fn wait(&self, b: &dyn RingBackend, slot: usize, point: Point, reads: bool) -> Result<()> {
-        b.cuda_wait(self.import(point)?, &self.stream, slot, point, self.policy, reads)
+    pub(crate) fn wait(&self, slot: usize, point: Point, reads: bool) -> Result<()> {
+        self.import(point)?.wait(&self.stream, slot, self.policy, reads)
     }
 
     /// Enqueues a signal of `point` on the stream; it becomes the fence at (`slot`, `point`).
-    pub(crate) fn signal(&self, b: &dyn RingBackend, slot: usize, point: Point) -> Result<()> {
-        b.cuda_signal(self.import(point)?, &self.stream, slot, point, self.policy)
+    pub(crate) fn signal(&self, slot: usize, point: Point) -> Result<()> {
+        self.import(point)?.signal(&self.stream, slot, self.policy)
     }
 
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
@@ -287,7 +286,7 @@ impl<A: PlaneAccess> CudaParty<A> {
 impl CudaParty<ReadWrite> {
     /// The producer's imports: every slot read-write, the present object and every release
     /// object.
-    pub(crate) fn producer(b: &dyn RingBackend, config: RingConfig, dev: &CudaGpu) -> Result<Self> {
+    pub(crate) fn producer(b: &Arc<dyn RingBackend>, config: RingConfig, dev: &CudaGpu) -> Result<Self> {
         let mut points = heapless::Vec::<Point, { MAX_CONSUMERS + 1 }>::new();
         let _ = points.push(Point::Present);
         for c in 0..config.consumers {
@@ -297,10 +296,10 @@ impl CudaParty<ReadWrite> {
     }
 
     /// Enqueues a wait for every release fence of `slot` (a producer about to overwrite it).
-    pub(crate) fn wait_releases(&self, b: &dyn RingBackend, slot: usize) -> Result<()> {
+    pub(crate) fn wait_releases(&self, slot: usize) -> Result<()> {
         for (point, import) in &self.syncs {
             if let Point::Release(_) = point {
-                b.cuda_wait(import, &self.stream, slot, *point, self.policy, false)?;
+                import.wait(&self.stream, slot, self.policy, false)?;
             }
         }
         Ok(())
@@ -312,7 +311,7 @@ impl CudaParty<ReadOnly> {
     /// Consumer `id`'s imports: its read-only view of every slot, the present object and its
     /// release object.
     pub(crate) fn consumer(
-        b: &dyn RingBackend,
+        b: &Arc<dyn RingBackend>,
         config: RingConfig,
         dev: &CudaGpu,
         id: usize,

@@ -31,14 +31,14 @@
 //! consumer to a vacant seat while the stream runs).
 
 use super::backend::ipc::{AttachHub, RemoteConsumer, RemoteSeat, Upstream};
-use super::backend::{CpuWaiter, FrameRead, FrameWrite, Point, RingBackend};
+use super::backend::{no_nvsci_objects, CpuWaiter, FrameRead, FrameWrite, NvSciObjects, Point, RingBackend};
 use super::config::{RingConfig, MAX_CONSUMERS, MAX_FRAMES};
 use super::engine::Engine;
 use super::format::FrameLayout;
 use super::party::{ConsumerEngine, ProducerEngine};
 use super::state::{ConsumerStats, FrameMeta, QueueMode, SeatStatus, StreamState, Take, USER_HEADER_SIZE};
 use crate::buf::BufObj;
-use crate::error::{invalid, Error, IpcError, Result, RingError, RingWait};
+use crate::error::{invalid, Error, IpcError, Result, RingError, Wait};
 use crate::sync::{Fence, SyncObj};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -142,8 +142,8 @@ impl Inner {
         lock(&self.shared)
     }
 
-    fn timeout(&self, waited_for: RingWait) -> Error {
-        Error::Ring(RingError::Timeout { waited_for, timeout: self.config.timeout })
+    fn timeout(&self, waited_for: Wait) -> Error {
+        Error::Timeout { waited_for, timeout: self.config.timeout }
     }
 
     /// Waits until `ready` returns `Some` under the state lock, or `deadline` passes (the error
@@ -183,8 +183,13 @@ impl Inner {
         (consumer < self.config.consumers).then(|| self.shared().st.stats(consumer))
     }
 
-    pub(crate) fn waiter(&self) -> Result<CpuWaiter> {
-        self.backend.cpu_waiter()
+    pub(crate) fn waiter(&self) -> Result<Box<dyn CpuWaiter>> {
+        self.backend.clone().cpu_waiter()
+    }
+
+    /// The backend's NvSci extension, or the error naming `what` needed it.
+    pub(super) fn nvsci(&self, what: &'static str) -> Result<&dyn NvSciObjects> {
+        self.backend.nvsci().ok_or_else(|| no_nvsci_objects(what))
     }
 
     /// Takes slot `index` back from consumer `consumer` (its release fence is recorded already;
@@ -204,7 +209,7 @@ impl Inner {
         };
         self.changed.notify_all();
         match &self.upstream {
-            Some(up) => up.send_release(self.backend.as_ref(), index, sequence, self.config.timeout),
+            Some(up) => self.release_upstream(up, index, sequence),
             None => Ok(()),
         }
     }
@@ -217,11 +222,11 @@ impl Drop for Inner {
         // free them.
         let timeout = self.config.timeout;
         let b = &self.backend;
-        let all_done = match b.cpu_waiter() {
+        let all_done = match b.clone().cpu_waiter() {
             Ok(mut w) => (0..self.config.frames).all(|s| {
-                let releases = (0..self.config.consumers)
-                    .all(|c| b.cpu_wait(&mut w, s, Point::Release(c), timeout).is_ok());
-                releases && b.cpu_wait(&mut w, s, Point::Present, timeout).is_ok()
+                let releases =
+                    (0..self.config.consumers).all(|c| w.wait(s, Point::Release(c), timeout).is_ok());
+                releases && w.wait(s, Point::Present, timeout).is_ok()
             }),
             Err(_) => false,
         };
@@ -229,7 +234,7 @@ impl Drop for Inner {
             // A consumer process leaves: every fence of it expired, so its seat is free for the
             // next consumer (and the endpoint's close that follows is no death).
             if let Some(up) = &self.upstream {
-                up.send_detach(timeout.min(Duration::from_millis(100)));
+                self.detach_upstream(up);
             }
         } else {
             log::error!(
@@ -257,19 +262,10 @@ impl std::fmt::Debug for FrameRing {
 }
 
 impl FrameRing {
-    /// A ring over `backend`'s slots and fences, built for these parties.
-    pub(crate) fn from_backend(
-        config: RingConfig,
-        backend: Arc<dyn RingBackend>,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<Self> {
-        Self::with_links(config, backend, producer, consumers, Links::default())
-    }
-
-    /// As [`from_backend`](Self::from_backend), with consumers in other processes (a
-    /// producer's process) or the producer in another process (a consumer's process), and a
-    /// plan for each seat (`None`: every seat attached as a FIFO consumer taking every frame).
+    /// A ring over `backend`'s slots and fences, built for these parties (validated by the
+    /// builder), with consumers in other processes (a producer's process) or the producer in
+    /// another process (a consumer's process); every seat attached as a FIFO consumer taking
+    /// every frame.
     pub(crate) fn with_links(
         config: RingConfig,
         backend: Arc<dyn RingBackend>,
@@ -290,7 +286,6 @@ impl FrameRing {
         links: Links,
     ) -> Result<Self> {
         let Links { remotes, upstream, hub } = links;
-        config.validate()?;
         let mut consumer_engines = heapless::Vec::new();
         for c in consumers {
             consumer_engines
@@ -345,9 +340,15 @@ impl FrameRing {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// This ring's identity (never reused by another ring in this process).
@@ -364,7 +365,7 @@ impl FrameRing {
     /// another ([`Producer::set_stream`], [`Consumer::set_stream`]).
     pub fn split(self) -> Result<(Producer, Vec<Consumer>)> {
         let inner = &self.inner;
-        let engine = ProducerEngine::new(inner.backend.as_ref(), inner.config, &inner.producer_engine)?;
+        let engine = ProducerEngine::new(&inner.backend, inner.config, &inner.producer_engine)?;
         let service = seats::SeatService::start(inner)?;
         let producer = Producer { engine, inner: inner.clone(), service };
         let mut consumers = Vec::with_capacity(inner.config.consumers);
@@ -372,7 +373,7 @@ impl FrameRing {
             if inner.remote_mask & (1 << id) != 0 || inner.shared().st.status(id) != SeatStatus::Attached {
                 continue;
             }
-            let engine = ConsumerEngine::new(inner.backend.as_ref(), inner.config, e, id)?;
+            let engine = ConsumerEngine::new(&inner.backend, inner.config, e, id)?;
             consumers.push(Consumer { engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
@@ -383,8 +384,7 @@ impl FrameRing {
     /// The one consumer of a consumer process's view of a ring (no producer here).
     pub(crate) fn into_consumer(self) -> Result<Consumer> {
         let inner = &self.inner;
-        let engine =
-            ConsumerEngine::new(inner.backend.as_ref(), inner.config, &inner.consumer_engines[0], 0)?;
+        let engine = ConsumerEngine::new(&inner.backend, inner.config, &inner.consumer_engines[0], 0)?;
         Ok(Consumer { engine, inner: inner.clone(), id: 0 })
     }
 }
@@ -522,9 +522,8 @@ impl Drop for ConsumerFrame {
         }
         let inner = &self.inner;
         let b = &inner.backend;
-        let expired = inner
-            .waiter()
-            .and_then(|mut w| b.cpu_wait(&mut w, self.index, Point::Present, inner.config.timeout));
+        let expired =
+            inner.waiter().and_then(|mut w| w.wait(self.index, Point::Present, inner.config.timeout));
         match expired {
             Ok(()) => {
                 // The stream's wait for the present fence can now complete: finish what it queued.
@@ -582,12 +581,11 @@ impl Producer {
     /// [`present_after`](Self::present_after), another engine's fence, which it waits for on
     /// the CPU until it expires). A consumer that holds frames holds back only those slots: a mailbox consumer
     /// or one with a limit never paces the producer beyond them. A timeout is
-    /// [`RingError::Timeout`] naming what was waited for ([`RingWait`]).
+    /// [`Error::Timeout`] naming what was waited for ([`Wait`]).
     pub fn acquire(&mut self) -> Result<ProducerFrame> {
         let inner = &self.inner;
         let deadline = deadline_after(inner.config.timeout);
         let (mut frame, unread) = acquire_slot(inner, deadline)?;
-        let b = &inner.backend;
         // A slot no consumer read since its last present: no release fence covers the
         // producer's own present fence, so wait for it here (a CUDA producer's own signal is
         // ordered on its stream already; another engine's fence is waited on the CPU).
@@ -596,17 +594,17 @@ impl Producer {
         if present_wait {
             let left = deadline.saturating_duration_since(Instant::now());
             let waited = match &mut self.engine {
-                ProducerEngine::Cpu(waiter) => b.cpu_wait(waiter, frame.index, Point::Present, left),
+                ProducerEngine::Cpu(waiter) => waiter.wait(frame.index, Point::Present, left),
                 #[cfg(feature = "cuda")]
                 ProducerEngine::Cuda(_) => {
-                    inner.waiter().and_then(|mut w| b.cpu_wait(&mut w, frame.index, Point::Present, left))
+                    inner.waiter().and_then(|mut w| w.wait(frame.index, Point::Present, left))
                 }
             };
             if let Err(e) = waited {
                 let sequence = inner.shared().st.sequence(frame.index).unwrap_or(0);
                 return Err(match e {
                     Error::Timeout { .. } => {
-                        inner.timeout(RingWait::PresentFence { slot: frame.index, sequence })
+                        inner.timeout(Wait::PresentFence { slot: frame.index, sequence })
                     }
                     e => e,
                 });
@@ -616,10 +614,10 @@ impl Producer {
             ProducerEngine::Cpu(waiter) => {
                 for c in 0..inner.config.consumers {
                     let left = deadline.saturating_duration_since(Instant::now());
-                    if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Release(c), left) {
+                    if let Err(e) = waiter.wait(frame.index, Point::Release(c), left) {
                         return Err(match e {
                             Error::Timeout { .. } => {
-                                inner.timeout(RingWait::ReleaseFence { slot: frame.index, consumer: c })
+                                inner.timeout(Wait::ReleaseFence { slot: frame.index, consumer: c })
                             }
                             e => e,
                         });
@@ -629,7 +627,7 @@ impl Producer {
                 frame.cpu_waited = true;
             }
             #[cfg(feature = "cuda")]
-            ProducerEngine::Cuda(p) => p.wait_releases(b.as_ref(), frame.index)?,
+            ProducerEngine::Cuda(p) => p.wait_releases(frame.index)?,
         }
         Ok(frame)
     }
@@ -665,7 +663,7 @@ impl Producer {
     /// The read-write NvSciBuf object of a held frame (NvSci backend).
     pub fn buffer(&self, frame: &ProducerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)
+        self.inner.backend.nvsci().and_then(|n| n.buffer(frame.index)).ok_or_else(not_nvsci)
     }
 
     /// CPU write access to a held frame, for as long as both the producer and the frame are
@@ -708,7 +706,7 @@ impl Producer {
                  still read it; write it from the stream",
             ));
         }
-        let buffer = self.inner.backend.nvsci_buffer(frame.index).ok_or_else(not_nvsci)?;
+        let buffer = self.inner.backend.nvsci().and_then(|n| n.buffer(frame.index)).ok_or_else(not_nvsci)?;
         buffer.put_pixels(rect, planes)
     }
 
@@ -721,7 +719,7 @@ impl Producer {
         match &self.engine {
             ProducerEngine::Cpu(_) => b.cpu_signal(frame.index, Point::Present)?,
             #[cfg(feature = "cuda")]
-            ProducerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, Point::Present)?,
+            ProducerEngine::Cuda(p) => p.signal(frame.index, Point::Present)?,
         }
         self.publish(frame, false)
     }
@@ -732,7 +730,11 @@ impl Producer {
     /// another is refused and the frame discarded.
     pub fn present_after(&mut self, frame: ProducerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
-        self.inner.backend.set_nvsci_fence(frame.index, Point::Present, fence)?;
+        self.inner.nvsci("presenting with an NvSciSync fence")?.set_fence(
+            frame.index,
+            Point::Present,
+            fence,
+        )?;
         self.publish(frame, true)
     }
 
@@ -746,7 +748,7 @@ impl Producer {
             capture_ns: frame.capture_ns.unwrap_or_else(monotonic_ns),
             user: frame.user,
         };
-        let to_remotes = {
+        let to_links = {
             let mut sh = inner.shared();
             let bit = 1u32 << frame.index;
             if external {
@@ -762,20 +764,18 @@ impl Producer {
                 // Replaced in a mailbox before the consumer took it: it never read the frame.
                 inner.backend.clear(old, Point::Release(c));
             }
-            // The endpoint session each consumer in another process was attached in when it
-            // was offered the frame (under the lock that attaches and drops them).
+            // The session each consumer was attached in when it was offered the frame (under
+            // the lock that attaches and drops them).
             let mut sessions = [0u64; MAX_CONSUMERS];
-            for r in &inner.remotes {
-                if out.send_to.contains(r.consumer) {
-                    sessions[r.consumer] = r.attached_session.load(Ordering::Acquire);
-                }
+            for c in out.send_to.iter() {
+                sessions[c] = inner.link(c).session();
             }
             (out.send_to, sessions)
         };
         inner.changed.notify_all();
-        let (to_remotes, sessions) = to_remotes;
-        if !to_remotes.is_empty() {
-            inner.send_to_remotes(frame.index, &meta, to_remotes, &sessions);
+        let (to, sessions) = to_links;
+        if !to.is_empty() {
+            inner.deliver(frame.index, &meta, to, &sessions);
         }
         Ok(())
     }
@@ -783,7 +783,7 @@ impl Producer {
     /// The NvSciSync object present fences come from (NvSci backend): generate a fence from it
     /// for an engine that signals later ([`present_after`](Self::present_after)).
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Present)
+        self.inner.backend.nvsci()?.sync(Point::Present)
     }
 
     /// The release sync object of consumer `consumer` (NvSci backend), for importing into the
@@ -792,7 +792,7 @@ impl Producer {
         if consumer >= self.inner.config.consumers {
             return None;
         }
-        self.inner.backend.nvsci_sync(Point::Release(consumer))
+        self.inner.backend.nvsci()?.sync(Point::Release(consumer))
     }
 
     /// The engine this producer works on.
@@ -805,9 +805,15 @@ impl Producer {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// The ring's identity.
@@ -860,22 +866,15 @@ fn acquire_slot(inner: &Arc<Inner>, deadline: Instant) -> Result<(ProducerFrame,
                 }
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
-                    return Err(inner.timeout(RingWait::FreeSlot { slot, sequence, holders }));
+                    return Err(inner.timeout(Wait::FreeSlot { slot, sequence, holders }));
                 }
-                // Releases of FIFO consumers in other processes arrive on their endpoints: take
-                // those already there, and look again soon. Those of mailbox consumers are taken
-                // by the seat service, which wakes this wait.
+                // What the links carry back without waiting (the releases of FIFO consumers in
+                // other processes already on their endpoints): take it, and look again soon.
+                // Consumers in this process release with their own calls, and the seat service
+                // takes a mailbox consumer's releases; both wake this wait.
                 let mut polled = false;
-                for r in &inner.remotes {
-                    let holds = inner.shared().st.holders_of(r.consumer) != 0;
-                    if !holds || inner.read_by_service(r.consumer) {
-                        continue;
-                    }
-                    polled = true;
-                    match inner.take_remote_release(r, Duration::ZERO) {
-                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                        Err(e) => return Err(e),
-                    }
+                for c in 0..inner.config.consumers {
+                    polled |= inner.link(c).poll(inner)?;
                 }
                 let nap = if polled { left.min(Duration::from_millis(1)) } else { left };
                 let sh = inner.shared();
@@ -955,7 +954,7 @@ impl Attacher {
             let fitting = (0..inner.consumer_engines.len()).filter(|&c| fits(c)).count();
             return Err(Error::Ring(RingError::NoSeat { fitting }));
         };
-        match ConsumerEngine::new(inner.backend.as_ref(), inner.config, &desc.engine, id) {
+        match ConsumerEngine::new(&inner.backend, inner.config, &desc.engine, id) {
             Ok(engine) => {
                 log::debug!("frame ring {}: consumer {id} attached ({:?})", inner.id, desc.mode);
                 Ok(Consumer { engine, inner: inner.clone(), id })
@@ -1004,7 +1003,7 @@ impl std::fmt::Debug for Consumer {
 impl Drop for Consumer {
     /// Detaches: in the producer's process, the frames queued for this consumer go back at
     /// once; the frames it still holds as their tokens are released or dropped. Its seat can
-    /// then be attached again. In a consumer process ([`Consumer::connect`]) this drop does
+    /// then be attached again. In a consumer process ([`Consumer::connect_with`]) this drop does
     /// nothing itself: the departure message is sent when the process's ring drops (after the
     /// last handle to it), once its fences expired, and the producer frees the seat then.
     fn drop(&mut self) {
@@ -1033,18 +1032,15 @@ impl Consumer {
         let deadline = deadline_after(self.inner.config.timeout);
         let mut frame = self.acquire_until(deadline)?;
         let inner = &self.inner;
-        let b = &inner.backend;
         match &mut self.engine {
             ConsumerEngine::Cpu(waiter) => {
                 let left = deadline.saturating_duration_since(Instant::now());
-                if let Err(e) = b.cpu_wait(waiter, frame.index, Point::Present, left) {
+                if let Err(e) = waiter.wait(frame.index, Point::Present, left) {
                     frame.live = false;
                     self.untake(frame.index, frame.meta.sequence);
                     return Err(match e {
-                        Error::Timeout { .. } => inner.timeout(RingWait::PresentFence {
-                            slot: frame.index,
-                            sequence: frame.meta.sequence,
-                        }),
+                        Error::Timeout { .. } => inner
+                            .timeout(Wait::PresentFence { slot: frame.index, sequence: frame.meta.sequence }),
                         e => e,
                     });
                 }
@@ -1052,7 +1048,7 @@ impl Consumer {
             }
             #[cfg(feature = "cuda")]
             ConsumerEngine::Cuda(p) => {
-                if let Err(e) = p.wait(b.as_ref(), frame.index, Point::Present, true) {
+                if let Err(e) = p.wait(frame.index, Point::Present, true) {
                     // Nothing was enqueued: the frame is first in line again.
                     frame.live = false;
                     self.untake(frame.index, frame.meta.sequence);
@@ -1074,7 +1070,7 @@ impl Consumer {
             inner.backend.clear(slot, Point::Release(self.id));
             inner.changed.notify_all();
             if let Some(up) = &inner.upstream {
-                if let Err(e) = up.send_unread(slot, sequence, inner.config.timeout) {
+                if let Err(e) = inner.unread_upstream(up, slot, sequence) {
                     log::warn!("frame ring {}: frame {sequence} could not be handed back: {e}", inner.id);
                 }
             }
@@ -1087,37 +1083,10 @@ impl Consumer {
         let taken = inner.shared().st.consumer_take(id);
         let (index, meta) = match (&inner.upstream, taken) {
             (_, Some(f)) => f,
-            (Some(up), None) => {
-                // A mailbox consumer asks for the newest frame (its mailbox is the producer's),
-                // unless the end of the stream (or the answer to an earlier request) is there
-                // already: a peer that ended the stream and closed its end leaves no room to
-                // write into until what it sent is read.
-                let mut there = false;
-                if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
-                    match inner.receive(up, Instant::now()) {
-                        Ok(()) => there = true,
-                        Err(Error::Ring(RingError::Timeout { .. })) => {}
-                        Err(e) => return Err(e),
-                    }
-                }
-                if !there {
-                    match up.ask(inner.config.timeout.min(Duration::from_millis(100))) {
-                        Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
-                        Err(e) => return Err(e),
-                    }
-                    inner.receive(up, deadline)?;
-                }
-                inner
-                    .shared()
-                    .st
-                    .consumer_take(id)
-                    .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))?
+            (Some(up), None) => inner.take_upstream(up, id, deadline)?,
+            (None, None) => {
+                inner.wait_state(deadline, |sh| sh.st.consumer_take(id), |_| inner.timeout(Wait::Frame))?
             }
-            (None, None) => inner.wait_state(
-                deadline,
-                |sh| sh.st.consumer_take(id),
-                |_| inner.timeout(RingWait::Frame),
-            )?,
         };
         Ok(ConsumerFrame {
             inner: inner.clone(),
@@ -1161,7 +1130,7 @@ impl Consumer {
     /// The read-only NvSciBuf view of a held frame (NvSci backend).
     pub fn view(&self, frame: &ConsumerFrame) -> Result<&BufObj> {
         self.check(frame)?;
-        self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)
+        self.inner.backend.nvsci().and_then(|n| n.view(frame.index, self.id)).ok_or_else(not_nvsci)
     }
 
     /// CPU read access to a held frame, for as long as both the consumer and the frame are
@@ -1203,7 +1172,8 @@ impl Consumer {
                  be done; read it from the stream",
             ));
         }
-        let view = self.inner.backend.nvsci_view(frame.index, self.id).ok_or_else(not_nvsci)?;
+        let view =
+            self.inner.backend.nvsci().and_then(|n| n.view(frame.index, self.id)).ok_or_else(not_nvsci)?;
         view.get_pixels(rect, planes)
     }
 
@@ -1218,7 +1188,7 @@ impl Consumer {
         let signalled = match &self.engine {
             ConsumerEngine::Cpu(_) => b.cpu_signal(frame.index, point),
             #[cfg(feature = "cuda")]
-            ConsumerEngine::Cuda(p) => p.signal(b.as_ref(), frame.index, point).inspect_err(|_| {
+            ConsumerEngine::Cuda(p) => p.signal(frame.index, point).inspect_err(|_| {
                 // No fence will tell the producer when the queued work is done: finish it here.
                 let _ = p.stream().synchronize();
             }),
@@ -1236,7 +1206,11 @@ impl Consumer {
     /// the frame is released as a dropped token is (after a CPU wait for its present fence).
     pub fn release_after(&mut self, frame: ConsumerFrame, fence: Fence) -> Result<()> {
         self.check(&frame)?;
-        self.inner.backend.set_nvsci_fence(frame.index, Point::Release(self.id), fence)?;
+        self.inner.nvsci("releasing with an NvSciSync fence")?.set_fence(
+            frame.index,
+            Point::Release(self.id),
+            fence,
+        )?;
         self.finish(frame)
     }
 
@@ -1247,18 +1221,18 @@ impl Consumer {
 
     /// The NvSciSync object this consumer's release fences come from (NvSci backend).
     pub fn release_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Release(self.id))
+        self.inner.backend.nvsci()?.sync(Point::Release(self.id))
     }
 
     /// The present sync object (NvSci backend), for importing into this consumer's engine.
     pub fn present_sync(&self) -> Option<&SyncObj> {
-        self.inner.backend.nvsci_sync(Point::Present)
+        self.inner.backend.nvsci()?.sync(Point::Present)
     }
 
     /// The read-only NvSciBuf view of slot `index` (NvSci backend; for imports, e.g. into
     /// CUDA).
     pub fn slot_view(&self, index: usize) -> Option<&BufObj> {
-        self.inner.backend.nvsci_view(index, self.id)
+        self.inner.backend.nvsci()?.view(index, self.id)
     }
 
     /// This consumer's index.
@@ -1267,7 +1241,7 @@ impl Consumer {
     }
 
     /// This consumer's index in the producer's ring: its [`id`](Self::id), or for a consumer
-    /// connected from another process ([`connect`](Self::connect)) the index the producer gave
+    /// connected from another process ([`connect_with`](Self::connect_with)) the index the producer gave
     /// it.
     pub fn ring_index(&self) -> usize {
         self.inner.upstream.as_ref().map_or(self.id, |u| u.index)
@@ -1283,9 +1257,15 @@ impl Consumer {
         self.inner.backend.layout()
     }
 
-    /// The ring parameters.
-    pub fn config(&self) -> RingConfig {
-        self.inner.config
+    /// The frame buffers in the stream.
+    pub fn frames(&self) -> usize {
+        self.inner.config.frames
+    }
+
+    /// How long an acquire waits before it fails with a timeout (also how long teardown waits
+    /// for outstanding fences).
+    pub fn timeout(&self) -> Duration {
+        self.inner.config.timeout
     }
 
     /// The ring's identity.

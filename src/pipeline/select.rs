@@ -1,16 +1,9 @@
 //! Choosing where frames come from: an NvSci library (NVIDIA's, or the mock) or the Vulkan
-//! fallback. The choice is a [`Backend`]; the rings it builds hold one dynamic backend.
+//! fallback. The choice is a [`Backend`]; the streams it builds hold one dynamic backend.
 
-use super::backend::ipc::{RingConsumer, SeatLink};
 use super::backend::nvsci::NvSciProvider;
 use super::backend::Provider;
-use super::config::ConsumerDesc;
-use super::config::RingConfig;
-use super::config::MAX_CONSUMERS;
 use super::engine::Engine;
-use super::format::FrameFormat;
-use super::ring::Links;
-use super::ring::{Consumer, FrameRing};
 use crate::error::{invalid, Error, Result};
 use crate::NvSci;
 use std::sync::Arc;
@@ -46,8 +39,8 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
-/// A usable backend and the reasons the better ones were skipped. It builds rings:
-/// [`build_ring`](Self::build_ring).
+/// A usable backend and the reasons the better ones were skipped. It builds streams:
+/// [`stream`](Self::stream).
 #[derive(Clone)]
 pub struct Backend {
     kind: BackendKind,
@@ -293,6 +286,18 @@ impl Backend {
         }
     }
 
+    /// A backend of `kind` on `provider`, with no CUDA device.
+    #[cfg(all(test, feature = "vulkan"))]
+    pub(crate) fn from_provider(kind: BackendKind, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            kind,
+            provider,
+            #[cfg(feature = "cuda")]
+            cuda: None,
+            skipped: Vec::new(),
+        }
+    }
+
     /// The source of buffers and fences, for the stream builder.
     pub(crate) fn provider(&self) -> Arc<dyn Provider> {
         self.provider.clone()
@@ -337,18 +342,6 @@ impl Backend {
         Engine::Cpu
     }
 
-    /// Builds a ring of `format` frames whose producer and consumers work on the given engines
-    /// (one engine per consumer; a CUDA engine must be this backend's device).
-    pub fn build_ring(
-        &self,
-        format: FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<FrameRing> {
-        build(self.provider.as_ref(), format, config, producer, consumers)
-    }
-
     /// A one-paragraph account of the choice, for logs and examples.
     pub fn explain(&self) -> String {
         let mut s = format!("backend: {} ({})", self.kind, self.provider.describe());
@@ -367,163 +360,5 @@ impl Backend {
             s.push_str(&format!("\n  skipped {k}: {why}"));
         }
         s
-    }
-}
-
-fn build(
-    provider: &dyn Provider,
-    format: FrameFormat,
-    config: RingConfig,
-    producer: &Engine,
-    consumers: &[Engine],
-) -> Result<FrameRing> {
-    super::config::validate_ring(&format, &config, consumers)?;
-    let backend = provider.build(format, config, producer, consumers)?;
-    FrameRing::from_backend(config, backend, producer, consumers)
-}
-
-impl FrameRing {
-    /// Allocates `config.frames` buffers of `format` and the sync objects on `lib` (the NvSci
-    /// backend), with the CPU as producer and as every consumer.
-    pub fn new(lib: &NvSci, format: FrameFormat, config: RingConfig) -> Result<Self> {
-        let consumers = [const { Engine::Cpu }; MAX_CONSUMERS];
-        Self::with_engines(
-            lib,
-            format,
-            config,
-            &Engine::Cpu,
-            consumers.get(..config.consumers).unwrap_or(&[]),
-        )
-    }
-
-    /// As [`new`](Self::new), with the engine of every party: each attribute list names its
-    /// engine (CPU access, or the GPU id and, for sync objects, what CUDA needs to signal or
-    /// wait), so CUDA parties can import the frames and fences. `consumers` has one engine per
-    /// consumer.
-    pub fn with_engines(
-        lib: &NvSci,
-        format: FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<Self> {
-        build(&NvSciProvider { lib: lib.clone() }, format, config, producer, consumers)
-    }
-}
-
-impl FrameRing {
-    /// As [`with_engines`](Self::with_engines), with consumers in this process and in others:
-    /// each [`RingConsumer::Remote`] endpoint leads to a process that connects with
-    /// [`Consumer::connect`]. Every consumer's lists take part in one reconciliation; the frames
-    /// and sync objects are exported to each consumer process (read-only, wait-only), and each
-    /// exports its release object back. `consumers` has `config.consumers` entries, consumer
-    /// `i` at index `i`; [`split`](Self::split) hands out the consumers of this process, and the
-    /// producer serves the others through their endpoints: its
-    /// [`present`](crate::pipeline::Producer::present) sends them the frame and its present fence, and its
-    /// [`acquire`](crate::pipeline::Producer::acquire) reuses a slot only once every consumer, here or there,
-    /// released it (a remote release fence arrives over the endpoint).
-    ///
-    /// A consumer process that goes away (its endpoint reset or closed) is dropped from the
-    /// multicast; the producer's next acquire reports it once
-    /// ([`IpcError::PeerGone`](crate::IpcError::PeerGone) naming its endpoint), and the ring
-    /// serves the others. Any other error of a consumer process (a release that does not fit
-    /// the ring's state, a fence that cannot be imported) is returned by the producer's acquire
-    /// and the consumer stays attached. Dropping the producer ends the stream for every
-    /// consumer process ([`RingError::Ended`](crate::RingError::Ended) from their next acquire)
-    /// and takes back the frames they hold.
-    /// Connecting waits up to `config.timeout` for each peer.
-    pub fn with_consumers(
-        lib: &NvSci,
-        format: FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: Vec<RingConsumer>,
-    ) -> Result<Self> {
-        format.validate()?;
-        config.validate()?;
-        if consumers.len() != config.consumers {
-            return Err(invalid(
-                "consumers",
-                format!("{} consumers for config.consumers = {}", consumers.len(), config.consumers),
-            ));
-        }
-        let seats = consumers
-            .into_iter()
-            .map(|c| match c {
-                RingConsumer::Local(e) => SeatLink::Local(e),
-                RingConsumer::Remote(ep) => SeatLink::Remote(ep, None),
-            })
-            .collect();
-        let side = super::backend::ipc::build_producer(lib, format, config, producer, seats)?;
-        let links = Links { remotes: side.remotes, upstream: None, hub: Some(side.hub) };
-        FrameRing::with_links(config, side.ring, producer, &side.engines, links)
-    }
-}
-
-impl Consumer {
-    /// Connects to the producer at the other end of `ep` (in another process: a ring built with
-    /// [`FrameRing::with_consumers`], or a stream with a seat of
-    /// [`StreamBuilder::remote_consumer`](crate::pipeline::StreamBuilder::remote_consumer) or
-    /// [`reserve_remote`](crate::pipeline::StreamBuilder::reserve_remote)) as a consumer of
-    /// `format` frames working on `engine`: imports the frames read-only and the present object, allocates and
-    /// exports this consumer's release object. The consumer acquires, reads and releases as
-    /// any other (its [`id`](Self::id) is 0, the only consumer of this process's view); an
-    /// acquire after the producer ended the stream fails with
-    /// [`RingError::Ended`](crate::RingError::Ended). Every wait (connecting, a frame, a fence)
-    /// is bounded by `timeout`. The endpoint is closed last,
-    /// after the imported objects are freed.
-    pub fn connect(
-        lib: &NvSci,
-        ep: crate::ipc::IpcEndpoint,
-        format: FrameFormat,
-        engine: Engine,
-        timeout: std::time::Duration,
-    ) -> Result<Self> {
-        Self::connect_with(lib, ep, format, ConsumerDesc::new(engine), timeout)
-    }
-
-    /// As [`connect`](Self::connect), as the consumer `desc` describes: its engine (which must
-    /// be the seat's), its queue mode and its limit. Attaches to a stream that is being built
-    /// or one that runs (a seat the producer declared with
-    /// [`StreamBuilder::remote_consumer`](super::StreamBuilder::remote_consumer) or
-    /// [`reserve_remote`](super::StreamBuilder::reserve_remote), vacant), and gets frames from
-    /// the producer's next present on. A mailbox consumer's mailbox is in the producer's
-    /// process: each acquire asks for the newest frame and gets it at once, or the next one
-    /// presented; the producer never waits for it beyond the frames it holds.
-    ///
-    /// A producer that refuses the attach answers
-    /// [`RingError::AttachRefused`](crate::RingError::AttachRefused) naming what
-    /// did not fit (the engine, the format, a limit of 0, a stale offer); a session the
-    /// producer's side ends during the attach (it reopens a seat whose consumer left) is
-    /// attached again on a new endpoint session, until `timeout` passes. Dropping the consumer
-    /// detaches it once its fences expired: the seat is free for the next one.
-    pub fn connect_with(
-        lib: &NvSci,
-        ep: crate::ipc::IpcEndpoint,
-        format: FrameFormat,
-        desc: ConsumerDesc,
-        timeout: std::time::Duration,
-    ) -> Result<Self> {
-        let deadline = std::time::Instant::now() + timeout;
-        let (ipc, name) = (ep.ipc().clone(), ep.name().to_owned());
-        let mut ep = Some(ep);
-        let (ring, frames, upstream) = loop {
-            let e = match ep.take() {
-                Some(e) => e,
-                None => crate::ipc::IpcEndpoint::open(&ipc, &name)?,
-            };
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match super::backend::ipc::connect_consumer(lib, e, format, &desc, left) {
-                Err(Error::Ipc(crate::IpcError::PeerGone { .. })) if std::time::Instant::now() < deadline => {
-                    // The producer's side ended the session: a new one, on a new handle.
-                    std::thread::sleep(std::time::Duration::from_millis(5));
-                }
-                r => break r?,
-            }
-        };
-        let config = RingConfig::default().with_frames(frames).with_consumers(1).with_timeout(timeout);
-        let links = Links { remotes: Vec::new(), upstream: Some(upstream), hub: None };
-        let ring = FrameRing::with_links(config, Arc::new(ring), &Engine::Cpu, &[desc.engine], links)?;
-        ring.into_consumer()
     }
 }

@@ -209,7 +209,11 @@ impl Fence {
         unsafe { nvsync::fence_wait(obj.0.module.0.lib.sync(), &self.raw, ctx.raw, timeout_us) }.map_err(
             |e| match e {
                 Error::NvSci { function, code } if code == NvSciError::TIMEOUT => {
-                    Error::Timeout { function, timeout_us }
+                    Error::Timeout {
+                        waited_for: crate::error::Wait::Fence { function },
+                        // Only a bounded wait runs out.
+                        timeout: timeout.unwrap_or(Duration::MAX),
+                    }
                 }
                 e => explain_wait(e, obj, ctx),
             },

@@ -700,8 +700,8 @@ impl VulkanContext {
                 // The submission is still pending: the guard must not destroy what it uses.
                 self.wait_idle();
                 Err(Error::Timeout {
-                    function: "vkWaitForFences",
-                    timeout_us: (ONE_SHOT_TIMEOUT_NS / 1000) as i64,
+                    waited_for: crate::error::Wait::Fence { function: "vkWaitForFences" },
+                    timeout: std::time::Duration::from_nanos(ONE_SHOT_TIMEOUT_NS),
                 })
             }
             Err(e) => {

@@ -527,8 +527,8 @@ impl FrameProducer {
             Ok(()) => {}
             Err(vk::Result::TIMEOUT) => {
                 return Err(Error::Timeout {
-                    function: "vkWaitForFences",
-                    timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX),
+                    waited_for: crate::error::Wait::Fence { function: "vkWaitForFences" },
+                    timeout,
                 })
             }
             Err(e) => return Err(vk_err("vkWaitForFences")(e)),

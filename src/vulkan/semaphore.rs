@@ -261,8 +261,8 @@ impl TimelineSemaphore {
             let left = timeout.saturating_sub(start.elapsed());
             if left.is_zero() {
                 return Err(Error::Timeout {
-                    function: "vkWaitSemaphores",
-                    timeout_us: i64::try_from(timeout.as_micros()).unwrap_or(i64::MAX),
+                    waited_for: crate::error::Wait::Fence { function: "vkWaitSemaphores" },
+                    timeout,
                 });
             }
             // SAFETY: VUID-VkSemaphoreWaitInfo-pSemaphores-03256: a timeline semaphore; one value

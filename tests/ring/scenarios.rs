@@ -7,26 +7,57 @@ use super::common::{expected_pattern, open_fds};
 use super::nv12_pattern::bt601;
 use super::Env;
 use nvsci::pipeline::{
-    Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, QueueMode, RingConfig,
+    Consumer, ConsumerDesc, Engine, FrameFormat, FrameRing, Producer, QueueMode, StreamBuilder,
 };
-use nvsci::{Error, RingError, RingWait};
+use nvsci::{Error, RingError, Wait};
 use std::time::Duration;
 
 const N: usize = 64 * 1024;
 const FRAMES: usize = 1000;
 
-fn config(consumers: usize) -> RingConfig {
-    RingConfig::default().with_frames(4).with_consumers(consumers).with_timeout(Duration::from_secs(10))
+/// The stream parameters the scenarios vary.
+#[derive(Clone, Copy)]
+struct Config {
+    frames: usize,
+    timeout: Duration,
+}
+
+impl Config {
+    fn with_frames(self, frames: usize) -> Self {
+        Self { frames, ..self }
+    }
+    fn with_timeout(self, timeout: Duration) -> Self {
+        Self { timeout, ..self }
+    }
+}
+
+/// 4 frames, a 10-second timeout.
+fn config() -> Config {
+    Config { frames: 4, timeout: Duration::from_secs(10) }
+}
+
+/// A stream of `format` frames on the environment's backend, for a producer and FIFO consumers
+/// on these engines.
+fn builder(
+    env: &Env,
+    format: FrameFormat,
+    config: Config,
+    producer: &Engine,
+    consumers: &[Engine],
+) -> StreamBuilder {
+    let b =
+        env.backend.stream(format).frames(config.frames).timeout(config.timeout).producer(producer.clone());
+    consumers.iter().fold(b, |b, e| b.consumer(ConsumerDesc::new(e.clone())))
 }
 
 fn ring(
     env: &Env,
     format: FrameFormat,
-    config: RingConfig,
+    config: Config,
     producer: &Engine,
     consumers: &[Engine],
 ) -> FrameRing {
-    env.backend.build_ring(format, config, producer, consumers).unwrap()
+    builder(env, format, config, producer, consumers).build().unwrap()
 }
 
 /// Every frame `t` of `results` holds pattern `t`; a failure says how many frames differ and
@@ -151,7 +182,7 @@ mod gpu {
 /// `consumers`, each frame checked by every consumer: CPU parties on threads of their own,
 /// CUDA parties on this thread, each on a stream of its own.
 fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize) {
-    let ring = ring(env, FrameFormat::Raw { size: N as u64 }, config(consumers.len()), producer, consumers);
+    let ring = ring(env, FrameFormat::Raw { size: N as u64 }, config(), producer, consumers);
     assert_eq!(ring.layout().size, N as u64);
     #[cfg_attr(not(feature = "cuda"), allow(unused_mut))]
     let (mut p, cs) = ring.split().unwrap();
@@ -201,8 +232,7 @@ fn run_frames(env: &Env, producer: &Engine, consumers: &[Engine], frames: usize)
 /// Frames come in order, slot after slot, with their contents, to three CPU consumers on
 /// threads of their own.
 pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
-    let r =
-        ring(env, FrameFormat::Raw { size: 4096 }, config(1).with_frames(3), &Engine::Cpu, &[Engine::Cpu]);
+    let r = ring(env, FrameFormat::Raw { size: 4096 }, config().with_frames(3), &Engine::Cpu, &[Engine::Cpu]);
     let (mut p, mut cs) = r.split().unwrap();
     let c = &mut cs[0];
     for seq in 0..10u64 {
@@ -221,7 +251,7 @@ pub fn frames_arrive_in_order_with_their_contents(env: &Env) {
 /// The producer waits for every consumer and times out naming the one that holds the slot; a
 /// consumer times out without frames; an unbounded timeout does not overflow the clock.
 pub fn timeouts_name_who_holds_the_frame(env: &Env) {
-    let cfg = RingConfig::default().with_frames(2).with_consumers(2).with_timeout(Duration::from_millis(50));
+    let cfg = config().with_frames(2).with_timeout(Duration::from_millis(50));
     let r = ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu]);
     let (mut p, mut cs) = r.split().unwrap();
     for _ in 0..2 {
@@ -233,10 +263,10 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
     cs[0].release(a).unwrap();
     let _stuck = cs[1].acquire().unwrap();
     match p.acquire() {
-        Err(Error::Ring(RingError::Timeout { timeout, waited_for })) => {
+        Err(Error::Timeout { timeout, waited_for }) => {
             assert_eq!(timeout, Duration::from_millis(50));
             match waited_for {
-                RingWait::FreeSlot { slot: 0, sequence: 0, holders } => {
+                Wait::FreeSlot { slot: 0, sequence: 0, holders } => {
                     assert_eq!(holders.iter().collect::<Vec<_>>(), [1], "only consumer 1 holds frame 0")
                 }
                 other => panic!("expected a wait for a free slot (slot 0, frame 0), got {other:?}"),
@@ -248,8 +278,8 @@ pub fn timeouts_name_who_holds_the_frame(env: &Env) {
         ring(env, FrameFormat::Raw { size: 256 }, cfg, &Engine::Cpu, &[Engine::Cpu, Engine::Cpu])
             .split()
             .unwrap();
-    assert!(matches!(cs[0].acquire(), Err(Error::Ring(RingError::Timeout { .. }))));
-    let cfg = config(1).with_timeout(Duration::MAX);
+    assert!(matches!(cs[0].acquire(), Err(Error::Timeout { waited_for: Wait::Frame, .. })));
+    let cfg = config().with_timeout(Duration::MAX);
     let (mut p, mut cs) =
         ring(env, FrameFormat::Raw { size: 64 }, cfg, &Engine::Cpu, &[env.engine()]).split().unwrap();
     let f = p.acquire().unwrap();
@@ -272,7 +302,7 @@ pub fn engine_producer_feeds_two_engine_consumers_1000_frames(env: &Env) {
     let e = env.engine();
     if !e.is_cpu() {
         // An engine party's frames are not the CPU's: refused before any byte is touched.
-        let r = ring(env, FrameFormat::Raw { size: N as u64 }, config(1), &e, std::slice::from_ref(&e));
+        let r = ring(env, FrameFormat::Raw { size: N as u64 }, config(), &e, std::slice::from_ref(&e));
         let (mut p, mut cs) = r.split().unwrap();
         let f = p.acquire().unwrap();
         assert!(matches!(p.cpu_write(&f), Err(Error::InvalidArgument { name: "frame", .. })));
@@ -318,21 +348,16 @@ pub fn rings_leak_nothing(env: &Env) {
 
 pub fn bad_input_is_refused(env: &Env) {
     let e = env.engine();
-    let b = &env.backend;
     let raw = FrameFormat::Raw { size: 4096 };
     for frames in [0usize, 1, 17] {
-        let c = config(1).with_frames(frames);
-        let r = b.build_ring(raw, c, &Engine::Cpu, std::slice::from_ref(&e));
-        assert!(matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })), "{frames}: {r:?}");
+        let c = config().with_frames(frames);
+        let r = builder(env, raw, c, &Engine::Cpu, std::slice::from_ref(&e)).build();
+        assert!(matches!(r, Err(Error::InvalidArgument { name: "frames", .. })), "{frames}: {r:?}");
     }
     for consumers in [0usize, nvsci::pipeline::MAX_CONSUMERS + 1] {
-        let c = config(1).with_consumers(consumers);
         let engines = vec![e.clone(); consumers];
-        let r = b.build_ring(raw, c, &Engine::Cpu, &engines);
-        assert!(
-            matches!(r, Err(Error::InvalidArgument { name: "config.consumers", .. })),
-            "{consumers}: {r:?}"
-        );
+        let r = builder(env, raw, config(), &Engine::Cpu, &engines).build();
+        assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{consumers}: {r:?}");
     }
     let formats = [
         (FrameFormat::Raw { size: 0 }, "format.size"),
@@ -343,13 +368,15 @@ pub fn bad_input_is_refused(env: &Env) {
         (FrameFormat::Rgba { width: 64, height: 0 }, "format"),
     ];
     for (fmt, field) in formats {
-        match b.build_ring(fmt, config(1), &Engine::Cpu, std::slice::from_ref(&e)) {
+        match builder(env, fmt, config(), &Engine::Cpu, std::slice::from_ref(&e)).build() {
             Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, field, "{fmt:?}"),
             other => panic!("{fmt:?}: expected InvalidArgument, got {other:?}"),
         }
     }
-    let r = b.build_ring(raw, config(2), &Engine::Cpu, std::slice::from_ref(&e));
-    assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
+    let r = builder(env, raw, config(), &Engine::Cpu, std::slice::from_ref(&e))
+        .consumer(ConsumerDesc::cpu().with_limit(0))
+        .build();
+    assert!(matches!(r, Err(Error::InvalidArgument { name: "limit", .. })), "{r:?}");
 }
 
 /// Tokens cannot jam the ring: a dropped producer frame is discarded (the same slot and
@@ -357,7 +384,7 @@ pub fn bad_input_is_refused(env: &Env) {
 /// when dropped during a panic.
 pub fn dropped_tokens_do_not_jam_the_ring(env: &Env) {
     let e = env.engine();
-    let r = ring(env, FrameFormat::Raw { size: 4096 }, config(1), &Engine::Cpu, std::slice::from_ref(&e));
+    let r = ring(env, FrameFormat::Raw { size: 4096 }, config(), &Engine::Cpu, std::slice::from_ref(&e));
     let (mut p, mut cs) = r.split().unwrap();
     let f = p.acquire().unwrap();
     assert_eq!((f.index(), f.sequence()), (0, 0));
@@ -399,8 +426,8 @@ pub fn dropped_tokens_do_not_jam_the_ring(env: &Env) {
 pub fn tokens_of_other_rings_and_consumers_are_refused(env: &Env) {
     let e = env.engine();
     let fmt = FrameFormat::Raw { size: 4096 };
-    let a = ring(env, fmt, config(2), &Engine::Cpu, &[e.clone(), e.clone()]);
-    let b = ring(env, fmt, config(2), &Engine::Cpu, &[e.clone(), e.clone()]);
+    let a = ring(env, fmt, config(), &Engine::Cpu, &[e.clone(), e.clone()]);
+    let b = ring(env, fmt, config(), &Engine::Cpu, &[e.clone(), e.clone()]);
     assert_ne!(a.id(), b.id());
     let (mut pa, mut ca) = a.split().unwrap();
     let (mut pb, _cb) = b.split().unwrap();
@@ -463,7 +490,7 @@ fn convert_nv12_frames(env: &Env, fault: Option<bt601::Fault>) -> Converted {
     use super::nv12_pattern::fill_test_pattern;
     let (w, h, frames) = nv12_run(env);
     let frame_bytes = (w * h * 4) as usize;
-    let r = ring(env, FrameFormat::nv12(w, h), config(1), &Engine::Cpu, &[env.engine()]);
+    let r = ring(env, FrameFormat::nv12(w, h), config(), &Engine::Cpu, &[env.engine()]);
     let layout = r.layout().clone();
     let (mut p, cs) = r.split().unwrap();
     let mut consumer = cs.into_iter().next().unwrap();
@@ -717,10 +744,7 @@ pub fn consumers_attach_leave_and_come_back(env: &Env) {
         }
         late.release(g).unwrap();
     }
-    assert!(matches!(
-        late.acquire(),
-        Err(Error::Ring(RingError::Timeout { waited_for: RingWait::Frame, .. }))
-    ));
+    assert!(matches!(late.acquire(), Err(Error::Timeout { waited_for: Wait::Frame, .. })));
     let s = late.stats();
     assert_eq!((s.delivered, s.skipped, s.last_sequence), (2, 1, Some(4)));
     // Two frames queued for it when it leaves: the camera goes on at once.

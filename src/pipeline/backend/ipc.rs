@@ -39,9 +39,8 @@
 //! endpoints require it).
 
 use super::nvsci::{party_list, Member, NvSciRing, RemoteLists};
-use super::RingBackend;
 use crate::buf::{BufAttrList, BufModule, BufObj, ImageLayout, Perm};
-use crate::error::{invalid, AttachField, Error, IpcError, Result, RingError};
+use crate::error::{invalid, AttachField, Error, IpcError, Result, RingError, Wait};
 use crate::ipc::{AttrListDescriptor, BufObjDescriptor, FenceDescriptor, Ipc, IpcEndpoint, SMALL_MESSAGE};
 use crate::pipeline::config::{ConsumerDesc, RingConfig, MAX_FRAMES};
 use crate::pipeline::engine::Engine;
@@ -63,16 +62,6 @@ const RELEASED: u8 = b'L';
 const REQUEST: u8 = b'Q';
 const DETACH: u8 = b'D';
 const END: u8 = b'E';
-
-/// A consumer of a ring: in this process on an engine, or in another process at the other end
-/// of an NvSciIpc endpoint (which connects there with [`Consumer::connect`](crate::pipeline::Consumer::connect)).
-#[derive(Debug)]
-pub enum RingConsumer {
-    /// A consumer in this process, working on this engine.
-    Local(Engine),
-    /// A consumer in the process at the other end of this endpoint.
-    Remote(IpcEndpoint),
-}
 
 fn protocol(ep: &IpcEndpoint, what: String) -> Error {
     Error::Ipc(IpcError::Endpoint {
@@ -170,20 +159,6 @@ fn fence_msg(tag: u8, slot: usize, seq: u64, desc: &FenceDescriptor) -> [u8; FEN
     m[5..13].copy_from_slice(&seq.to_le_bytes());
     m[13..].copy_from_slice(desc.as_bytes());
     m
-}
-
-/// Exports the fence at (`slot`, `point`) of `b` over `ep` and sends it as a `tag` message
-/// for frame `seq`.
-fn send_fence(
-    ep: &IpcEndpoint,
-    b: &dyn RingBackend,
-    point: super::Point,
-    tag: u8,
-    (slot, seq): (usize, u64),
-    timeout: Duration,
-) -> Result<()> {
-    let desc = b.export_fence(slot, point, ep)?;
-    ep.send_message(&fence_msg(tag, slot, seq, &desc), Some(timeout))
 }
 
 /// A frame message, on the stack: the fence message of the present, then the metadata.
@@ -445,22 +420,26 @@ impl RemoteConsumer {
         Ok((session, e))
     }
 
-    /// Sends the frame in `slot` with its present fence and metadata to the consumer of
-    /// session `session` ([`IpcError::PeerGone`] if that session is over).
-    pub(crate) fn send_frame(
-        &self,
-        b: &dyn RingBackend,
-        slot: usize,
-        meta: &FrameMeta,
-        timeout: Duration,
-        session: u64,
-    ) -> Result<()> {
+    /// The endpoint of session `session` ([`IpcError::PeerGone`] if that session is over): the
+    /// one a frame of that session's consumer is exported through and sent on.
+    pub(crate) fn session_endpoint(&self, session: u64) -> Result<Arc<IpcEndpoint>> {
         let (now, ep) = self.session()?;
         if now != session {
             return Err(self.gone("an earlier session"));
         }
-        let desc = b.export_fence(slot, super::Point::Present, &ep)?;
-        ep.send_message(&frame_msg(slot, meta, &desc), Some(timeout))
+        Ok(ep)
+    }
+
+    /// Sends the frame in `slot` with its metadata and its present fence, exported through
+    /// `ep` (the endpoint of the consumer's session, [`session_endpoint`](Self::session_endpoint)).
+    pub(crate) fn send_frame(
+        ep: &IpcEndpoint,
+        slot: usize,
+        meta: &FrameMeta,
+        present: &FenceDescriptor,
+        timeout: Duration,
+    ) -> Result<()> {
+        ep.send_message(&frame_msg(slot, meta, present), Some(timeout))
     }
 
     /// Receives the next message of the current session (whose number comes with it): a
@@ -579,8 +558,8 @@ pub(crate) enum SeatLink {
     /// In this process, on this engine.
     Local(Engine),
     /// In the process at the other end of the endpoint, attached while the stream is built; its
-    /// engine must be this one (`None`: any).
-    Remote(IpcEndpoint, Option<Engine>),
+    /// engine must be this one.
+    Remote(IpcEndpoint, Engine),
     /// Reserved for a consumer on this engine in the process at the other end of the endpoint,
     /// which attaches while the stream runs.
     Reserved(IpcEndpoint, Engine),
@@ -621,7 +600,7 @@ pub(crate) fn build_producer(
             SeatLink::Remote(ep, e) => {
                 engines.push(Engine::Cpu);
                 now.push(remotes.len());
-                remotes.push(RemoteConsumer::new(i, e, ep));
+                remotes.push(RemoteConsumer::new(i, Some(e), ep));
             }
             SeatLink::Reserved(ep, e) => {
                 engines.push(Engine::Cpu);
@@ -756,7 +735,10 @@ impl Upstream {
         let mut msg = [0u8; FRAME_MSG];
         let n = match self.ep.recv_small_message(&mut msg, Some(timeout)) {
             Ok(n) => n,
-            Err(e @ Error::Ipc(IpcError::Timeout { .. } | IpcError::PeerGone { .. })) => return Err(e),
+            Err(
+                e @ (Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }
+                | Error::Ipc(IpcError::PeerGone { .. })),
+            ) => return Err(e),
             Err(e) => {
                 self.broken.store(true, Ordering::Release);
                 return Err(e);
@@ -782,15 +764,16 @@ impl Upstream {
         self.ep.send_message(&msg, Some(timeout))
     }
 
-    /// Sends the release of frame (`slot`, `seq`) with its release fence.
+    /// Sends the release of frame (`slot`, `seq`) with its release fence, exported through
+    /// this endpoint.
     pub(crate) fn send_release(
         &self,
-        b: &dyn RingBackend,
         slot: usize,
         seq: u64,
+        release: &FenceDescriptor,
         timeout: Duration,
     ) -> Result<()> {
-        send_fence(&self.ep, b, super::Point::Release(0), RELEASED, (slot, seq), timeout)
+        self.ep.send_message(&fence_msg(RELEASED, slot, seq, release), Some(timeout))
     }
 
     /// The error for a message that does not fit the ring's state.
@@ -841,8 +824,6 @@ pub(crate) fn connect_consumer(
     desc: &ConsumerDesc,
     timeout: Duration,
 ) -> Result<(NvSciRing, usize, Upstream)> {
-    format.validate()?;
-    desc.check()?;
     let engine = &desc.engine;
     let t = Some(timeout);
     ep.wait_connected(t)?;
@@ -978,7 +959,7 @@ mod tests {
         let mut buf = [0u8; 16];
         assert!(matches!(
             producer.read(&mut buf, Some(Duration::from_millis(50))),
-            Err(Error::Ipc(IpcError::Timeout { .. }))
+            Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. })
         ));
         drop(up);
         assert!(matches!(producer.read(&mut buf, t), Err(Error::Ipc(IpcError::PeerGone { .. }))));

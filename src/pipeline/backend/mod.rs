@@ -1,14 +1,29 @@
 //! The one interface every ring backend implements, and what the ring asks of it.
 //!
-//! A backend (NvSci, Vulkan; later DMA-BUF or EGLStream) is one file implementing two traits,
+//! A backend (NvSci, Vulkan; later DMA-BUF or EGLStream) is one file implementing these traits,
 //! in the manner of wgpu-hal's `Api`:
 //!
 //! * [`Provider`]: a usable source of buffers and fences (an NvSci library, a Vulkan device),
 //!   found by [`Backend`](super::Backend); it builds the backend of each ring.
-//! * [`RingBackend`]: one ring's slots and fences: how they are CPU-accessed, waited and
-//!   signalled on the CPU, imported into CUDA, and waited and signalled on a CUDA stream.
+//! * [`RingBackend`]: one ring's slots and fences: how they are CPU-accessed and signalled on
+//!   the CPU, and imported into CUDA.
+//! * [`CpuWaiter`] and [`CudaSync`]: one party's typed state for the ring's fences (an NvSciSync
+//!   CPU wait context, a sync object imported into CUDA, a timeline semaphore imported into
+//!   CUDA), made by the backend for that party and holding the ring it belongs to, so a wait or
+//!   signal needs no cast: each backend's state is its own type.
+//! * [`NvSciObjects`]: the extension only a backend built on NvSci objects has (the NvSciBuf and
+//!   NvSciSync objects behind the ring, fences another engine signals, fences that cross
+//!   processes), reached through [`RingBackend::nvsci`]; other backends have none, and the ring
+//!   answers [`UnsupportedReason::NoNvSciObjects`](crate::UnsupportedReason::NoNvSciObjects)
+//!   in one place.
 //!
-//! The ring ([`FrameRing`](super::FrameRing)) is written once against [`RingBackend`] and never
+//! Why not associated types, as wgpu-hal's `Api` has: the ring is not generic over its backend,
+//! so that `FrameRing`, `Producer` and `Consumer` stay one type for every backend, chosen at run
+//! time ([`Backend::auto`](super::Backend::auto)). The per-party state is therefore a trait
+//! object the backend makes, of the backend's own type, instead of an associated type; nothing
+//! is erased to `dyn Any` and cast back.
+//!
+//! The ring ([`FrameRing`](super::FrameRing)) is written once against these traits and never
 //! asks which backend it has. Fences live in the backend, one per slot and [`Point`] (the
 //! slot's present fence, or a consumer's release fence), replaced in place: the ring names a
 //! fence by slot and point, so no fence value crosses the interface and no frame allocates.
@@ -25,7 +40,6 @@ use crate::buf::BufObj;
 use crate::error::{Error, Result};
 use crate::ipc::{FenceDescriptor, IpcEndpoint};
 use crate::sync::{Fence, SyncObj};
-use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -38,27 +52,66 @@ pub(crate) enum Point {
     Release(usize),
 }
 
-/// One party's CPU wait state (an NvSciSync CPU wait context, or nothing), made by the backend
-/// and handed back to it for every wait. One per party: NvSci wait contexts are not shared
-/// between threads.
-pub(crate) struct CpuWaiter(pub(crate) Box<dyn Any + Send>);
-
-/// One sync object imported into a CUDA context, made by the backend and handed back to it
-/// for every stream wait and signal.
-#[cfg(feature = "cuda")]
-pub(crate) struct CudaSyncImport(pub(crate) Box<dyn Any + Send>);
-
-/// The error for a wait state or import handed to a backend that did not make it.
-pub(crate) fn foreign_state(what: &'static str) -> Error {
-    Error::Unsupported { what, reason: crate::error::UnsupportedReason::OtherBackend }
+/// One party's CPU waits on one ring's fences (an NvSciSync CPU wait context, or a Vulkan
+/// ring's semaphores), made by the ring's backend for that party. One per party: NvSci wait
+/// contexts are not shared between threads.
+pub(crate) trait CpuWaiter: Send {
+    /// Waits on the CPU until the fence at (`slot`, `point`) expired, or `timeout` passed
+    /// ([`Error::Timeout`]).
+    fn wait(&mut self, slot: usize, point: Point, timeout: Duration) -> Result<()>;
 }
 
-/// The error of a backend asked to move fences across processes without NvSciSync objects.
-fn no_ipc() -> Error {
-    Error::Unsupported {
-        what: "a consumer in another process",
-        reason: crate::error::UnsupportedReason::NoNvSciObjects,
-    }
+/// One point's sync object of one ring imported into a CUDA context, made by the ring's
+/// backend for one party.
+#[cfg(feature = "cuda")]
+pub(crate) trait CudaSync: Send {
+    /// Enqueues on `stream` a wait for the fence at (`slot`, this point). `reads`: the waiter
+    /// reads what the signaler wrote (a consumer), so an expired fence may still need the
+    /// wait's memory synchronisation; a producer about to overwrite a slot has nothing to
+    /// synchronise with an expired release.
+    fn wait(
+        &self,
+        stream: &crate::cuda::cudarc::driver::CudaStream,
+        slot: usize,
+        policy: crate::cuda::MemSync,
+        reads: bool,
+    ) -> Result<()>;
+
+    /// Enqueues on `stream` a signal of this point's sync object; the fence at (`slot`, this
+    /// point) becomes that signal's.
+    fn signal(
+        &self,
+        stream: &crate::cuda::cudarc::driver::CudaStream,
+        slot: usize,
+        policy: crate::cuda::MemSync,
+    ) -> Result<()>;
+}
+
+/// The error of a backend without NvSci objects asked for what only they have.
+pub(crate) fn no_nvsci_objects(what: &'static str) -> Error {
+    Error::Unsupported { what, reason: crate::error::UnsupportedReason::NoNvSciObjects }
+}
+
+/// What only a backend built on NvSci objects has ([`RingBackend::nvsci`]).
+pub(crate) trait NvSciObjects: Send + Sync {
+    /// The read-write NvSciBuf object of a slot (`None` in a consumer process).
+    fn buffer(&self, slot: usize) -> Option<&BufObj>;
+
+    /// Consumer `consumer`'s read-only NvSciBuf duplicate of a slot.
+    fn view(&self, slot: usize, consumer: usize) -> Option<&BufObj>;
+
+    /// The NvSciSync object of `point`.
+    fn sync(&self, point: Point) -> Option<&SyncObj>;
+
+    /// Records an NvSciSync fence that another engine signals later as the fence at (`slot`,
+    /// `point`); it must come from `point`'s sync object.
+    fn set_fence(&self, slot: usize, point: Point, fence: Fence) -> Result<()>;
+
+    /// Exports the fence at (`slot`, `point`) through `ep`.
+    fn export_fence(&self, slot: usize, point: Point, ep: &IpcEndpoint) -> Result<FenceDescriptor>;
+
+    /// Imports a fence of `point`'s sync object from `desc` as the fence at (`slot`, `point`).
+    fn import_fence(&self, slot: usize, point: Point, desc: &FenceDescriptor) -> Result<()>;
 }
 
 /// A usable source of ring buffers and fences.
@@ -94,12 +147,8 @@ pub(crate) trait RingBackend: Send + Sync {
     /// The frames' layout.
     fn layout(&self) -> &FrameLayout;
 
-    /// A new CPU wait state for one party.
-    fn cpu_waiter(&self) -> Result<CpuWaiter>;
-
-    /// Waits on the CPU until the fence at (`slot`, `point`) expired, or `timeout` passed
-    /// ([`Error::Timeout`]).
-    fn cpu_wait(&self, waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()>;
+    /// A new CPU wait state for one party, on this ring's fences.
+    fn cpu_waiter(self: Arc<Self>) -> Result<Box<dyn CpuWaiter>>;
 
     /// Signals `point`'s sync object from the CPU now; the fence at (`slot`, `point`) becomes
     /// that signal's.
@@ -108,28 +157,9 @@ pub(crate) trait RingBackend: Send + Sync {
     /// Marks the fence at (`slot`, `point`) expired (nothing left to wait for).
     fn clear(&self, slot: usize, point: Point);
 
-    /// Records an NvSciSync fence that another engine signals later as the fence at (`slot`,
-    /// `point`). It must come from `point`'s sync object; backends without NvSciSync objects
-    /// refuse.
-    fn set_nvsci_fence(&self, _slot: usize, point: Point, _fence: Fence) -> Result<()> {
-        Err(Error::Unsupported {
-            what: match point {
-                Point::Present => "presenting with an NvSciSync fence",
-                Point::Release(_) => "releasing with an NvSciSync fence",
-            },
-            reason: crate::error::UnsupportedReason::NoNvSciObjects,
-        })
-    }
-
-    /// Exports the fence at (`slot`, `point`) through `ep` (backends built on NvSciSync).
-    fn export_fence(&self, _slot: usize, _point: Point, _ep: &IpcEndpoint) -> Result<FenceDescriptor> {
-        Err(no_ipc())
-    }
-
-    /// Imports a fence of `point`'s sync object from `desc` as the fence at (`slot`, `point`)
-    /// (backends built on NvSciSync).
-    fn import_fence(&self, _slot: usize, _point: Point, _desc: &FenceDescriptor) -> Result<()> {
-        Err(no_ipc())
+    /// The NvSci extension, where the backend is built on NvSci objects.
+    fn nvsci(&self) -> Option<&dyn NvSciObjects> {
+        None
     }
 
     /// CPU write access to slot `slot` (the ring's tokens order it against the engines).
@@ -138,21 +168,6 @@ pub(crate) trait RingBackend: Send + Sync {
     /// CPU read access to slot `slot` for consumer `consumer` (its read-only view where the
     /// backend has one).
     fn cpu_read(&self, slot: usize, consumer: usize) -> Result<FrameRead<'_>>;
-
-    /// The read-write NvSciBuf object of a slot (NvSci backend).
-    fn nvsci_buffer(&self, _slot: usize) -> Option<&BufObj> {
-        None
-    }
-
-    /// Consumer `consumer`'s read-only NvSciBuf duplicate of a slot (NvSci backend).
-    fn nvsci_view(&self, _slot: usize, _consumer: usize) -> Option<&BufObj> {
-        None
-    }
-
-    /// The NvSciSync object of `point` (NvSci backend).
-    fn nvsci_sync(&self, _point: Point) -> Option<&SyncObj> {
-        None
-    }
 
     /// Imports slot `slot` read-write into `dev` (the producer's view).
     #[cfg(feature = "cuda")]
@@ -171,36 +186,14 @@ pub(crate) trait RingBackend: Send + Sync {
         consumer: usize,
     ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadOnly>>;
 
-    /// Imports `point`'s sync object into `dev`.
+    /// Imports `point`'s sync object of this ring into `dev`, for one party's stream waits
+    /// and signals.
     #[cfg(feature = "cuda")]
-    fn cuda_import_sync(&self, dev: &crate::cuda::CudaGpu, point: Point) -> Result<CudaSyncImport>;
-
-    /// Enqueues on `stream` a wait for the fence at (`slot`, `point`), through `import` (of
-    /// `point`'s sync object). `reads`: the waiter reads what the signaler wrote (a consumer),
-    /// so an expired fence may still need the wait's memory synchronisation; a producer about
-    /// to overwrite a slot has nothing to synchronise with an expired release.
-    #[cfg(feature = "cuda")]
-    fn cuda_wait(
-        &self,
-        import: &CudaSyncImport,
-        stream: &crate::cuda::cudarc::driver::CudaStream,
-        slot: usize,
+    fn cuda_import_sync(
+        self: Arc<Self>,
+        dev: &crate::cuda::CudaGpu,
         point: Point,
-        policy: crate::cuda::MemSync,
-        reads: bool,
-    ) -> Result<()>;
-
-    /// Enqueues on `stream` a signal of `point`'s sync object (through `import`); the fence at
-    /// (`slot`, `point`) becomes that signal's.
-    #[cfg(feature = "cuda")]
-    fn cuda_signal(
-        &self,
-        import: &CudaSyncImport,
-        stream: &crate::cuda::cudarc::driver::CudaStream,
-        slot: usize,
-        point: Point,
-        policy: crate::cuda::MemSync,
-    ) -> Result<()>;
+    ) -> Result<Box<dyn CudaSync>>;
 }
 
 /// The kinds of CPU mapping a backend hands out (a mapped NvSciBuf object, mapped host-visible

@@ -7,7 +7,7 @@
 //! written by stream memory operations; the NvSciBuf memory-sync flags follow the party's
 //! [`MemSync`](crate::cuda::MemSync) policy.
 
-use super::{foreign_state, CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
+use super::{CpuWaiter, FrameRead, FrameWrite, NvSciObjects, Point, Provider, RingBackend};
 use crate::buf::{BufAttrList, BufModule, BufObj, Perm};
 use crate::error::{invalid, Error, Result};
 use crate::ipc::{FenceDescriptor, IpcEndpoint};
@@ -309,25 +309,9 @@ impl RingBackend for NvSciRing {
         &self.layout
     }
 
-    fn cpu_waiter(&self) -> Result<CpuWaiter> {
-        Ok(CpuWaiter(Box::new(self.module.cpu_wait_context()?)))
-    }
-
-    fn cpu_wait(&self, waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()> {
-        // A duplicate taken under the lock, waited on without it: a wait that lasts until the
-        // timeout must not hold up `export_fence`, `cpu_signal` or `clear` of the same fence.
-        let fence = {
-            let held = lock(self.fence(slot, point)?);
-            if held.is_cleared() {
-                return Ok(());
-            }
-            held.try_clone()?
-        };
-        let ctx = waiter
-            .0
-            .downcast_mut::<CpuWaitContext>()
-            .ok_or_else(|| foreign_state("waiting on this fence from the CPU"))?;
-        fence.wait(ctx, Some(timeout))
+    fn cpu_waiter(self: Arc<Self>) -> Result<Box<dyn CpuWaiter>> {
+        let ctx = self.module.cpu_wait_context()?;
+        Ok(Box::new(NvSciCpuWaiter { ring: self, ctx }))
     }
 
     fn cpu_signal(&self, slot: usize, point: Point) -> Result<()> {
@@ -344,7 +328,54 @@ impl RingBackend for NvSciRing {
         }
     }
 
-    fn set_nvsci_fence(&self, slot: usize, point: Point, fence: Fence) -> Result<()> {
+    fn nvsci(&self) -> Option<&dyn NvSciObjects> {
+        Some(self)
+    }
+
+    fn cpu_write(&self, slot: usize) -> Result<FrameWrite<'_>> {
+        let b = self.buffer(slot).ok_or_else(|| no_slot(slot))?;
+        Ok(b.cpu_write()?.into())
+    }
+
+    fn cpu_read(&self, slot: usize, consumer: usize) -> Result<FrameRead<'_>> {
+        let view = NvSciObjects::view(self, slot, consumer).ok_or_else(no_consumer)?;
+        Ok(view.cpu_read()?.into())
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_rw(
+        &self,
+        dev: &crate::cuda::CudaGpu,
+        slot: usize,
+    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadWrite>> {
+        let buffer = self.buffer(slot).ok_or_else(|| no_slot(slot))?;
+        crate::cuda::ExternalMemory::from_buf_obj(dev, buffer)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_ro(
+        &self,
+        dev: &crate::cuda::CudaGpu,
+        slot: usize,
+        consumer: usize,
+    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadOnly>> {
+        let view = NvSciObjects::view(self, slot, consumer).ok_or_else(no_consumer)?;
+        crate::cuda::ExternalMemory::from_buf_obj(dev, view)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_import_sync(
+        self: Arc<Self>,
+        dev: &crate::cuda::CudaGpu,
+        point: Point,
+    ) -> Result<Box<dyn super::CudaSync>> {
+        let obj = crate::cuda::CudaSyncObj::import(dev, self.object(point)?)?;
+        Ok(Box::new(NvSciCudaSync { ring: self, point, obj }))
+    }
+}
+
+impl NvSciObjects for NvSciRing {
+    fn set_fence(&self, slot: usize, point: Point, fence: Fence) -> Result<()> {
         let obj = self.object(point)?;
         let owned = fence.is_cleared() || fence.object().is_some_and(|o| Arc::ptr_eq(&o.0, &obj.0));
         if !owned {
@@ -379,94 +410,75 @@ impl RingBackend for NvSciRing {
         Ok(())
     }
 
-    fn cpu_write(&self, slot: usize) -> Result<FrameWrite<'_>> {
-        let b = self.buffer(slot).ok_or_else(|| no_slot(slot))?;
-        Ok(b.cpu_write()?.into())
+    fn buffer(&self, slot: usize) -> Option<&BufObj> {
+        self.slots.get(slot).and_then(|s| s.buffer.as_ref())
     }
 
-    fn cpu_read(&self, slot: usize, consumer: usize) -> Result<FrameRead<'_>> {
-        let view = self.nvsci_view(slot, consumer).ok_or_else(no_consumer)?;
-        Ok(view.cpu_read()?.into())
-    }
-
-    fn nvsci_buffer(&self, slot: usize) -> Option<&BufObj> {
-        self.buffer(slot)
-    }
-
-    fn nvsci_view(&self, slot: usize, consumer: usize) -> Option<&BufObj> {
+    fn view(&self, slot: usize, consumer: usize) -> Option<&BufObj> {
         self.slots.get(slot).and_then(|s| s.views.get(consumer)).and_then(Option::as_ref)
     }
 
-    fn nvsci_sync(&self, point: Point) -> Option<&SyncObj> {
+    fn sync(&self, point: Point) -> Option<&SyncObj> {
         self.object(point).ok()
     }
+}
 
-    #[cfg(feature = "cuda")]
-    fn cuda_import_rw(
-        &self,
-        dev: &crate::cuda::CudaGpu,
-        slot: usize,
-    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadWrite>> {
-        let buffer = self.nvsci_buffer(slot).ok_or_else(|| no_slot(slot))?;
-        crate::cuda::ExternalMemory::from_buf_obj(dev, buffer)
+/// One party's CPU waits on an NvSci ring's fences: its own NvSciSync CPU wait context.
+struct NvSciCpuWaiter {
+    ring: Arc<NvSciRing>,
+    ctx: CpuWaitContext,
+}
+
+impl CpuWaiter for NvSciCpuWaiter {
+    fn wait(&mut self, slot: usize, point: Point, timeout: Duration) -> Result<()> {
+        // A duplicate taken under the lock, waited on without it: a wait that lasts until the
+        // timeout must not hold up `export_fence`, `cpu_signal` or `clear` of the same fence.
+        let fence = {
+            let held = lock(self.ring.fence(slot, point)?);
+            if held.is_cleared() {
+                return Ok(());
+            }
+            held.try_clone()?
+        };
+        fence.wait(&mut self.ctx, Some(timeout))
     }
+}
 
-    #[cfg(feature = "cuda")]
-    fn cuda_import_ro(
+/// One point's NvSciSync object of an NvSci ring, imported into a CUDA context.
+#[cfg(feature = "cuda")]
+struct NvSciCudaSync {
+    ring: Arc<NvSciRing>,
+    point: Point,
+    obj: crate::cuda::CudaSyncObj,
+}
+
+#[cfg(feature = "cuda")]
+impl super::CudaSync for NvSciCudaSync {
+    fn wait(
         &self,
-        dev: &crate::cuda::CudaGpu,
-        slot: usize,
-        consumer: usize,
-    ) -> Result<crate::cuda::ExternalMemory<crate::cuda::ReadOnly>> {
-        let view = self.nvsci_view(slot, consumer).ok_or_else(no_consumer)?;
-        crate::cuda::ExternalMemory::from_buf_obj(dev, view)
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_import_sync(&self, dev: &crate::cuda::CudaGpu, point: Point) -> Result<super::CudaSyncImport> {
-        let obj = crate::cuda::CudaSyncObj::import(dev, self.object(point)?)?;
-        Ok(super::CudaSyncImport(Box::new(obj)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_wait(
-        &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         policy: crate::cuda::MemSync,
         reads: bool,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSyncObj>()
-            .ok_or_else(|| foreign_state("waiting on this fence from a CUDA stream"))?;
-        let fence = lock(self.fence(slot, point)?);
+        let fence = lock(self.ring.fence(slot, self.point)?);
         if fence.is_cleared() && !reads {
             // Nothing to synchronise with an expired release before overwriting the slot.
             return Ok(());
         }
         // A consumer's wait on an expired fence still carries the memory synchronisation
         // (`CudaSyncObj::wait` refuses it where that is needed).
-        s.wait(stream, &fence, policy)
+        self.obj.wait(stream, &fence, policy)
     }
 
-    #[cfg(feature = "cuda")]
-    fn cuda_signal(
+    fn signal(
         &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         policy: crate::cuda::MemSync,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSyncObj>()
-            .ok_or_else(|| foreign_state("signalling a fence from a CUDA stream"))?;
-        let fence = s.signal(stream, policy)?;
-        *lock(self.fence(slot, point)?) = fence;
+        let fence = self.obj.signal(stream, policy)?;
+        *lock(self.ring.fence(slot, self.point)?) = fence;
         Ok(())
     }
 }
@@ -483,19 +495,20 @@ mod tests {
     fn a_cpu_wait_does_not_hold_the_fence_while_it_waits() {
         let lib = NvSci::mock();
         let (bufm, syncm) = (BufModule::open(&lib).unwrap(), SyncModule::open(&lib).unwrap());
-        let config = RingConfig::default().with_frames(2).with_consumers(1);
+        let config = RingConfig { frames: 2, ..RingConfig::default() };
         let members = [Member::Local(&Engine::Cpu)];
-        let ring =
+        let ring = Arc::new(
             NvSciRing::new(&bufm, &syncm, FrameFormat::Raw { size: 4096 }, config, &Engine::Cpu, &members)
                 .unwrap()
-                .0;
+                .0,
+        );
         let fence = ring.present_object().generate_fence().unwrap();
-        ring.set_nvsci_fence(0, Point::Present, fence).unwrap();
+        ring.set_fence(0, Point::Present, fence).unwrap();
         let sleeps = nvsci_mock::cpu_wait_stats().sleeps;
         let waited = std::thread::scope(|s| {
             let waiter = s.spawn(|| {
-                let mut w = ring.cpu_waiter().unwrap();
-                ring.cpu_wait(&mut w, 0, Point::Present, Duration::from_secs(5))
+                let mut w = ring.clone().cpu_waiter().unwrap();
+                w.wait(0, Point::Present, Duration::from_secs(5))
             });
             // Until the waiter sleeps on the fence (then it is past taking it).
             while nvsci_mock::cpu_wait_stats().sleeps == sleeps && !waiter.is_finished() {

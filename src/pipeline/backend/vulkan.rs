@@ -36,7 +36,7 @@
 //! In the other direction, a CUDA producer's writes are ordered before its stream's signal, and
 //! a CPU consumer reads only once the present value was reached (`vkWaitSemaphores`).
 
-use super::{foreign_state, CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
+use super::{CpuWaiter, FrameRead, FrameWrite, Point, Provider, RingBackend};
 use crate::error::{invalid, Error, Result};
 use crate::pipeline::config::{RingConfig, MAX_CONSUMERS};
 use crate::pipeline::engine::Engine;
@@ -213,7 +213,7 @@ impl VulkanRing {
         let present = Timeline::new(TimelineSemaphore::with_queue_signals(ctx, 0, true, queue_present)?)?;
         let mut releases = heapless::Vec::<Timeline, MAX_CONSUMERS>::new();
         for _ in 0..config.consumers {
-            // Cannot fail: config.consumers <= MAX_CONSUMERS (validated by the ring).
+            // Cannot fail: config.consumers <= MAX_CONSUMERS (validated by the builder).
             let _ = releases.push(Timeline::new(TimelineSemaphore::new_exportable(ctx, 0)?)?);
         }
         // Every buffer and semaphore holds an Arc of the context, so nothing else needs keeping.
@@ -249,17 +249,9 @@ impl RingBackend for VulkanRing {
         &self.layout
     }
 
-    fn cpu_waiter(&self) -> Result<CpuWaiter> {
-        // Timeline semaphores need no wait context.
-        Ok(CpuWaiter(Box::new(())))
-    }
-
-    fn cpu_wait(&self, _waiter: &mut CpuWaiter, slot: usize, point: Point, timeout: Duration) -> Result<()> {
-        let value = *lock(self.fence(slot, point)?);
-        match value {
-            None => Ok(()),
-            Some(v) => self.timeline(point)?.semaphore.wait(v, timeout),
-        }
+    fn cpu_waiter(self: Arc<Self>) -> Result<Box<dyn CpuWaiter>> {
+        // Timeline semaphores need no wait context: the ring is all a party needs.
+        Ok(Box::new(VulkanCpuWaiter { ring: self }))
     }
 
     fn cpu_signal(&self, slot: usize, point: Point) -> Result<()> {
@@ -307,52 +299,68 @@ impl RingBackend for VulkanRing {
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_import_sync(&self, dev: &crate::cuda::CudaGpu, point: Point) -> Result<super::CudaSyncImport> {
+    fn cuda_import_sync(
+        self: Arc<Self>,
+        dev: &crate::cuda::CudaGpu,
+        point: Point,
+    ) -> Result<Box<dyn super::CudaSync>> {
         let semaphore = &self.timeline(point)?.semaphore;
-        let s = crate::cuda::CudaSemaphore::import(
+        let imported = crate::cuda::CudaSemaphore::import(
             dev,
             semaphore.export_fd()?,
             crate::cuda::SemaphoreKind::Timeline,
         )?;
-        Ok(super::CudaSyncImport(Box::new(s)))
+        Ok(Box::new(VulkanCudaSync { ring: self, point, imported }))
     }
+}
 
-    #[cfg(feature = "cuda")]
-    fn cuda_wait(
+/// One party's CPU waits on a Vulkan ring's timeline semaphores.
+struct VulkanCpuWaiter {
+    ring: Arc<VulkanRing>,
+}
+
+impl CpuWaiter for VulkanCpuWaiter {
+    fn wait(&mut self, slot: usize, point: Point, timeout: Duration) -> Result<()> {
+        let value = *lock(self.ring.fence(slot, point)?);
+        match value {
+            None => Ok(()),
+            Some(v) => self.ring.timeline(point)?.semaphore.wait(v, timeout),
+        }
+    }
+}
+
+/// One point's timeline semaphore of a Vulkan ring, imported into a CUDA context.
+#[cfg(feature = "cuda")]
+struct VulkanCudaSync {
+    ring: Arc<VulkanRing>,
+    point: Point,
+    imported: crate::cuda::CudaSemaphore,
+}
+
+#[cfg(feature = "cuda")]
+impl super::CudaSync for VulkanCudaSync {
+    fn wait(
         &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         _policy: crate::cuda::MemSync,
         _reads: bool,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSemaphore>()
-            .ok_or_else(|| foreign_state("waiting on this fence from a CUDA stream"))?;
-        match *lock(self.fence(slot, point)?) {
+        match *lock(self.ring.fence(slot, self.point)?) {
             None => Ok(()),
-            Some(value) => s.wait(stream, value),
+            Some(value) => self.imported.wait(stream, value),
         }
     }
 
-    #[cfg(feature = "cuda")]
-    fn cuda_signal(
+    fn signal(
         &self,
-        import: &super::CudaSyncImport,
         stream: &crate::cuda::cudarc::driver::CudaStream,
         slot: usize,
-        point: Point,
         _policy: crate::cuda::MemSync,
     ) -> Result<()> {
-        let s = import
-            .0
-            .downcast_ref::<crate::cuda::CudaSemaphore>()
-            .ok_or_else(|| foreign_state("signalling a fence from a CUDA stream"))?;
-        let value = self.timeline(point)?.reserve()?;
-        s.signal(stream, value)?;
-        *lock(self.fence(slot, point)?) = Some(value);
+        let value = self.ring.timeline(self.point)?.reserve()?;
+        self.imported.signal(stream, value)?;
+        *lock(self.ring.fence(slot, self.point)?) = Some(value);
         Ok(())
     }
 }
@@ -373,26 +381,20 @@ mod tests {
     use crate::vulkan::test_support::context;
     use std::time::Duration;
 
-    use crate::pipeline::config::validate_ring;
+    use crate::pipeline::{Backend, BackendKind, ConsumerDesc, StreamBuilder};
 
-    /// What `Backend::build_ring` does on the Vulkan backend.
-    fn ring(
+    /// A stream builder on the Vulkan backend of `ctx`, with a CPU producer and `consumers`
+    /// CPU consumers.
+    fn stream(
         ctx: &Arc<VulkanContext>,
         format: FrameFormat,
-        config: RingConfig,
-        producer: &Engine,
-        consumers: &[Engine],
-    ) -> Result<crate::pipeline::FrameRing> {
-        validate_ring(&format, &config, consumers)?;
-        let backend = VulkanProvider { ctx: ctx.clone() }.build(format, config, producer, consumers)?;
-        crate::pipeline::FrameRing::from_backend(config, backend, producer, consumers)
-    }
-
-    fn config(frames: usize, consumers: usize) -> RingConfig {
-        RingConfig::default()
-            .with_frames(frames)
-            .with_consumers(consumers)
-            .with_timeout(Duration::from_secs(5))
+        frames: usize,
+        consumers: usize,
+    ) -> StreamBuilder {
+        let b = Backend::from_provider(BackendKind::Vulkan, Arc::new(VulkanProvider { ctx: ctx.clone() }));
+        (0..consumers).fold(b.stream(format).frames(frames).timeout(Duration::from_secs(5)), |s, _| {
+            s.consumer(ConsumerDesc::cpu())
+        })
     }
 
     #[test]
@@ -406,15 +408,12 @@ mod tests {
         let Some(ctx) = context() else { return };
         let raw = FrameFormat::Raw { size: 4096 };
         for frames in [0, 1, 17] {
-            let r = ring(&ctx, raw, config(frames, 1), &Engine::Cpu, &[Engine::Cpu]);
-            assert!(
-                matches!(r, Err(Error::InvalidArgument { name: "config.frames", .. })),
-                "{frames}: {r:?}"
-            );
+            let r = stream(&ctx, raw, frames, 1).build();
+            assert!(matches!(r, Err(Error::InvalidArgument { name: "frames", .. })), "{frames}: {r:?}");
         }
-        let r = ring(&ctx, raw, config(2, 2), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, raw, 2, 0).build();
         assert!(matches!(r, Err(Error::InvalidArgument { name: "consumers", .. })), "{r:?}");
-        let r = ring(&ctx, FrameFormat::nv12(63, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, FrameFormat::nv12(63, 64), 2, 1).build();
         assert!(matches!(r, Err(Error::InvalidArgument { name: "format", .. })), "{r:?}");
     }
 
@@ -423,8 +422,7 @@ mod tests {
     #[test]
     fn block_linear_frames_are_refused() {
         let Some(ctx) = context() else { return };
-        let r =
-            ring(&ctx, FrameFormat::nv12_block_linear(64, 64), config(2, 1), &Engine::Cpu, &[Engine::Cpu]);
+        let r = stream(&ctx, FrameFormat::nv12_block_linear(64, 64), 2, 1).build();
         match r {
             Err(Error::Unsupported { reason, .. }) => {
                 assert_eq!(reason, crate::UnsupportedReason::BlockLinearWithoutNvSci)
@@ -438,13 +436,7 @@ mod tests {
     #[test]
     fn ring_needs_timeline_semaphore_export() {
         let Some(ctx) = context() else { return };
-        let r = ring(
-            &ctx,
-            FrameFormat::Raw { size: 4096 },
-            config(3, 2),
-            &Engine::Cpu,
-            &[Engine::Cpu, Engine::Cpu],
-        );
+        let r = stream(&ctx, FrameFormat::Raw { size: 4096 }, 3, 2).build();
         if !semaphore_export_support(&ctx).timeline {
             match r {
                 Err(Error::Unsupported { what, reason }) => {

@@ -1,10 +1,17 @@
-//! The ring's links to other processes: in a producer's process, the consumers there (their
-//! frames sent, their releases, requests and departures taken, the lost ones dropped, the end
-//! of the stream); in a consumer's process, the producer there (its frames received). The
-//! NvSciIpc messages themselves are `backend::ipc`'s; the state machine knows nothing of them.
+//! The ring's links to its consumers, one implementation of [`ConsumerLink`] per place a
+//! consumer lives: [`Here`] for one in this process (FIFO or mailbox: its queue is the state
+//! machine's), and [`RemoteConsumer`] for one in another process behind an endpoint (its frames
+//! sent with their present fences, its releases, requests and departures taken, its loss
+//! noticed, the end of the stream told). In a consumer's process, the link to the producer there
+//! (its frames received, this consumer's releases and departure sent).
+//!
+//! The ring (`ring.rs`) asks the links, never the transport: the fences a message carries are
+//! exported and imported here through the backend's NvSci extension, and the NvSciIpc messages
+//! themselves are `backend::ipc`'s, which never calls the ring's backend. The state machine
+//! (`state.rs`) knows nothing of either.
 
 use super::{clone_gone, deadline_after, Inner};
-use crate::error::{Error, IpcError, Result, RingWait};
+use crate::error::{Error, IpcError, Result, Wait};
 use crate::pipeline::backend::ipc::{Back, Received, RemoteConsumer, Upstream};
 use crate::pipeline::backend::Point;
 use crate::pipeline::config::MAX_CONSUMERS;
@@ -12,10 +19,93 @@ use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// How one consumer seat of a producer's stream is joined to its consumer. The state machine
+/// decides which frames the consumer is offered and what it holds; the link carries a frame to
+/// the consumer and brings back what the consumer hands back.
+pub(crate) trait ConsumerLink: Send + Sync {
+    /// The session of the consumer attached to the seat now: a frame offered now is that
+    /// session's, and is never delivered to a later consumer of the seat. 0 where a seat's
+    /// consumer does not change behind the ring's back (this process).
+    fn session(&self) -> u64;
+
+    /// Carries the frame in `slot`, offered to the consumer of `session` (and queued for it in
+    /// the state machine), to that consumer. A failure is the ring's to report: the producer's
+    /// next acquire returns it.
+    fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64);
+
+    /// Takes back, without waiting, what the consumer handed back, where the producer is the
+    /// one to read it; whether there was anything to look at.
+    fn poll(&self, ring: &Inner) -> Result<bool>;
+
+    /// Ends the stream for the consumer: no frame follows.
+    fn end(&self, ring: &Inner, deadline: Instant);
+}
+
+/// A consumer in this process, FIFO or mailbox (its queue mode is the state machine's): it
+/// takes the frames the state machine offers it (a present wakes it) and hands them back with
+/// its own calls (which wake the producer), so nothing needs carrying.
+pub(crate) struct Here;
+
+impl ConsumerLink for Here {
+    fn session(&self) -> u64 {
+        0
+    }
+
+    fn deliver(&self, _ring: &Inner, _slot: usize, _meta: &FrameMeta, _session: u64) {}
+
+    fn poll(&self, _ring: &Inner) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn end(&self, _ring: &Inner, _deadline: Instant) {}
+}
+
+impl ConsumerLink for RemoteConsumer {
+    fn session(&self) -> u64 {
+        self.attached_session.load(Ordering::Acquire)
+    }
+
+    fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64) {
+        ring.send_frame_to(self, slot, meta, session);
+    }
+
+    fn poll(&self, ring: &Inner) -> Result<bool> {
+        // A mailbox consumer's endpoint is the seat service's to read (it wakes the producer).
+        let holds = ring.shared().st.holders_of(self.consumer) != 0;
+        if !holds || ring.read_by_service(self.consumer) {
+            return Ok(false);
+        }
+        match ring.take_remote_release(self, Duration::ZERO) {
+            Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn end(&self, ring: &Inner, deadline: Instant) {
+        let c = self.consumer;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (session, sent) = self.send_end(left);
+        if let Err(e) = sent {
+            log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", ring.id);
+            if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+                ring.drop_remote(c, session, &e);
+            }
+        }
+    }
+}
+
 impl Inner {
     /// The consumer in another process with ring index `consumer`.
     pub(super) fn remote(&self, consumer: usize) -> Option<&RemoteConsumer> {
         self.remotes.iter().find(|r| r.consumer == consumer)
+    }
+
+    /// The link of seat `consumer`.
+    pub(super) fn link(&self, consumer: usize) -> &dyn ConsumerLink {
+        match self.remote(consumer) {
+            Some(r) => r,
+            None => &Here,
+        }
     }
 
     /// Drops consumer `consumer` (in another process) from the multicast once its peer is gone
@@ -73,31 +163,33 @@ impl Inner {
         self.seat_freed.notify_all();
     }
 
-    /// Sends a presented frame to the consumers in other processes it was offered to, each in
-    /// the endpoint session it was attached in when the frame was offered (`sessions`, by
-    /// consumer). One whose peer is gone is dropped; one the frame could not be sent to for
-    /// another reason (a fence export that failed, a full channel) stays attached and misses
-    /// this frame (it does not hold the slot). Either way the error is reported by the
-    /// producer's next acquire.
-    pub(super) fn send_to_remotes(
+    /// Delivers a presented frame through the links of the consumers it was offered to, each
+    /// to the session it was attached in when the frame was offered (`sessions`, by consumer).
+    pub(super) fn deliver(
         &self,
         index: usize,
         meta: &FrameMeta,
         to: ConsumerSet,
         sessions: &[u64; MAX_CONSUMERS],
     ) {
-        for r in &self.remotes {
-            if to.contains(r.consumer) {
-                self.send_frame_to(r, index, meta, sessions[r.consumer]);
-            }
+        for c in to.iter() {
+            self.link(c).deliver(self, index, meta, sessions[c]);
         }
     }
 
     /// Sends the frame in slot `index` to the consumer in another process `r` of endpoint
-    /// session `session` (which holds it already in the state).
-    pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
+    /// session `session` (which holds it already in the state). One whose peer is gone is
+    /// dropped; one the frame could not be sent to for another reason (a fence export that
+    /// failed, a full channel) stays attached and misses this frame (it does not hold the
+    /// slot). Either way the error is reported by the producer's next acquire.
+    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
         let sequence = meta.sequence;
-        if let Err(e) = r.send_frame(self.backend.as_ref(), index, meta, self.config.timeout, session) {
+        let sent = r.session_endpoint(session).and_then(|ep| {
+            let present =
+                self.nvsci("a consumer in another process")?.export_fence(index, Point::Present, &ep)?;
+            RemoteConsumer::send_frame(&ep, index, meta, &present, self.config.timeout)
+        });
+        if let Err(e) = sent {
             if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                 // What it sent before it went (its last releases, its departure) is still there
                 // to read: a consumer that left is not counted as lost.
@@ -196,7 +288,7 @@ impl Inner {
                         "a release of frame {seq} in slot {slot}, which consumer {c} does not hold"
                     )));
                 }
-                self.backend.import_fence(slot, Point::Release(c), &desc)?;
+                self.nvsci("a consumer in another process")?.import_fence(slot, Point::Release(c), &desc)?;
                 // A release with no fence hands the frame back unread.
                 let read = desc.as_bytes().iter().any(|&b| b != 0);
                 let _ = sh.st.consumer_release(c, slot, read);
@@ -220,24 +312,37 @@ impl Inner {
         self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
     }
 
-    /// Takes the releases of consumers in other processes until none of them holds slot
-    /// `index`, or `deadline` passes. A consumer that went away is dropped from the multicast
-    /// (its error reported by the next acquire); any other error (a release that does not fit the ring's state,
-    /// a fence that cannot be imported) is returned and the consumer stays attached.
+    /// Takes back slot `index` from every consumer in another process holding it, or until
+    /// `deadline` passes. A consumer that went away is dropped from the
+    /// multicast (its error reported by the next acquire); any other error (a release that does
+    /// not fit the ring's state, a fence that cannot be imported) is returned and the consumer
+    /// stays attached.
     pub(super) fn reclaim_remotes(&self, index: usize, deadline: Instant) -> Result<()> {
         loop {
-            let (waiting, sequence) = {
-                let sh = self.shared();
-                (sh.st.holders(index).0 & self.remote_mask, sh.st.sequence(index).unwrap_or(0))
-            };
+            let waiting = self.shared().st.holders(index).0 & self.remote_mask;
             if waiting == 0 {
                 return Ok(());
             }
-            let c = waiting.trailing_zeros() as usize;
-            let Some(r) = self.remote(c) else { return Ok(()) };
+            let Some(r) = self.remote(waiting.trailing_zeros() as usize) else { return Ok(()) };
+            self.reclaim_remote(r, index, deadline)?;
+        }
+    }
+
+    /// Takes the releases of consumer in another process `r` until it no longer holds slot
+    /// `index`, or `deadline` passes.
+    fn reclaim_remote(&self, r: &RemoteConsumer, index: usize, deadline: Instant) -> Result<()> {
+        let c = r.consumer;
+        loop {
+            let (holds, sequence) = {
+                let sh = self.shared();
+                (sh.st.holders(index).contains(c), sh.st.sequence(index).unwrap_or(0))
+            };
+            if !holds {
+                return Ok(());
+            }
             let left = deadline.saturating_duration_since(Instant::now());
             let timed_out = || {
-                self.timeout(RingWait::RemoteRelease {
+                self.timeout(Wait::RemoteRelease {
                     slot: index,
                     sequence,
                     consumer: c,
@@ -252,21 +357,21 @@ impl Inner {
                     return Err(timed_out());
                 }
                 let sh = self.shared();
-                if sh.st.holders(index).0 & self.remote_mask == waiting {
+                if sh.st.holders(index).contains(c) {
                     drop(self.changed.wait_timeout(sh, left).unwrap_or_else(|e| e.into_inner()));
                 }
                 continue;
             }
             let reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
             // What another reader took before this one had the endpoint is in the state now.
-            if self.shared().st.holders(index).0 & (1 << c) == 0 {
+            if !self.shared().st.holders(index).contains(c) {
                 continue;
             }
             let took = self.take_locked(r, left);
             drop(reading);
             match took {
                 Ok(()) => {}
-                Err(Error::Ipc(IpcError::Timeout { .. })) => return Err(timed_out()),
+                Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => return Err(timed_out()),
                 Err(e) => return Err(e),
             }
         }
@@ -280,18 +385,9 @@ impl Inner {
         let deadline = deadline_after(self.config.timeout);
         // No frame goes out from here on, even to a mailbox consumer that asks.
         self.shared().ending = true;
-        for r in &self.remotes {
-            let c = r.consumer;
-            if self.shared().st.status(c) == SeatStatus::Vacant {
-                continue;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let (session, sent) = r.send_end(left);
-            if let Err(e) = sent {
-                log::warn!("frame ring {}: the end of the stream not sent to consumer {c}: {e}", self.id);
-                if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
-                    self.drop_remote(c, session, &e);
-                }
+        for c in 0..self.config.consumers {
+            if self.shared().st.status(c) != SeatStatus::Vacant {
+                self.link(c).end(self, deadline);
             }
         }
         for s in 0..self.config.frames {
@@ -301,9 +397,61 @@ impl Inner {
         }
     }
 
+    /// A consumer process: the next frame from the producer's process, for consumer `id` (the
+    /// only one of this process's view). A mailbox consumer asks for the newest frame (its
+    /// mailbox is the producer's), unless the end of the stream (or the answer to an earlier
+    /// request) is there already: a peer that ended the stream and closed its end leaves no
+    /// room to write into until what it sent is read.
+    pub(super) fn take_upstream(
+        &self,
+        up: &Upstream,
+        id: usize,
+        deadline: Instant,
+    ) -> Result<(usize, FrameMeta)> {
+        let mut there = false;
+        if up.mailbox && !up.asked.load(Ordering::Acquire) {
+            match self.receive(up, Instant::now()) {
+                Ok(()) => there = true,
+                Err(Error::Timeout { waited_for: Wait::Frame, .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !there {
+            match up.ask(self.config.timeout.min(Duration::from_millis(100))) {
+                Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
+                Err(e) => return Err(e),
+            }
+            self.receive(up, deadline)?;
+        }
+        self.shared()
+            .st
+            .consumer_take(id)
+            .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))
+    }
+
+    /// A consumer process: hands frame (`slot`, `sequence`) back to the producer's process with
+    /// this consumer's release fence.
+    pub(super) fn release_upstream(&self, up: &Upstream, slot: usize, sequence: u64) -> Result<()> {
+        let release =
+            self.nvsci("a producer in another process")?.export_fence(slot, Point::Release(0), &up.ep)?;
+        up.send_release(slot, sequence, &release, self.config.timeout)
+    }
+
+    /// A consumer process: hands frame (`slot`, `sequence`) back unread (no fence: nothing read
+    /// it, so the producer waits for nothing).
+    pub(super) fn unread_upstream(&self, up: &Upstream, slot: usize, sequence: u64) -> Result<()> {
+        up.send_unread(slot, sequence, self.config.timeout)
+    }
+
+    /// A consumer process leaves: every fence of it expired, so its seat is free for the next
+    /// consumer (and the endpoint's close that follows is no death).
+    pub(super) fn detach_upstream(&self, up: &Upstream) {
+        up.send_detach(self.config.timeout.min(Duration::from_millis(100)));
+    }
+
     /// A consumer process: receives the next frame from the producer's process and records its
     /// present fence and metadata.
-    pub(super) fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
+    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
         if self.shared().ended {
             return Err(up.ended());
         }
@@ -316,7 +464,8 @@ impl Inner {
                 let taken = if !free {
                     Err(up.protocol_error(format!("frame {seq} in slot {slot}, which is not free")))
                 } else {
-                    self.backend.import_fence(slot, Point::Present, &desc)
+                    self.nvsci("a producer in another process")
+                        .and_then(|n| n.import_fence(slot, Point::Present, &desc))
                 };
                 if let Err(e) = taken {
                     // The frame is not taken: hand it straight back, with no fence (nothing
@@ -340,7 +489,7 @@ impl Inner {
                 self.shared().ended = true;
                 Err(up.ended())
             }
-            Err(Error::Ipc(IpcError::Timeout { .. })) => Err(self.timeout(RingWait::Frame)),
+            Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => Err(self.timeout(Wait::Frame)),
             Err(e) => Err(e),
         }
     }

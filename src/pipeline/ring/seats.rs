@@ -16,7 +16,7 @@
 //! the producer is split, and while the stream ends) the producer reads every endpoint itself.
 
 use super::{Inner, SeatStatus};
-use crate::error::{Error, IpcError, Result, RingError};
+use crate::error::{Error, IpcError, Result, RingError, Wait};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -93,7 +93,7 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
                 loop {
                     match inner.try_take_remote_release(r, Duration::ZERO) {
                         Ok(true) if inner.shared().st.status(c) != SeatStatus::Vacant => {}
-                        Ok(_) | Err(Error::Ipc(IpcError::Timeout { .. })) => break,
+                        Ok(_) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => break,
                         Err(e) => {
                             log::warn!("frame ring {}: consumer {c} (in another process): {e}", inner.id);
                             break;
@@ -107,7 +107,7 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
                 continue;
             }
             match inner.take_remote_release(r, STEP) {
-                Ok(()) | Err(Error::Ipc(IpcError::Timeout { .. })) => {}
+                Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
                 Err(e) => {
                     log::warn!("frame ring {}: consumer {c} (in another process): {e}", inner.id);
                     std::thread::sleep(STEP);
@@ -135,7 +135,7 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
         };
         match ep.wait_connected(Some(STEP)) {
             Ok(()) => {}
-            Err(Error::Ipc(IpcError::Timeout { .. })) => continue,
+            Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => continue,
             Err(_) => {
                 used = true;
                 continue;

@@ -1,17 +1,17 @@
 //! Builds a frame ring on the mock NvSci, as a downstream crate would, with nvsci's CUDA support
 //! compiled against CUDA 12.2.
 
-use nvsci::pipeline::{FrameFormat, FrameRing, RingConfig};
+use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
 
 /// Opens the mock, builds a two-frame NV12 ring with one consumer, and passes one frame from the
 /// producer to the consumer. Returns whether a CUDA driver is present (the CUDA module is
 /// compiled in either way).
 pub fn one_frame() -> nvsci::Result<bool> {
-    let ring = FrameRing::new(
-        &nvsci::NvSci::mock(),
-        FrameFormat::nv12(64, 32),
-        RingConfig::default().with_frames(2).with_consumers(1),
-    )?;
+    let ring = Backend::with_library(nvsci::NvSci::mock())
+        .stream(FrameFormat::nv12(64, 32))
+        .frames(2)
+        .consumer(ConsumerDesc::cpu())
+        .build()?;
     let (mut producer, mut consumers) = ring.split()?;
     let frame = producer.acquire()?;
     producer.cpu_write(&frame)?.fill(7);
