@@ -1,7 +1,7 @@
 //! The crate's errors as Python exceptions: each [`nvsci::Error`] variant becomes an instance of
 //! the class of `nvsci.errors` that mirrors its layer, with its typed fields as attributes.
 
-use nvsci::{AttachField, CudaError, Error, IpcError, RingError, RingWait, UnsupportedReason};
+use nvsci::{AttachField, CudaError, Error, IpcError, RingError, UnsupportedReason, Wait};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::BoundObject;
@@ -155,12 +155,23 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
             msg,
             &[("what", obj(py, what)), ("reason", obj(py, reason_name(&reason)))],
         ),
-        Error::Timeout { function, timeout_us } => raise(
+        Error::Timeout { waited_for: Wait::Fence { function }, timeout } => raise(
             py,
             "FenceTimeout",
             msg,
-            &[("function", obj(py, function)), ("timeout_us", obj(py, timeout_us))],
+            &[("function", obj(py, function)), ("timeout_us", obj(py, micros(timeout)))],
         ),
+        Error::Timeout { waited_for: Wait::Endpoint { endpoint, during }, timeout } => raise(
+            py,
+            "IpcTimeout",
+            msg,
+            &[
+                ("endpoint", obj(py, endpoint)),
+                ("during", obj(py, during)),
+                ("timeout_us", obj(py, micros(timeout))),
+            ],
+        ),
+        Error::Timeout { waited_for, timeout } => ring_timeout(py, msg, waited_for, timeout),
         Error::InvalidArgument { name, reason } => {
             raise(py, "InvalidArgument", msg, &[("name", obj(py, name)), ("reason", obj(py, reason))])
         }
@@ -175,7 +186,6 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         }
         Error::Cuda(_) => raise(py, "CudaError", msg, &[]),
         Error::Vulkan(_) => raise(py, "VulkanError", msg, &[]),
-        Error::Ring(RingError::Timeout { waited_for, timeout }) => ring_timeout(py, msg, waited_for, timeout),
         Error::Ring(RingError::Ended { endpoint }) => {
             raise(py, "StreamEnded", msg, &[("endpoint", obj(py, endpoint))])
         }
@@ -192,16 +202,6 @@ pub(crate) fn to_py(py: Python<'_>, e: Error) -> PyErr {
         Error::Ipc(IpcError::PeerGone { endpoint, during }) => {
             raise(py, "PeerGone", msg, &[("endpoint", obj(py, endpoint)), ("during", obj(py, during))])
         }
-        Error::Ipc(IpcError::Timeout { endpoint, during, timeout_us }) => raise(
-            py,
-            "IpcTimeout",
-            msg,
-            &[
-                ("endpoint", obj(py, endpoint)),
-                ("during", obj(py, during)),
-                ("timeout_us", obj(py, timeout_us)),
-            ],
-        ),
         Error::Ipc(IpcError::Endpoint { endpoint, reason, code }) => raise(
             py,
             "EndpointError",
@@ -232,22 +232,27 @@ pub(crate) fn field_name(f: AttachField) -> &'static str {
     }
 }
 
-fn ring_timeout(py: Python<'_>, msg: String, waited_for: RingWait, timeout: std::time::Duration) -> PyErr {
+/// A duration in whole microseconds, saturating.
+fn micros(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn ring_timeout(py: Python<'_>, msg: String, waited_for: Wait, timeout: std::time::Duration) -> PyErr {
     let none = || py.None();
     let (kind, slot, sequence, consumer, holders, endpoint) = match waited_for {
-        RingWait::FreeSlot { slot, sequence, holders } => {
+        Wait::FreeSlot { slot, sequence, holders } => {
             let h: Vec<usize> =
                 (0..nvsci::pipeline::MAX_CONSUMERS).filter(|&c| holders.contains(c)).collect();
             ("free_slot", obj(py, slot), obj(py, sequence), none(), obj(py, h), none())
         }
-        RingWait::ReleaseFence { slot, consumer } => {
+        Wait::ReleaseFence { slot, consumer } => {
             ("release_fence", obj(py, slot), none(), obj(py, consumer), none(), none())
         }
-        RingWait::PresentFence { slot, sequence } => {
+        Wait::PresentFence { slot, sequence } => {
             ("present_fence", obj(py, slot), obj(py, sequence), none(), none(), none())
         }
-        RingWait::Frame => ("frame", none(), none(), none(), none(), none()),
-        RingWait::RemoteRelease { slot, sequence, consumer, endpoint } => {
+        Wait::Frame => ("frame", none(), none(), none(), none(), none()),
+        Wait::RemoteRelease { slot, sequence, consumer, endpoint } => {
             ("remote_release", obj(py, slot), obj(py, sequence), obj(py, consumer), none(), obj(py, endpoint))
         }
         _ => ("other", none(), none(), none(), none(), none()),
@@ -270,7 +275,7 @@ fn ring_timeout(py: Python<'_>, msg: String, waited_for: RingWait, timeout: std:
 
 /// Whether `e` is a consumer's wait for a frame that ran out of time.
 pub(crate) fn is_frame_timeout(e: &Error) -> bool {
-    matches!(e, Error::Ring(RingError::Timeout { waited_for: RingWait::Frame, .. }))
+    matches!(e, Error::Timeout { waited_for: Wait::Frame, .. })
 }
 
 /// Whether `e` says the producer in another process ended the stream.
