@@ -171,7 +171,7 @@ def test_a_block_that_raises_discards_the_frame():
         ({"consumers": [nvsci.ConsumerDesc(mode="lifo")]}, "mode"),
         ({"consumers": [nvsci.ConsumerDesc(limit=0)]}, "limit"),
         ({"consumers": []}, "consumers"),
-        ({"frames": 1}, "config.frames"),
+        ({"frames": 1}, "frames"),
         ({"timeout": -1.0}, "timeout"),
     ],
 )
