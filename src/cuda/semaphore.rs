@@ -9,7 +9,7 @@ use super::teardown::succeeded;
 use crate::error::{CudaError, Error, Result};
 use crate::sync::{Fence, SyncObj};
 use crate::GpuInterop;
-use cudarc::driver::result::stream as cu_stream;
+use cudarc::driver::result::{event, stream as cu_stream};
 use cudarc::driver::{sys, CudaStream};
 use std::os::fd::OwnedFd;
 
@@ -145,39 +145,47 @@ pub struct CudaSyncObj {
 }
 
 /// Wakes the CPU waiters of a host counter after a stream's store, without holding up the
-/// stream: the object's own `stream` waits until the counter holds the signalled value
-/// (`cuStreamWaitValue64`, `GEQ`) and then runs the implementation's `SyncCounterNotify` as a
-/// host function (`cuLaunchHostFunc`), so the signalling stream never waits for the host
-/// function. Two driver calls per signal and no lock: each wake-up waits for its own value, so
-/// signals enqueued by several threads need no order among their wake-ups (a wake-up whose value
-/// a later store overtook runs as soon as it reaches the front of the side stream).
+/// stream: the store's stream records `event`, the object's own `stream` waits for it and runs
+/// the implementation's `SyncCounterNotify` as a host function (`cuLaunchHostFunc`), so the
+/// signalling stream never waits for the host function.
 struct Notifier {
     stream: sys::CUstream,
+    event: sys::CUevent,
     notify: nvsci_sys::emulation::SyncCounterNotifyFn,
+    /// Serialises record / wait / launch (the event is re-recorded by each signal).
+    order: std::sync::Mutex<()>,
 }
 
-// SAFETY: a plain driver handle, used only after binding its context; the function pointer is
-// thread-safe by its contract, and the driver serialises work enqueued on one stream by several
-// threads.
+// SAFETY: plain driver handles, used only after binding their context; the function pointer is
+// thread-safe by its contract.
 unsafe impl Send for Notifier {}
-// SAFETY: as above.
+// SAFETY: as above; the calls that use the event are serialised by `order`.
 unsafe impl Sync for Notifier {}
 
 impl Notifier {
     fn new(notify: nvsci_sys::emulation::SyncCounterNotifyFn) -> Result<Self> {
         // The context is bound by the caller.
         let stream = cu_stream::create(cu_stream::StreamKind::NonBlocking).map_err(cu("cuStreamCreate"))?;
-        Ok(Self { stream, notify })
+        let event = match event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING) {
+            Ok(event) => event,
+            Err(e) => {
+                // SAFETY: created above, unused, destroyed once.
+                let _ = unsafe { cu_stream::destroy(stream) };
+                return Err(cu("cuEventCreate")(e));
+            }
+        };
+        Ok(Self { stream, event, notify, order: std::sync::Mutex::new(()) })
     }
 
-    /// Enqueues the wake-up of the waiters of the counter at `counter` (host) / `device` (its
-    /// device address) for when it reaches `value`.
-    fn enqueue(&self, counter: *mut core::ffi::c_void, device: sys::CUdeviceptr, value: u64) -> Result<()> {
-        let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
-        // SAFETY: the stream belongs to the bound context; `device` maps the page-locked counter,
-        // registered while the import lives (its unregistration waits for the work queued
-        // before it).
-        unsafe { sem::stream_wait_value64(self.stream, device, value, geq) }?;
+    /// Enqueues the wake-up of `counter`'s waiters after the work queued on `after` so far.
+    fn enqueue(&self, after: sys::CUstream, counter: *mut core::ffi::c_void) -> Result<()> {
+        let _g = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the event and both streams are alive and belong to the bound context.
+        unsafe { event::record(self.event, after) }.map_err(cu("cuEventRecord"))?;
+        let default = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+        // SAFETY: as above.
+        unsafe { cu_stream::wait_event(self.stream, self.event, default) }
+            .map_err(cu("cuStreamWaitEvent"))?;
         // SAFETY: `notify` has CUDA's host-function signature and makes no CUDA call; `counter`
         // is the object's counter, which stays allocated until the work on `self.stream` has
         // completed (the registration's destroy waits for the context's work queued before it).
@@ -189,9 +197,10 @@ impl Notifier {
 
 impl Drop for Notifier {
     fn drop(&mut self) {
-        // SAFETY: destroyed once; the driver releases a stream with pending work once that work
-        // completes, without blocking.
+        // SAFETY: destroyed once; the driver releases a stream or event with pending work once
+        // that work completes, without blocking.
         unsafe {
+            let _ = event::destroy(self.event);
             let _ = cu_stream::destroy(self.stream);
         }
     }
@@ -320,7 +329,7 @@ impl CudaSyncObj {
                 memsync::count_signal(&params);
                 if let Some(n) = &self.notifier {
                     // Without the wake-up, CPU waits still see the store at their next look.
-                    if let Err(e) = n.enqueue(reg.host_ptr(), reg.device_ptr(), value) {
+                    if let Err(e) = n.enqueue(stream.cu_stream(), reg.host_ptr()) {
                         log::warn!("cannot enqueue the CPU waiters' wake-up after a signal: {e}");
                     }
                 }
