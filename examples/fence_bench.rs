@@ -168,8 +168,9 @@ extern "C" fn no_op(_: *mut core::ffi::c_void) {}
 
 /// Enqueue time (us) per iteration of: the raw pair, the raw pair + an event-ordered host
 /// function on a side stream, the raw pair + a counter-ordered host function, the crate's wait +
-/// signal, the crate's wait alone and its signal alone.
-fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 6]> {
+/// signal, the crate's wait alone and its signal alone, and the second of two back-to-back raw
+/// wake-ups, event-ordered and counter-ordered.
+fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 8]> {
     let stream = dev.context().new_stream()?;
     let side = dev.context().new_stream()?;
     dev.context().bind_to_thread()?;
@@ -197,7 +198,7 @@ fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 6]> {
     }
     let geq = sys::CUstreamWaitValue_flags::CU_STREAM_WAIT_VALUE_GEQ as u32;
     let (s, side_s) = (stream.cu_stream(), side.cu_stream());
-    let mut out: [Vec<f64>; 6] = Default::default();
+    let mut out: [Vec<f64>; 8] = Default::default();
     let mut fence = nvsci::sync::Fence::cleared();
     let us = |t: Instant| t.elapsed().as_secs_f64() * 1e6;
     for i in 1..=n as u64 {
@@ -226,6 +227,31 @@ fn enqueue_cost(dev: &CudaGpu, c: &mut Crate, n: usize) -> Res<[Vec<f64>; 6]> {
             ck("cuLaunchHostFunc", sys::cuLaunchHostFunc(side_s, Some(no_op), core::ptr::null_mut()))?;
         }
         out[2].push(us(t));
+        // Back to back: a second wake-up enqueued right after a first, only the second timed:
+        // whether an enqueue on the side stream waits behind a host function still pending there.
+        for (k, counter_ordered) in [(6, false), (7, true)] {
+            let mut t = Instant::now();
+            for j in 0..2 {
+                if j == 1 {
+                    t = Instant::now();
+                }
+                unsafe {
+                    ck("wait", stream_wait_value64(s, da, i, geq))?;
+                    ck("write", stream_write_value64(s, db, i, 0))?;
+                    if counter_ordered {
+                        ck("wait side", stream_wait_value64(side_s, db, i, geq))?;
+                    } else {
+                        ck("cuEventRecord", sys::cuEventRecord(event, s))?;
+                        ck("cuStreamWaitEvent", sys::cuStreamWaitEvent(side_s, event, 0))?;
+                    }
+                    ck(
+                        "cuLaunchHostFunc",
+                        sys::cuLaunchHostFunc(side_s, Some(no_op), core::ptr::null_mut()),
+                    )?;
+                }
+            }
+            out[k].push(us(t));
+        }
         // The crate: a fence of `ready` that the CPU already signalled, so the wait passes.
         let f = c.ready.generate_fence()?;
         c.ready.signal()?;
@@ -278,7 +304,7 @@ fn main() -> Res<()> {
     enqueue_cost(&dev, &mut c, 200)?; // warm-up
     let mut e = enqueue_cost(&dev, &mut c, n)?;
     let p = |v: &mut Vec<f64>| (pct(v, 0.5), pct(v, 0.99));
-    let [raw_pair, raw_event, raw_counter, krate, kwait, ksignal] = &mut e;
+    let [raw_pair, raw_event, raw_counter, krate, kwait, ksignal, event2, counter2] = &mut e;
     let (r50, r99) = p(raw_pair);
     println!("enqueue a stream wait + stream signal, caller's time, {n} iterations (us):");
     println!("  raw cuStreamWaitValue64 + cuStreamWriteValue64:            p50 {r50:.2}  p99 {r99:.2}");
@@ -286,6 +312,10 @@ fn main() -> Res<()> {
     println!("  raw + event record, side-stream event wait, host function: p50 {a:.2}  p99 {b:.2}");
     let (a, b) = p(raw_counter);
     println!("  raw + side-stream counter wait, host function:             p50 {a:.2}  p99 {b:.2}");
+    let (a, b) = p(event2);
+    println!("  the second of two back-to-back event-ordered wake-ups:     p50 {a:.2}  p99 {b:.2}");
+    let (a, b) = p(counter2);
+    println!("  the second of two back-to-back counter-ordered wake-ups:   p50 {a:.2}  p99 {b:.2}");
     let (k50, k99) = p(krate);
     println!("  crate CudaSyncObj::wait + signal_into (mock GPU mode):     p50 {k50:.2}  p99 {k99:.2}");
     let (a, b) = p(kwait);
