@@ -49,6 +49,12 @@ def frame_bytes(frame, fmt, engine):
 def consume(a, out):
     """Attaches and takes frames into `out` (its locals, frames included, go at its return)."""
     fmt = parse_format(a.format)
+    if a.engine == "cuda":
+        # torch's import and CUDA's start take seconds: before attaching, not inside the first
+        # frame, which the producer waits for within its stream's timeout.
+        import torch
+
+        torch.zeros(1, device="cuda")
     backend = nvsci.Backend.mock()
     desc = nvsci.ConsumerDesc(engine=a.engine, mode=a.mode, limit=a.limit)
     consumer = nvsci.Consumer.connect(backend, a.endpoint, fmt, desc, timeout=a.timeout)

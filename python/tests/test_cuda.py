@@ -389,7 +389,10 @@ def test_cuda_consumer_process(gpu, torch, tmp_path, monkeypatch):
     from ipc_consumer import pattern as flat
 
     producer, _ = gpu.stream(
-        nvsci.FrameFormat.nv12(W, H), consumers=[], reserve=[nvsci.ConsumerDesc(engine="cuda", endpoint="gpu_0")]
+        nvsci.FrameFormat.nv12(W, H),
+        consumers=[],
+        reserve=[nvsci.ConsumerDesc(engine="cuda", endpoint="gpu_0")],
+        timeout=30.0,
     )
     child = subprocess.Popen(
         [sys.executable, str(Path(__file__).parent / "ipc_consumer.py"), "gpu_1", f"nv12:{W}x{H}", "--engine", "cuda"],

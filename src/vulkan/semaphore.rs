@@ -518,9 +518,10 @@ mod tests {
     use super::*;
     use crate::vulkan::test_support::context;
 
-    /// Queue-signalled semaphores: `signal` submits, and has reached the value when it returns.
+    /// Queue-signalled semaphores: `signal` submits without waiting, a wait reaches the value,
+    /// and a value not above the last one queued is refused even before its batch ran.
     #[test]
-    fn queue_signals_reach_their_value_before_signal_returns() {
+    fn queue_signals_reach_their_value_and_order_by_the_last_queued() {
         let Some(ctx) = context() else { return };
         let buffer =
             crate::vulkan::ExportableBuffer::new_host_visible(&ctx, 4096, vk::BufferUsageFlags::empty())
@@ -530,11 +531,14 @@ mod tests {
         for v in 4..20u64 {
             buffer.host_slice_mut().unwrap().fill(v as u8);
             sem.signal(v).unwrap();
+            sem.wait(v, Duration::from_secs(10)).unwrap();
             assert_eq!(sem.value().unwrap(), v);
         }
+        sem.signal(24).unwrap();
+        assert!(matches!(sem.signal(24), Err(Error::InvalidArgument { name: "value", .. })));
         sem.signal(25).unwrap();
-        sem.wait(25, Duration::ZERO).unwrap();
-        assert!(matches!(sem.signal(25), Err(Error::InvalidArgument { .. })));
+        sem.wait(25, Duration::from_secs(10)).unwrap();
+        assert!(matches!(sem.signal(25), Err(Error::InvalidArgument { name: "value", .. })));
         assert!(matches!(sem.signal(2), Err(Error::InvalidArgument { .. })));
     }
 }
