@@ -18,7 +18,10 @@
 //!
 //! `--fanout` measures instead the same hand-off (acquire to present, `--buffers`, default 2)
 //! with 1, 2, 4, 8 and 16 consumer processes (`--fan 1,2,4` picks other counts, at most 16),
-//! each reading and checking every frame.
+//! each reading and checking every frame; beside the hand-off, the producer's present alone
+//! (p50) and the producer thread's CPU time per frame (its own work, which should not grow with
+//! the number of consumer processes, where the hand-off on a machine with fewer cores than
+//! processes does).
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
