@@ -10,7 +10,7 @@ mod common;
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{
-    Attacher, Backend, Consumer, ConsumerDesc, ConsumerStats, FrameFormat, Producer, RemoteSeat,
+    Attacher, Backend, Consumer, ConsumerDesc, ConsumerStats, Engine, FrameFormat, Producer, RemoteSeat,
 };
 use nvsci::{AttachField, Error, IpcError, NvSci, RingError, Wait};
 use std::path::{Path, PathBuf};
@@ -32,6 +32,10 @@ const CHILD_LIMIT: &str = "NVSCI_STREAM_TEST_LIMIT";
 const CHILD_INDEX: &str = "NVSCI_STREAM_TEST_INDEX";
 /// How many frames a child takes (where it does not read to the end of the stream).
 const CHILD_FRAMES: &str = "NVSCI_STREAM_TEST_FRAMES";
+/// The fewest frames a child reading to the end of the stream must have taken.
+const CHILD_MIN_FRAMES: &str = "NVSCI_STREAM_TEST_MIN_FRAMES";
+/// `cuda`: the child's consumer works on the GPU (a CUDA engine, the mock in GPU mode).
+const CHILD_ENGINE: &str = "NVSCI_STREAM_TEST_ENGINE";
 
 /// The byte at `i` of frame `seq`.
 fn pattern(seq: u64, i: usize) -> u8 {
@@ -123,6 +127,31 @@ fn env_num(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap())
 }
 
+/// Reads a consumer's frames as its engine sees them: the CPU through its mapping; a CUDA
+/// engine (the mock in GPU mode) by a copy on the consumer's stream, which waited on the frame's
+/// present fence, read back to the host.
+#[derive(Default)]
+struct FrameReader {
+    #[cfg(feature = "cuda")]
+    copy: Option<nvsci::cuda::cudarc::driver::CudaSlice<u8>>,
+}
+
+impl FrameReader {
+    /// Checks every byte of frame `f` against its sequence.
+    fn check(&mut self, c: &Consumer, f: &nvsci::pipeline::ConsumerFrame, who: &str) {
+        #[cfg(feature = "cuda")]
+        if let Some(stream) = c.stream().cloned() {
+            use nvsci::cuda::cudarc::driver::DeviceSlice;
+            let buffer = c.cuda_buffer(f).unwrap();
+            let copy = self.copy.get_or_insert_with(|| stream.alloc_zeros::<u8>(buffer.len()).unwrap());
+            stream.memcpy_dtod(buffer, copy).unwrap();
+            check(&stream.clone_dtoh(copy).unwrap(), f.sequence(), who);
+            return;
+        }
+        check(&c.cpu_read(f).unwrap(), f.sequence(), who);
+    }
+}
+
 /// A consumer process's loop: takes frames until the producer ends the stream (or `frames`
 /// were taken), checks every byte of each against its sequence and that sequences strictly
 /// increase (and, for `contiguous`, follow one another); waits `slow` per frame. Returns the
@@ -134,6 +163,7 @@ fn take_frames(
     slow: Duration,
     contiguous: bool,
 ) -> (u64, u64) {
+    let mut reader = FrameReader::default();
     let (mut n, mut gaps, mut last) = (0u64, 0u64, None::<u64>);
     while frames.is_none_or(|f| n < f) {
         let f = match c.acquire() {
@@ -150,7 +180,7 @@ fn take_frames(
             gaps += seq - l - 1;
         }
         last = Some(seq);
-        check(&c.cpu_read(&f).unwrap(), seq, who);
+        reader.check(c, &f, who);
         if !slow.is_zero() {
             std::thread::sleep(slow);
         }
@@ -179,6 +209,16 @@ fn child_process_entry() {
     let ep_name = std::env::var(CHILD_EP).unwrap();
     let slow = Duration::from_millis(env_num(CHILD_SLOW_MS).unwrap_or(0));
     let frames = env_num(CHILD_FRAMES);
+    let min_frames = env_num(CHILD_MIN_FRAMES).unwrap_or(1);
+    // The consumer's engine: the CPU, or the GPU where the test asks for it.
+    let on_engine = || match std::env::var(CHILD_ENGINE).as_deref() {
+        #[cfg(feature = "cuda")]
+        Ok("cuda") => {
+            ConsumerDesc::new(nvsci::pipeline::Engine::Cuda(common::gpu().expect("the parent found a GPU")))
+        }
+        Ok(other) => panic!("unknown engine {other}"),
+        Err(_) => ConsumerDesc::cpu(),
+    };
     let attach = |desc: ConsumerDesc| {
         let ep = IpcEndpoint::open(&ipc, &ep_name).unwrap();
         let c = Consumer::connect_with(&lib, ep, FORMAT, desc, Duration::from_secs(30)).unwrap();
@@ -192,19 +232,19 @@ fn child_process_entry() {
         "fifo" => {
             let limit = env_num(CHILD_LIMIT);
             let desc = match limit {
-                Some(l) => ConsumerDesc::cpu().with_limit(l as usize),
-                None => ConsumerDesc::cpu(),
+                Some(l) => on_engine().with_limit(l as usize),
+                None => on_engine(),
             };
             let mut c = attach(desc);
             let (n, gaps) = take_frames(&mut c, &ep_name, frames, slow, limit.is_none());
-            assert!(n > 0, "{ep_name}: no frame");
+            assert!(n >= min_frames, "{ep_name}: {n} frames, at least {min_frames} expected");
             println!("{ep_name}: {n} frames, {gaps} skipped");
         }
         // A slow mailbox consumer to the end of the stream: newest frames only.
         "mailbox" => {
-            let mut c = attach(ConsumerDesc::cpu().mailbox());
+            let mut c = attach(on_engine().mailbox());
             let (n, gaps) = take_frames(&mut c, &ep_name, frames, slow, false);
-            assert!(n > 0, "{ep_name}: no frame");
+            assert!(n >= min_frames, "{ep_name}: {n} frames, at least {min_frames} expected");
             println!("{ep_name}: {n} frames, {gaps} skipped");
         }
         // Attaches, takes frames, leaves; attaches again and takes frames again.
@@ -759,13 +799,47 @@ impl Rng {
 /// descriptors and resident memory are back where they were.
 #[test]
 fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
-    let _ = env_logger::builder().is_test(true).try_init();
-    let kills = chaos_kills();
-    let dir = ipc_dir(
+    let dir = chaos_dir();
+    let _g = use_dir(&dir);
+    chaos(&dir, &Chaos { engine: Engine::Cpu, slow_ms: 15, mailbox_ms: 25, min_frames: 1 });
+}
+
+/// The chaos test with CUDA consumers (the mock in GPU mode): each consumer process's engine
+/// waits on the present fence on its stream, copies the frame there and reads the copy back,
+/// every byte checked; the stream runs until each of the four consumer processes that stay
+/// (the last victim included) took at least 1000 frames.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn chaos_with_cuda_consumer_processes_each_verifying_a_thousand_frames() {
+    let dir = chaos_dir();
+    // Serialised before CUDA starts: the driver opens descriptors, which other tests count.
+    let _g = use_dir(&dir);
+    let Some(dev) = common::gpu() else { return };
+    chaos(&dir, &Chaos { engine: Engine::Cuda(dev), slow_ms: 2, mailbox_ms: 3, min_frames: 1000 });
+}
+
+/// The IPC directory of a chaos run.
+fn chaos_dir() -> PathBuf {
+    ipc_dir(
         "chaos",
         &[("fast_0", "fast_1"), ("slow_0", "slow_1"), ("mbox_0", "mbox_1"), ("late_0", "late_1")],
-    );
-    let _g = use_dir(&dir);
+    )
+}
+
+/// One chaos run: the consumer processes' engine, how long the slow FIFO and the mailbox
+/// consumer take per frame, and how many frames each consumer process that stays must take.
+struct Chaos {
+    engine: Engine,
+    slow_ms: u64,
+    mailbox_ms: u64,
+    min_frames: u64,
+}
+
+/// Runs the chaos scenario in `dir` (made by [`chaos_dir`], the mock pointed at it).
+fn chaos(dir: &Path, run: &Chaos) {
+    let _ = env_logger::builder().is_test(true).try_init();
+    let kills = chaos_kills();
     let seed =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
     eprintln!("chaos: {kills} kills, seed {seed}");
@@ -775,33 +849,46 @@ fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
     let started = Instant::now();
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
+    let desc = || ConsumerDesc::new(run.engine.clone());
+    // Every child on the run's engine, and with the frames it must take.
+    let child = |scenario: &str, mut env: Vec<(&'static str, String)>| {
+        env.push((CHILD_MIN_FRAMES, run.min_frames.to_string()));
+        if !run.engine.is_cpu() {
+            env.push((CHILD_ENGINE, "cuda".into()));
+        }
+        spawn_child(scenario, dir, &env)
+    };
     // The fast and slow FIFO consumers attach while the stream is built, the others while it runs.
-    let fast = spawn_child("fifo", &dir, &[(CHILD_EP, "fast_1".into()), (CHILD_INDEX, "0".into())]);
-    let slow = spawn_child(
+    let fast = child("fifo", vec![(CHILD_EP, "fast_1".into()), (CHILD_INDEX, "0".into())]);
+    let slow = child(
         "fifo",
-        &dir,
-        &[(CHILD_EP, "slow_1".into()), (CHILD_LIMIT, "2".into()), (CHILD_SLOW_MS, "15".into())],
+        vec![
+            (CHILD_EP, "slow_1".into()),
+            (CHILD_LIMIT, "2".into()),
+            (CHILD_SLOW_MS, run.slow_ms.to_string()),
+        ],
     );
     let ring = Backend::with_library(lib.clone())
         .stream(FORMAT)
         .frames(6)
         .timeout(TIMEOUT)
-        .remote_consumer(IpcEndpoint::open(&ipc, "fast_0").unwrap(), ConsumerDesc::cpu())
-        .remote_consumer(IpcEndpoint::open(&ipc, "slow_0").unwrap(), ConsumerDesc::cpu())
-        .reserve_remote(IpcEndpoint::open(&ipc, "mbox_0").unwrap(), ConsumerDesc::cpu())
-        .reserve_remote(IpcEndpoint::open(&ipc, "late_0").unwrap(), ConsumerDesc::cpu())
+        .remote_consumer(IpcEndpoint::open(&ipc, "fast_0").unwrap(), desc())
+        .remote_consumer(IpcEndpoint::open(&ipc, "slow_0").unwrap(), desc())
+        .reserve_remote(IpcEndpoint::open(&ipc, "mbox_0").unwrap(), desc())
+        .reserve_remote(IpcEndpoint::open(&ipc, "late_0").unwrap(), desc())
         .build()
         .unwrap();
     let (p, local) = ring.split().unwrap();
     assert!(local.is_empty());
     let cam = Camera::start(p, Duration::from_millis(1));
-    let mbox = spawn_child("mailbox", &dir, &[(CHILD_EP, "mbox_1".into()), (CHILD_SLOW_MS, "25".into())]);
+    let mbox =
+        child("mailbox", vec![(CHILD_EP, "mbox_1".into()), (CHILD_SLOW_MS, run.mailbox_ms.to_string())]);
     cam.wait_seat(2, Duration::from_secs(30), |s| s.attached);
     let victim_env =
         || vec![(CHILD_EP, "late_1".to_string()), (CHILD_INDEX, "3".into()), (CHILD_SLOW_MS, "2".into())];
     // How long a victim takes to attach here: the kills below fall anywhere from its start to
     // well after its attach. The first victim is killed once attached.
-    let mut v = spawn_child("fifo", &dir, &victim_env());
+    let mut v = child("fifo", victim_env());
     let spawned = Instant::now();
     cam.wait_seat(3, Duration::from_secs(60), |s| s.attached);
     let attach_us = spawned.elapsed().as_micros() as u64;
@@ -810,7 +897,7 @@ fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
     cam.wait_seat(3, TIMEOUT, |s| !s.attached);
     let mut rss_early = None;
     for k in 1..kills {
-        let mut v = spawn_child("fifo", &dir, &victim_env());
+        let mut v = child("fifo", victim_env());
         // Kill it at a random point of its life: starting up, attaching, importing, or taking
         // and holding frames.
         std::thread::sleep(Duration::from_micros(rng.below(attach_us * 2 + 20_000)));
@@ -827,11 +914,16 @@ fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
             rss_early = Some(resident());
         }
     }
-    // The last one lives to the end of the stream.
-    let last = spawn_child("fifo", &dir, &victim_env());
+    // The last one lives to the end of the stream, which runs at least two more seconds and
+    // until every consumer process that stays was sent its frames.
+    let last = child("fifo", victim_env());
     let seat = cam.wait_seat(3, Duration::from_secs(30), |s| s.attached);
     let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until {
+    let enough = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < until || (0..4).any(|c| cam.stats(c).delivered < run.min_frames) {
+        assert!(Instant::now() < enough, "consumers short of {} frames: {:?}", run.min_frames, {
+            (0..4).map(|c| cam.stats(c)).collect::<Vec<_>>()
+        });
         std::thread::sleep(Duration::from_millis(20));
     }
     let rss_end = resident();
@@ -861,6 +953,11 @@ fn chaos_four_consumer_processes_one_killed_and_restarted_at_random_points() {
     assert!(seats[..3].iter().all(|s| s.lost == 0 && s.attached), "the other consumers stayed: {seats:?}");
     assert!(lost > 0 && seat.attaches > lost, "kills hit attached consumers: {seats:?}");
     drop(ipc);
+    #[cfg(feature = "cuda")]
+    if let Engine::Cuda(dev) = &run.engine {
+        // The destroys of what the mock made on the GPU, deferred to the teardown thread.
+        common::settle(dev);
+    }
     ledger_is_clean();
     assert_eq!(open_fds(), fds, "open descriptors back where they were");
     // Under an emulator the resident memory is the emulator's, whose translated code grows

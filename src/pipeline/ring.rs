@@ -75,10 +75,12 @@ pub(crate) struct Inner {
     /// What attaches consumers in other processes to vacant seats while the stream runs (it
     /// holds the backend too: before the endpoints, so that they close after it).
     hub: Option<Arc<AttachHub>>,
-    /// Whether the seat service runs: it alone then reads the endpoints of mailbox consumers in
-    /// other processes (the producer waits for the state it updates), so no wake-up of the event
-    /// descriptor is lost to a second reader.
+    /// Whether the seat service runs: it alone then reads the endpoints of the seats it serves
+    /// (the producer waits for the state it updates), so no wake-up of the event descriptor is
+    /// lost to a second reader, and sends them the frames the producer queues.
     serviced: std::sync::atomic::AtomicBool,
+    /// The frames queued for the senders of the seat service.
+    outbox: seats::Outboxes,
     /// Bit `c` set when seat `c` is a consumer in another process.
     remote_mask: u32,
     // Endpoints after the backend: they close after the frames, sync objects and fences
@@ -328,6 +330,7 @@ impl FrameRing {
             backend,
             hub,
             serviced: std::sync::atomic::AtomicBool::new(false),
+            outbox: seats::Outboxes::new(remotes.len()),
             remote_mask,
             remotes,
             upstream,

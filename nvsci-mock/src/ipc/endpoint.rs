@@ -133,6 +133,8 @@ struct State {
     acks_owed: u32,
     notified: bool,
     frames: VecDeque<Vec<u8>>,
+    /// Buffers of frames read, for the next frames that arrive (at most `nframes`).
+    spare: Vec<Vec<u8>>,
     fds: HashMap<u64, OwnedFd>,
     /// The receive buffer, kept between calls.
     scratch: Vec<u8>,
@@ -236,6 +238,27 @@ fn random_link() -> u64 {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
     let seed = t ^ (u64::from(std::process::id()) << 32) ^ NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
     crate::ipc::codec::fnv1a(&seed.to_le_bytes()) | 1
+}
+
+/// Sends one message made of `head` then `body` (one datagram, gathered from both: nothing is
+/// copied or allocated to join them).
+fn send_parts(sock: &OwnedFd, head: &[u8], body: &[u8]) -> Result<(), i32> {
+    let mut iov = [
+        libc::iovec { iov_base: head.as_ptr().cast_mut().cast(), iov_len: head.len() },
+        libc::iovec { iov_base: body.as_ptr().cast_mut().cast(), iov_len: body.len() },
+    ];
+    // SAFETY: msghdr is plain old data; all zeroes is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov.as_mut_ptr();
+    msg.msg_iovlen = iov.len() as _;
+    // SAFETY: `msg` points to two live buffers for the duration of the call (sendmsg only reads
+    // them).
+    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if n < 0 {
+        Err(errno())
+    } else {
+        Ok(())
+    }
 }
 
 fn send(sock: &OwnedFd, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<(), i32> {
@@ -350,7 +373,17 @@ impl Endpoint {
         st.reset_after_drain = true;
     }
 
+    /// Takes in what arrived ([`drain`](Self::drain)) and brings the peer and the event
+    /// descriptor up to date ([`settle`](Self::settle)).
     fn pump(&self, st: &mut State) {
+        self.drain(st);
+        self.settle(st);
+    }
+
+    /// Connects (again) where there is no connection, and moves whatever arrived on the socket
+    /// into the endpoint's queues. Once per call is enough: what arrives later is taken in by
+    /// the next call (its arrival makes the event descriptor readable).
+    fn drain(&self, st: &mut State) {
         if st.reset_after_drain && st.frames.is_empty() {
             st.reset_after_drain = false;
             st.reset_edge = true;
@@ -427,7 +460,14 @@ impl Endpoint {
                         st.link = scratch[1..9].try_into().ok().map(u64::from_le_bytes);
                         st.est_edge = true;
                     }
-                    (Some(TAG_FRAME), _) => st.frames.push_back(scratch[1..n].to_vec()),
+                    (Some(TAG_FRAME), _) => {
+                        // A buffer of a frame read before, when there is one: a steady stream
+                        // of frames allocates nothing.
+                        let mut frame = st.spare.pop().unwrap_or_default();
+                        frame.clear();
+                        frame.extend_from_slice(&scratch[1..n]);
+                        st.frames.push_back(frame);
+                    }
                     (Some(TAG_ACK), _) if n == 5 => {
                         let k = scratch[1..5].try_into().map_or(0, u32::from_le_bytes);
                         let was_full = st.in_flight >= self.cfg.nframes;
@@ -448,6 +488,11 @@ impl Endpoint {
             }
         }
         st.scratch = scratch;
+    }
+
+    /// Sends the acknowledgements owed for the frames read, and makes the event descriptor
+    /// readable exactly while something waits to be collected. No reading from the socket.
+    fn settle(&self, st: &mut State) {
         if st.reset_after_drain && st.frames.is_empty() {
             st.reset_after_drain = false;
             st.reset_edge = true;
@@ -768,7 +813,7 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
     };
     // The frame leaves the peer's FIFO: tell it (the ack goes out now or with the next pump).
     st.acks_owed += 1;
-    ep.pump(&mut st);
+    ep.settle(&mut st);
     // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
     // copy from the frame", NvSciIpcReadSafe, nvsciipc.h) and reports them all as read. Bytes the
     // writer did not fill are undefined ("If size is less than the frame size, then the remaining
@@ -780,6 +825,9 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
     unsafe {
         std::ptr::copy_nonoverlapping(frame.as_ptr(), buf.cast::<u8>(), n);
         std::ptr::write_bytes(buf.cast::<u8>().add(n), UNWRITTEN, size - n);
+    }
+    if st.spare.len() < ep.cfg.nframes as usize {
+        st.spare.push(frame);
     }
     Ok(size)
 }
@@ -805,12 +853,10 @@ fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usiz
         // channel is full and the write operation aborted" (NvSciIpcWriteSafe, nvsciipc.h).
         return Err(NvSciError_InsufficientMemory);
     }
-    let mut m = Vec::with_capacity(size + 1);
-    m.push(TAG_FRAME);
     // SAFETY: the caller provides `size` readable bytes at `buf`.
-    m.extend_from_slice(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) });
+    let payload = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
     let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
-    match send(sock, &m, None) {
+    match send_parts(sock, &[TAG_FRAME], payload) {
         Ok(()) => {
             st.in_flight += 1;
             Ok(size)
@@ -935,7 +981,7 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
     if st.app_up && !st.frames.is_empty() {
         ev |= NV_SCI_IPC_EVENT_READ;
     }
-    ep.pump(&mut st);
+    ep.settle(&mut st);
     Ok(ev)
 }
 

@@ -15,7 +15,7 @@ use crate::error::{Error, IpcError, Result, Wait};
 use crate::pipeline::backend::ipc::{Back, Received, RemoteConsumer, Upstream};
 use crate::pipeline::backend::Point;
 use crate::pipeline::config::MAX_CONSUMERS;
-use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus};
+use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus, StreamState};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -66,11 +66,24 @@ impl ConsumerLink for RemoteConsumer {
     }
 
     fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64) {
-        ring.send_frame_to(self, slot, meta, session);
+        if !ring.read_by_service(self.consumer) {
+            ring.send_frame_to(self, slot, meta, session);
+            return;
+        }
+        // The seat's sender sends it (the producer rings the senders' doorbell once for the
+        // frame, whatever the number of seats).
+        let k = ring.remotes.iter().position(|r| r.consumer == self.consumer);
+        if !k.is_some_and(|k| ring.outbox.queue(k, slot, meta, session)) {
+            let e = self.protocol_error(format!(
+                "frame {} offered with more frames unsent than the ring has slots",
+                meta.sequence
+            ));
+            ring.not_sent(self, slot, meta.sequence, session, e);
+        }
     }
 
     fn poll(&self, ring: &Inner) -> Result<bool> {
-        // A mailbox consumer's endpoint is the seat service's to read (it wakes the producer).
+        // A seat the service serves is its reader's to read (it wakes the producer).
         let holds = ring.shared().st.holders_of(self.consumer) != 0;
         if !holds || ring.read_by_service(self.consumer) {
             return Ok(false);
@@ -175,6 +188,8 @@ impl Inner {
         for c in to.iter() {
             self.link(c).deliver(self, index, meta, sessions[c]);
         }
+        // One wake-up for every sender a frame was queued for.
+        self.outbox.ring();
     }
 
     /// Sends the frame in slot `index` to the consumer in another process `r` of endpoint
@@ -182,7 +197,7 @@ impl Inner {
     /// dropped; one the frame could not be sent to for another reason (a fence export that
     /// failed, a full channel) stays attached and misses this frame (it does not hold the
     /// slot). Either way the error is reported by the producer's next acquire.
-    fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
+    pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
         let sequence = meta.sequence;
         let sent = r.session_endpoint(session).and_then(|ep| {
             let present =
@@ -204,20 +219,28 @@ impl Inner {
                 }
                 self.drop_remote(r.consumer, session, &e);
             } else {
-                log::warn!(
-                    "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
-                    self.id,
-                    r.consumer
-                );
-                let mut sh = self.shared();
-                if r.attached_session.load(Ordering::Acquire) == session {
-                    let _ = sh.st.consumer_release(r.consumer, index, false);
-                    sh.deferred.get_or_insert(e);
-                }
-                drop(sh);
-                self.changed.notify_all();
+                self.not_sent(r, index, sequence, session, e);
             }
         }
+    }
+
+    /// The frame in slot `index` (frame `sequence`) could not be sent to consumer `r` of
+    /// endpoint session `session` for a reason other than its loss (`e`): the consumer stays
+    /// attached and misses this frame (it no longer holds the slot); the producer's next
+    /// acquire reports `e`.
+    fn not_sent(&self, r: &RemoteConsumer, index: usize, sequence: u64, session: u64, e: Error) {
+        log::warn!(
+            "frame ring {}: frame {sequence} not sent to consumer {} (in another process): {e}",
+            self.id,
+            r.consumer
+        );
+        let mut sh = self.shared();
+        if r.attached_session.load(Ordering::Acquire) == session {
+            let _ = sh.st.consumer_release(r.consumer, index, false);
+            sh.deferred.get_or_insert(e);
+        }
+        drop(sh);
+        self.changed.notify_all();
     }
 
     /// Takes one message of a consumer in another process: a release, a mailbox consumer's
@@ -294,8 +317,13 @@ impl Inner {
                 let _ = sh.st.consumer_release(c, slot, read);
                 // A mailbox consumer that asked while it held its limit gets the frame waiting now.
                 let served = sh.st.serve(c);
+                // Wake the producer once per slot, not once per consumer process: when no seat
+                // the service reads holds the slot any more (what the producer waits for).
+                let wake = self.served_by_service_mask(&sh.st) & sh.st.holders(slot).0 == 0;
                 drop(sh);
-                self.changed.notify_all();
+                if wake {
+                    self.changed.notify_all();
+                }
                 served
             }
         };
@@ -305,11 +333,30 @@ impl Inner {
         Ok(())
     }
 
-    /// Whether the seat service reads consumer `c`'s endpoint: a mailbox consumer's (its
-    /// requests are answered at once, whatever the producer does). A FIFO consumer's endpoint
-    /// is read by the producer when it needs a slot back, with no other thread in the way.
+    /// Whether the seat service serves consumer `c` (in another process): its reader reads
+    /// the endpoint and applies the releases as they come (and answers a mailbox consumer's
+    /// requests at once), its sender sends the frames the producer queues; the seats side by
+    /// side, so the producer's present and acquire cost the same whatever their number. One
+    /// seat is the producer's own while the service runs: the first seat of a consumer in
+    /// another process, while its consumer is FIFO. The producer sends its frames in its present
+    /// and reads the releases it needs in its acquire, with no thread in between (as the caller
+    /// of a fork-join runs one branch itself): a stream with one consumer process pays no
+    /// hand-off between threads. Without the service the producer serves every seat itself.
     pub(super) fn read_by_service(&self, c: usize) -> bool {
-        self.serviced.load(Ordering::Acquire) && self.shared().st.mode(c) == QueueMode::Mailbox
+        self.serviced.load(Ordering::Acquire) && !self.producer_seat(c, || self.shared().st.mode(c))
+    }
+
+    /// Whether seat `c` is the producer's own while the service runs (see
+    /// [`read_by_service`](Self::read_by_service)); `mode` gives its queue mode.
+    fn producer_seat(&self, c: usize, mode: impl FnOnce() -> QueueMode) -> bool {
+        self.remotes.first().is_some_and(|r| r.consumer == c) && mode() == QueueMode::Fifo
+    }
+
+    /// The seats the service reads, from the state `st` (under the state lock; while the
+    /// service runs).
+    fn served_by_service_mask(&self, st: &StreamState) -> u32 {
+        let own = self.remotes.first().map(|r| r.consumer).filter(|&c| self.producer_seat(c, || st.mode(c)));
+        self.remote_mask & !own.map_or(0, |c| 1 << c)
     }
 
     /// Takes back slot `index` from every consumer in another process holding it, or until

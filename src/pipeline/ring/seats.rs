@@ -1,29 +1,156 @@
-//! The seat service of a producer with consumers in other processes: one thread per seat that
-//! serves a mailbox consumer (its requests answered at once, its releases and departure taken,
-//! its loss noticed when its endpoint reports it), and attaches the next consumer to a vacant
-//! seat while the stream runs (a new endpoint session each time:
-//! nvsciipc.h allows `NvSciIpcResetEndpointSafe` "exactly once per endpoint handle during Init
-//! mode", so a new peer takes a new handle).
+//! The seat service of a producer with consumers in other processes: two threads per seat.
+//! Its reader takes everything the consumer sends (releases, a mailbox consumer's requests,
+//! answered at once, and its departure) and notices its loss when its endpoint reports it; it
+//! also attaches the next consumer to a vacant seat while the stream runs (a new endpoint
+//! session each time: nvsciipc.h allows `NvSciIpcResetEndpointSafe` "exactly once per endpoint
+//! handle during Init mode", so a new peer takes a new handle). Its sender carries the frames
+//! the producer's present offered the consumer, from the seat's outbox to its endpoint.
 //!
-//! A FIFO consumer's endpoint is read by the producer when it needs a slot back (a hand-off
-//! never waits for another thread), and looked at without waiting by the service every 20 ms
+//! So the producer's present costs the same whatever the number of consumer processes: it
+//! queues each frame in the outboxes of the seats it was offered to (no system call, no
+//! allocation) and rings one doorbell that wakes every sender at once; the fence exports and
+//! endpoint writes of the seats run on their senders, side by side, and its acquire waits for
+//! the state their readers update.
+//!
+//! One seat is the producer's own (`Inner::read_by_service`): the first seat of a consumer in
+//! another process, while that consumer is FIFO. The producer sends its frames in its present
+//! and reads its endpoint when it needs a slot back (a stream with one consumer process pays no
+//! hand-off between threads); its reader looks at the endpoint without waiting every 20 ms
 //! while the producer is not reading it, so that a consumer that died holding frames the
-//! producer does not need yet is noticed too; the producer also notices a loss when a frame
-//! cannot be sent. A mailbox consumer's endpoint is read by the service alone while it runs:
-//! the producer's acquire then waits for the state the service updates. One reader at a time
-//! (`RemoteConsumer::reader`), which applies what it read before it lets go: a second reader
-//! could take the message whose wake-up the first was waiting for. Without the service (before
-//! the producer is split, and while the stream ends) the producer reads every endpoint itself.
+//! producer does not need yet is noticed too, and its sender has nothing to send.
+//!
+//! One reader at a time per endpoint (`RemoteConsumer::reader`), which applies what it read
+//! before it lets go: a second reader could take the message whose wake-up the first was
+//! waiting for. Without the service (before the producer is split, and while the stream ends)
+//! the producer sends the frames and reads every endpoint itself.
 
-use super::{Inner, SeatStatus};
+use super::{lock, Inner, SeatStatus};
 use crate::error::{Error, IpcError, Result, RingError, Wait};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use crate::pipeline::config::{MAX_CONSUMERS, MAX_FRAMES};
+use crate::pipeline::state::FrameMeta;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// How long one wait of the service lasts before it looks at its stop flag again.
 const STEP: Duration = Duration::from_millis(20);
+
+/// A frame offered to the consumer of a seat, waiting for the seat's sender: its slot, its
+/// metadata and the endpoint session of the consumer it was offered to.
+#[derive(Clone, Copy)]
+struct Outgoing {
+    slot: usize,
+    meta: FrameMeta,
+    session: u64,
+}
+
+/// The frames offered to the consumers in other processes that their senders have not sent
+/// yet, one queue per seat (in `Inner::remotes` order), and the doorbell that wakes the senders.
+pub(crate) struct Outboxes {
+    queues: heapless::Vec<Mutex<heapless::Deque<Outgoing, MAX_FRAMES>>, MAX_CONSUMERS>,
+    /// A frame was queued since the doorbell last rang.
+    queued: AtomicBool,
+    bell: Doorbell,
+}
+
+impl Outboxes {
+    /// Empty outboxes for `seats` seats (at most [`MAX_CONSUMERS`]).
+    pub(crate) fn new(seats: usize) -> Self {
+        let mut queues = heapless::Vec::new();
+        for _ in 0..seats.min(MAX_CONSUMERS) {
+            let _ = queues.push(Mutex::new(heapless::Deque::new()));
+        }
+        Self { queues, queued: AtomicBool::new(false), bell: Doorbell::default() }
+    }
+
+    /// Queues the frame in `slot` for the sender of seat `k`, offered to the consumer of
+    /// endpoint session `session`; frames of earlier sessions still queued are dropped (no
+    /// later consumer gets them). Allocates nothing and makes no system call; false when the
+    /// queue is full (more frames than slots for one session: a consumer that released frames
+    /// it was never sent).
+    pub(crate) fn queue(&self, k: usize, slot: usize, meta: &FrameMeta, session: u64) -> bool {
+        let Some(q) = self.queues.get(k) else { return false };
+        let mut q = lock(q);
+        while q.front().is_some_and(|o| o.session != session) {
+            q.pop_front();
+        }
+        let queued = q.push_back(Outgoing { slot, meta: *meta, session }).is_ok();
+        self.queued.store(true, Ordering::Release);
+        queued
+    }
+
+    /// Wakes every sender waiting for frames if a frame was queued since the last ring (one
+    /// system call, and none when no sender sleeps).
+    pub(crate) fn ring(&self) {
+        if self.queued.swap(false, Ordering::AcqRel) {
+            self.bell.ring();
+        }
+    }
+
+    fn pop(&self, k: usize) -> Option<Outgoing> {
+        self.queues.get(k).and_then(|q| lock(q).pop_front())
+    }
+}
+
+/// An event count on a futex: the producer rings it once per present, and every sender
+/// sleeping on it wakes (`FUTEX_WAKE` of all waiters). A sender reads the count before it looks
+/// at its queue and sleeps only while the count is still what it read, so no ring is missed.
+#[derive(Default)]
+struct Doorbell {
+    rings: AtomicU32,
+    sleepers: AtomicU32,
+}
+
+impl Doorbell {
+    fn ring(&self) {
+        self.rings.fetch_add(1, Ordering::SeqCst);
+        // A sender that is about to sleep counted itself before it read `rings` again (both
+        // sequentially consistent): either it sees this ring and does not sleep, or it is
+        // counted here and woken.
+        if self.sleepers.load(Ordering::SeqCst) != 0 {
+            // SAFETY: futex(2) FUTEX_WAKE reads no memory and writes none; the address is that
+            // of a live, 4-byte aligned AtomicU32 of this process (FUTEX_PRIVATE_FLAG).
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.rings.as_ptr(),
+                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                    i32::MAX,
+                )
+            };
+        }
+    }
+
+    fn count(&self) -> u32 {
+        self.rings.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps until the doorbell rings after `seen` (the count read before), or `timeout`
+    /// passes, or a spurious wake-up.
+    fn wait(&self, seen: u32, timeout: Duration) {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        if self.rings.load(Ordering::SeqCst) == seen {
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+                tv_nsec: timeout.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: futex(2) FUTEX_WAIT reads the live, 4-byte aligned AtomicU32 at the
+            // address and sleeps only while it still holds `seen`; `ts` is a valid relative
+            // timeout that outlives the call.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.rings.as_ptr(),
+                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                    seen,
+                    &ts as *const libc::timespec,
+                )
+            };
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 /// The threads serving the seats of consumers in other processes; dropping it stops them (each
 /// finishes the step it is in: at most one message wait, or one attach, bounded by the ring's
@@ -35,17 +162,27 @@ pub(crate) struct SeatService {
 }
 
 impl SeatService {
-    /// Starts one thread per seat of a consumer in another process (none without such seats).
+    /// Starts a reader and a sender thread per seat of a consumer in another process (none
+    /// without such seats).
     pub(crate) fn start(inner: &Arc<Inner>) -> Result<Option<Self>> {
         if inner.remotes.is_empty() {
             return Ok(None);
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let mut threads = Vec::with_capacity(inner.remotes.len());
-        for k in 0..inner.remotes.len() {
+        let mut threads = Vec::with_capacity(2 * inner.remotes.len());
+        for k in 0..2 * inner.remotes.len() {
             let (own, flag) = (inner.clone(), stop.clone());
-            let name = format!("nvsci-seat-{}", inner.remotes[k].consumer);
-            let spawned = std::thread::Builder::new().name(name).spawn(move || serve(&own, k, &flag));
+            let (seat, sends) = (k / 2, k % 2 == 1);
+            let c = inner.remotes[seat].consumer;
+            let spawned = if sends {
+                std::thread::Builder::new()
+                    .name(format!("nvsci-send-{c}"))
+                    .spawn(move || send(&own, seat, &flag))
+            } else {
+                std::thread::Builder::new()
+                    .name(format!("nvsci-seat-{c}"))
+                    .spawn(move || serve(&own, seat, &flag))
+            };
             match spawned {
                 Ok(t) => threads.push(t),
                 Err(e) => {
@@ -66,15 +203,33 @@ impl SeatService {
 impl Drop for SeatService {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
+        // The senders send what is queued, then stop.
+        self.inner.outbox.bell.ring();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-        // The producer reads the endpoints itself from here on.
+        // The producer sends the frames and reads the endpoints itself from here on.
         self.inner.serviced.store(false, Ordering::Release);
     }
 }
 
-/// Serves seat `k` of `inner.remotes` until `stop`.
+/// Sends the frames queued for seat `k` of `inner.remotes`, in order, until `stop` (then what
+/// is queued still, so that no frame the state says the consumer holds stays unsent).
+fn send(inner: &Inner, k: usize, stop: &AtomicBool) {
+    let r = &inner.remotes[k];
+    loop {
+        let seen = inner.outbox.bell.count();
+        while let Some(o) = inner.outbox.pop(k) {
+            inner.send_frame_to(r, o.slot, &o.meta, o.session);
+        }
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        inner.outbox.bell.wait(seen, STEP);
+    }
+}
+
+/// Reads seat `k` of `inner.remotes` and attaches its consumers, until `stop`.
 fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
     let r = &inner.remotes[k];
     let c = r.consumer;
@@ -85,8 +240,9 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
         if inner.shared().st.status(c) != SeatStatus::Vacant {
             used = true;
             if !inner.read_by_service(c) {
-                // A FIFO consumer: the producer reads its endpoint when it needs a slot back
-                // (and notices its loss when a frame cannot be sent to it). Between those, take
+                // The producer's own seat (a FIFO consumer): the producer reads its endpoint
+                // when it needs a slot back (and notices its loss when a frame cannot be sent
+                // to it). Between those, take
                 // what is there without waiting, unless the producer is reading: a consumer
                 // that died holding only frames the producer does not need yet is noticed too.
                 // Wake up when the seat is freed, to offer it to the next consumer at once.
