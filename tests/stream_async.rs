@@ -358,7 +358,10 @@ fn timeouts_name_the_frame_or_the_present_fence() {
         let obj = p.present_sync().unwrap().clone();
         p.present_after(f, obj.generate_fence().unwrap()).unwrap();
         match c.next_frame().await {
-            Err(Error::Timeout { waited_for: Wait::PresentFence { slot: s, sequence: 0 }, timeout: t_out }) => {
+            Err(Error::Timeout {
+                waited_for: Wait::PresentFence { slot: s, sequence: 0 },
+                timeout: t_out,
+            }) => {
                 assert_eq!((s, t_out), (slot, timeout))
             }
             r => panic!("expected a present fence timeout, got {r:?}"),
@@ -471,7 +474,9 @@ fn spawn_child(scenario: &str, dir: &Path, env: &[(&str, String)]) -> (Child, Ar
     std::thread::spawn(move || {
         use std::io::BufRead;
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            eprint!("{tag} {line}\n");
+            // One write per line, so lines of parallel children do not interleave.
+            let marked = format!("{tag} {line}\n");
+            eprint!("{marked}");
             seen.lock().unwrap().push(line);
         }
     });

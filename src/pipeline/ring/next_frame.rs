@@ -72,6 +72,10 @@ impl Consumer {
         if tokio::runtime::Handle::try_current().is_err() {
             return Err(no_runtime());
         }
+        // A frame that is there already completes the future at once: take a unit of the task's
+        // budget, as tokio's own resources do, so that a consumer catching up yields to the
+        // other tasks of its thread now and then.
+        tokio::task::coop::consume_budget().await;
         let deadline = deadline_after(self.inner.config.timeout);
         let id = self.id;
         let inner = &self.inner;
