@@ -170,6 +170,9 @@ pub enum UnsupportedReason {
     RemoteAttachWithCudaProducer,
     /// The crate was built without the cargo feature named.
     FeatureDisabled(&'static str),
+    /// An async call (`Consumer::next_frame`, feature `tokio`) was polled outside a tokio
+    /// runtime, or on one that is shutting down.
+    NoTokioRuntime,
 }
 
 impl fmt::Display for UnsupportedReason {
@@ -264,6 +267,10 @@ impl fmt::Display for UnsupportedReason {
                  backend lays out pitch-linear frames only",
             ),
             FeatureDisabled(feature) => write!(f, "built without the `{feature}` feature"),
+            NoTokioRuntime => f.write_str(
+                "no tokio runtime runs this future (or it is shutting down): poll it on a tokio \
+                 runtime built with I/O and time enabled (`enable_all()`)",
+            ),
         }
     }
 }

@@ -57,6 +57,9 @@ struct Shared {
     ended: bool,
     /// Whether the producer is ending the stream (it sends no frame any more).
     ending: bool,
+    /// The consumers of this process waiting for a frame as a future.
+    #[cfg(feature = "tokio")]
+    wakers: wakers::ConsumerWakers,
 }
 
 /// What the parties of one ring share.
@@ -102,7 +105,11 @@ pub(crate) struct Links {
 }
 
 mod links;
+#[cfg(feature = "tokio")]
+mod next_frame;
 mod seats;
+#[cfg(feature = "tokio")]
+mod wakers;
 
 /// Ring identities: never reused within a process.
 static NEXT_RING_ID: AtomicU64 = AtomicU64::new(1);
@@ -192,6 +199,22 @@ impl Inner {
     /// The backend's NvSci extension, or the error naming `what` needed it.
     pub(super) fn nvsci(&self, what: &'static str) -> Result<&dyn NvSciObjects> {
         self.backend.nvsci().ok_or_else(|| no_nvsci_objects(what))
+    }
+
+    /// Puts back frame (`slot`, `sequence`) that consumer `consumer` took but did not get (its
+    /// engine wait failed, or the future waiting for it was dropped): it is first in line again,
+    /// unless a newer frame replaced it in a mailbox meanwhile, and then it goes back unread.
+    fn untake(&self, consumer: usize, slot: usize, sequence: u64) {
+        let dropped = self.shared().st.consumer_untake(consumer, slot);
+        if dropped {
+            self.backend.clear(slot, Point::Release(consumer));
+            self.changed.notify_all();
+            if let Some(up) = &self.upstream {
+                if let Err(e) = self.unread_upstream(up, slot, sequence) {
+                    log::warn!("frame ring {}: frame {sequence} could not be handed back: {e}", self.id);
+                }
+            }
+        }
     }
 
     /// Takes slot `index` back from consumer `consumer` (its release fence is recorded already;
@@ -322,6 +345,8 @@ impl FrameRing {
                 deferred: None,
                 ended: false,
                 ending: false,
+                #[cfg(feature = "tokio")]
+                wakers: wakers::ConsumerWakers::default(),
             }),
             changed: Condvar::new(),
             seat_freed: Condvar::new(),
@@ -751,6 +776,8 @@ impl Producer {
             capture_ns: frame.capture_ns.unwrap_or_else(monotonic_ns),
             user: frame.user,
         };
+        #[cfg(feature = "tokio")]
+        let woken;
         let to_links = {
             let mut sh = inner.shared();
             let bit = 1u32 << frame.index;
@@ -773,9 +800,17 @@ impl Producer {
             for c in out.send_to.iter() {
                 sessions[c] = inner.link(c).session();
             }
+            // The futures of consumers in this process the frame was queued for.
+            #[cfg(feature = "tokio")]
+            {
+                let here = sh.st.holders(frame.index).0 & !inner.remote_mask;
+                woken = sh.wakers.take(here);
+            }
             (out.send_to, sessions)
         };
         inner.changed.notify_all();
+        #[cfg(feature = "tokio")]
+        woken.into_iter().for_each(std::task::Waker::wake);
         let (to, sessions) = to_links;
         if !to.is_empty() {
             inner.deliver(frame.index, &meta, to, &sessions);
@@ -1067,17 +1102,7 @@ impl Consumer {
     /// Puts back a frame whose engine wait failed; one a newer frame replaced meanwhile goes
     /// back unread.
     fn untake(&self, slot: usize, sequence: u64) {
-        let inner = &self.inner;
-        let dropped = inner.shared().st.consumer_untake(self.id, slot);
-        if dropped {
-            inner.backend.clear(slot, Point::Release(self.id));
-            inner.changed.notify_all();
-            if let Some(up) = &inner.upstream {
-                if let Err(e) = inner.unread_upstream(up, slot, sequence) {
-                    log::warn!("frame ring {}: frame {sequence} could not be handed back: {e}", inner.id);
-                }
-            }
-        }
+        self.inner.untake(self.id, slot, sequence);
     }
 
     fn acquire_until(&mut self, deadline: Instant) -> Result<ConsumerFrame> {

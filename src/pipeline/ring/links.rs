@@ -498,7 +498,7 @@ impl Inner {
 
     /// A consumer process: receives the next frame from the producer's process and records its
     /// present fence and metadata.
-    fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
+    pub(super) fn receive(&self, up: &Upstream, deadline: Instant) -> Result<()> {
         if self.shared().ended {
             return Err(up.ended());
         }

@@ -1,0 +1,267 @@
+//! [`Consumer::next_frame`]: a consumer's acquire as a future (feature `tokio`).
+//!
+//! No thread waits for the frame and nothing polls on a timer: the task is woken by what brings
+//! the frame.
+//!
+//! * A consumer in this process (FIFO or mailbox) leaves its task's waker with the ring
+//!   ([`super::wakers`]) when its queue is empty; the producer's present wakes it once it queued
+//!   a frame for it.
+//! * A consumer in another process ([`Consumer::connect_with`]) registers its endpoint's event
+//!   descriptor (`NvSciIpcGetLinuxEventFd`) with tokio's reactor and reads the endpoint whenever
+//!   it becomes readable; a mailbox consumer sends its request for a frame the same way, when the
+//!   channel has room.
+//!
+//! Then the consumer's engine waits for the frame's present fence, as
+//! [`Consumer::acquire`] does, without blocking the executor: a CUDA consumer enqueues the wait
+//! on its stream (no CPU wait at all); a CPU consumer first looks at the fence without waiting
+//! (a CPU producer signals it before it sends or queues the frame, so it has expired already),
+//! and only a fence that has not (another engine's: a CUDA producer's, or one given to
+//! `present_after`) is waited for on tokio's blocking pool, up to the acquire's deadline.
+
+use super::{deadline_after, ConsumerFrame, Inner};
+use crate::error::{Error, IpcError, Result, UnsupportedReason, Wait};
+use crate::pipeline::backend::ipc::Upstream;
+use crate::pipeline::backend::Point;
+use crate::pipeline::party::ConsumerEngine;
+use crate::pipeline::state::FrameMeta;
+use crate::pipeline::Consumer;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+impl Consumer {
+    /// [`acquire`](Self::acquire) as a future: the next frame offered to this consumer (a FIFO
+    /// consumer's oldest, a mailbox consumer's newest), its present fence waited for by this
+    /// consumer's engine. The frame is the same [`ConsumerFrame`], read and released the same
+    /// way ([`cpu_read`](Self::cpu_read), [`release`](Self::release), ...).
+    ///
+    /// The task waits without a thread of its own: a consumer in this process is woken by the
+    /// producer's present, one in another process ([`connect_with`](Self::connect_with)) by its
+    /// endpoint's event descriptor, registered with tokio's reactor. A CPU consumer's present
+    /// fence has expired by then unless another engine signals it (a CUDA producer, or
+    /// [`Producer::present_after`](crate::pipeline::Producer::present_after)): such a fence is
+    /// waited for on tokio's blocking pool, never on the executor's thread; a CUDA consumer
+    /// enqueues the wait on its stream.
+    ///
+    /// Poll it on a tokio runtime with I/O and time enabled (`Builder::enable_all`), current-thread
+    /// or multi-thread; outside any runtime it fails with [`Error::Unsupported`]
+    /// ([`UnsupportedReason::NoTokioRuntime`]), and a runtime without the time or I/O driver
+    /// makes tokio panic.
+    ///
+    /// # Errors
+    ///
+    /// As [`acquire`](Self::acquire): no frame within the ring's timeout is [`Error::Timeout`]
+    /// with [`Wait::Frame`], a present fence that does not expire by then
+    /// [`Wait::PresentFence`]; a consumer in another process whose producer ended the stream
+    /// gets [`RingError::Ended`](crate::RingError::Ended).
+    ///
+    /// # Cancellation
+    ///
+    /// Cancel-safe: dropping the future before it completes loses no frame. A frame it had taken
+    /// from the queue while its present fence was still being waited for is put back first in
+    /// line (or, in a mailbox that a newer frame reached meanwhile, handed back unread), as a
+    /// failed [`acquire`](Self::acquire) puts it back, so the next `next_frame` or `acquire`
+    /// gets it. Its waker and the event descriptor's registration go with it. A mailbox
+    /// consumer in another process that had asked for a frame gets the frame answering that
+    /// request at its next call. A fence wait running on the blocking pool ends by itself when
+    /// the fence expires or the deadline passes; what it holds (a reference to the ring, a CPU
+    /// wait context) goes then.
+    pub async fn next_frame(&mut self) -> Result<ConsumerFrame> {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return Err(no_runtime());
+        }
+        // A frame that is there already completes the future at once: take a unit of the task's
+        // budget, as tokio's own resources do, so that a consumer catching up yields to the
+        // other tasks of its thread now and then.
+        tokio::task::coop::consume_budget().await;
+        let deadline = deadline_after(self.inner.config.timeout);
+        let id = self.id;
+        let inner = &self.inner;
+        let arrival = async {
+            match &inner.upstream {
+                None => arrive_here(inner, id).await,
+                Some(up) => arrive_from(inner, up, id).await,
+            }
+        };
+        let (index, meta) = match tokio::time::timeout_at(deadline.into(), arrival).await {
+            Ok(got) => got?,
+            Err(_elapsed) => return Err(inner.timeout(Wait::Frame)),
+        };
+        // Taken from the queue: until it is handed out, a drop of this future or a failed wait
+        // puts it back.
+        let mut taken = Taken { inner, consumer: id, slot: index, sequence: meta.sequence, armed: true };
+        #[cfg(feature = "cuda")]
+        let mut stream = None;
+        let cpu_waited = match &mut self.engine {
+            ConsumerEngine::Cpu(waiter) => {
+                let waited = match waiter.wait(index, Point::Present, Duration::ZERO) {
+                    Err(Error::Timeout { .. }) => wait_on_blocking_pool(inner, index, deadline).await,
+                    looked => looked,
+                };
+                if let Err(e) = waited {
+                    return Err(match e {
+                        Error::Timeout { .. } => {
+                            inner.timeout(Wait::PresentFence { slot: index, sequence: meta.sequence })
+                        }
+                        e => e,
+                    });
+                }
+                true
+            }
+            #[cfg(feature = "cuda")]
+            ConsumerEngine::Cuda(p) => {
+                // Enqueued on the stream (nothing was enqueued if it fails: the frame goes back).
+                p.wait(index, Point::Present, true)?;
+                stream = Some(p.stream().clone());
+                false
+            }
+        };
+        taken.armed = false;
+        inner.shared().st.delivered(id, meta.sequence);
+        Ok(ConsumerFrame {
+            inner: inner.clone(),
+            index,
+            meta,
+            consumer: id,
+            live: true,
+            cpu_waited,
+            #[cfg(feature = "cuda")]
+            stream,
+        })
+    }
+}
+
+fn no_runtime() -> Error {
+    Error::Unsupported { what: "Consumer::next_frame", reason: UnsupportedReason::NoTokioRuntime }
+}
+
+/// A frame taken from the consumer's queue and not yet handed out: dropped armed (the future
+/// was dropped, or the engine's wait failed), it puts the frame back.
+struct Taken<'a> {
+    inner: &'a Inner,
+    consumer: usize,
+    slot: usize,
+    sequence: u64,
+    armed: bool,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.inner.untake(self.consumer, self.slot, self.sequence);
+        }
+    }
+}
+
+/// A consumer in this process: its next queued frame, once a present queued one.
+async fn arrive_here(inner: &Inner, id: usize) -> Result<(usize, FrameMeta)> {
+    let _registered = Registered { inner, consumer: id };
+    std::future::poll_fn(|cx| {
+        let mut sh = inner.shared();
+        match sh.st.consumer_take(id) {
+            Some(f) => Poll::Ready(Ok(f)),
+            None => {
+                // Under the lock the present takes wakers under: no present falls in between.
+                sh.wakers.register(id, cx.waker());
+                Poll::Pending
+            }
+        }
+    })
+    .await
+}
+
+/// A consumer's waker left with the ring, forgotten when its wait ends (completed or dropped).
+struct Registered<'a> {
+    inner: &'a Inner,
+    consumer: usize,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.inner.shared().wakers.clear(self.consumer);
+    }
+}
+
+/// A consumer in another process: the next frame from the producer's process, read whenever
+/// the endpoint's event descriptor is readable.
+async fn arrive_from(inner: &Inner, up: &Upstream, id: usize) -> Result<(usize, FrameMeta)> {
+    if let Some(f) = try_take_upstream(inner, up, id)? {
+        return Ok(f);
+    }
+    let registration_failed = |e: std::io::Error| {
+        Error::Ipc(IpcError::Endpoint {
+            endpoint: up.ep.name().to_owned(),
+            reason: format!("its event descriptor could not be registered with tokio: {e}"),
+            code: None,
+        })
+    };
+    // SAFETY: `register_with_interest` needs the descriptor open, and the same, for as long as
+    // the registration lives. It is the endpoint's own (nvsciipc.h, NvSciIpcGetLinuxEventFd:
+    // "Returns the NvSciIpc file descriptor for a given endpoint"), open while the endpoint is,
+    // and the endpoint closes only when the ring drops; the registration is this future's,
+    // which borrows the consumer and so the ring (the `BorrowedFd`'s lifetime says so too).
+    let fd = unsafe { AsyncFd::register_with_interest(up.ep.event_fd(), Interest::READABLE) }
+        .map_err(|e| registration_failed(e.into()))?;
+    loop {
+        let mut ready = fd.readable().await.map_err(|_| no_runtime())?;
+        match try_take_upstream(inner, up, id)? {
+            Some(f) => return Ok(f),
+            // Only readiness from before this look is cleared: an event since keeps it set.
+            None => ready.clear_ready(),
+        }
+    }
+}
+
+/// A consumer in another process takes its next frame without waiting: one queued already, or
+/// one the endpoint holds (a mailbox consumer asks for one first, once, when the channel has
+/// room). `None`: nothing there yet.
+fn try_take_upstream(inner: &Inner, up: &Upstream, id: usize) -> Result<Option<(usize, FrameMeta)>> {
+    let take = || {
+        inner
+            .shared()
+            .st
+            .consumer_take(id)
+            .ok_or_else(|| up.protocol_error("a frame that could not be queued".into()))
+            .map(Some)
+    };
+    if let Some(f) = inner.shared().st.consumer_take(id) {
+        return Ok(Some(f));
+    }
+    let nothing = |e: &Error| matches!(e, Error::Timeout { waited_for: Wait::Frame, .. });
+    if up.mailbox && !up.asked.load(std::sync::atomic::Ordering::Acquire) {
+        // What is there already first (the end of the stream, say, after which the channel may
+        // have no room for a request), as `acquire` does.
+        match inner.receive(up, Instant::now()) {
+            Ok(()) => return take(),
+            Err(e) if nothing(&e) => {}
+            Err(e) => return Err(e),
+        }
+        match up.ask(Duration::ZERO) {
+            // Not sent (the channel is full): asked again at the next wake-up, which the
+            // channel's room reports on the event descriptor too.
+            Ok(()) | Err(Error::Timeout { waited_for: Wait::Endpoint { .. }, .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    match inner.receive(up, Instant::now()) {
+        Ok(()) => take(),
+        Err(e) if nothing(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Waits on tokio's blocking pool, until `deadline`, for the present fence of `slot`, which
+/// another engine signals (a zero-time look found it pending).
+async fn wait_on_blocking_pool(inner: &Arc<Inner>, slot: usize, deadline: Instant) -> Result<()> {
+    let ring = inner.clone();
+    let left = deadline.saturating_duration_since(Instant::now());
+    let wait = tokio::task::spawn_blocking(move || ring.waiter()?.wait(slot, Point::Present, left));
+    match wait.await {
+        Ok(waited) => waited,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        // Cancelled: the runtime is shutting down.
+        Err(_) => Err(no_runtime()),
+    }
+}
