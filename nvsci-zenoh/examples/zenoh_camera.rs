@@ -14,7 +14,6 @@
 #[path = "support/args.rs"]
 mod args;
 #[path = "../../examples/support/nv12_pattern.rs"]
-#[allow(dead_code)]
 mod nv12_pattern;
 
 use args::{arg, args};

@@ -570,11 +570,11 @@ mod tests {
         // XCDR2 little-endian (PLAIN_CDR2_LE = 0x0007) is not plain CDR.
         assert!(matches!(Image::decode(&with(0, &[0x00, 0x07])), Err(CdrError::Encapsulation { .. })));
         assert_eq!(
-            Image::decode(&with(19, &[b'x'])),
+            Image::decode(&with(19, b"x")),
             Err(CdrError::NotTerminated { field: Field::FrameId, offset: 19 })
         );
         assert_eq!(
-            Image::decode(&with(36, &[b'!'])),
+            Image::decode(&with(36, b"!")),
             Err(CdrError::NotTerminated { field: Field::Encoding, offset: 36 })
         );
         assert_eq!(Image::decode(&with(16, &[0xff])), Err(CdrError::NotUtf8 { field: Field::FrameId }));

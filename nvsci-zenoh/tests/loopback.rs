@@ -4,7 +4,6 @@
 //! receiving side and reports what it saw on its standard output.
 
 #[path = "../../examples/support/nv12_pattern.rs"]
-#[allow(dead_code)]
 mod nv12_pattern;
 
 use nv12_pattern::fill_test_pattern;
@@ -41,7 +40,7 @@ fn mock() -> Backend {
 
 /// The camera sequence a capture time stands for.
 fn sequence_of(capture_ns: u64) -> u64 {
-    assert!(capture_ns >= BASE && (capture_ns - BASE) % STEP == 0, "capture time {capture_ns}");
+    assert!(capture_ns >= BASE && (capture_ns - BASE).is_multiple_of(STEP), "capture time {capture_ns}");
     (capture_ns - BASE) / STEP
 }
 
