@@ -242,7 +242,8 @@ impl Fence {
         &self.raw
     }
 
-    /// Mutable pointer to the C fence storage, for a signaler to fill.
+    /// Mutable pointer to the C fence storage, for a signaler to fill (CUDA's signal).
+    #[cfg(feature = "cuda")]
     pub(crate) fn as_raw_mut(&mut self) -> *mut sys::NvSciSyncFence {
         &mut self.raw
     }
