@@ -304,3 +304,29 @@ fn a_stream_of_max_consumers_builds_and_every_consumer_reads_each_frame() {
         other => panic!("{} consumers: {other:?}", MAX_CONSUMERS + 1),
     }
 }
+
+#[test]
+fn acquire_within_waits_only_as_long_as_it_is_told() {
+    // A ring timeout far longer than the waits below: a return at all shows the shorter bound.
+    let (mut p, mut cs) = ring(FrameFormat::Raw { size: 64 }, 2, 1, 60_000).split().unwrap();
+    let c = &mut cs[0];
+    let wait = Duration::from_millis(20);
+    match c.acquire_within(wait) {
+        Err(Error::Timeout { waited_for: nvsci::Wait::Frame, timeout }) => assert_eq!(timeout, wait),
+        other => panic!("expected a frame timeout of 20 ms, got {other:?}"),
+    }
+    match c.acquire_within(Duration::ZERO) {
+        Err(Error::Timeout { waited_for: nvsci::Wait::Frame, timeout }) => {
+            assert_eq!(timeout, Duration::ZERO)
+        }
+        other => panic!("expected a frame timeout of zero, got {other:?}"),
+    }
+    let f = p.acquire().unwrap();
+    p.cpu_write(&f).unwrap().fill(0x5a);
+    p.present(f).unwrap();
+    // Nothing was taken by the timeouts: the one frame comes, with its bytes.
+    let f = c.acquire_within(Duration::ZERO).unwrap();
+    assert_eq!(f.sequence(), 0);
+    assert!(c.cpu_read(&f).unwrap().iter().all(|&b| b == 0x5a));
+    c.release(f).unwrap();
+}

@@ -1067,7 +1067,22 @@ impl Consumer {
     /// first in line, unless a newer one replaced it in a mailbox); a CUDA consumer enqueues
     /// the wait on its stream (the CPU blocks only while no frame is there).
     pub fn acquire(&mut self) -> Result<ConsumerFrame> {
-        let deadline = deadline_after(self.inner.config.timeout);
+        self.acquire_within(self.inner.config.timeout)
+    }
+
+    /// As [`acquire`](Self::acquire), waiting at most `timeout` instead of the ring's timeout
+    /// (for the frame and for its present fence together): a loop that must also notice a stop
+    /// request waits in short slices; `Duration::ZERO` takes a frame only if one is there and its
+    /// fence expired. On a timeout, `Error::Timeout` names what was waited for and `timeout`,
+    /// and nothing is taken.
+    pub fn acquire_within(&mut self, timeout: Duration) -> Result<ConsumerFrame> {
+        self.acquire_by(deadline_after(timeout)).map_err(|e| match e {
+            Error::Timeout { waited_for, .. } => Error::Timeout { waited_for, timeout },
+            e => e,
+        })
+    }
+
+    fn acquire_by(&mut self, deadline: Instant) -> Result<ConsumerFrame> {
         let mut frame = self.acquire_until(deadline)?;
         let inner = &self.inner;
         match &mut self.engine {
