@@ -3,41 +3,43 @@ NvSciIpc endpoint (the mock's: Unix sockets in a temporary directory).
 
     cargo build --example camera_ipc && pip install ./python
     python examples/python/camera_ipc_consumer.py --camera target/debug/examples/camera_ipc \\
-        [--frames 300] [--width 640 --height 480] [--cuda]
+        [--frames 1000] [--width 640 --height 480] [--cuda]
 
-It starts the camera (`camera_ipc --role producer`, which waits for its consumer while it builds
-its stream), attaches with `nvsci.Consumer.connect` and checks every byte of every frame against
-the camera's moving test pattern (examples/support/nv12_pattern.rs), with numpy on the frames in
-place, or with `--cuda` on the GPU through CuPy (a CUDA consumer: the mock's GPU mode). Exits
-non-zero on any mismatch, a missing frame, or a camera that failed. With `--camera` left out it
-attaches to a camera started by hand (`NVSCI_MOCK_IPC_DIR` naming the directory of its
-`nvsciipc.cfg`, with the channel `camera_ipc_0 camera_ipc_1`).
+It starts the camera (`camera_ipc --role producer`, with `--cuda` its consumer seat on the CUDA
+engine; the camera waits for its consumer while it builds its stream), attaches with
+`nvsci.Consumer.connect` and checks every byte of every frame against the camera's moving test
+pattern (examples/support/nv12_pattern.rs, camera_pattern.py here): with numpy on the frames in
+place, or with `--cuda` as a PyTorch consumer on the GPU (the mock's GPU mode): the frame's planes
+through `torch.from_dlpack` (the present fence waited on torch's stream before it reads, the
+release after its reads), converted to RGB with torch operations, the planes compared with the
+pattern and the RGB image with the conversion of the pattern, all on the GPU (each frame's
+verdict is kept on the GPU and read once at the end). Prints one line: frames verified,
+mismatched and missing; exits non-zero on any mismatch, a missing frame, frames out of order or a
+camera that failed. With `--camera` left out it attaches to a camera started by hand
+(`NVSCI_MOCK_IPC_DIR` naming the directory of its `nvsciipc.cfg`, with the channel
+`camera_ipc_0 camera_ipc_1`; start the camera with `--cuda` for a `--cuda` consumer).
 """
 
 import argparse
-import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 
 import nvsci
+from camera_pattern import CONSUMER_ENDPOINT, expected, start_camera, summary
 
 
-def expected(xp, seq, width, height):
-    """Frame `seq` of camera_ipc's pattern as the planes (luma, chroma) of `xp` (numpy or CuPy):
-    y = 16 + ((x + 3t) ^ (row + t)) mod 256 mod 220; per 2x2 block u = 2 bx + t, v = 3 by + 2t,
-    all mod 256."""
-    x = xp.arange(width, dtype=xp.uint32)[None, :]
-    row = xp.arange(height, dtype=xp.uint32)[:, None]
-    luma = (16 + (((x + 3 * seq) ^ (row + seq)) & 0xFF) % 220).astype(xp.uint8)
-    bx = xp.arange(width // 2, dtype=xp.uint32)[None, :]
-    by = xp.arange(height // 2, dtype=xp.uint32)[:, None]
-    u = xp.broadcast_to((2 * bx + seq) & 0xFF, (height // 2, width // 2))
-    v = xp.broadcast_to((3 * by + 2 * seq) & 0xFF, (height // 2, width // 2))
-    return luma, xp.stack([u, v], -1).astype(xp.uint8)
+def nv12_to_rgb(torch, y, uv):
+    """BT.601 limited range, 8-bit integer arithmetic (nvsci::convert's rounding), with torch."""
+    y = y.to(torch.int32)
+    uv = uv.to(torch.int32).repeat_interleave(2, 0).repeat_interleave(2, 1)
+    u, v = uv[..., 0] - 128, uv[..., 1] - 128
+    c = 298 * (y - 16)
+    r = (c + 409 * v + 128) >> 8
+    g = (c - 100 * u - 208 * v + 128) >> 8
+    b = (c + 516 * u + 128) >> 8
+    return torch.stack([r, g, b], -1).clamp(0, 255).to(torch.uint8)
 
 
 def main():
@@ -46,51 +48,51 @@ def main():
     p.add_argument("--frames", type=int, default=300)
     p.add_argument("--width", type=int, default=640)
     p.add_argument("--height", type=int, default=480)
-    p.add_argument("--cuda", action="store_true", help="a CUDA consumer, checked on the GPU with CuPy")
+    p.add_argument("--cuda", action="store_true", help="a PyTorch consumer on the GPU (CUDA engine)")
     a = p.parse_args()
 
     backend = nvsci.Backend.mock()
-    if a.cuda and not backend.has_cuda:
-        print("--cuda: no CUDA GPU (the mock's GPU mode needs one)", file=sys.stderr)
-        return 2
+    torch = None
     if a.cuda:
-        import cupy as xp
-    else:
-        xp = np
-    camera = None
-    if a.camera:
-        d = tempfile.mkdtemp(prefix="nvsci-camera-ipc-py-")
-        with open(os.path.join(d, "nvsciipc.cfg"), "w") as f:
-            f.write("INTER_PROCESS camera_ipc_0 camera_ipc_1 16 4096\n")
-        os.environ["NVSCI_MOCK_IPC_DIR"] = d
-        args = ["--role", "producer", "--frames", str(a.frames), "--width", str(a.width), "--height", str(a.height)]
-        camera = subprocess.Popen([a.camera, *args])
+        if not backend.has_cuda:
+            print("--cuda: no CUDA GPU (the mock's GPU mode needs one)", file=sys.stderr)
+            return 2
+        # torch's import and CUDA's start take seconds: before the camera waits for us.
+        import torch
+
+        torch.zeros(1, device="cuda")
+    camera = start_camera(a.camera, a.frames, a.width, a.height, a.cuda) if a.camera else None
     fmt = nvsci.FrameFormat.nv12(a.width, a.height)
     desc = nvsci.ConsumerDesc(engine="cuda" if a.cuda else "cpu")
-    consumer = nvsci.Consumer.connect(backend, "camera_ipc_1", fmt, desc, timeout=10.0)
-    bad, seen, start = 0, [], time.monotonic()
-    for frame in consumer:
-        with frame:
-            want_y, want_uv = expected(xp, frame.sequence, a.width, a.height)
-            if a.cuda:
-                y, uv = xp.from_dlpack(frame.luma), xp.from_dlpack(frame.chroma)
-            else:
+    consumer = nvsci.Consumer.connect(backend, CONSUMER_ENDPOINT, fmt, desc, timeout=10.0)
+    seen, start = [], time.monotonic()
+    if a.cuda:
+        bad_frames = torch.zeros((), dtype=torch.int64, device="cuda")
+        for frame in consumer:
+            with frame:
+                y, uv = torch.from_dlpack(frame.luma), torch.from_dlpack(frame.chroma)
+                rgb = nv12_to_rgb(torch, y, uv)
+                want_y, want_uv = expected(torch, frame.sequence, a.width, a.height, device="cuda")
+                wrong = (y != want_y).sum() + (uv != want_uv).sum()
+                wrong += (rgb != nv12_to_rgb(torch, want_y, want_uv)).sum()
+                bad_frames += (wrong > 0).to(torch.int64)
+            seen.append(frame.sequence)
+        bad = int(bad_frames.item())
+    else:
+        bad = 0
+        for frame in consumer:
+            with frame:
+                want_y, want_uv = expected(np, frame.sequence, a.width, a.height)
                 y, uv = frame.luma.numpy(), frame.chroma.numpy()
-            if not (bool((y == want_y).all()) and bool((uv == want_uv).all())):
-                bad += 1
-                print(f"frame {frame.sequence}: differs from the camera's pattern", file=sys.stderr)
+                if not (np.array_equal(y, want_y) and np.array_equal(uv, want_uv)):
+                    bad += 1
+                    print(f"frame {frame.sequence}: differs from the camera's pattern", file=sys.stderr)
             seen.append(frame.sequence)
     elapsed = time.monotonic() - start
     consumer.close()
     ok = camera is None or camera.wait(timeout=60) == 0
-    missing = a.frames - len(seen) if a.camera else 0
-    print(
-        f"camera_ipc_consumer: {len(seen)} frames of {a.width}x{a.height} NV12 from the camera process "
-        f"in {elapsed:.2f} s, {bad} differ from the pattern, {missing} missing"
-        + ("" if ok else "; the camera process failed")
-    )
-    in_order = seen == list(range(seen[0], seen[0] + len(seen))) if seen else False
-    return 0 if ok and bad == 0 and missing == 0 and in_order else 1
+    name = "camera_ipc_consumer (torch, CUDA)" if a.cuda else "camera_ipc_consumer (numpy, CPU)"
+    return summary(name, seen, a.frames if a.camera else None, bad, a.width, a.height, ok, elapsed)
 
 
 if __name__ == "__main__":

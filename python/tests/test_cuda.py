@@ -190,16 +190,86 @@ def test_release_waits_for_the_readers_stream(gpu, torch):
     assert seen.tolist() == [H * W] * n
 
 
-def test_new_frame_contents_are_seen_on_the_callers_stream(gpu, torch):
-    """A kernel on torch's stream reading a frame presented just before sees its contents."""
-    producer, (consumer,) = cuda_stream(gpu, frames=3)
-    stream = torch.cuda.Stream()
-    with torch.cuda.stream(stream):
-        for i in range(100):
-            producer.send(np.full((ROWS, W), (i * 13) % 256, np.uint8))
+# A frame presented just before is read fresh on the caller's stream ------------------------------
+
+# GPU clock cycles the producer's side waits before each frame's bytes are written: long against the
+# host's trip from `send` through `acquire` to the reader's kernel launch, so a read that is not
+# ordered after the present fence runs before the write and sees the slot's old bytes.
+LATE_WRITE_CYCLES = 4_000_000
+
+
+def distinct(torch, base, i):
+    """Frame `i`'s packed NV12 image on the GPU: every byte differs from the same byte of frames
+    i - 1 .. i - 8 (the step 31 i mod 251 is never 0 there), so a slot's old contents never pass
+    for a new frame's."""
+    return ((base + i * 31) % 251 + 1).to(torch.uint8)
+
+
+class _Unordered:
+    """A plane exported with `stream=-1` (the array API's "no synchronization"): torch reads it
+    on its stream without waiting for the frame's present fence."""
+
+    def __init__(self, plane):
+        self.plane = plane
+
+    def __dlpack__(self, stream=None, **kw):
+        return self.plane.__dlpack__(stream=-1, **kw)
+
+    def __dlpack_device__(self):
+        return self.plane.__dlpack_device__()
+
+
+@pytest.mark.parametrize("write", ["send", "in_place"])
+def test_a_frame_presented_just_before_is_read_fresh_on_torchs_stream(gpu, torch, write):
+    """The producer writes each frame on a CUDA stream just before presenting it, behind a long
+    kernel on that stream (`send` of a tensor made there, or in place through DLPack); the
+    consumer, right after `acquire` and with no host synchronisation, runs torch kernels on its
+    own non-default stream that compare the frame with that frame's bytes. Every frame must
+    compare equal: the present fence is waited before torch's stream reads. The last frames
+    read the luma plane unordered (`stream=-1`) beside the ordered chroma plane: the unordered
+    reads see old bytes, which shows the late write is late enough for a missing wait to show."""
+    producer, (consumer,) = gpu.stream(
+        nvsci.FrameFormat.nv12(W, H),
+        consumers=[nvsci.ConsumerDesc(engine="cuda")],
+        producer="cuda",
+        frames=3,
+    )
+    writer, reader = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.cuda.stream(reader):
+        base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
+    reader.synchronize()
+    n, controls = 200, 20
+    wrong = torch.zeros(n + controls, 2, dtype=torch.int64, device="cuda")
+
+    def produce(i):
+        with torch.cuda.stream(writer):
+            torch.cuda._sleep(LATE_WRITE_CYCLES)
+            img = distinct(torch, base, i)
+            if write == "send":
+                assert producer.send(img) == i
+            else:
+                with producer.acquire() as f:
+                    torch.from_dlpack(f.luma).copy_(img[:H])
+                    torch.from_dlpack(f.chroma).copy_(img[H:].reshape(H // 2, W // 2, 2))
+            del img
+
+    with torch.cuda.stream(reader):
+        for i in range(n + controls):
+            produce(i)
             with consumer.acquire() as f:
-                y = torch.from_dlpack(f.luma)
-                assert int(y[H - 1, W - 1]) == (i * 13) % 256
+                assert f.sequence == i
+                luma = _Unordered(f.luma) if i >= n else f.luma
+                y = torch.from_dlpack(luma)
+                wrong[i, 0] = (y != distinct(torch, base, i)[:H]).sum()
+                uv = torch.from_dlpack(f.chroma)
+                wrong[i, 1] = (uv.reshape(H // 2, W) != distinct(torch, base, i)[H:]).sum()
+    torch.cuda.synchronize()
+    got = wrong.tolist()
+    assert got[:n] == [[0, 0]] * n, [(i, w) for i, w in enumerate(got[:n]) if w != [0, 0]][:10]
+    assert [w[1] for w in got[n:]] == [0] * controls
+    stale = sum(1 for w in got[n:] if w[0] > 0)
+    assert stale > 0, "no unordered read saw old bytes: the late write is not late enough to test the wait"
+    assert consumer.delivered == n + controls
 
 
 def test_cupy_reads_through_dlpack_and_the_array_interface(gpu, cupy):
