@@ -158,7 +158,8 @@ fn run() -> Res<bool> {
             let t = Instant::now();
             for _ in 1..a.frames {
                 // SAFETY: as above.
-                unsafe { kernel.enqueue(s, &layout, f.device_address(), dst, sum0 + 8 * total) }.map_err(e)?;
+                unsafe { kernel.enqueue(s, &layout, f.device_address(), dst, sum0 + 8 * total) }
+                    .map_err(e)?;
             }
             s.synchronize().map_err(e)?;
             Ok(t.elapsed().as_secs_f64() * 1e6 / (a.frames - 1).max(1) as f64)
