@@ -40,9 +40,13 @@ import time
 from multiprocessing import shared_memory
 
 import numpy as np
-import torch
 
 import nvsci
+
+try:
+    import torch
+except ImportError:
+    torch = None
 from camera_ipc_consumer import nv12_to_rgb
 
 WARM_UP = 20
@@ -197,7 +201,7 @@ def main():
     p.add_argument("--rust", help="cuda_consumer_bench built (default: .gpu/examples, target/release/examples)")
     a = p.parse_args()
     backend = nvsci.Backend.mock()
-    if not backend.has_cuda or not torch.cuda.is_available():
+    if torch is None or not backend.has_cuda or not torch.cuda.is_available():
         print("needs a CUDA GPU (the mock's GPU mode) and torch with CUDA", file=sys.stderr)
         return 2
     torch.zeros(1, device="cuda")

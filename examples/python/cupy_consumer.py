@@ -26,10 +26,14 @@ import argparse
 import sys
 import time
 
-import cupy
 import numpy as np
 
 import nvsci
+
+try:
+    import cupy
+except ImportError:
+    cupy = None
 from camera_pattern import CONSUMER_ENDPOINT, expected, start_camera, summary
 
 
@@ -53,8 +57,8 @@ def main():
     a.height = a.height or (480 if a.camera else 1080)
 
     backend = nvsci.Backend.mock()
-    if not backend.has_cuda:
-        print("no CUDA GPU: the mock's GPU mode needs one", file=sys.stderr)
+    if cupy is None or not backend.has_cuda:
+        print("needs CuPy and a CUDA GPU (the mock's GPU mode)", file=sys.stderr)
         return 2
     if a.camera:
         return from_camera(a, backend)
