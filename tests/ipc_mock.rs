@@ -479,7 +479,15 @@ fn a_peer_that_dies_is_a_typed_error_and_the_survivor_frees_everything() {
     ledger_is_clean();
 }
 
-const MULTICAST_FRAMES: u64 = 1000;
+/// Frames of the multicast scenarios: 1000, or 200 under an emulator (`NVSCI_CHILD_RUNNER`, which
+/// toolchain/cargo-aarch64.toml sets for qemu), where a frame costs some 50 times more.
+fn multicast_frames() -> u64 {
+    if std::env::var("NVSCI_CHILD_RUNNER").is_ok_and(|r| !r.is_empty()) {
+        200
+    } else {
+        1000
+    }
+}
 
 /// Starts the two consumer processes of the multicast tests (ring indices 1 and 2): `a` runs
 /// scenario `a` with `a_frames`, `b` a CPU consumer of `b_frames`.
@@ -520,22 +528,22 @@ fn take_cpu(c: &mut Consumer, frames: u64) {
 }
 
 /// One producer, one consumer in this process and two in other processes: every consumer
-/// reads every one of 1000 frames, checked byte by byte against the frame's pattern, and a slot
+/// reads every one of 1000 frames (200 under an emulator), checked byte by byte against the frame's pattern, and a slot
 /// is rewritten only after all three released it (a consumer that read a slot the producer had
 /// already rewritten would see another frame's pattern).
 #[test]
 fn two_consumer_processes_and_one_in_process_consumer_each_verify_a_thousand_frames() {
     let dir = ipc_dir("multicast", &[("mc_a_0", "mc_a_1"), ("mc_b_0", "mc_b_1")]);
     let _g = use_dir(&dir);
-    let (a, b) = spawn_pair(&dir, "consumer", MULTICAST_FRAMES, "consumer", MULTICAST_FRAMES);
+    let (a, b) = spawn_pair(&dir, "consumer", multicast_frames(), "consumer", multicast_frames());
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
     let (mut p, mut c) = multicast_ring(&lib, &ipc, Engine::Cpu, RING_TIMEOUT);
     let local = std::thread::spawn(move || {
-        take_cpu(&mut c, MULTICAST_FRAMES);
+        take_cpu(&mut c, multicast_frames());
         c
     });
-    produce(&mut p, MULTICAST_FRAMES);
+    produce(&mut p, multicast_frames());
     let c = local.join().unwrap();
     drop(p);
     for (name, child) in [("a", a), ("b", b)] {
@@ -604,7 +612,7 @@ fn two_cuda_consumer_processes_and_one_in_process_cuda_consumer_each_verify_a_th
     // Serialised before CUDA starts: the driver opens descriptors, which other tests count.
     let _g = use_dir(&dir);
     let Some(dev) = common::gpu() else { return };
-    let frames = MULTICAST_FRAMES;
+    let frames = multicast_frames();
     let (a, b) = spawn_pair(&dir, "cuda_consumer", frames, "cuda_consumer", frames);
     let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
