@@ -15,7 +15,7 @@
 //!   and beside it the raw floor of that copy: `cuMemcpyDtoHAsync` of the same bytes (the
 //!   frame's own mapping, and device memory of the same size) into pinned memory, then a stream
 //!   synchronise, timed one copy at a time against the bridge's copy time
-//!   (`PublishStats::readback_ns`: enqueue to done, present wait included).
+//!   (`PublishStats::readback_ns`: enqueue to done, present wait and release enqueue included).
 //!
 //! Two measures each: frames/s received while the sender goes as fast as it can (raw: puts back
 //! to back; bridge: the camera presents the next frame as soon as the bridge took the previous

@@ -421,6 +421,8 @@ impl Worker {
     fn read(&mut self, frame: ConsumerFrame) -> Result<Vec<u8>, Unread> {
         let capture_time = frame.capture_time();
         let (consumer, counters, encoder) = (&mut self.consumer, &*self.counters, &self.encoder);
+        #[cfg(feature = "cuda")]
+        let (stop, poll) = (&*self.stop, self.poll);
         match &mut self.reader {
             Reader::Cpu => {
                 let message = match consumer.cpu_read(&frame) {
@@ -438,7 +440,9 @@ impl Worker {
                 // memory.
                 let enqueued = readback.enqueue(consumer, &frame);
                 release(consumer, counters, frame);
-                let bytes = enqueued.and_then(|()| readback.finish(consumer)).map_err(Unread::Stream)?;
+                let timeout = consumer.timeout();
+                let bytes =
+                    enqueued.and_then(|()| readback.finish(stop, poll, timeout)).map_err(Unread::Stream)?;
                 counters.readback_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
                 counters.readbacks.fetch_add(1, Ordering::AcqRel);
                 encoder.message(bytes, capture_time)
