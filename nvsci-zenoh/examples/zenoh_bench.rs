@@ -8,7 +8,14 @@
 //! * raw + copy: the same, with one copy of the message into a new buffer per put (what the
 //!   bridge's copy out of the frame costs, without the stream);
 //! * bridge: a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames; the bridge
-//!   consumer (a mailbox) copies each into its message and puts it on the same session.
+//!   consumer (a mailbox) copies each into its message and puts it on the same session;
+//! * with `--cuda` (a CUDA GPU, the mock in GPU mode): bridge (CUDA), a CUDA camera (producer on
+//!   the GPU) and the bridge consumer on the GPU too, which copies each frame device -> pinned
+//!   host memory on its stream (ordered by the ring's fences) before it builds the message;
+//!   and beside it the raw floor of that copy: `cuMemcpyDtoHAsync` of the same bytes (the
+//!   frame's own mapping, and device memory of the same size) into pinned memory, then a stream
+//!   synchronise, timed one copy at a time against the bridge's copy time
+//!   (`PublishStats::readback_ns`: enqueue to done, present wait and release enqueue included).
 //!
 //! Two measures each: frames/s received while the sender goes as fast as it can (raw: puts back
 //! to back; bridge: the camera presents the next frame as soon as the bridge took the previous
@@ -19,6 +26,7 @@
 //!
 //! ```text
 //! cargo run --release --manifest-path nvsci-zenoh/Cargo.toml --example zenoh_bench -- --frames 300
+//! cargo run --release --manifest-path nvsci-zenoh/Cargo.toml --example zenoh_bench -- --frames 300 --cuda
 //! ```
 
 #[path = "support/args.rs"]
@@ -27,9 +35,9 @@ mod args;
 mod percentile;
 
 use args::arg;
-use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
+use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
 use nvsci_zenoh::cdr::{Image, Time};
-use nvsci_zenoh::{BridgeConfig, BridgeConsumer, StampClock};
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, PublishStats, StampClock};
 use percentile::pct;
 use std::sync::mpsc;
 use std::sync::OnceLock;
@@ -44,8 +52,15 @@ fn now_ns() -> u64 {
     BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+fn main() -> Res<()> {
     now_ns();
+    let cuda = std::env::args().any(|a| a == "--cuda");
+    #[cfg(not(feature = "cuda"))]
+    if cuda {
+        return Err("--cuda: this build has no `cuda` feature".into());
+    }
     let (w, h) = (arg("--width", 1920u32), arg("--height", 1080u32));
     let frames = arg("--frames", 300u64);
     let samples = arg("--latency-samples", 100usize);
@@ -127,7 +142,7 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         raw.push((fps, lat));
     }
 
-    // The bridge.
+    // The bridge, on the CPU.
     let ring = Backend::with_library(nvsci::NvSci::mock())
         .stream(FrameFormat::nv12(w, h))
         .frames(4)
@@ -141,66 +156,232 @@ fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         camera.cpu_write(&f)?.fill(0x80);
         camera.present(f)?;
     }
-    let bridge = BridgeConsumer::spawn_on(tx.clone(), consumers.remove(0), &cfg)?;
-    std::thread::sleep(Duration::from_millis(300));
-    while br_rx.try_recv().is_ok() {}
-    let published_before = bridge.stats().published;
-    let start = Instant::now();
-    let mut got = 0u64;
-    // Throughput: the next frame as soon as the bridge took the previous one, until `frames`
-    // messages arrived.
-    let delivered = |c: &nvsci::pipeline::Producer| c.consumer_stats(0).map_or(0, |s| s.delivered);
-    while got < frames && start.elapsed() < Duration::from_secs(60) {
-        let taken = delivered(&camera);
-        let mut f = camera.acquire()?;
-        f.set_capture_time(now_ns());
-        camera.present(f)?;
-        while delivered(&camera) == taken && start.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        while br_rx.try_recv().is_ok() {
-            got += 1;
-        }
-    }
-    while got < frames && br_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
-        got += 1;
-    }
-    let bridge_fps = got as f64 / start.elapsed().as_secs_f64();
-    let st = bridge.stats();
-    let (published, skipped) = (st.published - published_before, st.skipped);
-    std::thread::sleep(Duration::from_millis(300));
-    while br_rx.try_recv().is_ok() {}
-    // Latency: present one frame, wait for it to arrive.
-    let mut bridge_lat = Vec::with_capacity(samples);
-    for _ in 0..samples {
-        let mut f = camera.acquire()?;
-        let sent = now_ns();
-        f.set_capture_time(sent);
-        camera.present(f)?;
-        loop {
-            let (t, s) = br_rx.recv_timeout(Duration::from_secs(10))?;
-            if s == sent {
-                bridge_lat.push((t - sent) as f64 / 1e6);
-                break;
-            }
-        }
-    }
-    let st = bridge.stop();
+    let run = Run { session: &tx, cfg: &cfg, arrivals: &br_rx, frames, samples };
+    let mut cpu = run.bridge(&mut camera, consumers.remove(0))?;
+    #[cfg(feature = "cuda")]
+    let mut gpu = if cuda { Some(cuda_run::run(&run, w, h)?) } else { None };
 
-    let (bp50, bp90) = (pct(&mut bridge_lat, 0.5), pct(&mut bridge_lat, 0.9));
     let (raw_fps, rp50) = (raw[0].0, pct(&mut raw[0].1, 0.5));
     println!("{w}x{h} NV12, {bytes} bytes per message, {frames} frames, {samples} latency samples");
-    println!("{:<12} {:>10} {:>10} {:>10}", "", "frames/s", "p50 ms", "p90 ms");
+    println!("{:<14} {:>10} {:>10} {:>10}", "", "frames/s", "p50 ms", "p90 ms");
     for (name, (fps, lat)) in ["raw", "raw + copy"].iter().zip(&mut raw) {
         let (p50, p90) = (pct(lat, 0.5), pct(lat, 0.9));
-        println!("{name:<12} {fps:>10.1} {p50:>10.3} {p90:>10.3}");
+        println!("{name:<14} {fps:>10.1} {p50:>10.3} {p90:>10.3}");
     }
-    println!("{:<12} {:>10.1} {:>10.3} {:>10.3}", "bridge", bridge_fps, bp50, bp90);
-    println!("bridge/raw: frames/s {:.2}x, p50 latency {:.2}x", bridge_fps / raw_fps, bp50 / rp50);
-    println!(
-        "bridge during the throughput run: {published} published, {skipped} frames skipped by its mailbox; \
-         errors {}",
-        st.publish_errors + st.stream_errors
-    );
+    cpu.row("bridge");
+    #[cfg(feature = "cuda")]
+    if let Some(g) = &mut gpu {
+        g.bridge.row("bridge (CUDA)");
+    }
+    cpu.ratios("bridge", raw_fps, rp50);
+    #[cfg(feature = "cuda")]
+    if let Some(g) = &mut gpu {
+        g.bridge.ratios("bridge (CUDA)", raw_fps, rp50);
+        g.report();
+    }
     Ok(())
+}
+
+/// What every bridge run shares: the sending session, the configuration, the arrivals of the
+/// bridge's messages at the receiving session, and the sizes of the run.
+struct Run<'a> {
+    session: &'a zenoh::Session,
+    cfg: &'a BridgeConfig,
+    arrivals: &'a mpsc::Receiver<(u64, u64)>,
+    frames: u64,
+    samples: usize,
+}
+
+/// A bridge's figures.
+struct Figures {
+    fps: f64,
+    lat: Vec<f64>,
+    /// During the throughput run.
+    published: u64,
+    skipped: u64,
+    /// At the end.
+    stats: PublishStats,
+}
+
+impl Figures {
+    fn row(&mut self, name: &str) {
+        let (p50, p90) = (pct(&mut self.lat, 0.5), pct(&mut self.lat, 0.9));
+        println!("{name:<14} {:>10.1} {p50:>10.3} {p90:>10.3}", self.fps);
+    }
+
+    fn ratios(&mut self, name: &str, raw_fps: f64, raw_p50: f64) {
+        let p50 = pct(&mut self.lat, 0.5);
+        println!("{name}/raw: frames/s {:.2}x, p50 latency {:.2}x", self.fps / raw_fps, p50 / raw_p50);
+        println!(
+            "{name} during the throughput run: {} published, {} frames skipped by its mailbox; errors {}",
+            self.published,
+            self.skipped,
+            self.stats.publish_errors + self.stats.stream_errors
+        );
+    }
+}
+
+impl Run<'_> {
+    /// A bridge consumer on `consumer` (a mailbox consumer of `camera`'s stream, every slot of
+    /// which holds a picture): frames/s with the camera presenting the next frame as soon as the
+    /// bridge took the previous one, then the latency of one frame at a time.
+    fn bridge(&self, camera: &mut Producer, consumer: Consumer) -> Res<Figures> {
+        let (frames, br_rx) = (self.frames, self.arrivals);
+        let bridge = BridgeConsumer::spawn_on(self.session.clone(), consumer, self.cfg)?;
+        std::thread::sleep(Duration::from_millis(300));
+        while br_rx.try_recv().is_ok() {}
+        let published_before = bridge.stats().published;
+        let start = Instant::now();
+        let mut got = 0u64;
+        // Throughput: the next frame as soon as the bridge took the previous one, until `frames`
+        // messages arrived.
+        let delivered = |c: &Producer| c.consumer_stats(0).map_or(0, |s| s.delivered);
+        while got < frames && start.elapsed() < Duration::from_secs(60) {
+            let taken = delivered(camera);
+            let mut f = camera.acquire()?;
+            f.set_capture_time(now_ns());
+            camera.present(f)?;
+            while delivered(camera) == taken && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            while br_rx.try_recv().is_ok() {
+                got += 1;
+            }
+        }
+        while got < frames && br_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
+            got += 1;
+        }
+        let fps = got as f64 / start.elapsed().as_secs_f64();
+        let st = bridge.stats();
+        let (published, skipped) = (st.published - published_before, st.skipped);
+        std::thread::sleep(Duration::from_millis(300));
+        while br_rx.try_recv().is_ok() {}
+        // Latency: present one frame, wait for it to arrive.
+        let mut lat = Vec::with_capacity(self.samples);
+        for _ in 0..self.samples {
+            let mut f = camera.acquire()?;
+            let sent = now_ns();
+            f.set_capture_time(sent);
+            camera.present(f)?;
+            loop {
+                let (t, s) = br_rx.recv_timeout(Duration::from_secs(10))?;
+                if s == sent {
+                    lat.push((t - sent) as f64 / 1e6);
+                    break;
+                }
+            }
+        }
+        Ok(Figures { fps, lat, published, skipped, stats: bridge.stop() })
+    }
+}
+
+/// The CUDA rows: a CUDA camera and a CUDA bridge consumer on the mock in GPU mode, and the raw
+/// device -> host copy of the same bytes.
+#[cfg(feature = "cuda")]
+mod cuda_run {
+    use super::{pct, Figures, Res, Run};
+    use nvsci::cuda::cudarc::driver::{result, CudaStream, DevicePtr, PinnedHostSlice};
+    use nvsci::cuda::CudaGpu;
+    use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
+    use std::time::{Duration, Instant};
+
+    /// The CUDA bridge and the copies' times (microseconds).
+    pub struct Gpu {
+        pub bridge: Figures,
+        bytes: usize,
+        device: String,
+        raw_frame: Vec<f64>,
+        raw_device: Vec<f64>,
+    }
+
+    impl Gpu {
+        pub fn report(&mut self) {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let st = &self.bridge.stats;
+            let bridge = st.readback_ns as f64 / 1e3 / st.readbacks.max(1) as f64;
+            let (f_mean, d_mean) = (mean(&self.raw_frame), mean(&self.raw_device));
+            println!(
+                "device -> host copy of {} bytes on {} (microseconds per frame):",
+                self.bytes, self.device
+            );
+            println!("{:<44} {:>10} {:>10}", "", "mean", "p50");
+            println!(
+                "{:<44} {f_mean:>10.1} {:>10.1}",
+                "raw cuMemcpyDtoHAsync, the frame's mapping",
+                pct(&mut self.raw_frame, 0.5)
+            );
+            println!(
+                "{:<44} {d_mean:>10.1} {:>10.1}",
+                "raw cuMemcpyDtoHAsync, device memory",
+                pct(&mut self.raw_device, 0.5)
+            );
+            println!("{:<44} {bridge:>10.1} {:>10}", format!("bridge ({} copies)", st.readbacks), "-");
+            println!("bridge copy / raw copy of the frame's mapping: {:.2}x", bridge / f_mean);
+        }
+    }
+
+    /// `n` raw copies of `len` bytes at `src` into `dst` on `stream`, each enqueued
+    /// (`cuMemcpyDtoHAsync`) and waited for (`cuStreamSynchronize`) alone; microseconds each.
+    fn raw_copies(stream: &CudaStream, src: u64, dst: &mut PinnedHostSlice<u8>, n: usize) -> Res<Vec<f64>> {
+        let dst = dst.as_mut_slice()?;
+        let mut t = Vec::with_capacity(n);
+        for _ in 0..n {
+            let start = Instant::now();
+            // SAFETY: `src` is a device address of at least `dst.len()` bytes in `stream`'s
+            // context, which stays mapped (its frame held, or its allocation alive) while this
+            // function runs; `dst` is page-locked host memory of the same context, borrowed
+            // mutably until the synchronise below, after which the copy is done.
+            unsafe { result::memcpy_dtoh_async(dst, src, stream.cu_stream()) }?;
+            stream.synchronize()?;
+            t.push(start.elapsed().as_secs_f64() * 1e6);
+        }
+        Ok(t)
+    }
+
+    pub fn run(run: &Run<'_>, w: u32, h: u32) -> Res<Gpu> {
+        let dev = CudaGpu::open(0)?;
+        let device = dev.context().name().unwrap_or_else(|_| "a CUDA GPU".into());
+        let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
+            .stream(FrameFormat::nv12(w, h))
+            .frames(4)
+            .timeout(Duration::from_millis(200))
+            .producer(Engine::Cuda(dev.clone()))
+            .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
+            .build()?;
+        let (mut camera, mut consumers) = ring.split()?;
+        let stream = camera.stream().ok_or("no camera stream")?.clone();
+        let picture = vec![0x80u8; camera.layout().size as usize];
+        for _ in 0..4 {
+            // Every slot holds a picture once, written on the camera's stream.
+            let f = camera.acquire()?;
+            stream.memcpy_htod(&picture, camera.cuda_buffer(&f)?)?;
+            camera.present(f)?;
+        }
+        stream.synchronize()?;
+        let mut consumer = consumers.remove(0);
+        // The raw floor: copies of a frame's own mapping (held meanwhile), then of device memory
+        // of the same size, on the consumer's stream, into cacheable pinned memory as the
+        // bridge's.
+        let n = run.samples.max(100);
+        let (raw_frame, raw_device, bytes) = {
+            let f = consumer.acquire()?;
+            let cs = consumer.stream().ok_or("no consumer stream")?.clone();
+            let buffer = consumer.cuda_buffer(&f)?;
+            let len = nvsci::cuda::cudarc::driver::DeviceSlice::len(buffer);
+            // SAFETY: the memory is left uninitialised by the allocation; the copies write
+            // every byte before anything reads it (nothing here reads it at all).
+            let mut pinned = unsafe { cs.context().alloc_pinned_with_flags::<u8>(len, 0) }?;
+            let warm = raw_copies(&cs, buffer.device_address(), &mut pinned, 10)?;
+            drop(warm);
+            let raw_frame = raw_copies(&cs, buffer.device_address(), &mut pinned, n)?;
+            let device = cs.alloc_zeros::<u8>(len)?;
+            let (dptr, _sync) = device.device_ptr(&cs);
+            let raw_device = raw_copies(&cs, dptr, &mut pinned, n)?;
+            drop(_sync);
+            consumer.release(f)?;
+            (raw_frame, raw_device, len)
+        };
+        let bridge = run.bridge(&mut camera, consumer)?;
+        Ok(Gpu { bridge, bytes, device, raw_frame, raw_device })
+    }
 }

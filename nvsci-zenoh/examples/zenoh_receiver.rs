@@ -48,7 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     while n < frames && Instant::now() < deadline {
         let frame = match consumer.acquire() {
             Ok(f) => f,
-            Err(nvsci::Error::Ring(nvsci::RingError::Timeout { .. })) => continue,
+            Err(nvsci::Error::Timeout { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
         let message_seq = i64::from_le_bytes(frame.user_header()[..8].try_into()?);

@@ -9,10 +9,11 @@ use crate::config::{BridgeConfig, Congestion, StampClock};
 use crate::encoding::Encoding;
 use crate::error::BridgeError;
 use crate::graph::{gid, EntityKind, NodeName, Reliability};
-use nvsci::pipeline::{Attacher, Consumer, ConsumerDesc, ConsumerFrame, FrameLayout, QueueMode};
+use nvsci::pipeline::{Attacher, Consumer, ConsumerDesc, ConsumerFrame, Engine, FrameLayout, QueueMode};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 use zenoh::Wait;
 
 /// The bridge consumer's counters.
@@ -30,6 +31,11 @@ pub struct PublishStats {
     pub stream_errors: u64,
     /// The stream sequence of the last frame published.
     pub last_sequence: Option<u64>,
+    /// CUDA frames copied device -> pinned host memory (0 for a CPU consumer).
+    pub readbacks: u64,
+    /// The time those copies took, in total: from enqueueing each (on the consumer's stream,
+    /// after the frame's present wait) until the CPU saw it done, in nanoseconds.
+    pub readback_ns: u64,
 }
 
 #[derive(Default)]
@@ -40,6 +46,8 @@ struct Counters {
     stream_errors: AtomicU64,
     /// Last sequence + 1 (0: none yet).
     last: AtomicU64,
+    readbacks: AtomicU64,
+    readback_ns: AtomicU64,
 }
 
 impl Counters {
@@ -51,6 +59,8 @@ impl Counters {
             publish_errors: self.publish_errors.load(Ordering::Acquire),
             stream_errors: self.stream_errors.load(Ordering::Acquire),
             last_sequence: last.checked_sub(1),
+            readbacks: self.readbacks.load(Ordering::Acquire),
+            readback_ns: self.readback_ns.load(Ordering::Acquire),
         }
     }
 }
@@ -58,10 +68,13 @@ impl Counters {
 /// A stream's frames on Zenoh, as ROS 2 (rmw_zenoh) sees a `sensor_msgs/msg/Image` publisher.
 ///
 /// A thread acquires each frame from the bridge's mailbox consumer (the newest frame: a slow
-/// link makes the bridge skip frames, never the camera wait), copies its rows once into the
-/// message, releases it, and publishes the message. Dropping the bridge stops the thread
-/// (after its current wait for a frame, at most the stream's timeout) and undeclares its
-/// tokens and publisher.
+/// link makes the bridge skip frames, never the camera wait), reads it, releases it, and
+/// publishes its rows as the message. A CPU consumer's rows are copied once from the frame's
+/// mapping; a CUDA consumer's frame is first copied device -> pinned host memory on its stream,
+/// ordered by the ring's fences (after the present wait that `acquire` enqueues, before the
+/// release signal). Dropping the bridge stops the thread (its waits for a frame are slices of
+/// [`BridgeConfig::poll()`]; a put held by a congested link with blocking congestion control is
+/// waited for) and undeclares its tokens and publisher.
 pub struct BridgeConsumer {
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
@@ -137,8 +150,10 @@ impl BridgeConsumer {
         Self::spawn(consumer, config)
     }
 
-    /// Starts publishing the frames of `consumer`: a CPU consumer in mailbox mode of a stream of
-    /// pitch-linear NV12 or RGBA frames. Opens a Zenoh session from `config`.
+    /// Starts publishing the frames of `consumer`: a consumer in mailbox mode of a stream of
+    /// pitch-linear NV12 or RGBA frames, on the CPU or (feature `cuda`) on a CUDA engine, whose
+    /// frames are copied device -> pinned host memory on [`Consumer::stream`]. Opens a Zenoh
+    /// session from `config`.
     pub fn spawn(consumer: Consumer, config: &BridgeConfig) -> Result<Self, BridgeError> {
         let session = zenoh::open(config.zenoh_config()?)
             .wait()
@@ -154,9 +169,11 @@ impl BridgeConsumer {
         config: &BridgeConfig,
     ) -> Result<Self, BridgeError> {
         config.validate()?;
-        if !consumer.engine().is_cpu() {
-            return Err(BridgeError::NotCpu);
-        }
+        let reader = match consumer.engine() {
+            Engine::Cpu => Reader::Cpu,
+            #[cfg(feature = "cuda")]
+            Engine::Cuda(_) => Reader::Cuda(crate::readback::Readback::default()),
+        };
         if consumer.mode() != QueueMode::Mailbox {
             return Err(BridgeError::NotMailbox { mode: consumer.mode() });
         }
@@ -198,11 +215,11 @@ impl BridgeConsumer {
         let counters = Arc::new(Counters::default());
         let worker = Worker {
             consumer,
+            reader,
             publisher,
-            frames,
+            encoder: Encoder { frames, frame_id: config.frame_id.clone(), stamp_clock: config.stamp_clock },
             gid: gid(&publisher_token),
-            frame_id: config.frame_id.clone(),
-            stamp_clock: config.stamp_clock,
+            poll: config.poll,
             next_message: 1,
             stop: stop.clone(),
             counters: counters.clone(),
@@ -272,13 +289,83 @@ impl Drop for BridgeConsumer {
     }
 }
 
-struct Worker {
-    consumer: Consumer,
-    publisher: zenoh::pubsub::Publisher<'static>,
+/// How the thread reads a frame's bytes.
+enum Reader {
+    /// A CPU consumer: from the frame's mapping, after the CPU waited for its present fence.
+    Cpu,
+    /// A CUDA consumer: copied device -> pinned host memory on its stream.
+    #[cfg(feature = "cuda")]
+    Cuda(crate::readback::Readback),
+}
+
+/// Why a frame was not turned into a message.
+#[derive(Debug)]
+enum Unread {
+    /// The stream refused (a read, a map, a CUDA copy).
+    Stream(nvsci::Error),
+    /// The frame's bytes are shorter than its layout.
+    Short,
+    /// The message could not be encoded.
+    Encode(crate::cdr::CdrError),
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stream(e) => write!(f, "not readable: {e}"),
+            Self::Short => f.write_str("shorter than its layout"),
+            Self::Encode(e) => write!(f, "cannot be encoded: {e}"),
+        }
+    }
+}
+
+/// Turns a frame's bytes into a message.
+struct Encoder {
     frames: Frames,
-    gid: [u8; 16],
     frame_id: String,
     stamp_clock: StampClock,
+}
+
+impl Encoder {
+    /// The message of a frame captured at `capture_time` whose bytes (the whole frame, as its
+    /// layout describes it) are `bytes`: its rows copied once.
+    fn message(&self, bytes: &[u8], capture_time: u64) -> Result<Vec<u8>, Unread> {
+        let f = &self.frames;
+        let stamp_ns = match self.stamp_clock {
+            StampClock::Monotonic => monotonic_to_realtime(capture_time),
+            StampClock::AsIs => capture_time,
+        };
+        let (planes, row) = f.planes();
+        let data_len: usize = planes.iter().map(|&(_, _, rows)| rows * row).sum();
+        let img = Image {
+            stamp: Time::from_nanos(stamp_ns).unwrap_or_default(),
+            frame_id: &self.frame_id,
+            height: f.height,
+            width: f.width,
+            encoding: f.encoding.ros_name(),
+            is_bigendian: 0,
+            step: row as u32,
+            data: &[],
+        };
+        let mut out = Vec::with_capacity(img.encoded_len() + data_len);
+        img.encode_prefix(data_len, &mut out).map_err(Unread::Encode)?;
+        for (offset, pitch, rows) in planes {
+            for r in 0..rows {
+                let at = offset + r * pitch;
+                out.extend_from_slice(bytes.get(at..at + row).ok_or(Unread::Short)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+struct Worker {
+    consumer: Consumer,
+    reader: Reader,
+    publisher: zenoh::pubsub::Publisher<'static>,
+    encoder: Encoder,
+    gid: [u8; 16],
+    poll: Duration,
     next_message: i64,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
@@ -287,25 +374,29 @@ struct Worker {
 impl Worker {
     fn run(mut self) {
         while !self.stop.load(Ordering::Acquire) {
-            let frame = match self.consumer.acquire() {
+            // Short slices, so a stop request is seen within one of them.
+            let frame = match self.consumer.acquire_within(self.poll) {
                 Ok(f) => f,
-                Err(nvsci::Error::Ring(nvsci::RingError::Timeout { .. })) => continue,
+                Err(nvsci::Error::Timeout { .. }) => continue,
                 Err(e) => {
                     self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
                     log::warn!("bridge consumer: acquire failed: {e}");
                     // Not a busy loop on a stream that fails at once every time.
-                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    std::thread::sleep(Duration::from_millis(10));
                     continue;
                 }
             };
             self.counters.skipped.store(self.consumer.stats().skipped, Ordering::Release);
             let sequence = frame.sequence();
-            let message = self.message(&frame);
-            if let Err(e) = self.consumer.release(frame) {
-                self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-                log::warn!("bridge consumer: release of frame {sequence} failed: {e}");
-            }
-            let Some(payload) = message else { continue };
+            let message = self.read(frame);
+            let payload = match message {
+                Ok(p) => p,
+                Err(e) => {
+                    self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+                    log::warn!("bridge consumer: frame {sequence} {e}");
+                    continue;
+                }
+            };
             let attachment = Attachment {
                 sequence: self.next_message,
                 source_timestamp: realtime_ns() as i64,
@@ -325,50 +416,46 @@ impl Worker {
         }
     }
 
-    /// The message of a held frame: its rows copied once from the frame's mapping.
-    fn message(&self, frame: &ConsumerFrame) -> Option<Vec<u8>> {
-        let bytes = match self.consumer.cpu_read(frame) {
-            Ok(b) => b,
-            Err(e) => {
-                self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-                log::warn!("bridge consumer: frame {} not readable: {e}", frame.sequence());
-                return None;
-            }
-        };
-        let f = &self.frames;
-        let stamp_ns = match self.stamp_clock {
-            StampClock::Monotonic => monotonic_to_realtime(frame.capture_time()),
-            StampClock::AsIs => frame.capture_time(),
-        };
-        let (planes, row) = f.planes();
-        let data_len: usize = planes.iter().map(|&(_, _, rows)| rows * row).sum();
-        let img = Image {
-            stamp: Time::from_nanos(stamp_ns).unwrap_or_default(),
-            frame_id: &self.frame_id,
-            height: f.height,
-            width: f.width,
-            encoding: f.encoding.ros_name(),
-            is_bigendian: 0,
-            step: row as u32,
-            data: &[],
-        };
-        let mut out = Vec::with_capacity(img.encoded_len() + data_len);
-        if let Err(e) = img.encode_prefix(data_len, &mut out) {
-            self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-            log::warn!("bridge consumer: frame {} cannot be encoded: {e}", frame.sequence());
-            return None;
-        }
-        for (offset, pitch, rows) in planes {
-            for r in 0..rows {
-                let at = offset + r * pitch;
-                let Some(src) = bytes.get(at..at + row) else {
-                    self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-                    log::warn!("bridge consumer: frame {} is shorter than its layout", frame.sequence());
-                    return None;
+    /// Reads a held frame into its message and releases it (a failed release is counted and
+    /// logged; the message still goes out).
+    fn read(&mut self, frame: ConsumerFrame) -> Result<Vec<u8>, Unread> {
+        let capture_time = frame.capture_time();
+        let (consumer, counters, encoder) = (&mut self.consumer, &*self.counters, &self.encoder);
+        #[cfg(feature = "cuda")]
+        let (stop, poll) = (&*self.stop, self.poll);
+        match &mut self.reader {
+            Reader::Cpu => {
+                let message = match consumer.cpu_read(&frame) {
+                    Ok(bytes) => encoder.message(&bytes, capture_time),
+                    Err(e) => Err(Unread::Stream(e)),
                 };
-                out.extend_from_slice(src);
+                release(consumer, counters, frame);
+                message
+            }
+            #[cfg(feature = "cuda")]
+            Reader::Cuda(readback) => {
+                let start = std::time::Instant::now();
+                // The copy goes on the stream after the present wait; the release signal
+                // follows it there; then the CPU waits for the copy and encodes from host
+                // memory.
+                let enqueued = readback.enqueue(consumer, &frame);
+                release(consumer, counters, frame);
+                let timeout = consumer.timeout();
+                let bytes =
+                    enqueued.and_then(|()| readback.finish(stop, poll, timeout)).map_err(Unread::Stream)?;
+                counters.readback_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
+                counters.readbacks.fetch_add(1, Ordering::AcqRel);
+                encoder.message(bytes, capture_time)
             }
         }
-        Some(out)
+    }
+}
+
+/// Releases a frame; a failure is counted and logged.
+fn release(consumer: &mut Consumer, counters: &Counters, frame: ConsumerFrame) {
+    let sequence = frame.sequence();
+    if let Err(e) = consumer.release(frame) {
+        counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+        log::warn!("bridge consumer: release of frame {sequence} failed: {e}");
     }
 }

@@ -21,9 +21,6 @@ pub enum BridgeError {
     /// The stream refused (attaching the consumer, ...).
     #[error("stream: {0}")]
     Stream(nvsci::Error),
-    /// The consumer is not a CPU consumer (CUDA frames are not bridged yet).
-    #[error("the bridge needs a CPU consumer")]
-    NotCpu,
     /// The consumer is not in mailbox mode: a FIFO consumer would make a slow link hold the
     /// camera back.
     #[error("the bridge needs a mailbox consumer, not {mode:?}")]

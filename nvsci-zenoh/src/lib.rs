@@ -40,6 +40,8 @@ pub mod encoding;
 mod error;
 pub mod graph;
 mod producer;
+#[cfg(feature = "cuda")]
+mod readback;
 
 pub use config::{BridgeConfig, ConfigError, Congestion, Mode, StampClock};
 pub use consumer::{BridgeConsumer, PublishStats};

@@ -75,3 +75,34 @@ fn refuses_what_it_cannot_bridge() {
         Err(BridgeError::Config(_))
     ));
 }
+
+#[test]
+fn stops_and_drops_promptly_while_no_frame_comes() {
+    // A stream whose timeout is a minute: the bridge waits for frames in slices of its poll
+    // interval, so neither stopping nor dropping it waits for that timeout.
+    for stop in [true, false] {
+        let ring = backend()
+            .stream(FrameFormat::nv12(16, 8))
+            .timeout(Duration::from_secs(60))
+            .consumer(ConsumerDesc::cpu().mailbox())
+            .build()
+            .unwrap();
+        let (_camera, mut consumers) = ring.split().unwrap();
+        let config = BridgeConfig::new("/idle/image");
+        let bridge = BridgeConsumer::spawn_on(session(), consumers.remove(0), &config).unwrap();
+        // The thread is inside a wait for a frame by now.
+        std::thread::sleep(Duration::from_millis(300));
+        let start = Instant::now();
+        let stats = if stop {
+            bridge.stop()
+        } else {
+            let stats = bridge.stats();
+            drop(bridge);
+            stats
+        };
+        let took = start.elapsed();
+        // Generous: a loaded machine may be slow, but nowhere near the stream's minute.
+        assert!(took < Duration::from_secs(20), "stop={stop}: took {took:?}");
+        assert_eq!(stats.published + stats.stream_errors + stats.publish_errors, 0, "{stats:?}");
+    }
+}

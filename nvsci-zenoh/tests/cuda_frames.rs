@@ -1,0 +1,217 @@
+//! CUDA frames through the bridge consumer, on the mock NvSci in GPU mode: the bridge's consumer
+//! is on a CUDA engine, so each frame is copied device -> pinned host memory on its stream,
+//! after the present wait `acquire` enqueued there and before the release signal. The receiving
+//! side is a raw Zenoh subscriber in the same process (a second session over TCP on loopback),
+//! which decodes every message and checks its pixels against the pattern of the frame's
+//! sequence (carried by the stamp, unchanged).
+//!
+//! Needs a CUDA GPU: `#[ignore]`d, run with `--include-ignored` on a GPU host; without a GPU a
+//! test records a skip and returns, unless `NVSCI_REQUIRE_GPU=1` (or `NVSCI_REQUIRE=gpu`) makes
+//! it fail.
+#![cfg(feature = "cuda")]
+
+#[path = "../../examples/support/nv12_pattern.rs"]
+mod nv12_pattern;
+#[path = "../../tests/common/require.rs"]
+mod require;
+
+use nv12_pattern::fill_test_pattern;
+use nvsci::cuda::CudaGpu;
+use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat, FrameLayout, Producer};
+use nvsci_zenoh::cdr::Image;
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, StampClock};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use zenoh::Wait;
+
+/// Capture time of frame `s`: BASE + s * STEP ns (the stamps carry it unchanged).
+const BASE: u64 = 1_700_000_000_000_000_000;
+const STEP: u64 = 1_000_000;
+const FRAMES: u64 = 120;
+
+fn gpu() -> Option<CudaGpu> {
+    match CudaGpu::open(0) {
+        Ok(d) => Some(d),
+        Err(e) => require::unavailable(&[require::Capability::Gpu], format!("no CUDA GPU: {e}")),
+    }
+}
+
+/// One received message: its stamp (ns), width, height, encoding and pixels.
+type Received = (u64, u32, u32, String, Vec<u8>);
+
+/// The receiving side: a session, its subscriber to the topic and the probe token that tells
+/// the sending session it is there.
+struct Receiver {
+    recv: mpsc::Receiver<Received>,
+    _token: zenoh::liveliness::LivelinessToken,
+    _sub: zenoh::pubsub::Subscriber<()>,
+    _session: zenoh::Session,
+}
+
+/// Two Zenoh peer sessions over TCP on loopback: the sender's, returned to hand to the bridge,
+/// and the receiver with a subscriber to `config`'s topic. Returns once the sender's session has
+/// seen the receiver's probe token, declared after the subscriber (a session's declarations
+/// arrive in order, so the subscriber is known by then).
+fn sessions(config: &BridgeConfig) -> (zenoh::Session, Receiver) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let c = config.clone();
+    let tx = zenoh::open(c.clone().listen(format!("tcp/127.0.0.1:{port}")).zenoh_config().unwrap())
+        .wait()
+        .unwrap();
+    let rx = zenoh::open(c.connect(format!("tcp/127.0.0.1:{port}")).zenoh_config().unwrap()).wait().unwrap();
+    let (send, recv) = mpsc::channel();
+    let sub = rx
+        .declare_subscriber(config.key_expr())
+        .callback(move |s| {
+            let p = s.payload().to_bytes();
+            let img = Image::decode(&p).expect("a message the bridge published does not decode");
+            let stamp = img.stamp.to_nanos().expect("a negative stamp");
+            let _ = send.send((stamp, img.width, img.height, img.encoding.to_owned(), img.data.to_vec()));
+        })
+        .wait()
+        .unwrap();
+    let token = rx.liveliness().declare_token("nvsci/test/probe").wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    'wait: loop {
+        let replies = tx.liveliness().get("nvsci/test/probe").wait().unwrap();
+        while let Ok(reply) = replies.recv() {
+            if reply.result().is_ok() {
+                break 'wait;
+            }
+        }
+        assert!(Instant::now() < deadline, "the sessions did not connect within 20 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (tx, Receiver { recv, _token: token, _sub: sub, _session: rx })
+}
+
+/// The frame `seq` of the pattern as a message carries it (packed NV12 rows).
+fn packed_pattern(w: u32, h: u32, seq: u64) -> Vec<u8> {
+    let layout = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
+    let mut expected = vec![0u8; layout.size as usize];
+    fill_test_pattern(&layout, seq, &mut expected).unwrap();
+    expected
+}
+
+/// Checks every message received: an `nv12` image of `w` x `h` whose pixels are the pattern of
+/// the sequence its stamp names, in increasing sequence. Returns the sequences.
+fn check_received(rx: &Receiver, w: u32, h: u32, want: u64) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    while (seqs.len() as u64) < want {
+        let Ok((stamp, mw, mh, encoding, pixels)) = rx.recv.recv_timeout(Duration::from_secs(20)) else {
+            break;
+        };
+        assert!(stamp >= BASE && (stamp - BASE).is_multiple_of(STEP), "stamp {stamp}");
+        let seq = (stamp - BASE) / STEP;
+        assert_eq!((mw, mh, encoding.as_str()), (w, h, "nv12"), "frame {seq}");
+        assert!(pixels == packed_pattern(w, h, seq), "frame {seq}: pixels differ from its pattern");
+        assert!(seqs.last().is_none_or(|&l| l < seq), "frame {seq} after {seqs:?}");
+        seqs.push(seq);
+    }
+    seqs
+}
+
+/// Waits until the stream delivered more than `taken` frames to consumer 0 (the bridge took the
+/// frame presented last), at most 20 s.
+fn wait_delivered(camera: &Producer, taken: u64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while camera.consumer_stats(0).map_or(0, |s| s.delivered) <= taken {
+        assert!(Instant::now() < deadline, "the bridge took no frame");
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+fn config(topic: &str) -> BridgeConfig {
+    BridgeConfig::new(topic).multicast_scouting(false).reliable().stamp_clock(StampClock::AsIs)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_cuda_camera_through_a_cuda_bridge_consumer_every_frame_verified() {
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (640u32, 480u32);
+    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
+        .stream(FrameFormat::nv12(w, h))
+        .frames(3)
+        .timeout(Duration::from_secs(10))
+        .producer(Engine::Cuda(dev.clone()))
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
+        .build()
+        .unwrap();
+    let (mut camera, mut consumers) = ring.split().unwrap();
+    let layout = camera.layout().clone();
+    let config = config("/cuda/image");
+    let (tx, rx) = sessions(&config);
+    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
+    let stream = camera.stream().unwrap().clone();
+    let mut host = vec![0u8; layout.size as usize];
+    for seq in 0..FRAMES {
+        // Each frame written on the camera's stream (after the release waits its acquire
+        // enqueued), presented with a signal after the write; the next one once the bridge took
+        // it, so its mailbox replaces none.
+        let mut f = camera.acquire().unwrap();
+        f.set_capture_time(BASE + seq * STEP);
+        fill_test_pattern(&layout, seq, &mut host).unwrap();
+        stream.memcpy_htod(&host, camera.cuda_buffer(&f).unwrap()).unwrap();
+        camera.present(f).unwrap();
+        wait_delivered(&camera, seq);
+    }
+    let seqs = check_received(&rx, w, h, FRAMES);
+    let stats = bridge.stop();
+    assert_eq!(seqs, (0..FRAMES).collect::<Vec<_>>(), "{stats:?}");
+    assert_eq!((stats.published, stats.readbacks), (FRAMES, FRAMES), "{stats:?}");
+    assert_eq!((stats.skipped, stats.stream_errors, stats.publish_errors), (0, 0, 0), "{stats:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn the_copy_waits_for_a_late_present_fence_and_the_camera_for_the_copy() {
+    // A CPU camera that presents each frame with a fence it signals only after writing the
+    // frame (every 10th after a pause): a copy that did not wait for the present fence on its
+    // stream would publish a stale frame; a release signalled before the copy finished would let
+    // the camera rewrite the slot under it. The camera goes as fast as the ring lets it (3
+    // slots): the bridge's mailbox skips frames, and every frame published must be intact.
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (320u32, 240u32);
+    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
+        .stream(FrameFormat::nv12(w, h))
+        .frames(3)
+        .timeout(Duration::from_secs(10))
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
+        .build()
+        .unwrap();
+    let (mut camera, mut consumers) = ring.split().unwrap();
+    let layout = camera.layout().clone();
+    let config = config("/cuda/late");
+    let (tx, rx) = sessions(&config);
+    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
+    let frames = 300u64;
+    let mut host = vec![0u8; layout.size as usize];
+    for seq in 0..frames {
+        let mut f = camera.acquire().unwrap();
+        f.set_capture_time(BASE + seq * STEP);
+        let buffer = camera.buffer(&f).unwrap().dup().unwrap();
+        let obj = camera.present_sync().unwrap().clone();
+        let fence = obj.generate_fence().unwrap();
+        camera.present_after(f, fence).unwrap();
+        if seq % 10 == 0 {
+            std::thread::sleep(Duration::from_millis(3));
+        }
+        fill_test_pattern(&layout, seq, &mut host).unwrap();
+        buffer.cpu_write().unwrap()[..host.len()].copy_from_slice(&host);
+        obj.signal().unwrap();
+    }
+    // The last frame is published (nothing replaces it), so it ends the check.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while bridge.stats().last_sequence != Some(frames - 1) {
+        assert!(Instant::now() < deadline, "{:?}", bridge.stats());
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stats = bridge.stop();
+    let seqs = check_received(&rx, w, h, stats.published);
+    assert_eq!(seqs.len() as u64, stats.published, "{stats:?}");
+    assert_eq!(seqs.last(), Some(&(frames - 1)));
+    assert_eq!(stats.published + stats.skipped, frames, "{stats:?}");
+    assert_eq!(stats.readbacks, stats.published, "{stats:?}");
+    assert_eq!((stats.stream_errors, stats.publish_errors), (0, 0), "{stats:?}");
+}
