@@ -845,9 +845,12 @@ fn chaos(dir: &Path, run: &Chaos) {
     eprintln!("chaos: {kills} kills, seed {seed}");
     assert!(kills >= 2, "NVSCI_CHAOS_KILLS: at least 2");
     let mut rng = Rng(seed);
+    // The backend before the descriptor count: on a machine with a GPU it opens the CUDA device,
+    // whose driver descriptors stay open for the process and are not what the check is about.
+    let lib = NvSci::mock();
+    let backend = Backend::with_library(lib.clone());
     let fds = open_fds();
     let started = Instant::now();
-    let lib = NvSci::mock();
     let ipc = Ipc::mock().unwrap();
     let desc = || ConsumerDesc::new(run.engine.clone());
     // Every child on the run's engine, and with the frames it must take.
@@ -868,7 +871,7 @@ fn chaos(dir: &Path, run: &Chaos) {
             (CHILD_SLOW_MS, run.slow_ms.to_string()),
         ],
     );
-    let ring = Backend::with_library(lib.clone())
+    let ring = backend
         .stream(FORMAT)
         .frames(6)
         .timeout(TIMEOUT)
