@@ -920,7 +920,9 @@ fn chaos(dir: &Path, run: &Chaos) {
     // The last one lives to the end of the stream, which runs at least two more seconds and
     // until every consumer process that stays was sent its frames.
     let last = child("fifo", victim_env());
-    let seat = cam.wait_seat(3, Duration::from_secs(30), |s| s.attached);
+    // Attached, and every earlier attach accounted for (left or lost): a victim killed while its
+    // attach was in flight can still be attached for a moment after the loop saw the seat free.
+    let seat = cam.wait_seat(3, Duration::from_secs(30), |s| s.attached && s.attaches == s.lost + s.left + 1);
     let until = Instant::now() + Duration::from_secs(2);
     let enough = Instant::now() + Duration::from_secs(120);
     while Instant::now() < until || (0..4).any(|c| cam.stats(c).delivered < run.min_frames) {
