@@ -208,19 +208,14 @@ impl Inner {
             if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
                 // What it sent before it went (its last releases, its departure) is still there
                 // to read: a consumer that left is not counted as lost.
-                if self.read_by_service(r.consumer) {
-                    // The seat's reader reads those messages in order and then finds the peer
-                    // gone: it detaches the consumer (left, or lost without a departure) and
-                    // reclaims its frames, this one included. Dropping it here could count a
-                    // consumer that left as lost, before its reader read the departure.
-                    return;
-                }
-                // Unless another reader is at it (or this thread, in a read that answered a
-                // request).
-                if let Ok(_reading) = r.reader.try_lock() {
-                    while r.attached_session.load(Ordering::Acquire) == session
-                        && self.take_locked(r, Duration::ZERO).is_ok()
-                    {}
+                if !self.read_by_service(r.consumer) {
+                    // Unless another reader is at it (or this thread, in a read that answered a
+                    // request).
+                    if let Ok(_reading) = r.reader.try_lock() {
+                        while r.attached_session.load(Ordering::Acquire) == session
+                            && self.take_locked(r, Duration::ZERO).is_ok()
+                        {}
+                    }
                 }
                 self.drop_remote(r.consumer, session, &e);
             } else {
