@@ -50,7 +50,7 @@ use crate::sync::{SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use crate::NvSci;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const WAITER_LIST: u8 = b'W';
 const CONSUMER_LISTS: u8 = b'C';
@@ -458,6 +458,14 @@ impl RemoteConsumer {
         (session, got)
     }
 
+    /// Answers the departure of the consumer of endpoint session `session`: no frame follows
+    /// (the end of the stream, for it), so its process may close its endpoint. Until this
+    /// answer it keeps the endpoint open, since a reset endpoint drops the messages not read yet
+    /// (its departure among them, which would make it look lost).
+    pub(crate) fn answer_detach(&self, session: u64, timeout: Duration) -> Result<()> {
+        self.session_endpoint(session)?.send_message(&[END], Some(timeout))
+    }
+
     /// Tells the consumer of the current session (whose number comes back) that no more frames
     /// will come.
     pub(crate) fn send_end(&self, timeout: Duration) -> (u64, Result<()>) {
@@ -798,13 +806,31 @@ impl Upstream {
     }
 
     /// Tells the producer this consumer leaves (every fence of it expired): its seat is free
-    /// for the next consumer, and the endpoint's close that follows is no death.
+    /// for the next consumer, and the endpoint's close that follows is no death. Then waits (up
+    /// to `timeout` in all) for the producer's answer, the end of the stream, reading past the
+    /// frames it sent before it read the departure (never taken: the producer takes them back
+    /// with the seat): an endpoint closed before the producer read the departure would drop
+    /// it unread, and the producer would count this consumer as lost.
     pub(crate) fn send_detach(&self, timeout: Duration) {
         if self.broken.load(Ordering::Acquire) {
             return;
         }
+        let until = Instant::now() + timeout;
         if let Err(e) = self.ep.send_message(&[DETACH], Some(timeout)) {
             log::debug!("endpoint `{}`: the detach was not sent: {e}", self.ep.name());
+            return;
+        }
+        let mut msg = [0u8; FRAME_MSG];
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.ep.recv_small_message(&mut msg, Some(left)) {
+                Ok(n) if msg[..n] == [END] => return,
+                Ok(_) => {}
+                Err(e) => {
+                    log::debug!("endpoint `{}`: no answer to the detach: {e}", self.ep.name());
+                    return;
+                }
+            }
         }
     }
 

@@ -19,6 +19,10 @@ use crate::pipeline::state::{ConsumerSet, FrameMeta, QueueMode, SeatStatus, Stre
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+/// The longest a departing consumer process waits for the producer to read its departure (and
+/// the producer to send its answer), when the ring's timeout is longer.
+const DETACH_WAIT: Duration = Duration::from_millis(100);
+
 /// How one consumer seat of a producer's stream is joined to its consumer. The state machine
 /// decides which frames the consumer is offered and what it holds; the link carries a frame to
 /// the consumer and brings back what the consumer hands back.
@@ -60,6 +64,19 @@ impl ConsumerLink for Here {
     fn end(&self, _ring: &Inner, _deadline: Instant) {}
 }
 
+/// Which thread sends a frame to a consumer in another process: what it may do when the
+/// consumer turns out to be gone (see [`Inner::send_frame_to`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Sender {
+    /// The producer's thread (a seat it reads itself): it reads what the consumer left behind
+    /// unless another reader is at it, which then detaches the consumer; it never waits.
+    Producer,
+    /// The seat's sender thread: it waits for the seat's reader to finish its read.
+    SeatSender,
+    /// A thread that holds the seat's reader (answering a mailbox consumer's request).
+    Reader,
+}
+
 impl ConsumerLink for RemoteConsumer {
     fn session(&self) -> u64 {
         self.attached_session.load(Ordering::Acquire)
@@ -67,7 +84,7 @@ impl ConsumerLink for RemoteConsumer {
 
     fn deliver(&self, ring: &Inner, slot: usize, meta: &FrameMeta, session: u64) {
         if !ring.read_by_service(self.consumer) {
-            ring.send_frame_to(self, slot, meta, session);
+            ring.send_frame_to(self, slot, meta, session, Sender::Producer);
             return;
         }
         // The seat's sender sends it (the producer rings the senders' doorbell once for the
@@ -196,31 +213,55 @@ impl Inner {
     /// session `session` (which holds it already in the state). One whose peer is gone is
     /// dropped; one the frame could not be sent to for another reason (a fence export that
     /// failed, a full channel) stays attached and misses this frame (it does not hold the
-    /// slot). Either way the error is reported by the producer's next acquire.
-    pub(super) fn send_frame_to(&self, r: &RemoteConsumer, index: usize, meta: &FrameMeta, session: u64) {
+    /// slot). Either way the error is reported by the producer's next acquire. `by` says which
+    /// thread sends, and so how the messages the consumer sent before it went are read first.
+    pub(super) fn send_frame_to(
+        &self,
+        r: &RemoteConsumer,
+        index: usize,
+        meta: &FrameMeta,
+        session: u64,
+        by: Sender,
+    ) {
         let sequence = meta.sequence;
         let sent = r.session_endpoint(session).and_then(|ep| {
             let present =
                 self.nvsci("a consumer in another process")?.export_fence(index, Point::Present, &ep)?;
             RemoteConsumer::send_frame(&ep, index, meta, &present, self.config.timeout)
         });
-        if let Err(e) = sent {
-            if matches!(e, Error::Ipc(IpcError::PeerGone { .. })) {
+        match sent {
+            Ok(()) => {}
+            Err(e @ Error::Ipc(IpcError::PeerGone { .. })) => {
                 // What it sent before it went (its last releases, its departure) is still there
-                // to read: a consumer that left is not counted as lost.
-                if !self.read_by_service(r.consumer) {
-                    // Unless another reader is at it (or this thread, in a read that answered a
-                    // request).
-                    if let Ok(_reading) = r.reader.try_lock() {
-                        while r.attached_session.load(Ordering::Acquire) == session
-                            && self.take_locked(r, Duration::ZERO).is_ok()
-                        {}
+                // to read, in order, before the endpoint reports it gone: read it first, so
+                // that a consumer that left is not counted as lost.
+                let drain = || {
+                    while r.attached_session.load(Ordering::Acquire) == session
+                        && self.take_locked(r, Duration::ZERO).is_ok()
+                    {}
+                };
+                match by {
+                    // This thread holds the seat's reader.
+                    Sender::Reader => drain(),
+                    // The seat's reader is at most one read (the service's step) away from
+                    // letting go, and a gone peer ends its read at once.
+                    Sender::SeatSender => {
+                        let _reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
+                        drain();
                     }
+                    // The producer never waits for another reader here. One that is at it
+                    // reads those messages and then finds the peer gone itself (the seat
+                    // service looks at the producer's own seats every step): it detaches the
+                    // consumer, as left or as lost.
+                    Sender::Producer => match r.reader.try_lock() {
+                        Ok(_reading) => drain(),
+                        Err(_) => return,
+                    },
                 }
+                // Nobody, if the messages read above detached it already.
                 self.drop_remote(r.consumer, session, &e);
-            } else {
-                self.not_sent(r, index, sequence, session, e);
             }
+            Err(e) => self.not_sent(r, index, sequence, session, e),
         }
     }
 
@@ -292,6 +333,10 @@ impl Inner {
             Back::Detach => {
                 if current() {
                     r.leaving.store(true, Ordering::Release);
+                    // Its process closes its endpoint once answered.
+                    if let Err(e) = r.answer_detach(session, self.config.timeout.min(DETACH_WAIT)) {
+                        log::debug!("frame ring {}: consumer {c}'s departure not answered: {e}", self.id);
+                    }
                 }
                 let gone = Error::Ipc(IpcError::PeerGone { endpoint: r.name().to_owned(), during: "detach" });
                 self.drop_remote(c, session, &gone);
@@ -328,7 +373,7 @@ impl Inner {
             }
         };
         if let Some((slot, meta)) = served {
-            self.send_frame_to(r, slot, &meta, session);
+            self.send_frame_to(r, slot, &meta, session, Sender::Reader);
         }
         Ok(())
     }
@@ -493,7 +538,7 @@ impl Inner {
     /// A consumer process leaves: every fence of it expired, so its seat is free for the next
     /// consumer (and the endpoint's close that follows is no death).
     pub(super) fn detach_upstream(&self, up: &Upstream) {
-        up.send_detach(self.config.timeout.min(Duration::from_millis(100)));
+        up.send_detach(self.config.timeout.min(DETACH_WAIT));
     }
 
     /// A consumer process: receives the next frame from the producer's process and records its

@@ -24,6 +24,7 @@
 //! waiting for. Without the service (before the producer is split, and while the stream ends)
 //! the producer sends the frames and reads every endpoint itself.
 
+use super::links::Sender;
 use super::{lock, Inner, SeatStatus};
 use crate::error::{Error, IpcError, Result, RingError, Wait};
 use crate::pipeline::config::{MAX_CONSUMERS, MAX_FRAMES};
@@ -220,7 +221,7 @@ fn send(inner: &Inner, k: usize, stop: &AtomicBool) {
     loop {
         let seen = inner.outbox.bell.count();
         while let Some(o) = inner.outbox.pop(k) {
-            inner.send_frame_to(r, o.slot, &o.meta, o.session);
+            inner.send_frame_to(r, o.slot, &o.meta, o.session, Sender::SeatSender);
         }
         if stop.load(Ordering::Acquire) {
             return;
