@@ -14,7 +14,7 @@ use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, Prod
 use nvsci::sync::{SyncAttr, SyncAttrList, SyncModule, SyncObj, SyncPerm};
 use nvsci::{Error, IpcError, NvSci, NvSciError, RingError, Wait};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 const T: Option<Duration> = Some(Duration::from_secs(10));
@@ -34,42 +34,24 @@ const WAKE_ROUNDS: u64 = 3;
 const BL_W: usize = 128;
 const BL_H: usize = 64;
 
-/// Luma and interleaved chroma (V, U) of block-linear frame `seq`, packed rows.
-fn bl_planes(seq: u64) -> (Vec<u8>, Vec<u8>) {
-    let luma = (0..BL_W * BL_H).map(|i| (seq as usize * 7 + (i % BL_W) * 3 + (i / BL_W) * 5) as u8).collect();
-    let chroma =
-        (0..BL_W * BL_H / 2).map(|i| (seq as usize * 11 + (i % BL_W) * 13 + (i / BL_W) * 17) as u8).collect();
-    (luma, chroma)
+use common::processes::{ledger_is_clean, pattern, use_dir, wait_child};
+
+fn fill(bytes: &mut [u8], seq: u64) {
+    common::processes::fill(bytes, seq, FRAME as usize)
 }
 
-/// A fresh directory with an nvsciipc.cfg declaring `pairs`, made current for this process.
+fn check(bytes: &[u8], seq: u64, who: &str) {
+    common::processes::check(bytes, seq, FRAME as usize, who)
+}
+
+/// A fresh directory with an nvsciipc.cfg declaring `pairs`.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
-    ipc_dir_sized(tag, pairs, 16, 4096)
+    common::processes::ipc_dir("ipc", tag, pairs)
 }
 
 /// As [`ipc_dir`], with channels of `nframes` frames of `frame_size` bytes.
 fn ipc_dir_sized(tag: &str, pairs: &[(&str, &str)], nframes: u32, frame_size: u32) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nvsci-ipc-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cfg = String::from("# test channels\n");
-    for (a, b) in pairs {
-        cfg.push_str(&format!("INTER_PROCESS {a} {b} {nframes} {frame_size}\n"));
-    }
-    std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
-    dir
-}
-
-/// Serialises the tests of this binary (the mock's IPC directory is process-wide) and points the
-/// mock at `dir`.
-fn use_dir(dir: &Path) -> std::sync::MutexGuard<'static, ()> {
-    let g = common::serial();
-    nvsci_mock::set_ipc_dir(Some(dir));
-    g
-}
-
-fn pattern(seq: u64, i: usize) -> u8 {
-    (i as u64).wrapping_mul(31).wrapping_add(seq.wrapping_mul(7)) as u8
+    common::processes::ipc_dir_sized("ipc", tag, pairs, nframes, frame_size)
 }
 
 fn spawn_child(scenario: &str, dir: &Path) -> Child {
@@ -77,67 +59,15 @@ fn spawn_child(scenario: &str, dir: &Path) -> Child {
 }
 
 fn spawn_child_with(scenario: &str, dir: &Path, env: &[(&str, String)]) -> Child {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = match std::env::var("NVSCI_CHILD_RUNNER").ok().filter(|r| !r.is_empty()) {
-        Some(runner) => {
-            let mut parts = runner.split_whitespace();
-            let mut c = Command::new(parts.next().unwrap());
-            c.args(parts).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    cmd.args(["child_process_entry", "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, scenario)
-        .env(nvsci_mock::IPC_DIR_ENV, dir)
-        .stdout(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    // The child's own test harness prints a `test result:` summary: passed on as this test's
-    // output, each line marked as the child's, so that whoever counts this binary's results
-    // counts its tests once (a failing child fails the test that started it).
-    let out = child.stdout.take().unwrap();
-    let tag = format!("[child {scenario}]");
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            // One write per line (`eprintln!` may split it around other output).
-            let line = format!("{tag} {line}\n");
-            eprint!("{line}");
-        }
-    });
-    child
+    common::processes::spawn_child(CHILD_ENV, scenario, dir, env).child
 }
 
-fn wait_child(mut c: Child, within: Duration) -> std::process::ExitStatus {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > until {
-            let _ = c.kill();
-            panic!("child process did not finish within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Writes frame `seq`'s pattern into `bytes`.
-fn fill(bytes: &mut [u8], seq: u64) {
-    for (i, b) in bytes.iter_mut().take(FRAME as usize).enumerate() {
-        *b = pattern(seq, i);
-    }
-}
-
-/// Checks that `bytes` hold frame `seq`'s pattern.
-fn check(bytes: &[u8], seq: u64, who: &str) {
-    assert!(bytes.len() >= FRAME as usize, "{who}: frame of {} bytes", bytes.len());
-    for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
-        assert_eq!(*b, pattern(seq, i), "{who}: frame {seq} byte {i}");
-    }
+/// Luma and interleaved chroma (V, U) of block-linear frame `seq`, packed rows.
+fn bl_planes(seq: u64) -> (Vec<u8>, Vec<u8>) {
+    let luma = (0..BL_W * BL_H).map(|i| (seq as usize * 7 + (i % BL_W) * 3 + (i / BL_W) * 5) as u8).collect();
+    let chroma =
+        (0..BL_W * BL_H / 2).map(|i| (seq as usize * 11 + (i % BL_W) * 13 + (i / BL_W) * 17) as u8).collect();
+    (luma, chroma)
 }
 
 /// A stream of `format` frames on `lib` over 4 frames with a CPU producer, no consumer yet.
@@ -176,11 +106,6 @@ fn consume(c: &mut Consumer, who: &str) -> u64 {
         c.release(f).unwrap();
         n += 1;
     }
-}
-
-fn ledger_is_clean() {
-    let counts = nvsci_mock::global_ledger().counts();
-    assert_eq!(counts.total(), 0, "mock handles left: {counts:?}");
 }
 
 fn raw_list(m: &BufModule, perm: Perm) -> BufAttrList {

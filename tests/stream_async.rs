@@ -14,7 +14,7 @@ use nvsci::{Error, NvSci, RingError, UnsupportedReason, Wait};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -27,28 +27,24 @@ const CHILD_ENV: &str = "NVSCI_ASYNC_TEST_CHILD";
 const CHILD_EP: &str = "NVSCI_ASYNC_TEST_EP";
 const CHILD_FRAMES: &str = "NVSCI_ASYNC_TEST_FRAMES";
 
-/// The byte at `i` of frame `seq`.
-fn pattern(seq: u64, i: usize) -> u8 {
-    (i as u64).wrapping_mul(31).wrapping_add(seq.wrapping_mul(7)).wrapping_add(seq >> 8) as u8
-}
+use common::processes::{ledger_is_clean, use_dir, wait_child, wait_line};
 
 fn fill(bytes: &mut [u8], seq: u64) {
-    for (i, b) in bytes.iter_mut().take(FRAME as usize).enumerate() {
-        *b = pattern(seq, i);
-    }
+    common::processes::fill(bytes, seq, FRAME as usize)
 }
 
-/// Checks every byte of frame `seq`.
 fn check(bytes: &[u8], seq: u64, who: &str) {
-    assert!(bytes.len() >= FRAME as usize, "{who}: frame of {} bytes", bytes.len());
-    for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
-        assert_eq!(*b, pattern(seq, i), "{who}: frame {seq} byte {i}");
-    }
+    common::processes::check(bytes, seq, FRAME as usize, who)
 }
 
-fn ledger_is_clean() {
-    let counts = nvsci_mock::global_ledger().counts();
-    assert_eq!(counts.total(), 0, "mock handles left: {counts:?}");
+fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
+    common::processes::ipc_dir("async", tag, pairs)
+}
+
+/// Starts a consumer process; its standard output lines are collected in the returned list.
+fn spawn_child(scenario: &str, dir: &Path, env: &[(&str, String)]) -> (Child, Arc<Mutex<Vec<String>>>) {
+    let p = common::processes::spawn_child(CHILD_ENV, scenario, dir, env);
+    (p.child, p.lines)
 }
 
 fn current_thread() -> tokio::runtime::Runtime {
@@ -425,86 +421,6 @@ async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 // ------------------------------------------------------------------------------------------
 // A consumer in another process.
 // ------------------------------------------------------------------------------------------
-
-/// A fresh directory with an nvsciipc.cfg declaring `pairs`.
-fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nvsci-async-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cfg = String::from("# test channels\n");
-    for (a, b) in pairs {
-        cfg.push_str(&format!("INTER_PROCESS {a} {b} 16 4096\n"));
-    }
-    std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
-    dir
-}
-
-/// Serialises the tests of this binary and points the mock at `dir`.
-fn use_dir(dir: &Path) -> std::sync::MutexGuard<'static, ()> {
-    let g = common::serial();
-    nvsci_mock::set_ipc_dir(Some(dir));
-    g
-}
-
-/// Starts a consumer process; its standard output lines are collected in the returned list
-/// (and echoed, marked as the child's).
-fn spawn_child(scenario: &str, dir: &Path, env: &[(&str, String)]) -> (Child, Arc<Mutex<Vec<String>>>) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = match std::env::var("NVSCI_CHILD_RUNNER").ok().filter(|r| !r.is_empty()) {
-        Some(runner) => {
-            let mut parts = runner.split_whitespace();
-            let mut c = Command::new(parts.next().unwrap());
-            c.args(parts).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    cmd.args(["child_process_entry", "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, scenario)
-        .env(nvsci_mock::IPC_DIR_ENV, dir)
-        .stdout(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    let out = child.stdout.take().unwrap();
-    let tag = format!("[child {scenario}]");
-    let lines = Arc::new(Mutex::new(Vec::new()));
-    let seen = lines.clone();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            // One write per line, so lines of parallel children do not interleave.
-            let marked = format!("{tag} {line}\n");
-            eprint!("{marked}");
-            seen.lock().unwrap().push(line);
-        }
-    });
-    (child, lines)
-}
-
-/// Waits (at most 60 s) until the child printed a line containing `marker`.
-fn wait_line(lines: &Mutex<Vec<String>>, marker: &str) {
-    let until = Instant::now() + Duration::from_secs(60);
-    while !lines.lock().unwrap().iter().any(|l| l.contains(marker)) {
-        assert!(Instant::now() < until, "the consumer process never printed {marker:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-fn wait_child(mut c: Child, within: Duration) -> std::process::ExitStatus {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > until {
-            let _ = c.kill();
-            panic!("child process did not finish within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
 
 /// A consumer process's async loop: `frames` frames through `next_frame`, each first asked for
 /// with a deadline so short that most asks are cancelled (a frame is due every 2 ms): not one

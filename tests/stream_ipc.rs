@@ -14,7 +14,7 @@ use nvsci::pipeline::{
 };
 use nvsci::{AttachField, Error, IpcError, NvSci, RingError, Wait};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -39,94 +39,22 @@ const CHILD_MIN_FRAMES: &str = "NVSCI_STREAM_TEST_MIN_FRAMES";
 /// `cuda`: the child's consumer works on the GPU (a CUDA engine, the mock in GPU mode).
 const CHILD_ENGINE: &str = "NVSCI_STREAM_TEST_ENGINE";
 
-/// The byte at `i` of frame `seq`.
-fn pattern(seq: u64, i: usize) -> u8 {
-    (i as u64).wrapping_mul(31).wrapping_add(seq.wrapping_mul(7)).wrapping_add(seq >> 8) as u8
-}
+use common::processes::{env_num, ledger_is_clean, use_dir, wait_child};
 
 fn fill(bytes: &mut [u8], seq: u64) {
-    for (i, b) in bytes.iter_mut().take(FRAME as usize).enumerate() {
-        *b = pattern(seq, i);
-    }
+    common::processes::fill(bytes, seq, FRAME as usize)
 }
 
-/// Checks every byte of frame `seq`.
 fn check(bytes: &[u8], seq: u64, who: &str) {
-    assert!(bytes.len() >= FRAME as usize, "{who}: frame of {} bytes", bytes.len());
-    for (i, b) in bytes.iter().take(FRAME as usize).enumerate() {
-        assert_eq!(*b, pattern(seq, i), "{who}: frame {seq} byte {i}");
-    }
+    common::processes::check(bytes, seq, FRAME as usize, who)
 }
 
-/// A fresh directory with an nvsciipc.cfg declaring `pairs`.
 fn ipc_dir(tag: &str, pairs: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nvsci-stream-{}-{tag}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut cfg = String::from("# test channels\n");
-    for (a, b) in pairs {
-        cfg.push_str(&format!("INTER_PROCESS {a} {b} 16 4096\n"));
-    }
-    std::fs::write(dir.join("nvsciipc.cfg"), cfg).unwrap();
-    dir
-}
-
-/// Serialises the tests of this binary (the mock's IPC directory and its ledger are
-/// process-wide) and points the mock at `dir`.
-fn use_dir(dir: &Path) -> std::sync::MutexGuard<'static, ()> {
-    let g = common::serial();
-    nvsci_mock::set_ipc_dir(Some(dir));
-    g
+    common::processes::ipc_dir("stream", tag, pairs)
 }
 
 fn spawn_child(scenario: &str, dir: &Path, env: &[(&str, String)]) -> Child {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = match std::env::var("NVSCI_CHILD_RUNNER").ok().filter(|r| !r.is_empty()) {
-        Some(runner) => {
-            let mut parts = runner.split_whitespace();
-            let mut c = Command::new(parts.next().unwrap());
-            c.args(parts).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    cmd.args(["child_process_entry", "--exact", "--include-ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, scenario)
-        .env(nvsci_mock::IPC_DIR_ENV, dir)
-        .stdout(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    // The child's harness summary, marked as the child's (so its tests are not counted twice).
-    let out = child.stdout.take().unwrap();
-    let tag = format!("[child {scenario}]");
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let line = format!("{tag} {line}\n");
-            eprint!("{line}");
-        }
-    });
-    child
-}
-
-fn wait_child(mut c: Child, within: Duration) -> std::process::ExitStatus {
-    let until = Instant::now() + within;
-    loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            return s;
-        }
-        if Instant::now() > until {
-            let _ = c.kill();
-            panic!("child process did not finish within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn env_num(name: &str) -> Option<u64> {
-    std::env::var(name).ok().map(|v| v.parse().unwrap())
+    common::processes::spawn_child(CHILD_ENV, scenario, dir, env).child
 }
 
 /// Reads a consumer's frames as its engine sees them: the CPU through its mapping; a CUDA
@@ -412,11 +340,6 @@ fn local_consumer(mut c: Consumer, stop: Arc<AtomicBool>) -> std::thread::JoinHa
         }
         (c, n)
     })
-}
-
-fn ledger_is_clean() {
-    let counts = nvsci_mock::global_ledger().counts();
-    assert_eq!(counts.total(), 0, "mock handles left: {counts:?}");
 }
 
 fn open_fds() -> usize {

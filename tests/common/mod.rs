@@ -4,6 +4,8 @@
 pub mod counting;
 #[cfg(feature = "vulkan")]
 pub mod own_vulkan;
+#[cfg(feature = "mock")]
+pub mod processes;
 pub mod require;
 #[cfg(feature = "mock")]
 pub mod sweep;
