@@ -76,7 +76,10 @@ pub(crate) fn reap(wait: bool) {
         }
         pending.clear();
     } else {
-        pending.retain(|(ev, gpu, _)| !ev.done(gpu));
+        // Oldest first, up to the first still running: a call costs a query or two, not one
+        // per conversion in flight (a later one that finished first waits for the next call).
+        let done = pending.iter().take_while(|(ev, gpu, _)| ev.done(gpu)).count();
+        pending.drain(..done);
     }
 }
 
