@@ -238,7 +238,14 @@ unsafe impl dlpark::python::consumer::DlpackStream for ImportStream<'_> {
         if device.device_type != dlpark::ffi::DLDeviceType::CUDA {
             return Ok(false);
         }
-        Ok(order(self.gpu, producer.cast(), self.stream).is_ok())
+        // Work on one stream is ordered already: the null stream and CU_STREAM_LEGACY are the
+        // same (the legacy default stream), as PyTorch's default stream and DLPack's 1 name it.
+        let legacy = |s: sys::CUstream| s.is_null() || s as usize == LEGACY.0;
+        let producer: sys::CUstream = producer.cast();
+        if producer == self.stream || (legacy(producer) && legacy(self.stream)) {
+            return Ok(true);
+        }
+        Ok(order(self.gpu, producer, self.stream).is_ok())
     }
 }
 
