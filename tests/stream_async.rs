@@ -424,10 +424,10 @@ async fn join<A: Future, B: Future>(a: A, b: B) -> (A::Output, B::Output) {
 
 /// A consumer process's async loop: `frames` frames through `next_frame`, each first asked for
 /// with a deadline so short that most asks are cancelled (a frame is due every 2 ms): not one
-/// frame may be lost to a cancellation (a FIFO consumer's sequences follow one another), every
-/// byte is checked. Returns the cancelled asks.
-async fn take_async(c: &mut Consumer, who: &str, frames: u64, fifo: bool) -> u64 {
-    let (mut n, mut cancelled, mut last) = (0u64, 0u64, None::<u64>);
+/// frame may be lost to a cancellation (a FIFO consumer's sequences follow one another, from
+/// `after` on), every byte is checked. Returns the cancelled asks.
+async fn take_async(c: &mut Consumer, who: &str, frames: u64, fifo: bool, after: Option<u64>) -> u64 {
+    let (mut n, mut cancelled, mut last) = (0u64, 0u64, after);
     while n < frames {
         let f = match tokio::time::timeout(Duration::from_micros(300), c.next_frame()).await {
             Err(_elapsed) => {
@@ -472,13 +472,38 @@ fn child_process_entry() {
         Consumer::connect_with(&lib, ep, FORMAT, desc, timeout).unwrap()
     };
     match scenario.as_str() {
-        // FIFO, current-thread runtime; then, with the producer stopped, a frame timeout; then
-        // the end of the stream.
+        // FIFO, current-thread runtime (a third of the frames), blocking acquires (a third),
+        // then another current-thread runtime while the first is still there (the rest: the
+        // endpoint's event descriptor must be registered with the runtime that waits); then,
+        // with the producer stopped, a frame timeout; then the end of the stream.
         "fifo" => {
             let timeout = Duration::from_secs(2);
             let mut c = connect(ConsumerDesc::cpu(), timeout);
+            let first = current_thread();
+            let third = frames / 3;
+            let mut cancelled = first.block_on(take_async(&mut c, &ep_name, third, true, None));
+            let mut last = c.stats().last_sequence.unwrap();
+            for _ in 0..third {
+                let f = c.acquire().unwrap();
+                assert_eq!(f.sequence(), last + 1, "{ep_name}: every frame, blocking between async");
+                last = f.sequence();
+                check(&c.cpu_read(&f).unwrap(), last, &ep_name);
+                c.release(f).unwrap();
+            }
             current_thread().block_on(async {
-                let cancelled = take_async(&mut c, &ep_name, frames, true).await;
+                // Waits that only a wake-up from this runtime's reactor ends (a frame is due
+                // every 2 ms; the ring's timeout is 2 s).
+                for _ in 0..10 {
+                    let f = c
+                        .next_frame()
+                        .await
+                        .unwrap_or_else(|e| panic!("{ep_name}: on the second runtime: {e:?}"));
+                    assert_eq!(f.sequence(), last + 1, "{ep_name}: every frame on the second runtime");
+                    last = f.sequence();
+                    check(&c.cpu_read(&f).unwrap(), last, &ep_name);
+                    c.release(f).unwrap();
+                }
+                cancelled += take_async(&mut c, &ep_name, frames - 2 * third - 10, true, Some(last)).await;
                 assert!(cancelled > 0, "{ep_name}: no ask was cancelled");
                 println!("{ep_name}: {frames} frames, {cancelled} asks cancelled");
                 // The producer pauses once it sent this many: the frames sent since come next,
@@ -515,6 +540,7 @@ fn child_process_entry() {
                     }
                 }
             });
+            drop(first);
         }
         // A slow mailbox consumer on a multi-thread runtime, as a spawned task.
         "mailbox" => {
@@ -523,7 +549,7 @@ fn child_process_entry() {
             let who = ep_name.clone();
             let cancelled = rt
                 .block_on(rt.spawn(async move {
-                    let cancelled = take_async(&mut c, &who, frames, false).await;
+                    let cancelled = take_async(&mut c, &who, frames, false, None).await;
                     drop(c);
                     cancelled
                 }))

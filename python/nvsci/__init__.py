@@ -10,7 +10,8 @@ without copies.
             luma = frame.luma.numpy()          # read-only view of the frame in place
 
 CUDA frames export their planes through ``__dlpack__`` / ``__dlpack_device__`` and
-``__cuda_array_interface__``: ``torch.from_dlpack(frame.luma)``.
+``__cuda_array_interface__``: ``torch.from_dlpack(frame.luma)``. ``nv12_to_rgba(frame, out)``
+runs the crate's NV12 -> RGBA conversion (its CUDA kernel on a CUDA frame) on a frame in place.
 """
 
 from ._nvsci import (
@@ -27,6 +28,7 @@ from ._nvsci import (
     ProducerFrame,
     RemoteSeat,
     mock_handle_counts,
+    nv12_to_rgba,
 )
 from .errors import *  # noqa: F401,F403
 from .errors import __all__ as _errors
@@ -45,5 +47,6 @@ __all__ = [
     "ProducerFrame",
     "RemoteSeat",
     "mock_handle_counts",
+    "nv12_to_rgba",
     *_errors,
 ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Iterator, Literal, Optional, Sequence, Tuple
+from typing import Any, Iterator, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -272,3 +272,26 @@ class Producer:
     def format(self) -> FrameFormat: ...
     @property
     def timeout(self) -> float: ...
+
+def nv12_to_rgba(
+    src: Union[Frame, ArrayLike],
+    out: ArrayLike,
+    *,
+    stream: Any = None,
+    sum: Optional[ArrayLike] = None,
+) -> None:
+    """Converts an NV12 image to RGBA (BT.601 studio range, integer arithmetic: the crate's
+    ``nvsci::convert``) into ``out``, ``(height, width, 4)`` ``uint8`` with packed rows.
+
+    ``src`` is a consumer's held ``Frame`` (NV12, pitch-linear), converted in place, or an NV12
+    image array ``(height * 3 // 2, width)`` ``uint8`` (luma rows, then U, V rows). A CUDA
+    frame or array runs the crate's CUDA kernel (the Rust consumer's) into a CUDA array of its
+    device (torch, CuPy), enqueued on ``stream`` (``None`` or 0: the legacy default stream; an
+    int ``CUstream``, or an object with ``__cuda_stream__`` or ``cuda_stream``): the frame's
+    present fence is waited before it and its release ordered after it, as with
+    ``__dlpack__(stream=...)``; the arrays are kept alive until it ran. A CPU frame or a numpy
+    image converts on the CPU into a numpy array. ``sum`` (one ``uint64``/``int64`` element
+    on the same device) gets R + G + B of the image added.
+
+    Raises ``InvalidArgument`` naming ``src``, ``out``, ``stream`` or ``sum``;
+    ``FrameReleased`` for a released frame."""

@@ -280,6 +280,38 @@ impl FrameCore {
     fn live(&self) -> bool {
         lock(&self.token).is_some()
     }
+
+    /// The layout of the frame.
+    pub(crate) fn layout(&self) -> &FrameLayout {
+        &self.consumer.layout
+    }
+
+    /// A CUDA consumer's device and stream (`None`: a CPU consumer).
+    pub(crate) fn gpu(&self) -> Option<(&CudaGpu, &Arc<CudaStream>)> {
+        self.consumer.gpu.as_ref().map(|(g, s)| (g, s))
+    }
+
+    /// The frame's first byte (a host pointer, or a device address in the consumer's
+    /// context), while it is held; `FrameReleased` naming `what` once it is not.
+    pub(crate) fn held_base(&self, py: Python<'_>, what: &str) -> PyResult<u64> {
+        if !self.live() {
+            return Err(errors::released(py, what));
+        }
+        Ok(self.base)
+    }
+
+    /// Orders a CUDA frame's present fence (waited on the consumer's stream) before the work
+    /// enqueued on `theirs` from now on, and the frame's release after the work on `theirs`.
+    /// A CPU frame needs nothing.
+    pub(crate) fn order_for(&self, theirs: Foreign) -> Result<(), cuda::Failed> {
+        let Some((gpu, ours)) = &self.consumer.gpu else { return Ok(()) };
+        cuda::caller_waits(gpu, ours, theirs)?;
+        let mut ex = lock(&self.exports);
+        if !ex.streams.contains(&theirs) {
+            ex.streams.push(theirs);
+        }
+        Ok(())
+    }
 }
 
 impl PlaneSource for FrameCore {
@@ -315,7 +347,7 @@ impl PlaneSource for FrameCore {
     }
 
     fn prepare_cuda(&self, py: Python<'_>, stream: CudaStreamRequest) -> PyResult<()> {
-        let Some((gpu, ours)) = &self.consumer.gpu else { return Ok(()) };
+        let Some((gpu, _)) = &self.consumer.gpu else { return Ok(()) };
         let theirs = match stream {
             CudaStreamRequest::NoSync => {
                 lock(&self.exports).unknown = true;
@@ -335,12 +367,7 @@ impl PlaneSource for FrameCore {
                 format!("the stream belongs to CUDA device {dev}, the frame to device {ours_ordinal}"),
             ));
         }
-        cuda::caller_waits(gpu, ours, theirs).map_err(|(f, e)| errors::driver(py, f, e))?;
-        let mut ex = lock(&self.exports);
-        if !ex.streams.contains(&theirs) {
-            ex.streams.push(theirs);
-        }
-        Ok(())
+        self.order_for(theirs).map_err(|(f, e)| errors::driver(py, f, e))
     }
 
     fn cai_stream(&self, _py: Python<'_>) -> PyResult<Option<usize>> {
@@ -557,9 +584,14 @@ pub(crate) struct PyFrame {
 impl Drop for PyFrame {
     fn drop(&mut self) {
         let Some(token) = lock(&self.core.token).take() else { return };
-        // Readers on other streams first: after all the device's work (no stream to order on).
+        // Readers on other streams first (exports, conversions): after all the device's work
+        // (no stream to order on).
         if let Some((gpu, _)) = &self.core.consumer.gpu {
-            if lock(&self.core.exports).planes != 0 || lock(&self.core.exports).unknown {
+            let read = {
+                let ex = lock(&self.core.exports);
+                ex.planes != 0 || ex.unknown || !ex.streams.is_empty()
+            };
+            if read {
                 let _ = cuda::synchronize(gpu);
             }
         }
@@ -569,6 +601,11 @@ impl Drop for PyFrame {
 }
 
 impl PyFrame {
+    /// The held frame and what its planes need.
+    pub(crate) fn core(&self) -> &Arc<FrameCore> {
+        &self.core
+    }
+
     fn plane_at(&self, py: Python<'_>, i: usize, what: &str) -> PyResult<PyPlane> {
         self.core.base(py, what)?;
         let planes =

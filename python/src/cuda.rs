@@ -14,7 +14,7 @@ pub(crate) const LEGACY: Foreign = Foreign(0x1);
 pub(crate) const PER_THREAD: Foreign = Foreign(0x2);
 
 impl Foreign {
-    fn raw(self) -> sys::CUstream {
+    pub(crate) fn raw(self) -> sys::CUstream {
         self.0 as sys::CUstream
     }
 }
@@ -63,6 +63,12 @@ pub(crate) fn caller_waits(gpu: &CudaGpu, ours: &CudaStream, theirs: Foreign) ->
 /// The consumer's stream (whose next work is the release signal) waits for the caller's.
 pub(crate) fn consumer_waits(gpu: &CudaGpu, ours: &CudaStream, theirs: Foreign) -> Result<(), Failed> {
     order(gpu, theirs.raw(), ours.cu_stream())
+}
+
+/// Work enqueued on the caller's stream `to` after this call waits for the work enqueued on
+/// the caller's stream `from` before it.
+pub(crate) fn after(gpu: &CudaGpu, from: Foreign, to: Foreign) -> Result<(), Failed> {
+    order(gpu, from.raw(), to.raw())
 }
 
 /// Waits on the CPU for all work on `gpu`'s context (a release whose readers are unknown).
@@ -199,16 +205,18 @@ impl Drop for Recorded {
     }
 }
 
-/// The producer's CUDA stream as DLPack's `__dlpack__(stream=...)` names it: importing a CUDA
-/// array through it makes the stream wait for the work that made the array.
+/// A CUDA stream of `gpu`'s device (a CUDA producer's, or a caller's) as DLPack's
+/// `__dlpack__(stream=...)` names it: importing a CUDA array through it makes the stream wait
+/// for the work that made the array.
 pub(crate) struct ImportStream<'a> {
     pub(crate) gpu: &'a CudaGpu,
-    pub(crate) stream: &'a CudaStream,
+    pub(crate) stream: sys::CUstream,
 }
 
-// SAFETY: `as_python_arg` names a live stream of the device's context (the producer's, which
-// outlives the import call) in the CUDA convention (1 for the null stream) and only for a
-// CUDA device; `wait_for_producer` orders it after the producer's live stream with an event.
+// SAFETY: `as_python_arg` names a live stream of the device (a CUDA producer's, which outlives
+// the import call, or one the caller vouched for and whose device was checked) in the CUDA
+// convention (1 for the null stream) and only for a CUDA device; `wait_for_producer` orders it
+// after the producer's live stream with an event.
 unsafe impl dlpark::python::consumer::DlpackStream for ImportStream<'_> {
     fn as_python_arg(
         &self,
@@ -216,7 +224,7 @@ unsafe impl dlpark::python::consumer::DlpackStream for ImportStream<'_> {
         device: dlpark::ffi::DLDevice,
     ) -> pyo3::PyResult<dlpark::python::consumer::StreamArg> {
         Ok(if device.device_type == dlpark::ffi::DLDeviceType::CUDA {
-            dlpark::python::consumer::stream::cuda(self.stream.cu_stream().cast())
+            dlpark::python::consumer::stream::cuda(self.stream.cast())
         } else {
             dlpark::python::consumer::stream::none()
         })
@@ -230,7 +238,14 @@ unsafe impl dlpark::python::consumer::DlpackStream for ImportStream<'_> {
         if device.device_type != dlpark::ffi::DLDeviceType::CUDA {
             return Ok(false);
         }
-        Ok(order(self.gpu, producer.cast(), self.stream.cu_stream()).is_ok())
+        // Work on one stream is ordered already: the null stream and CU_STREAM_LEGACY are the
+        // same (the legacy default stream), as PyTorch's default stream and DLPack's 1 name it.
+        let legacy = |s: sys::CUstream| s.is_null() || s as usize == LEGACY.0;
+        let producer: sys::CUstream = producer.cast();
+        if producer == self.stream || (legacy(producer) && legacy(self.stream)) {
+            return Ok(true);
+        }
+        Ok(order(self.gpu, producer, self.stream).is_ok())
     }
 }
 

@@ -3,7 +3,9 @@
 //! interface of CUDA frames with the array API's stream semantics.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod array;
 mod consumer;
+mod convert;
 mod cuda;
 mod errors;
 mod plane;
@@ -26,6 +28,9 @@ use pyo3::types::PyDict;
 fn mock_handle_counts(py: Python<'_>, settle: f64) -> PyResult<Bound<'_, PyDict>> {
     let settle = std::time::Duration::try_from_secs_f64(settle)
         .map_err(|_| errors::invalid(py, "settle", format!("{settle} s: not a duration")))?;
+    // Conversions enqueued on callers' streams hold the arrays they read (which may be planes
+    // of frames) until they ran.
+    convert::reap(true);
     py.detach(|| {
         let backend = nvsci::pipeline::Backend::with_library(nvsci::NvSci::mock());
         if let Some(gpu) = backend.cuda() {
@@ -56,6 +61,7 @@ fn _nvsci(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plane::PyPlane>()?;
     m.add_class::<stream::PyRemoteSeat>()?;
     m.add_function(wrap_pyfunction!(mock_handle_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(convert::nv12_to_rgba, m)?)?;
     m.add("USER_HEADER_SIZE", nvsci::pipeline::USER_HEADER_SIZE)?;
     m.add("MAX_FRAMES", nvsci::pipeline::MAX_FRAMES)?;
     m.add("MAX_CONSUMERS", nvsci::pipeline::MAX_CONSUMERS)?;

@@ -118,7 +118,7 @@ fn dlpack_rows(
             ),
         ));
     }
-    let imported = req.import(Some(&ImportStream { gpu, stream }), Some(false))?;
+    let imported = req.import(Some(&ImportStream { gpu, stream: stream.cu_stream() }), Some(false))?;
     let t = imported.validate().map_err(|e| errors::invalid(py, name, e.to_string()))?;
     if t.dtype() != DLDataType::U8 {
         return Err(errors::invalid(py, name, format!("dtype {:?}; uint8 is needed", t.dtype())));

@@ -483,3 +483,179 @@ def test_cuda_consumer_process(gpu, torch, tmp_path, monkeypatch):
     got = json.loads(out.strip().splitlines()[-1])
     assert got["error"] is None and got["bad"] == [] and got["taken"] == list(range(n)), got
     assert got["ledger"] == {}
+
+
+# The crate's NV12 -> RGBA kernel on a frame in place (nvsci.nv12_to_rgba) ---------------------
+
+
+def rgba_numpy(img, h):
+    """RGBA of a packed NV12 image of height `h`: the BT.601 reference, alpha 255."""
+    w = img.shape[1]
+    rgb = nv12_to_rgb_numpy(img[:h], img[h:].reshape(h // 2, w // 2, 2))
+    return np.concatenate([rgb, np.full((h, w, 1), 255, np.uint8)], -1)
+
+
+@pytest.mark.parametrize("size", [(W, H), (66, 34)])  # 66: rows of no multiple of 4 bytes
+def test_the_crate_kernel_converts_a_cuda_frame_into_torch(gpu, torch, size):
+    """Every pixel of each frame, converted in place by the crate's kernel into a torch
+    tensor on torch's (non-default) stream, against the BT.601 reference; `sum` gets each
+    frame's R + G + B."""
+    w, h = size
+    producer, (consumer,) = gpu.stream(
+        nvsci.FrameFormat.nv12(w, h), consumers=[nvsci.ConsumerDesc(engine="cuda")], frames=3
+    )
+    n = 12
+    side = torch.cuda.Stream()
+    outs = torch.zeros(n, h, w, 4, dtype=torch.uint8, device="cuda")
+    sums = torch.zeros(n, dtype=torch.int64, device="cuda")
+    imgs = []
+    with torch.cuda.stream(side):
+        for i in range(n):
+            img = ((np.arange((h + h // 2) * w).reshape(-1, w) * 7 + i * 31) % 256).astype(np.uint8)
+            imgs.append(img)
+            producer.send(img)
+            with consumer.acquire() as f:
+                nvsci.nv12_to_rgba(f, outs[i], stream=torch.cuda.current_stream(), sum=sums[i])
+    side.synchronize()
+    got, got_sums = outs.cpu().numpy(), sums.cpu().tolist()
+    for i, img in enumerate(imgs):
+        want = rgba_numpy(img, h)
+        np.testing.assert_array_equal(got[i], want)
+        assert got_sums[i] == int(want[..., :3].astype(np.int64).sum())
+
+
+def test_the_crate_kernel_reads_a_frame_presented_just_before(gpu, torch):
+    """As the stale-frame test above, with the crate's kernel: a CUDA producer writes each
+    frame behind a long kernel on its stream; right after `acquire`, with no host
+    synchronisation, the conversion is enqueued on torch's reader stream and compared there
+    with the frame's reference. Every frame must match: the present fence is waited on the
+    caller's stream before the kernel."""
+    producer, (consumer,) = gpu.stream(
+        nvsci.FrameFormat.nv12(W, H),
+        consumers=[nvsci.ConsumerDesc(engine="cuda")],
+        producer="cuda",
+        frames=3,
+    )
+    writer, reader = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.cuda.stream(reader):
+        base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
+    reader.synchronize()
+    n = 100
+    wrong = torch.zeros(n, dtype=torch.int64, device="cuda")
+    out = torch.empty(H, W, 4, dtype=torch.uint8, device="cuda")
+    with torch.cuda.stream(reader):
+        for i in range(n):
+            with torch.cuda.stream(writer):
+                torch.cuda._sleep(LATE_WRITE_CYCLES)
+                img = distinct(torch, base, i)
+                assert producer.send(img) == i
+                del img
+            with consumer.acquire() as f:
+                nvsci.nv12_to_rgba(f, out, stream=reader)
+            want = distinct(torch, base, i)
+            rgb = nv12_to_rgb_torch(torch, want[:H], want[H:].reshape(H // 2, W // 2, 2))
+            wrong[i] = (out[..., :3] != rgb).sum()
+    torch.cuda.synchronize()
+    got = wrong.tolist()
+    assert got == [0] * n, [(i, v) for i, v in enumerate(got) if v][:10]
+
+
+def test_the_crate_kernel_is_done_before_the_release(gpu, torch):
+    """The conversion runs late on torch's stream (behind a long kernel) and the frame is
+    released at once; the producer, which reuses the slot at once (two frames), must not
+    overwrite it before the kernel read it: the release is ordered after the caller's
+    stream."""
+    producer, (consumer,) = cuda_stream(gpu, frames=2)
+    stream = torch.cuda.Stream()
+    n = 40
+    sums = torch.zeros(n, dtype=torch.int64, device="cuda")
+    out = torch.empty(H, W, 4, dtype=torch.uint8, device="cuda")
+    with torch.cuda.stream(stream):
+        for i in range(n):
+            producer.send(np.full((ROWS, W), 16 + i, np.uint8))
+            with consumer.acquire() as f:
+                torch.cuda._sleep(2_000_000)
+                nvsci.nv12_to_rgba(f, out, stream=stream, sum=sums[i])
+    stream.synchronize()
+    want = [int(rgba_numpy(np.full((ROWS, W), 16 + i, np.uint8), H)[..., :3].astype(np.int64).sum()) for i in range(n)]
+    assert sums.tolist() == want
+
+
+def test_the_crate_kernel_converts_into_cupy_and_the_array_interface(gpu, cupy):
+    class InterfaceOnly:
+        def __init__(self, a):
+            self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+    producer, (consumer,) = cuda_stream(gpu)
+    for i in range(6):
+        img = pattern(i)
+        producer.send(img)
+        out = cupy.zeros((H, W, 4), cupy.uint8)
+        total = cupy.zeros((1,), cupy.uint64)
+        s = cupy.cuda.get_current_stream().ptr
+        with consumer.acquire() as f:
+            if i % 2:
+                nvsci.nv12_to_rgba(f, out, stream=s, sum=total)  # DLPack
+            else:
+                nvsci.nv12_to_rgba(f, InterfaceOnly(out), stream=s, sum=InterfaceOnly(total))
+        want = rgba_numpy(img, H)
+        np.testing.assert_array_equal(cupy.asnumpy(out), want)
+        assert int(total[0]) == int(want[..., :3].astype(np.int64).sum())
+
+
+def test_the_crate_kernel_converts_torch_images(gpu, torch):
+    """An NV12 image in a torch tensor (the copy path's destination), packed and with padded
+    rows, on the default stream (stream=None)."""
+    img = pattern(5)
+    dev = torch.from_numpy(img).cuda()
+    out = torch.zeros(H, W, 4, dtype=torch.uint8, device="cuda")
+    nvsci.nv12_to_rgba(dev, out)
+    np.testing.assert_array_equal(out.cpu().numpy(), rgba_numpy(img, H))
+    wide = torch.zeros(ROWS, W + 64, dtype=torch.uint8, device="cuda")
+    wide[:, :W] = dev
+    out.zero_()
+    total = torch.zeros((), dtype=torch.int64, device="cuda")
+    nvsci.nv12_to_rgba(wide[:, :W], out, sum=total)
+    want = rgba_numpy(img, H)
+    np.testing.assert_array_equal(out.cpu().numpy(), want)
+    assert total.item() == int(want[..., :3].astype(np.int64).sum())
+
+
+def test_the_crate_kernel_refusals(gpu, torch):
+    producer, (consumer,) = cuda_stream(gpu)
+    producer.send(pattern(0))
+    out = torch.zeros(H, W, 4, dtype=torch.uint8, device="cuda")
+    with consumer.acquire() as f:
+        for name, kwargs in [
+            ("out", {"out": np.zeros((H, W, 4), np.uint8)}),  # host memory for a CUDA frame
+            ("out", {"out": out.cpu()}),
+            ("out", {"out": out.to(torch.int32)}),
+            ("out", {"out": out[:, :, :3]}),
+            ("out", {"out": out.permute(1, 0, 2)}),
+            ("out", {"out": torch.zeros(H, 2 * W, 4, dtype=torch.uint8, device="cuda")[:, ::2]}),
+            ("sum", {"out": out, "sum": torch.zeros((), dtype=torch.int64)}),  # on the CPU
+            ("sum", {"out": out, "sum": torch.zeros(2, dtype=torch.int64, device="cuda")}),
+            ("sum", {"out": out, "sum": torch.zeros((), dtype=torch.float64, device="cuda")}),
+            ("stream", {"out": out, "stream": "default"}),
+        ]:
+            o = kwargs.pop("out")
+            with pytest.raises(nvsci.InvalidArgument) as e:
+                nvsci.nv12_to_rgba(f, o, **kwargs)
+            assert e.value.name == name, (name, e.value.reason)
+        # A read-only `out`: a consumer's plane exported through DLPack carries the flag.
+        producer2, (consumer2,) = gpu.stream(
+            nvsci.FrameFormat.rgba(W, H), consumers=[nvsci.ConsumerDesc(engine="cuda")]
+        )
+        with producer2.acquire():
+            pass
+        with consumer2.acquire() as g:
+            with pytest.raises(nvsci.InvalidArgument) as e:
+                nvsci.nv12_to_rgba(f, g.rgba)
+            assert e.value.name == "out"
+        nvsci.nv12_to_rgba(f, out)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(out.cpu().numpy(), rgba_numpy(pattern(0), H))
+    # A CUDA image with a numpy `out`.
+    with pytest.raises(nvsci.InvalidArgument) as e:
+        nvsci.nv12_to_rgba(torch.from_numpy(pattern(0)).cuda(), np.zeros((H, W, 4), np.uint8))
+    assert e.value.name == "out"

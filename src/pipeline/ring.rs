@@ -107,6 +107,12 @@ pub(crate) struct Links {
 mod links;
 #[cfg(feature = "tokio")]
 mod next_frame;
+#[cfg(feature = "tokio")]
+use next_frame::Reactor;
+/// Nothing to keep without the `tokio` feature.
+#[cfg(not(feature = "tokio"))]
+#[derive(Default)]
+pub(crate) struct Reactor;
 mod seats;
 #[cfg(feature = "tokio")]
 mod wakers;
@@ -402,7 +408,7 @@ impl FrameRing {
                 continue;
             }
             let engine = ConsumerEngine::new(&inner.backend, inner.config, e, id)?;
-            consumers.push(Consumer { engine, inner: inner.clone(), id });
+            consumers.push(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
     }
@@ -413,7 +419,7 @@ impl FrameRing {
     pub(crate) fn into_consumer(self) -> Result<Consumer> {
         let inner = &self.inner;
         let engine = ConsumerEngine::new(&inner.backend, inner.config, &inner.consumer_engines[0], 0)?;
-        Ok(Consumer { engine, inner: inner.clone(), id: 0 })
+        Ok(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id: 0 })
     }
 }
 
@@ -995,7 +1001,7 @@ impl Attacher {
         match ConsumerEngine::new(&inner.backend, inner.config, &desc.engine, id) {
             Ok(engine) => {
                 log::debug!("frame ring {}: consumer {id} attached ({:?})", inner.id, desc.mode);
-                Ok(Consumer { engine, inner: inner.clone(), id })
+                Ok(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id })
             }
             Err(e) => {
                 inner.shared().st.detach(id);
@@ -1023,6 +1029,10 @@ impl Attacher {
 /// One consuming side of a ring, on the engine the ring was built for.
 pub struct Consumer {
     // Field order is teardown order (see `Producer`).
+    /// A consumer in another process: its endpoint's event descriptor as registered with a
+    /// tokio runtime by `next_frame` (feature `tokio`; nothing otherwise).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) reactor: Reactor,
     pub(crate) engine: ConsumerEngine,
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: usize,

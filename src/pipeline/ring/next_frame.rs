@@ -7,9 +7,10 @@
 //!   ([`super::wakers`]) when its queue is empty; the producer's present wakes it once it queued
 //!   a frame for it.
 //! * A consumer in another process ([`Consumer::connect_with`]) registers its endpoint's event
-//!   descriptor (`NvSciIpcGetLinuxEventFd`) with tokio's reactor and reads the endpoint whenever
-//!   it becomes readable; a mailbox consumer sends its request for a frame the same way, when the
-//!   channel has room.
+//!   descriptor (`NvSciIpcGetLinuxEventFd`; a duplicate of it, which the consumer keeps) with
+//!   tokio's reactor at its first wait on a runtime, keeps that registration for its later
+//!   calls on the same runtime, and reads the endpoint whenever it becomes readable; a mailbox
+//!   consumer sends its request for a frame the same way, when the channel has room.
 //!
 //! Then the consumer's engine waits for the frame's present fence, as
 //! [`Consumer::acquire`] does, without blocking the executor: a CUDA consumer enqueues the wait
@@ -25,8 +26,9 @@ use crate::pipeline::backend::Point;
 use crate::pipeline::party::ConsumerEngine;
 use crate::pipeline::state::FrameMeta;
 use crate::pipeline::Consumer;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
@@ -63,7 +65,8 @@ impl Consumer {
     /// from the queue while its present fence was still being waited for is put back first in
     /// line (or, in a mailbox that a newer frame reached meanwhile, handed back unread), as a
     /// failed [`acquire`](Self::acquire) puts it back, so the next `next_frame` or `acquire`
-    /// gets it. Its waker and the event descriptor's registration go with it. A mailbox
+    /// gets it. Its waker goes with it (the event descriptor's registration stays with the
+    /// consumer, for its next call on the same runtime). A mailbox
     /// consumer in another process that had asked for a frame gets the frame answering that
     /// request at its next call. A fence wait running on the blocking pool ends by itself when
     /// the fence expires or the deadline passes; what it holds (a reference to the ring, a CPU
@@ -79,10 +82,11 @@ impl Consumer {
         let deadline = deadline_after(self.inner.config.timeout);
         let id = self.id;
         let inner = &self.inner;
+        let reactor = &mut self.reactor;
         let arrival = async {
             match &inner.upstream {
                 None => arrive_here(inner, id).await,
-                Some(up) => arrive_from(inner, up, id).await,
+                Some(up) => arrive_from(inner, up, id, reactor).await,
             }
         };
         let (index, meta) = match tokio::time::timeout_at(deadline.into(), arrival).await {
@@ -157,14 +161,23 @@ impl Drop for Taken<'_> {
 
 /// A consumer in this process: its next queued frame, once a present queued one.
 async fn arrive_here(inner: &Inner, id: usize) -> Result<(usize, FrameMeta)> {
-    let _registered = Registered { inner, consumer: id };
+    let mut registered = Registered { inner, consumer: id, left: false };
     std::future::poll_fn(|cx| {
         let mut sh = inner.shared();
         match sh.st.consumer_take(id) {
-            Some(f) => Poll::Ready(Ok(f)),
+            Some(f) => {
+                // Forgotten under the same hold of the lock (a present that took it took it
+                // already), so that the guard has nothing left to do.
+                if registered.left {
+                    sh.wakers.clear(id);
+                    registered.left = false;
+                }
+                Poll::Ready(Ok(f))
+            }
             None => {
                 // Under the lock the present takes wakers under: no present falls in between.
                 sh.wakers.register(id, cx.waker());
+                registered.left = true;
                 Poll::Pending
             }
         }
@@ -172,24 +185,50 @@ async fn arrive_here(inner: &Inner, id: usize) -> Result<(usize, FrameMeta)> {
     .await
 }
 
-/// A consumer's waker left with the ring, forgotten when its wait ends (completed or dropped).
+/// A consumer's waker left with the ring, forgotten when its wait ends: at once when it
+/// completes, by this guard's drop when the future is dropped while it waits (the only case
+/// that takes the ring's lock again; a frame that was there at the first look takes it once).
 struct Registered<'a> {
     inner: &'a Inner,
     consumer: usize,
+    /// A waker may be left with the ring.
+    left: bool,
 }
 
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
-        self.inner.shared().wakers.clear(self.consumer);
+        if self.left {
+            self.inner.shared().wakers.clear(self.consumer);
+        }
     }
+}
+
+/// A consumer in another process: its endpoint's event descriptor (a duplicate the consumer
+/// owns) registered with one tokio runtime's reactor, kept across `next_frame` calls on that
+/// runtime. A registration per wait would cost two `epoll_ctl` calls and tokio's bookkeeping
+/// per frame; a call on another runtime replaces it.
+#[derive(Default)]
+pub(crate) struct Reactor(Option<Registration>);
+
+struct Registration {
+    runtime: tokio::runtime::Id,
+    fd: AsyncFd<OwnedFd>,
 }
 
 /// A consumer in another process: the next frame from the producer's process, read whenever
 /// the endpoint's event descriptor is readable.
-async fn arrive_from(inner: &Inner, up: &Upstream, id: usize) -> Result<(usize, FrameMeta)> {
-    if let Some(f) = try_take_upstream(inner, up, id)? {
-        return Ok(f);
-    }
+///
+/// The registration in `reactor` outlives each call, and readiness that tokio saw carries over
+/// to the next. Readiness is cleared only after a look that found the endpoint empty
+/// (`receive` reads it until there is nothing) and only if no event came since that readiness
+/// was taken, so the edge-triggered registration misses no frame: one that arrives during or
+/// after a look is an event that sets it again.
+async fn arrive_from(
+    inner: &Inner,
+    up: &Upstream,
+    id: usize,
+    reactor: &mut Reactor,
+) -> Result<(usize, FrameMeta)> {
     let registration_failed = |e: std::io::Error| {
         Error::Ipc(IpcError::Endpoint {
             endpoint: up.ep.name().to_owned(),
@@ -197,13 +236,39 @@ async fn arrive_from(inner: &Inner, up: &Upstream, id: usize) -> Result<(usize, 
             code: None,
         })
     };
-    // SAFETY: `register_with_interest` needs the descriptor open, and the same, for as long as
-    // the registration lives. It is the endpoint's own (nvsciipc.h, NvSciIpcGetLinuxEventFd:
-    // "Returns the NvSciIpc file descriptor for a given endpoint"), open while the endpoint is,
-    // and the endpoint closes only when the ring drops; the registration is this future's,
-    // which borrows the consumer and so the ring (the `BorrowedFd`'s lifetime says so too).
-    let fd = unsafe { AsyncFd::register_with_interest(up.ep.event_fd(), Interest::READABLE) }
-        .map_err(|e| registration_failed(e.into()))?;
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| no_runtime())?.id();
+    let fd = match &mut reactor.0 {
+        Some(r) if r.runtime == runtime => &r.fd,
+        slot => {
+            // Another runtime's (or none): that one goes (deregistered from its reactor, if it
+            // still runs), and the endpoint's descriptor is registered with this one. A
+            // duplicate (nvsciipc.h, NvSciIpcGetLinuxEventFd: "Returns the NvSciIpc file
+            // descriptor for a given endpoint"; one open file, so its readiness is the
+            // endpoint's): owned by the consumer, it is closed with it, before the ring and
+            // its endpoint.
+            *slot = None;
+            let dup = up.ep.event_fd().try_clone_to_owned().map_err(registration_failed)?;
+            // SAFETY: `register_with_interest` needs the descriptor open, and the same, for as
+            // long as the registration lives: it is the `OwnedFd` the `AsyncFd` owns, closed
+            // only when that drops, and `OwnedFd::as_raw_fd` always returns it.
+            let fd = unsafe { AsyncFd::register_with_interest(dup, Interest::READABLE) }
+                .map_err(|e| registration_failed(e.into()))?;
+            &slot.insert(Registration { runtime, fd }).fd
+        }
+    };
+    // The readiness tokio holds now (left by an earlier call, say), taken without waiting
+    // (nor leaving a waker) before the first look: a look that finds nothing clears it, so the
+    // wait below is for the next event, not a second look at an empty endpoint.
+    let before = match fd.poll_read_ready(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(Ok(guard)) => Some(guard),
+        _ => None,
+    };
+    if let Some(f) = try_take_upstream(inner, up, id)? {
+        return Ok(f);
+    }
+    if let Some(mut guard) = before {
+        guard.clear_ready();
+    }
     loop {
         let mut ready = fd.readable().await.map_err(|_| no_runtime())?;
         match try_take_upstream(inner, up, id)? {
