@@ -160,13 +160,11 @@ async fn arrive_here(inner: &Inner, id: usize) -> Result<(usize, FrameMeta)> {
     let _registered = Registered { inner, consumer: id };
     std::future::poll_fn(|cx| {
         let mut sh = inner.shared();
-        match sh.st.consumer_take(id) {
+        let sh = &mut *sh;
+        // Under the lock the present takes wakers under: no present falls in between.
+        match sh.wakers.take_or_register(&mut sh.st, id, cx.waker()) {
             Some(f) => Poll::Ready(Ok(f)),
-            None => {
-                // Under the lock the present takes wakers under: no present falls in between.
-                sh.wakers.register(id, cx.waker());
-                Poll::Pending
-            }
+            None => Poll::Pending,
         }
     })
     .await
