@@ -23,6 +23,7 @@
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test --release --lib loom` (`.ci/run`'s loom step).
 
+use super::sync::model;
 use crate::pipeline::state::{FrameMeta, QueueMode, StreamState, Take};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
@@ -123,10 +124,11 @@ impl Ring {
 /// Two slots, one FIFO consumer, three frames: the producer's third acquire waits for the
 /// consumer's release of the first frame, and the consumer waits for each frame while the
 /// producer presents it. Neither misses the other's notify, and the consumer gets every frame
-/// in order.
+/// in order. At most 4 preemptions (3,324 executions; every interleaving, 608,652 executions,
+/// passed once by hand in 3 minutes).
 #[test]
 fn loom_ring_producer_and_fifo_consumer_wait_for_each_other() {
-    loom::model(|| {
+    model(Some(4), || {
         let ring = ring(2, &[QueueMode::Fifo]);
         let consumer = {
             let ring = ring.clone();
@@ -143,10 +145,10 @@ fn loom_ring_producer_and_fifo_consumer_wait_for_each_other() {
 /// Two slots, a FIFO and a mailbox consumer, three frames: the producer waits only for the
 /// frames the consumers hold or have queued (a mailbox's unread frame goes back when a newer
 /// one replaces it), every wait ends, the FIFO consumer gets every frame in order and the
-/// mailbox consumer one frame.
+/// mailbox consumer one frame. At most 3 preemptions (44,207 executions).
 #[test]
 fn loom_ring_producer_waits_for_fifo_not_for_mailbox() {
-    loom::model(|| {
+    model(Some(3), || {
         let ring = ring(2, &[QueueMode::Fifo, QueueMode::Mailbox]);
         let fifo = {
             let ring = ring.clone();
@@ -166,10 +168,11 @@ fn loom_ring_producer_waits_for_fifo_not_for_mailbox() {
 
 /// Two slots, one FIFO consumer that takes nothing and detaches (drops) while the producer
 /// presents three frames: the producer, waiting for a free slot, is woken by the detach, which
-/// hands the frames queued for the consumer back, and finishes.
+/// hands the frames queued for the consumer back, and finishes. Every interleaving (236
+/// executions).
 #[test]
 fn loom_ring_detach_wakes_a_waiting_producer() {
-    loom::model(|| {
+    model(None, || {
         let ring = ring(2, &[QueueMode::Fifo]);
         let consumer = {
             let ring = ring.clone();

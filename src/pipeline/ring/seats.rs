@@ -135,10 +135,12 @@ impl Default for Doorbell {
 impl Doorbell {
     fn ring(&self) {
         self.rings.word().fetch_add(1, Ordering::SeqCst);
+        // A sender that is about to sleep counted itself before it read `rings` again, each
+        // side with a sequentially consistent fence between its write and its read: either it
+        // sees this ring and does not sleep, or it is counted here and woken. (Fences rather
+        // than SeqCst accesses alone, which would do as well: loom models SeqCst fences, but
+        // takes SeqCst accesses for AcqRel, so its model of this code checks the handshake.)
         fence(Ordering::SeqCst);
-        // A sender that is about to sleep counted itself before it read `rings` again (both
-        // sequentially consistent): either it sees this ring and does not sleep, or it is
-        // counted here and woken.
         if self.sleepers.load(Ordering::SeqCst) != 0 {
             self.rings.wake_all();
         }

@@ -1,24 +1,26 @@
 //! The synchronisation primitives of the seat service's in-process protocol (the outboxes, their
 //! doorbell, the senders' stop flag), in one place: the standard library's in every normal build,
-//! loom's in a build with `--cfg loom`, where the model tests (`seats::loom_tests`) run the
-//! service's own code over every interleaving loom explores. A normal build costs nothing for it:
-//! the names below are the standard library's types, and [`Futex`] is an `AtomicU32`.
+//! loom's in the crate's own tests built with `--cfg loom`, where the model tests
+//! (`seats::loom_tests`) run the service's own code over every interleaving loom explores. A
+//! build of the library alone with `--cfg loom` (a downstream crate's own loom tests) gets the
+//! standard library's, as tokio does. A normal build costs nothing for it: the names below are
+//! the standard library's types, and [`Futex`] is an `AtomicU32`.
 
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub(super) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub(super) use loom::sync::{Mutex, MutexGuard};
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub(super) use std::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub(super) use std::sync::Mutex;
 use std::time::Duration;
 
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub(super) use super::lock;
 
 /// The ring's `lock`, for loom's mutex.
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -31,12 +33,12 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// comes before the waiter's check, which then sees the change). The emulation never times out
 /// and never wakes spuriously: a lost wake-up then leaves the waiter asleep for ever, which loom
 /// reports as a deadlock, where the real wait would hide it behind its timeout.
-#[cfg_attr(not(loom), repr(transparent))]
+#[cfg_attr(not(all(test, loom)), repr(transparent))]
 pub(super) struct Futex {
     word: AtomicU32,
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     sleep: Mutex<()>,
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     woken: loom::sync::Condvar,
 }
 
@@ -44,9 +46,9 @@ impl Futex {
     pub(super) fn new(value: u32) -> Self {
         Self {
             word: AtomicU32::new(value),
-            #[cfg(loom)]
+            #[cfg(all(test, loom))]
             sleep: Mutex::new(()),
-            #[cfg(loom)]
+            #[cfg(all(test, loom))]
             woken: loom::sync::Condvar::new(),
         }
     }
@@ -58,7 +60,7 @@ impl Futex {
 
     /// Sleeps while the word holds `expected`: until a [`wake_all`](Self::wake_all), `timeout`,
     /// or a spurious wake-up; returns at once if the word holds another value.
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub(super) fn wait(&self, expected: u32, timeout: Duration) {
         let ts = libc::timespec {
             tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
@@ -79,7 +81,7 @@ impl Futex {
     }
 
     /// Wakes every thread sleeping in [`wait`](Self::wait).
-    #[cfg(not(loom))]
+    #[cfg(not(all(test, loom)))]
     pub(super) fn wake_all(&self) {
         // SAFETY: futex(2) FUTEX_WAKE reads no memory and writes none; the address is that of a
         // live, 4-byte aligned AtomicU32 of this process (FUTEX_PRIVATE_FLAG).
@@ -94,7 +96,7 @@ impl Futex {
     }
 
     /// Loom's emulation of FUTEX_WAIT (without the timeout).
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(super) fn wait(&self, expected: u32, _timeout: Duration) {
         let asleep = lock(&self.sleep);
         if self.word.load(Ordering::SeqCst) == expected {
@@ -103,9 +105,22 @@ impl Futex {
     }
 
     /// Loom's emulation of FUTEX_WAKE of every waiter.
-    #[cfg(loom)]
+    #[cfg(all(test, loom))]
     pub(super) fn wake_all(&self) {
         let _queue = lock(&self.sleep);
         self.woken.notify_all();
     }
+}
+
+/// Runs the model `f` over the interleavings loom explores: every one (`preemptions` `None`), or
+/// those in which threads are preempted at most `preemptions` times (loom's bound, which keeps
+/// the larger models to seconds; the models' doc comments give theirs). `LOOM_MAX_PREEMPTIONS`
+/// overrides the bound of every model, for a deeper run by hand.
+#[cfg(all(test, loom))]
+pub(super) fn model(preemptions: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_none() {
+        builder.preemption_bound = preemptions;
+    }
+    builder.check(f);
 }
