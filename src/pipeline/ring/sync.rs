@@ -114,13 +114,16 @@ impl Futex {
 
 /// Runs the model `f` over the interleavings loom explores: every one (`preemptions` `None`), or
 /// those in which threads are preempted at most `preemptions` times (loom's bound, which keeps
-/// the larger models to seconds; the models' doc comments give theirs). `LOOM_MAX_PREEMPTIONS`
-/// overrides the bound of every model, for a deeper run by hand.
+/// the larger models to seconds; the models' doc comments give theirs). With
+/// `LOOM_MAX_PREEMPTIONS` set, that bound holds for every model instead, and loom's own
+/// `loom::model` runs it, which also prints loom's log (`LOOM_LOG=trace`, `LOOM_LOCATION=1`):
+/// for a deeper run or a failure's trace, by hand.
 #[cfg(all(test, loom))]
 pub(super) fn model(preemptions: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_none() {
-        builder.preemption_bound = preemptions;
+    if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_some() {
+        return loom::model(f);
     }
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = preemptions;
     builder.check(f);
 }
