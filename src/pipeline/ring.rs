@@ -114,7 +114,11 @@ use next_frame::Reactor;
 #[derive(Default)]
 pub(crate) struct Reactor;
 mod seats;
-#[cfg(feature = "tokio")]
+mod sync;
+// Also in the loom build, which has no tokio (its model tests use the real registry).
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(any(feature = "tokio", all(test, loom)))]
 mod wakers;
 
 /// Ring identities: never reused within a process.
@@ -809,8 +813,8 @@ impl Producer {
             // The futures of consumers in this process the frame was queued for.
             #[cfg(feature = "tokio")]
             {
-                let here = sh.st.holders(frame.index).0 & !inner.remote_mask;
-                woken = sh.wakers.take(here);
+                let sh = &mut *sh;
+                woken = sh.wakers.take_presented(&sh.st, frame.index, !inner.remote_mask);
             }
             (out.send_to, sessions)
         };

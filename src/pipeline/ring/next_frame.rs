@@ -164,19 +164,16 @@ async fn arrive_here(inner: &Inner, id: usize) -> Result<(usize, FrameMeta)> {
     let mut registered = Registered { inner, consumer: id, left: false };
     std::future::poll_fn(|cx| {
         let mut sh = inner.shared();
-        match sh.st.consumer_take(id) {
+        let sh = &mut *sh;
+        // Under the lock the present takes wakers under: no present falls in between. A waker
+        // left at an earlier look is forgotten under the same hold when the frame is taken, so
+        // that the guard has nothing left to do.
+        match sh.wakers.take_or_register(&mut sh.st, id, cx.waker()) {
             Some(f) => {
-                // Forgotten under the same hold of the lock (a present that took it took it
-                // already), so that the guard has nothing left to do.
-                if registered.left {
-                    sh.wakers.clear(id);
-                    registered.left = false;
-                }
+                registered.left = false;
                 Poll::Ready(Ok(f))
             }
             None => {
-                // Under the lock the present takes wakers under: no present falls in between.
-                sh.wakers.register(id, cx.waker());
                 registered.left = true;
                 Poll::Pending
             }

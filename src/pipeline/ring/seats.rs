@@ -25,12 +25,12 @@
 //! the producer sends the frames and reads every endpoint itself.
 
 use super::links::Sender;
-use super::{lock, Inner, SeatStatus};
+use super::sync::{fence, lock, AtomicBool, AtomicU32, Futex, Mutex, Ordering};
+use super::{Inner, SeatStatus};
 use crate::error::{Error, IpcError, Result, RingError, Wait};
 use crate::pipeline::config::{MAX_CONSUMERS, MAX_FRAMES};
 use crate::pipeline::state::FrameMeta;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -49,19 +49,16 @@ struct Outgoing {
 /// The frames offered to the consumers in other processes that their senders have not sent
 /// yet, one queue per seat (in `Inner::remotes` order), and the doorbell that wakes the senders.
 pub(crate) struct Outboxes {
-    queues: heapless::Vec<Mutex<heapless::Deque<Outgoing, MAX_FRAMES>>, MAX_CONSUMERS>,
+    queues: Box<[Mutex<heapless::Deque<Outgoing, MAX_FRAMES>>]>,
     /// A frame was queued since the doorbell last rang.
     queued: AtomicBool,
     bell: Doorbell,
 }
 
 impl Outboxes {
-    /// Empty outboxes for `seats` seats (at most [`MAX_CONSUMERS`]).
+    /// Empty outboxes for `seats` seats (at most [`MAX_CONSUMERS`]), allocated once here.
     pub(crate) fn new(seats: usize) -> Self {
-        let mut queues = heapless::Vec::new();
-        for _ in 0..seats.min(MAX_CONSUMERS) {
-            let _ = queues.push(Mutex::new(heapless::Deque::new()));
-        }
+        let queues = (0..seats.min(MAX_CONSUMERS)).map(|_| Mutex::new(heapless::Deque::new())).collect();
         Self { queues, queued: AtomicBool::new(false), bell: Doorbell::default() }
     }
 
@@ -92,62 +89,75 @@ impl Outboxes {
     fn pop(&self, k: usize) -> Option<Outgoing> {
         self.queues.get(k).and_then(|q| lock(q).pop_front())
     }
+
+    /// The loop of seat `k`'s sender: hands the frames queued for the seat to `send`, in
+    /// order, and sleeps on the doorbell while there are none, until `stop` (then it sends what
+    /// is queued still, so that no frame the state says the consumer holds stays unsent).
+    fn run_sender(&self, k: usize, stop: &AtomicBool, mut send: impl FnMut(Outgoing)) {
+        loop {
+            let seen = self.bell.count();
+            // Read before the queue is drained, not after: a frame queued between a drain that
+            // found the queue empty and a stop that came before the look would be left unsent.
+            // A stop that comes after this look rings after `seen`, so the wait below returns
+            // at once and the next turn sees it.
+            let stopping = stop.load(Ordering::Acquire);
+            while let Some(o) = self.pop(k) {
+                send(o);
+            }
+            if stopping {
+                return;
+            }
+            self.bell.wait(seen, STEP);
+        }
+    }
+
+    /// Stops the senders (`stop` is the flag their loops were given): each sends what is
+    /// queued for it, then returns.
+    fn stop_senders(&self, stop: &AtomicBool) {
+        stop.store(true, Ordering::Release);
+        self.bell.ring();
+    }
 }
 
 /// An event count on a futex: the producer rings it once per present, and every sender
 /// sleeping on it wakes (`FUTEX_WAKE` of all waiters). A sender reads the count before it looks
 /// at its queue and sleeps only while the count is still what it read, so no ring is missed.
-#[derive(Default)]
 struct Doorbell {
-    rings: AtomicU32,
+    rings: Futex,
     sleepers: AtomicU32,
+}
+
+impl Default for Doorbell {
+    fn default() -> Self {
+        Self { rings: Futex::new(0), sleepers: AtomicU32::new(0) }
+    }
 }
 
 impl Doorbell {
     fn ring(&self) {
-        self.rings.fetch_add(1, Ordering::SeqCst);
-        // A sender that is about to sleep counted itself before it read `rings` again (both
-        // sequentially consistent): either it sees this ring and does not sleep, or it is
-        // counted here and woken.
+        self.rings.word().fetch_add(1, Ordering::SeqCst);
+        // A sender that is about to sleep counted itself before it read `rings` again, each
+        // side with a sequentially consistent fence between its write and its read: either it
+        // sees this ring and does not sleep, or it is counted here and woken. (Fences rather
+        // than SeqCst accesses alone, which would do as well: loom models SeqCst fences, but
+        // takes SeqCst accesses for AcqRel, so its model of this code checks the handshake.)
+        fence(Ordering::SeqCst);
         if self.sleepers.load(Ordering::SeqCst) != 0 {
-            // SAFETY: futex(2) FUTEX_WAKE reads no memory and writes none; the address is that
-            // of a live, 4-byte aligned AtomicU32 of this process (FUTEX_PRIVATE_FLAG).
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.rings.as_ptr(),
-                    libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-                    i32::MAX,
-                )
-            };
+            self.rings.wake_all();
         }
     }
 
     fn count(&self) -> u32 {
-        self.rings.load(Ordering::SeqCst)
+        self.rings.word().load(Ordering::SeqCst)
     }
 
     /// Sleeps until the doorbell rings after `seen` (the count read before), or `timeout`
     /// passes, or a spurious wake-up.
     fn wait(&self, seen: u32, timeout: Duration) {
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        if self.rings.load(Ordering::SeqCst) == seen {
-            let ts = libc::timespec {
-                tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
-                tv_nsec: timeout.subsec_nanos() as libc::c_long,
-            };
-            // SAFETY: futex(2) FUTEX_WAIT reads the live, 4-byte aligned AtomicU32 at the
-            // address and sleeps only while it still holds `seen`; `ts` is a valid relative
-            // timeout that outlives the call.
-            unsafe {
-                libc::syscall(
-                    libc::SYS_futex,
-                    self.rings.as_ptr(),
-                    libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
-                    seen,
-                    &ts as *const libc::timespec,
-                )
-            };
+        fence(Ordering::SeqCst);
+        if self.rings.word().load(Ordering::SeqCst) == seen {
+            self.rings.wait(seen, timeout);
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
@@ -203,9 +213,8 @@ impl SeatService {
 
 impl Drop for SeatService {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // The senders send what is queued, then stop.
-        self.inner.outbox.bell.ring();
+        // The senders send what is queued, then stop (the readers stop after their step).
+        self.inner.outbox.stop_senders(&self.stop);
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
@@ -218,16 +227,9 @@ impl Drop for SeatService {
 /// is queued still, so that no frame the state says the consumer holds stays unsent).
 fn send(inner: &Inner, k: usize, stop: &AtomicBool) {
     let r = &inner.remotes[k];
-    loop {
-        let seen = inner.outbox.bell.count();
-        while let Some(o) = inner.outbox.pop(k) {
-            inner.send_frame_to(r, o.slot, &o.meta, o.session, Sender::SeatSender);
-        }
-        if stop.load(Ordering::Acquire) {
-            return;
-        }
-        inner.outbox.bell.wait(seen, STEP);
-    }
+    inner
+        .outbox
+        .run_sender(k, stop, |o| inner.send_frame_to(r, o.slot, &o.meta, o.session, Sender::SeatSender));
 }
 
 /// Reads seat `k` of `inner.remotes` and attaches its consumers, until `stop`.
@@ -325,3 +327,6 @@ fn serve(inner: &Inner, k: usize, stop: &AtomicBool) {
         drop(ep);
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

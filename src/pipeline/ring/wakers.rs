@@ -9,6 +9,7 @@
 //! between the look and the registration, and no waker runs under the ring's lock.
 
 use crate::pipeline::config::MAX_CONSUMERS;
+use crate::pipeline::state::{FrameMeta, StreamState};
 use std::task::Waker;
 
 /// At most one registered waker per consumer seat.
@@ -21,9 +22,40 @@ pub(crate) struct ConsumerWakers {
 }
 
 impl ConsumerWakers {
+    /// Consumer `c` (in this process) takes its next queued frame from `st` (and a waker it
+    /// left at an earlier look is forgotten), or, finding none, leaves `waker` here. Called
+    /// under the ring's lock, one hold for both: no present falls between the look and the
+    /// registration.
+    pub(crate) fn take_or_register(
+        &mut self,
+        st: &mut StreamState,
+        c: usize,
+        waker: &Waker,
+    ) -> Option<(usize, FrameMeta)> {
+        let taken = st.consumer_take(c);
+        match taken {
+            None => self.register(c, waker),
+            Some(_) if self.registered & (1 << c) != 0 => self.clear(c),
+            Some(_) => {}
+        }
+        taken
+    }
+
+    /// After the present of the frame in `slot` to `st`, under the same hold of the ring's lock:
+    /// the wakers of the consumers in this process (`here`, one bit each) the frame was queued
+    /// for, to be woken once the lock is let go.
+    pub(crate) fn take_presented(
+        &mut self,
+        st: &StreamState,
+        slot: usize,
+        here: u32,
+    ) -> heapless::Vec<Waker, MAX_CONSUMERS> {
+        self.take(st.holders(slot).0 & here)
+    }
+
     /// Leaves `waker` for consumer `c`: the next present that queues a frame for it wakes it.
     /// Replaces an earlier waker of `c` (cloning only when it would wake another task).
-    pub(crate) fn register(&mut self, c: usize, waker: &Waker) {
+    fn register(&mut self, c: usize, waker: &Waker) {
         match &mut self.wakers[c] {
             Some(w) if w.will_wake(waker) => {}
             slot => *slot = Some(waker.clone()),
@@ -40,7 +72,7 @@ impl ConsumerWakers {
 
     /// Takes the wakers of the consumers in `consumers` (one bit each), to be woken once the
     /// ring's lock is let go.
-    pub(crate) fn take(&mut self, consumers: u32) -> heapless::Vec<Waker, MAX_CONSUMERS> {
+    fn take(&mut self, consumers: u32) -> heapless::Vec<Waker, MAX_CONSUMERS> {
         let mut due = self.registered & consumers;
         self.registered &= !due;
         let mut out = heapless::Vec::new();
@@ -55,3 +87,6 @@ impl ConsumerWakers {
         out
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;
