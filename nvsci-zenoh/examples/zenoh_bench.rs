@@ -1,28 +1,34 @@
 //! The bridge against raw Zenoh, in one process and one run: two Zenoh peer sessions over TCP
 //! on the loopback interface (multicast scouting off, explicit endpoints), a raw subscriber on
-//! the receiving one.
+//! the receiving one. The frames are 1080p NV12 of the mock's layout, whose rows are padded to
+//! 2048 bytes; the bridge publishes them two ways (`Rows`), each against raw Zenoh putting a
+//! message of the same bytes:
 //!
-//! * raw: the sending session puts the same bytes as the bridge's message (a 1080p NV12 frame
-//!   in a `sensor_msgs/msg/Image`, 3 110 448 bytes) from one shared buffer (no copy per put:
-//!   the floor), with a 33-byte attachment as the bridge's, which carries the send time;
-//! * raw + copy: the same, with one copy of the message into a new buffer per put (what the
-//!   bridge's copy out of the frame costs, without the stream);
-//! * bridge: a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames; the bridge
-//!   consumer (a mailbox) copies each into its message and puts it on the same session;
+//! * raw (stored rows): the sending session puts the same bytes as the bridge's message with
+//!   rows as the frame stores them (`step` 2048: 3 317 808 bytes) from one shared buffer (no copy
+//!   per put: the floor), with a 33-byte attachment as the bridge's, which carries the send time;
+//! * raw (packed rows): the same with rows of 1920 bytes (3 110 448 bytes);
+//! * raw + copy: packed, with one copy of the message into a new buffer per put (what a copy into
+//!   a fresh allocation per frame costs, without the stream);
+//! * bridge (stored rows): a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames;
+//!   the bridge consumer (a mailbox) publishes each from the frame's mapping (no copy) on the same
+//!   session;
+//! * bridge (packed rows): the same, each frame's rows copied once into a message buffer the
+//!   bridge reuses;
 //! * with `--cuda` (a CUDA GPU, the mock in GPU mode): bridge (CUDA), a CUDA camera (producer on
-//!   the GPU) and the bridge consumer on the GPU too, which copies each frame device -> pinned
-//!   host memory on its stream (ordered by the ring's fences) before it builds the message;
-//!   and beside it the raw floor of that copy: `cuMemcpyDtoHAsync` of the same bytes (the
-//!   frame's own mapping, and device memory of the same size) into pinned memory, then a stream
-//!   synchronise, timed one copy at a time against the bridge's copy time
-//!   (`PublishStats::readback_ns`: enqueue to done, present wait and release enqueue included).
+//!   the GPU) and the bridge consumer on the GPU too, which copies each frame's rows device ->
+//!   pinned host memory on its stream (ordered by the ring's fences) straight into the buffers it
+//!   publishes, both ways; and beside it the raw floor of that copy: `cuMemcpyDtoHAsync` of the
+//!   same bytes (the frame's own mapping, and device memory of the same size) into pinned
+//!   memory, then a stream synchronise, timed one copy at a time against the bridge's copy time
+//!   (`PublishStats::readback_ns`: enqueue to done, the present wait included; and
+//!   `readback_copy_ns`: the copies alone on the device, between two CUDA events).
 //!
 //! Two measures each: frames/s received while the sender goes as fast as it can (raw: puts back
 //! to back; bridge: the camera presents the next frame as soon as the bridge took the previous
 //! one, so the bridge never waits for a frame and the camera does not spin on the shared
-//! cores), and the latency
-//! of one frame at a time (put, or present, to the subscriber's callback; the next one after
-//! the previous arrived), p50 and p90.
+//! cores), and the latency of one frame at a time (put, or present, to the subscriber's
+//! callback; the next one after the previous arrived), p50 and p90.
 //!
 //! ```text
 //! cargo run --release --manifest-path nvsci-zenoh/Cargo.toml --example zenoh_bench -- --frames 300
@@ -37,7 +43,7 @@ mod percentile;
 use args::arg;
 use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
 use nvsci_zenoh::cdr::{Image, Time};
-use nvsci_zenoh::{BridgeConfig, BridgeConsumer, PublishStats, StampClock};
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, PublishStats, Rows, StampClock};
 use percentile::pct;
 use std::sync::mpsc;
 use std::sync::OnceLock;
@@ -53,6 +59,40 @@ fn now_ns() -> u64 {
 }
 
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// A 1080p camera's stream on the mock (CPU producer) whose one consumer is a mailbox, every
+/// slot holding a picture once (the benchmark then presents without rewriting them).
+fn cpu_stream(w: u32, h: u32) -> Res<(Producer, Consumer)> {
+    let ring = Backend::with_library(nvsci::NvSci::mock())
+        .stream(FrameFormat::nv12(w, h))
+        .frames(4)
+        .timeout(Duration::from_millis(200))
+        .consumer(ConsumerDesc::cpu().mailbox())
+        .build()?;
+    let (mut camera, mut consumers) = ring.split()?;
+    for _ in 0..4 {
+        let f = camera.acquire()?;
+        camera.cpu_write(&f)?.fill(0x80);
+        camera.present(f)?;
+    }
+    Ok((camera, consumers.remove(0)))
+}
+
+/// A message of `h` NV12 rows (and `h / 2` chroma rows) of `step` bytes, `w` pixels wide.
+fn message(w: u32, h: u32, step: u32) -> Res<Vec<u8>> {
+    let pixels = vec![0x80u8; (step * h * 3 / 2) as usize];
+    let image = Image {
+        stamp: Time::default(),
+        frame_id: "",
+        height: h,
+        width: w,
+        encoding: "nv12",
+        is_bigendian: 0,
+        step,
+        data: &pixels,
+    };
+    Ok(image.encode()?)
+}
 
 fn main() -> Res<()> {
     now_ns();
@@ -93,39 +133,29 @@ fn main() -> Res<()> {
         .wait()?;
     std::thread::sleep(Duration::from_millis(500));
 
-    // The raw floor: the same bytes as one bridge message, from one shared buffer.
-    let pixels = vec![0x80u8; (w * h * 3 / 2) as usize];
-    let image = Image {
-        stamp: Time::default(),
-        frame_id: "",
-        height: h,
-        width: w,
-        encoding: "nv12",
-        is_bigendian: 0,
-        step: w,
-        data: &pixels,
-    };
-    let message = image.encode()?;
-    let bytes = message.len();
-    let payload = ZBytes::from(message);
+    // The raw floors: the same bytes as a bridge message of each kind, from one shared buffer.
+    let pitch = cpu_stream(w, h)?.1.layout().planes[0].pitch;
+    let stored = message(w, h, pitch)?;
+    let packed = message(w, h, w)?;
+    let sizes = (stored.len(), packed.len());
     let raw_pub = tx
         .declare_publisher("bench/raw")
         .congestion_control(zenoh::qos::CongestionControl::Block)
         .reliability(zenoh::qos::Reliability::Reliable)
         .wait()?;
-    let message_vec = payload.to_bytes().into_owned();
-    let raw_put = |sent: u64, copy: bool| -> zenoh::Result<()> {
-        let mut attachment = vec![0u8; 33];
-        attachment[..8].copy_from_slice(&sent.to_le_bytes());
-        let p = if copy { ZBytes::from(message_vec.clone()) } else { payload.clone() };
-        raw_pub.put(p).attachment(attachment).wait()
-    };
     let mut raw = Vec::new();
-    for copy in [false, true] {
+    for (m, copy) in [(stored, false), (packed.clone(), false), (packed, true)] {
+        let payload = ZBytes::from(m.clone());
+        let raw_put = |sent: u64| -> zenoh::Result<()> {
+            let mut attachment = vec![0u8; 33];
+            attachment[..8].copy_from_slice(&sent.to_le_bytes());
+            let p = if copy { ZBytes::from(m.clone()) } else { payload.clone() };
+            raw_pub.put(p).attachment(attachment).wait()
+        };
         // Throughput: back to back.
         let start = Instant::now();
         for _ in 0..frames {
-            raw_put(now_ns(), copy)?;
+            raw_put(now_ns())?;
         }
         let mut got = 0;
         while got < frames && raw_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
@@ -135,48 +165,64 @@ fn main() -> Res<()> {
         // Latency: one at a time.
         let mut lat = Vec::with_capacity(samples);
         for _ in 0..samples {
-            raw_put(now_ns(), copy)?;
+            raw_put(now_ns())?;
             let (t, sent) = raw_rx.recv_timeout(Duration::from_secs(10))?;
             lat.push((t - sent) as f64 / 1e6);
         }
         raw.push((fps, lat));
     }
 
-    // The bridge, on the CPU.
-    let ring = Backend::with_library(nvsci::NvSci::mock())
-        .stream(FrameFormat::nv12(w, h))
-        .frames(4)
-        .timeout(Duration::from_millis(200))
-        .consumer(ConsumerDesc::cpu().mailbox())
-        .build()?;
-    let (mut camera, mut consumers) = ring.split()?;
-    for _ in 0..4 {
-        // Every slot holds a picture once; the benchmark then presents without rewriting it.
-        let f = camera.acquire()?;
-        camera.cpu_write(&f)?.fill(0x80);
-        camera.present(f)?;
+    // The bridge, on the CPU, both ways.
+    let mut cpu = Vec::new();
+    for rows in [Rows::Stored, Rows::Packed] {
+        let (mut camera, consumer) = cpu_stream(w, h)?;
+        let cfg = cfg.clone().rows(rows);
+        let run = Run { session: &tx, cfg: &cfg, arrivals: &br_rx, frames, samples };
+        cpu.push(run.bridge(&mut camera, consumer)?);
     }
-    let run = Run { session: &tx, cfg: &cfg, arrivals: &br_rx, frames, samples };
-    let mut cpu = run.bridge(&mut camera, consumers.remove(0))?;
     #[cfg(feature = "cuda")]
-    let mut gpu = if cuda { Some(cuda_run::run(&run, w, h)?) } else { None };
+    let mut gpu = if cuda {
+        let run = Run { session: &tx, cfg: &cfg, arrivals: &br_rx, frames, samples };
+        Some(cuda_run::run(&run, w, h)?)
+    } else {
+        None
+    };
 
-    let (raw_fps, rp50) = (raw[0].0, pct(&mut raw[0].1, 0.5));
-    println!("{w}x{h} NV12, {bytes} bytes per message, {frames} frames, {samples} latency samples");
-    println!("{:<14} {:>10} {:>10} {:>10}", "", "frames/s", "p50 ms", "p90 ms");
-    for (name, (fps, lat)) in ["raw", "raw + copy"].iter().zip(&mut raw) {
+    println!(
+        "{w}x{h} NV12 (rows of {pitch} bytes in the frames), {} bytes per message as stored, {} packed; \
+         {frames} frames, {samples} latency samples",
+        sizes.0, sizes.1
+    );
+    println!("{:<24} {:>10} {:>10} {:>10}", "", "frames/s", "p50 ms", "p90 ms");
+    let mut floors = Vec::new();
+    for (name, (fps, lat)) in
+        ["raw (stored rows)", "raw (packed rows)", "raw + copy (packed)"].iter().zip(&mut raw)
+    {
         let (p50, p90) = (pct(lat, 0.5), pct(lat, 0.9));
-        println!("{name:<14} {fps:>10.1} {p50:>10.3} {p90:>10.3}");
+        println!("{name:<24} {fps:>10.1} {p50:>10.3} {p90:>10.3}");
+        floors.push((*fps, p50));
     }
-    cpu.row("bridge");
+    let names = ["bridge (stored rows)", "bridge (packed rows)"];
+    for (name, f) in names.iter().zip(&mut cpu) {
+        f.row(name);
+    }
     #[cfg(feature = "cuda")]
     if let Some(g) = &mut gpu {
-        g.bridge.row("bridge (CUDA)");
+        for (name, f) in ["bridge (CUDA, stored)", "bridge (CUDA, packed)"].iter().zip(&mut g.bridges) {
+            f.row(name);
+        }
     }
-    cpu.ratios("bridge", raw_fps, rp50);
+    for ((name, f), floor) in names.iter().zip(&mut cpu).zip(&floors) {
+        f.ratios(name, "raw of the same bytes", *floor);
+    }
+    cpu[0].ratios(names[0], "raw (packed rows)", floors[1]);
     #[cfg(feature = "cuda")]
     if let Some(g) = &mut gpu {
-        g.bridge.ratios("bridge (CUDA)", raw_fps, rp50);
+        for ((name, f), floor) in
+            ["bridge (CUDA, stored)", "bridge (CUDA, packed)"].iter().zip(&mut g.bridges).zip(&floors)
+        {
+            f.ratios(name, "raw of the same bytes", *floor);
+        }
         g.report();
     }
     Ok(())
@@ -206,16 +252,18 @@ struct Figures {
 impl Figures {
     fn row(&mut self, name: &str) {
         let (p50, p90) = (pct(&mut self.lat, 0.5), pct(&mut self.lat, 0.9));
-        println!("{name:<14} {:>10.1} {p50:>10.3} {p90:>10.3}", self.fps);
+        println!("{name:<24} {:>10.1} {p50:>10.3} {p90:>10.3}", self.fps);
     }
 
-    fn ratios(&mut self, name: &str, raw_fps: f64, raw_p50: f64) {
+    fn ratios(&mut self, name: &str, floor: &str, (raw_fps, raw_p50): (f64, f64)) {
         let p50 = pct(&mut self.lat, 0.5);
-        println!("{name}/raw: frames/s {:.2}x, p50 latency {:.2}x", self.fps / raw_fps, p50 / raw_p50);
+        println!("{name} / {floor}: frames/s {:.2}x, p50 latency {:.2}x", self.fps / raw_fps, p50 / raw_p50);
         println!(
-            "{name} during the throughput run: {} published, {} frames skipped by its mailbox; errors {}",
+            "  during the throughput run: {} published, {} frames skipped by its mailbox; {} copied on the CPU \
+             in all; errors {}",
             self.published,
             self.skipped,
+            self.stats.copied,
             self.stats.publish_errors + self.stats.stream_errors
         );
     }
@@ -275,19 +323,20 @@ impl Run<'_> {
     }
 }
 
-/// The CUDA rows: a CUDA camera and a CUDA bridge consumer on the mock in GPU mode, and the raw
-/// device -> host copy of the same bytes.
+/// The CUDA rows: a CUDA camera and a CUDA bridge consumer on the mock in GPU mode, the bridge
+/// publishing rows as stored and packed, and the raw device -> host copy of the same bytes.
 #[cfg(feature = "cuda")]
 mod cuda_run {
     use super::{pct, Figures, Res, Run};
     use nvsci::cuda::cudarc::driver::{result, CudaStream, DevicePtr, PinnedHostSlice};
     use nvsci::cuda::CudaGpu;
-    use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
+    use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, Producer};
+    use nvsci_zenoh::Rows;
     use std::time::{Duration, Instant};
 
-    /// The CUDA bridge and the copies' times (microseconds).
+    /// The CUDA bridges (rows as stored, packed) and the copies' times (microseconds).
     pub struct Gpu {
-        pub bridge: Figures,
+        pub bridges: Vec<Figures>,
         bytes: usize,
         device: String,
         raw_frame: Vec<f64>,
@@ -297,26 +346,42 @@ mod cuda_run {
     impl Gpu {
         pub fn report(&mut self) {
             let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let st = &self.bridge.stats;
-            let bridge = st.readback_ns as f64 / 1e3 / st.readbacks.max(1) as f64;
             let (f_mean, d_mean) = (mean(&self.raw_frame), mean(&self.raw_device));
             println!(
-                "device -> host copy of {} bytes on {} (microseconds per frame):",
+                "device -> host copy of a {}-byte frame on {} (microseconds per frame):",
                 self.bytes, self.device
             );
-            println!("{:<44} {:>10} {:>10}", "", "mean", "p50");
+            println!("{:<52} {:>10} {:>10}", "", "mean", "p50");
             println!(
-                "{:<44} {f_mean:>10.1} {:>10.1}",
+                "{:<52} {f_mean:>10.1} {:>10.1}",
                 "raw cuMemcpyDtoHAsync, the frame's mapping",
                 pct(&mut self.raw_frame, 0.5)
             );
             println!(
-                "{:<44} {d_mean:>10.1} {:>10.1}",
+                "{:<52} {d_mean:>10.1} {:>10.1}",
                 "raw cuMemcpyDtoHAsync, device memory",
                 pct(&mut self.raw_device, 0.5)
             );
-            println!("{:<44} {bridge:>10.1} {:>10}", format!("bridge ({} copies)", st.readbacks), "-");
-            println!("bridge copy / raw copy of the frame's mapping: {:.2}x", bridge / f_mean);
+            for (rows, b) in ["stored", "packed"].iter().zip(&self.bridges) {
+                let st = &b.stats;
+                let n = st.readbacks.max(1) as f64;
+                let (all, copy) = (st.readback_ns as f64 / 1e3 / n, st.readback_copy_ns as f64 / 1e3 / n);
+                println!(
+                    "{:<52} {all:>10.1} {:>10}",
+                    format!("bridge, {rows} rows ({} frames): enqueue to done", st.readbacks),
+                    "-"
+                );
+                println!(
+                    "{:<52} {copy:>10.1} {:>10}",
+                    format!("bridge, {rows} rows: the copies on the device"),
+                    "-"
+                );
+                println!(
+                    "bridge ({rows} rows) copy / raw copy of the frame's mapping: {:.2}x (the copies alone {:.2}x)",
+                    all / f_mean,
+                    copy / f_mean
+                );
+            }
         }
     }
 
@@ -338,10 +403,10 @@ mod cuda_run {
         Ok(t)
     }
 
-    pub fn run(run: &Run<'_>, w: u32, h: u32) -> Res<Gpu> {
-        let dev = CudaGpu::open(0)?;
-        let device = dev.context().name().unwrap_or_else(|_| "a CUDA GPU".into());
-        let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
+    /// A CUDA camera's stream and its CUDA mailbox consumer, every slot holding a picture once,
+    /// written on the camera's stream.
+    fn cuda_stream(dev: &CudaGpu, w: u32, h: u32) -> Res<(Producer, Consumer)> {
+        let ring = Backend::with_library_on(nvsci::NvSci::mock(), dev)
             .stream(FrameFormat::nv12(w, h))
             .frames(4)
             .timeout(Duration::from_millis(200))
@@ -352,13 +417,18 @@ mod cuda_run {
         let stream = camera.stream().ok_or("no camera stream")?.clone();
         let picture = vec![0x80u8; camera.layout().size as usize];
         for _ in 0..4 {
-            // Every slot holds a picture once, written on the camera's stream.
             let f = camera.acquire()?;
             stream.memcpy_htod(&picture, camera.cuda_buffer(&f)?)?;
             camera.present(f)?;
         }
         stream.synchronize()?;
-        let mut consumer = consumers.remove(0);
+        Ok((camera, consumers.remove(0)))
+    }
+
+    pub fn run(run: &Run<'_>, w: u32, h: u32) -> Res<Gpu> {
+        let dev = CudaGpu::open(0)?;
+        let device = dev.context().name().unwrap_or_else(|_| "a CUDA GPU".into());
+        let (camera, mut consumer) = cuda_stream(&dev, w, h)?;
         // The raw floor: copies of a frame's own mapping (held meanwhile), then of device memory
         // of the same size, on the consumer's stream, into cacheable pinned memory as the
         // bridge's.
@@ -381,7 +451,17 @@ mod cuda_run {
             consumer.release(f)?;
             (raw_frame, raw_device, len)
         };
-        let bridge = run.bridge(&mut camera, consumer)?;
-        Ok(Gpu { bridge, bytes, device, raw_frame, raw_device })
+        let mut bridges = Vec::new();
+        let mut first = Some((camera, consumer));
+        for rows in [Rows::Stored, Rows::Packed] {
+            let (mut camera, consumer) = match first.take() {
+                Some(s) => s,
+                None => cuda_stream(&dev, w, h)?,
+            };
+            let cfg = run.cfg.clone().rows(rows);
+            let r = Run { cfg: &cfg, ..*run };
+            bridges.push(r.bridge(&mut camera, consumer)?);
+        }
+        Ok(Gpu { bridges, bytes, device, raw_frame, raw_device })
     }
 }
