@@ -1,28 +1,40 @@
 //! The bridge against raw Zenoh, in one process and one run: two Zenoh peer sessions over TCP
-//! on the loopback interface (multicast scouting off, explicit endpoints), a raw subscriber on
-//! the receiving one.
+//! on the loopback interface (multicast scouting off, explicit endpoints), raw subscribers on
+//! the receiving one. The frames are 1080p NV12 of the mock's layout, whose rows are padded to
+//! 2048 bytes; the bridge publishes them two ways (`Rows`), each against raw Zenoh putting a
+//! message of the same bytes:
 //!
-//! * raw: the sending session puts the same bytes as the bridge's message (a 1080p NV12 frame
-//!   in a `sensor_msgs/msg/Image`, 3 110 448 bytes) from one shared buffer (no copy per put:
-//!   the floor), with a 33-byte attachment as the bridge's, which carries the send time;
-//! * raw + copy: the same, with one copy of the message into a new buffer per put (what the
-//!   bridge's copy out of the frame costs, without the stream);
-//! * bridge: a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames; the bridge
-//!   consumer (a mailbox) copies each into its message and puts it on the same session;
-//! * with `--cuda` (a CUDA GPU, the mock in GPU mode): bridge (CUDA), a CUDA camera (producer on
-//!   the GPU) and the bridge consumer on the GPU too, which copies each frame device -> pinned
-//!   host memory on its stream (ordered by the ring's fences) before it builds the message;
-//!   and beside it the raw floor of that copy: `cuMemcpyDtoHAsync` of the same bytes (the
-//!   frame's own mapping, and device memory of the same size) into pinned memory, then a stream
-//!   synchronise, timed one copy at a time against the bridge's copy time
-//!   (`PublishStats::readback_ns`: enqueue to done, present wait and release enqueue included).
+//! * raw (stored rows): the sending session puts the same bytes as the bridge's message with
+//!   rows as the frame stores them (`step` 2048: 3 317 808 bytes) from one shared buffer (no copy
+//!   per put: the floor), with a 33-byte attachment as the bridge's, which carries the send time;
+//! * raw (packed rows): the same with rows of 1920 bytes (3 110 448 bytes);
+//! * raw + copy (packed): with one copy of the message into a new buffer per put (what a copy
+//!   into a fresh allocation per frame costs, without the stream);
+//! * bridge (stored rows): a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames;
+//!   the bridge consumer (a mailbox) publishes each from the frame's mapping (no copy) on the same
+//!   session;
+//! * bridge (packed rows): the same, each frame's rows copied once into a message buffer the
+//!   bridge reuses;
+//! * with `--cuda` (a CUDA GPU, the mock in GPU mode): bridge (CUDA, stored / packed), a CUDA
+//!   camera (producer on the GPU) and the bridge consumer on the GPU too, which copies each
+//!   frame's rows device -> pinned host memory on its stream (ordered by the ring's fences)
+//!   straight into the buffers it publishes; and beside it the raw floor of that copy:
+//!   `cuMemcpyDtoHAsync` of the same bytes (the frame's own mapping, and device memory of the
+//!   same size) into pinned memory, then a stream synchronise, timed one copy at a time against
+//!   the bridge's copy time (`PublishStats::readback_ns`: enqueue to done, the present wait
+//!   included; and `readback_copy_ns`: the copies alone on the device, between two CUDA events).
 //!
-//! Two measures each: frames/s received while the sender goes as fast as it can (raw: puts back
-//! to back; bridge: the camera presents the next frame as soon as the bridge took the previous
-//! one, so the bridge never waits for a frame and the camera does not spin on the shared
-//! cores), and the latency
-//! of one frame at a time (put, or present, to the subscriber's callback; the next one after
-//! the previous arrived), p50 and p90.
+//! Three measures each: frames/s received while the sender goes as fast as it can (raw: puts
+//! back to back; bridge: the camera presents the next frame as soon as the bridge took the
+//! previous one, so the bridge never waits for a frame and the camera does not spin on the
+//! shared cores); the CPU time of the whole process (every thread, the receiving side's too)
+//! per message meanwhile; and the latency of one frame at a time (put, or present, to the
+//! subscriber's callback; the next one after the previous arrived), p50 and p90. The subscribers
+//! read a few bytes of each message only (the send time in the raw attachment, the stamp at the
+//! start of the bridge's payload). So that a machine whose load changes during the run (a
+//! shared one) weighs on every variant alike, the variants take turns: `--rounds` rounds (10),
+//! each of `--frames / rounds` messages and `--latency-samples / rounds` latency samples of
+//! every variant in turn, after one warm-up round.
 //!
 //! ```text
 //! cargo run --release --manifest-path nvsci-zenoh/Cargo.toml --example zenoh_bench -- --frames 300
@@ -37,7 +49,7 @@ mod percentile;
 use args::arg;
 use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
 use nvsci_zenoh::cdr::{Image, Time};
-use nvsci_zenoh::{BridgeConfig, BridgeConsumer, PublishStats, StampClock};
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, PublishStats, Rows, StampClock};
 use percentile::pct;
 use std::sync::mpsc;
 use std::sync::OnceLock;
@@ -52,7 +64,232 @@ fn now_ns() -> u64 {
     BASE.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
+/// The first 12 bytes of a payload (zeros where it is shorter).
+fn head(payload: &ZBytes) -> [u8; 12] {
+    let mut h = [0u8; 12];
+    let _ = std::io::Read::read_exact(&mut payload.reader(), &mut h);
+    h
+}
+
+/// CPU time this process used so far (every thread, user and system), in microseconds: what a
+/// message costs, less sensitive than wall time to other work on a shared machine.
+fn cpu_us() -> f64 {
+    rusage_us(libc::RUSAGE_SELF)
+}
+
+/// CPU time the calling thread used so far, in microseconds.
+fn thread_cpu_us() -> f64 {
+    rusage_us(libc::RUSAGE_THREAD)
+}
+
+fn rusage_us(who: libc::c_int) -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `getrusage` writes a `struct rusage` into the pointer, which is valid for one.
+    if unsafe { libc::getrusage(who, u.as_mut_ptr()) } != 0 {
+        return 0.0;
+    }
+    // SAFETY: initialised by the successful call (and zeroed before it).
+    let u = unsafe { u.assume_init() };
+    let us = |t: libc::timeval| t.tv_sec as f64 * 1e6 + t.tv_usec as f64;
+    us(u.ru_utime) + us(u.ru_stime)
+}
+
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// Arrivals at a subscriber: (arrival, sent) nanoseconds.
+type Arrivals = mpsc::Receiver<(u64, u64)>;
+
+/// A subscriber on the receiving session to `key`, reading the send time as `sent` does from
+/// the first 12 bytes of each payload and its attachment.
+fn subscribe(
+    rx: &zenoh::Session,
+    key: String,
+    sent: fn(&[u8; 12], &[u8]) -> u64,
+) -> Res<(zenoh::pubsub::Subscriber<()>, Arrivals)> {
+    let (tx, arrivals) = mpsc::channel();
+    let sub = rx
+        .declare_subscriber(key)
+        .callback(move |s| {
+            let t = now_ns();
+            let h = head(s.payload());
+            let a = s.attachment().map(|a| a.to_bytes().into_owned()).unwrap_or_default();
+            let _ = tx.send((t, sent(&h, &a)));
+        })
+        .wait()?;
+    Ok((sub, arrivals))
+}
+
+/// The send time a raw message carries in its attachment.
+fn raw_sent(_: &[u8; 12], attachment: &[u8]) -> u64 {
+    attachment.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+}
+
+/// The capture time a bridge's message carries as its stamp (sec, nanosec after the 4-byte
+/// encapsulation header).
+fn stamp_sent(h: &[u8; 12], _: &[u8]) -> u64 {
+    let sec = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as u64;
+    let nanosec = u32::from_le_bytes([h[8], h[9], h[10], h[11]]) as u64;
+    sec * 1_000_000_000 + nanosec
+}
+
+/// A camera's stream on the mock (CPU producer) whose one consumer is a mailbox, every slot
+/// holding a picture once (the benchmark then presents without rewriting them).
+fn cpu_stream(w: u32, h: u32) -> Res<(Producer, Consumer)> {
+    let ring = Backend::with_library(nvsci::NvSci::mock())
+        .stream(FrameFormat::nv12(w, h))
+        .frames(4)
+        .timeout(Duration::from_millis(200))
+        .consumer(ConsumerDesc::cpu().mailbox())
+        .build()?;
+    let (mut camera, mut consumers) = ring.split()?;
+    for _ in 0..4 {
+        let f = camera.acquire()?;
+        camera.cpu_write(&f)?.fill(0x80);
+        camera.present(f)?;
+    }
+    Ok((camera, consumers.remove(0)))
+}
+
+/// A message of `h` NV12 rows (and `h / 2` chroma rows) of `step` bytes, `w` pixels wide.
+fn message(w: u32, h: u32, step: u32) -> Res<Vec<u8>> {
+    let pixels = vec![0x80u8; (step * h * 3 / 2) as usize];
+    let image = Image {
+        stamp: Time::default(),
+        frame_id: "",
+        height: h,
+        width: w,
+        encoding: "nv12",
+        is_bigendian: 0,
+        step,
+        data: &pixels,
+    };
+    Ok(image.encode()?)
+}
+
+/// How one variant sends a message.
+enum Sender {
+    /// A raw put of `payload` (or, `copy`, of a new copy of `message`).
+    Raw { publisher: zenoh::pubsub::Publisher<'static>, payload: ZBytes, message: Vec<u8>, copy: bool },
+    /// A frame presented to the bridge's stream.
+    Bridge { camera: Producer, bridge: BridgeConsumer },
+}
+
+/// One variant and what was measured of it.
+struct Variant {
+    name: &'static str,
+    sender: Sender,
+    arrivals: Arrivals,
+    _sub: zenoh::pubsub::Subscriber<()>,
+    /// Messages received, seconds and CPU microseconds (the process's, the sending thread's) of
+    /// the throughput chunks.
+    got: u64,
+    secs: f64,
+    cpu: f64,
+    sender_cpu: f64,
+    lat: Vec<f64>,
+    /// The bridge's counters when the measured rounds began.
+    before: PublishStats,
+}
+
+impl Variant {
+    fn new(
+        name: &'static str,
+        sender: Sender,
+        (sub, arrivals): (zenoh::pubsub::Subscriber<()>, Arrivals),
+    ) -> Self {
+        Self {
+            name,
+            sender,
+            arrivals,
+            _sub: sub,
+            got: 0,
+            secs: 0.0,
+            cpu: 0.0,
+            sender_cpu: 0.0,
+            lat: Vec::new(),
+            before: PublishStats::default(),
+        }
+    }
+
+    /// Sends one message stamped `sent`; a bridge's once the bridge took the frame.
+    fn send(&mut self, sent: u64, wait_taken: bool) -> Res<()> {
+        match &mut self.sender {
+            Sender::Raw { publisher, payload, message, copy } => {
+                let mut attachment = vec![0u8; 33];
+                attachment[..8].copy_from_slice(&sent.to_le_bytes());
+                let p = if *copy { ZBytes::from(message.clone()) } else { payload.clone() };
+                publisher.put(p).attachment(attachment).wait()?;
+            }
+            Sender::Bridge { camera, .. } => {
+                let delivered = |c: &Producer| c.consumer_stats(0).map_or(0, |s| s.delivered);
+                let taken = delivered(camera);
+                let mut f = camera.acquire()?;
+                f.set_capture_time(sent);
+                camera.present(f)?;
+                let start = Instant::now();
+                while wait_taken && delivered(camera) == taken && start.elapsed() < Duration::from_secs(10) {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `n` messages as fast as they go (raw: back to back; bridge: the next frame as soon as the
+    /// bridge took the previous one), until all arrived; added to the figures if `measure`.
+    fn chunk(&mut self, n: u64, measure: bool) -> Res<()> {
+        while self.arrivals.try_recv().is_ok() {}
+        let (start, cpu, sender_cpu) = (Instant::now(), cpu_us(), thread_cpu_us());
+        let mut got = 0u64;
+        for _ in 0..n {
+            self.send(now_ns(), true)?;
+            while self.arrivals.try_recv().is_ok() {
+                got += 1;
+            }
+        }
+        while got < n && self.arrivals.recv_timeout(Duration::from_secs(10)).is_ok() {
+            got += 1;
+        }
+        if measure {
+            self.secs += start.elapsed().as_secs_f64();
+            self.cpu += cpu_us() - cpu;
+            self.sender_cpu += thread_cpu_us() - sender_cpu;
+            self.got += got;
+        }
+        Ok(())
+    }
+
+    /// `n` latency samples: one message, wait for it to arrive, the next.
+    fn latency(&mut self, n: usize) -> Res<()> {
+        for _ in 0..n {
+            let sent = now_ns();
+            self.send(sent, false)?;
+            loop {
+                let (t, s) = self.arrivals.recv_timeout(Duration::from_secs(10))?;
+                if s == sent {
+                    self.lat.push((t - sent) as f64 / 1e6);
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn stats(&self) -> Option<PublishStats> {
+        match &self.sender {
+            Sender::Bridge { bridge, .. } => Some(bridge.stats()),
+            Sender::Raw { .. } => None,
+        }
+    }
+
+    /// frames/s, CPU microseconds per message (the process's, the sending thread's), p50 and
+    /// p90 latency (ms).
+    fn figures(&mut self) -> (f64, f64, f64, f64, f64) {
+        let n = self.got.max(1) as f64;
+        let (p50, p90) = (pct(&mut self.lat, 0.5), pct(&mut self.lat, 0.9));
+        (self.got as f64 / self.secs, self.cpu / n, self.sender_cpu / n, p50, p90)
+    }
+}
 
 fn main() -> Res<()> {
     now_ns();
@@ -64,260 +301,144 @@ fn main() -> Res<()> {
     let (w, h) = (arg("--width", 1920u32), arg("--height", 1080u32));
     let frames = arg("--frames", 300u64);
     let samples = arg("--latency-samples", 100usize);
+    let rounds = arg("--rounds", 10u64).max(1);
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let cfg =
         BridgeConfig::new("/bench/image").multicast_scouting(false).reliable().stamp_clock(StampClock::AsIs);
     let tx = zenoh::open(cfg.clone().listen(format!("tcp/127.0.0.1:{port}")).zenoh_config()?).wait()?;
     let rx = zenoh::open(cfg.clone().connect(format!("tcp/127.0.0.1:{port}")).zenoh_config()?).wait()?;
 
-    // Receiving side: (arrival, sent) nanoseconds of every message, raw and bridged.
-    let (raw_tx, raw_rx) = mpsc::channel::<(u64, u64)>();
-    let _raw_sub = rx
-        .declare_subscriber("bench/raw")
-        .callback(move |s| {
-            let t = now_ns();
-            let a = s.attachment().map(|a| a.to_bytes().into_owned()).unwrap_or_default();
-            let sent = a.get(..8).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
-            let _ = raw_tx.send((t, sent));
-        })
-        .wait()?;
-    let (br_tx, br_rx) = mpsc::channel::<(u64, u64)>();
-    let _bridge_sub = rx
-        .declare_subscriber(cfg.key_expr())
-        .callback(move |s| {
-            let t = now_ns();
-            let p = s.payload().to_bytes();
-            let sent = Image::decode(&p).ok().and_then(|i| i.stamp.to_nanos()).unwrap_or(0);
-            let _ = br_tx.send((t, sent));
-        })
-        .wait()?;
+    // The raw floors: the same bytes as a bridge message of each kind, from one shared buffer.
+    let pitch = cpu_stream(w, h)?.1.layout().planes[0].pitch;
+    let (stored, packed) = (message(w, h, pitch)?, message(w, h, w)?);
+    let sizes = (stored.len(), packed.len());
+    let mut variants = Vec::new();
+    for (i, (name, m, copy)) in [
+        ("raw (stored rows)", stored, false),
+        ("raw (packed rows)", packed.clone(), false),
+        ("raw + copy (packed)", packed, true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("bench/raw/{i}");
+        let publisher = tx
+            .declare_publisher(key.clone())
+            .congestion_control(zenoh::qos::CongestionControl::Block)
+            .reliability(zenoh::qos::Reliability::Reliable)
+            .wait()?;
+        let sub = subscribe(&rx, key, raw_sent)?;
+        let payload = ZBytes::from(m.clone());
+        variants.push(Variant::new(name, Sender::Raw { publisher, payload, message: m, copy }, sub));
+    }
+    // The bridges, on the CPU, both ways (and on the GPU).
+    let mut streams = Vec::new();
+    for (name, rows) in [("bridge (stored rows)", Rows::Stored), ("bridge (packed rows)", Rows::Packed)] {
+        streams.push((name, rows, cpu_stream(w, h)?));
+    }
+    #[cfg(feature = "cuda")]
+    let mut gpu = if cuda { Some(cuda_run::Gpu::new(w, h, samples)?) } else { None };
+    #[cfg(feature = "cuda")]
+    if let Some(g) = &mut gpu {
+        for (name, rows) in [("bridge (CUDA, stored)", Rows::Stored), ("bridge (CUDA, packed)", Rows::Packed)]
+        {
+            streams.push((name, rows, g.stream(w, h)?));
+        }
+    }
+    for (i, (name, rows, (camera, consumer))) in streams.into_iter().enumerate() {
+        let mut c = cfg.clone().rows(rows);
+        c.topic = format!("/bench/bridge{i}");
+        let sub = subscribe(&rx, c.key_expr(), stamp_sent)?;
+        let bridge = BridgeConsumer::spawn_on(tx.clone(), consumer, &c)?;
+        variants.push(Variant::new(name, Sender::Bridge { camera, bridge }, sub));
+    }
     std::thread::sleep(Duration::from_millis(500));
 
-    // The raw floor: the same bytes as one bridge message, from one shared buffer.
-    let pixels = vec![0x80u8; (w * h * 3 / 2) as usize];
-    let image = Image {
-        stamp: Time::default(),
-        frame_id: "",
-        height: h,
-        width: w,
-        encoding: "nv12",
-        is_bigendian: 0,
-        step: w,
-        data: &pixels,
-    };
-    let message = image.encode()?;
-    let bytes = message.len();
-    let payload = ZBytes::from(message);
-    let raw_pub = tx
-        .declare_publisher("bench/raw")
-        .congestion_control(zenoh::qos::CongestionControl::Block)
-        .reliability(zenoh::qos::Reliability::Reliable)
-        .wait()?;
-    let message_vec = payload.to_bytes().into_owned();
-    let raw_put = |sent: u64, copy: bool| -> zenoh::Result<()> {
-        let mut attachment = vec![0u8; 33];
-        attachment[..8].copy_from_slice(&sent.to_le_bytes());
-        let p = if copy { ZBytes::from(message_vec.clone()) } else { payload.clone() };
-        raw_pub.put(p).attachment(attachment).wait()
-    };
-    let mut raw = Vec::new();
-    for copy in [false, true] {
-        // Throughput: back to back.
-        let start = Instant::now();
-        for _ in 0..frames {
-            raw_put(now_ns(), copy)?;
+    // One warm-up round, then the measured ones, every variant in turn.
+    let (per_chunk, per_round) = (frames.div_ceil(rounds), samples.div_ceil(rounds as usize));
+    for v in &mut variants {
+        v.chunk(per_chunk, false)?;
+        v.before = v.stats().unwrap_or_default();
+    }
+    for _ in 0..rounds {
+        for v in &mut variants {
+            v.chunk(per_chunk, true)?;
+            v.latency(per_round)?;
         }
-        let mut got = 0;
-        while got < frames && raw_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
-            got += 1;
-        }
-        let fps = got as f64 / start.elapsed().as_secs_f64();
-        // Latency: one at a time.
-        let mut lat = Vec::with_capacity(samples);
-        for _ in 0..samples {
-            raw_put(now_ns(), copy)?;
-            let (t, sent) = raw_rx.recv_timeout(Duration::from_secs(10))?;
-            lat.push((t - sent) as f64 / 1e6);
-        }
-        raw.push((fps, lat));
     }
 
-    // The bridge, on the CPU.
-    let ring = Backend::with_library(nvsci::NvSci::mock())
-        .stream(FrameFormat::nv12(w, h))
-        .frames(4)
-        .timeout(Duration::from_millis(200))
-        .consumer(ConsumerDesc::cpu().mailbox())
-        .build()?;
-    let (mut camera, mut consumers) = ring.split()?;
-    for _ in 0..4 {
-        // Every slot holds a picture once; the benchmark then presents without rewriting it.
-        let f = camera.acquire()?;
-        camera.cpu_write(&f)?.fill(0x80);
-        camera.present(f)?;
+    println!(
+        "{w}x{h} NV12 (rows of {pitch} bytes in the frames), {} bytes per message as stored, {} packed; \
+         {rounds} rounds of {per_chunk} messages and {per_round} latency samples per variant",
+        sizes.0, sizes.1
+    );
+    println!("CPU: microseconds per message of the whole process, and of the sending thread (the put, or the camera)");
+    println!(
+        "{:<24} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "", "frames/s", "CPU us", "sender us", "p50 ms", "p90 ms"
+    );
+    let mut figures = Vec::new();
+    for v in &mut variants {
+        let f = v.figures();
+        println!("{:<24} {:>10.1} {:>10.0} {:>10.0} {:>10.3} {:>10.3}", v.name, f.0, f.1, f.2, f.3, f.4);
+        figures.push(f);
     }
-    let run = Run { session: &tx, cfg: &cfg, arrivals: &br_rx, frames, samples };
-    let mut cpu = run.bridge(&mut camera, consumers.remove(0))?;
-    #[cfg(feature = "cuda")]
-    let mut gpu = if cuda { Some(cuda_run::run(&run, w, h)?) } else { None };
-
-    let (raw_fps, rp50) = (raw[0].0, pct(&mut raw[0].1, 0.5));
-    println!("{w}x{h} NV12, {bytes} bytes per message, {frames} frames, {samples} latency samples");
-    println!("{:<14} {:>10} {:>10} {:>10}", "", "frames/s", "p50 ms", "p90 ms");
-    for (name, (fps, lat)) in ["raw", "raw + copy"].iter().zip(&mut raw) {
-        let (p50, p90) = (pct(lat, 0.5), pct(lat, 0.9));
-        println!("{name:<14} {fps:>10.1} {p50:>10.3} {p90:>10.3}");
+    // Each bridge against the raw put of the same bytes; the stored rows also against the packed
+    // message (the same image in fewer bytes).
+    let mut pairs = vec![(3, 0), (4, 1), (3, 1)];
+    if variants.len() > 5 {
+        pairs.extend([(5, 0), (6, 1)]);
     }
-    cpu.row("bridge");
+    for (b, r) in pairs {
+        let (fb, fr) = (figures[b], figures[r]);
+        println!(
+            "{} / {}: frames/s {:.2}x, CPU per message {:.2}x, p50 latency {:.2}x",
+            variants[b].name,
+            variants[r].name,
+            fb.0 / fr.0,
+            fb.1 / fr.1,
+            fb.3 / fr.3
+        );
+    }
+    for v in &variants {
+        if let Some(st) = v.stats() {
+            let b = v.before;
+            println!(
+                "{}: {} published, {} skipped by its mailbox, {} copied on the CPU; errors {}",
+                v.name,
+                st.published - b.published,
+                st.skipped - b.skipped,
+                st.copied - b.copied,
+                st.publish_errors + st.stream_errors
+            );
+        }
+    }
     #[cfg(feature = "cuda")]
     if let Some(g) = &mut gpu {
-        g.bridge.row("bridge (CUDA)");
-    }
-    cpu.ratios("bridge", raw_fps, rp50);
-    #[cfg(feature = "cuda")]
-    if let Some(g) = &mut gpu {
-        g.bridge.ratios("bridge (CUDA)", raw_fps, rp50);
-        g.report();
+        let stats: Vec<_> = variants[5..].iter().filter_map(|v| v.stats().map(|s| (v.name, s))).collect();
+        g.report(&stats);
     }
     Ok(())
 }
 
-/// What every bridge run shares: the sending session, the configuration, the arrivals of the
-/// bridge's messages at the receiving session, and the sizes of the run.
-struct Run<'a> {
-    session: &'a zenoh::Session,
-    cfg: &'a BridgeConfig,
-    arrivals: &'a mpsc::Receiver<(u64, u64)>,
-    frames: u64,
-    samples: usize,
-}
-
-/// A bridge's figures.
-struct Figures {
-    fps: f64,
-    lat: Vec<f64>,
-    /// During the throughput run.
-    published: u64,
-    skipped: u64,
-    /// At the end.
-    stats: PublishStats,
-}
-
-impl Figures {
-    fn row(&mut self, name: &str) {
-        let (p50, p90) = (pct(&mut self.lat, 0.5), pct(&mut self.lat, 0.9));
-        println!("{name:<14} {:>10.1} {p50:>10.3} {p90:>10.3}", self.fps);
-    }
-
-    fn ratios(&mut self, name: &str, raw_fps: f64, raw_p50: f64) {
-        let p50 = pct(&mut self.lat, 0.5);
-        println!("{name}/raw: frames/s {:.2}x, p50 latency {:.2}x", self.fps / raw_fps, p50 / raw_p50);
-        println!(
-            "{name} during the throughput run: {} published, {} frames skipped by its mailbox; errors {}",
-            self.published,
-            self.skipped,
-            self.stats.publish_errors + self.stats.stream_errors
-        );
-    }
-}
-
-impl Run<'_> {
-    /// A bridge consumer on `consumer` (a mailbox consumer of `camera`'s stream, every slot of
-    /// which holds a picture): frames/s with the camera presenting the next frame as soon as the
-    /// bridge took the previous one, then the latency of one frame at a time.
-    fn bridge(&self, camera: &mut Producer, consumer: Consumer) -> Res<Figures> {
-        let (frames, br_rx) = (self.frames, self.arrivals);
-        let bridge = BridgeConsumer::spawn_on(self.session.clone(), consumer, self.cfg)?;
-        std::thread::sleep(Duration::from_millis(300));
-        while br_rx.try_recv().is_ok() {}
-        let published_before = bridge.stats().published;
-        let start = Instant::now();
-        let mut got = 0u64;
-        // Throughput: the next frame as soon as the bridge took the previous one, until `frames`
-        // messages arrived.
-        let delivered = |c: &Producer| c.consumer_stats(0).map_or(0, |s| s.delivered);
-        while got < frames && start.elapsed() < Duration::from_secs(60) {
-            let taken = delivered(camera);
-            let mut f = camera.acquire()?;
-            f.set_capture_time(now_ns());
-            camera.present(f)?;
-            while delivered(camera) == taken && start.elapsed() < Duration::from_secs(60) {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-            while br_rx.try_recv().is_ok() {
-                got += 1;
-            }
-        }
-        while got < frames && br_rx.recv_timeout(Duration::from_secs(10)).is_ok() {
-            got += 1;
-        }
-        let fps = got as f64 / start.elapsed().as_secs_f64();
-        let st = bridge.stats();
-        let (published, skipped) = (st.published - published_before, st.skipped);
-        std::thread::sleep(Duration::from_millis(300));
-        while br_rx.try_recv().is_ok() {}
-        // Latency: present one frame, wait for it to arrive.
-        let mut lat = Vec::with_capacity(self.samples);
-        for _ in 0..self.samples {
-            let mut f = camera.acquire()?;
-            let sent = now_ns();
-            f.set_capture_time(sent);
-            camera.present(f)?;
-            loop {
-                let (t, s) = br_rx.recv_timeout(Duration::from_secs(10))?;
-                if s == sent {
-                    lat.push((t - sent) as f64 / 1e6);
-                    break;
-                }
-            }
-        }
-        Ok(Figures { fps, lat, published, skipped, stats: bridge.stop() })
-    }
-}
-
-/// The CUDA rows: a CUDA camera and a CUDA bridge consumer on the mock in GPU mode, and the raw
-/// device -> host copy of the same bytes.
+/// The CUDA variants' streams (a CUDA camera and a CUDA bridge consumer on the mock in GPU mode)
+/// and the raw device -> host copy of the same bytes.
 #[cfg(feature = "cuda")]
 mod cuda_run {
-    use super::{pct, Figures, Res, Run};
+    use super::{pct, Res};
     use nvsci::cuda::cudarc::driver::{result, CudaStream, DevicePtr, PinnedHostSlice};
     use nvsci::cuda::CudaGpu;
-    use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
+    use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, Engine, FrameFormat, Producer};
+    use nvsci_zenoh::PublishStats;
     use std::time::{Duration, Instant};
 
-    /// The CUDA bridge and the copies' times (microseconds).
+    /// The GPU and the raw copies' times (microseconds).
     pub struct Gpu {
-        pub bridge: Figures,
+        dev: CudaGpu,
         bytes: usize,
         device: String,
         raw_frame: Vec<f64>,
         raw_device: Vec<f64>,
-    }
-
-    impl Gpu {
-        pub fn report(&mut self) {
-            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-            let st = &self.bridge.stats;
-            let bridge = st.readback_ns as f64 / 1e3 / st.readbacks.max(1) as f64;
-            let (f_mean, d_mean) = (mean(&self.raw_frame), mean(&self.raw_device));
-            println!(
-                "device -> host copy of {} bytes on {} (microseconds per frame):",
-                self.bytes, self.device
-            );
-            println!("{:<44} {:>10} {:>10}", "", "mean", "p50");
-            println!(
-                "{:<44} {f_mean:>10.1} {:>10.1}",
-                "raw cuMemcpyDtoHAsync, the frame's mapping",
-                pct(&mut self.raw_frame, 0.5)
-            );
-            println!(
-                "{:<44} {d_mean:>10.1} {:>10.1}",
-                "raw cuMemcpyDtoHAsync, device memory",
-                pct(&mut self.raw_device, 0.5)
-            );
-            println!("{:<44} {bridge:>10.1} {:>10}", format!("bridge ({} copies)", st.readbacks), "-");
-            println!("bridge copy / raw copy of the frame's mapping: {:.2}x", bridge / f_mean);
-        }
     }
 
     /// `n` raw copies of `len` bytes at `src` into `dst` on `stream`, each enqueued
@@ -338,32 +459,15 @@ mod cuda_run {
         Ok(t)
     }
 
-    pub fn run(run: &Run<'_>, w: u32, h: u32) -> Res<Gpu> {
-        let dev = CudaGpu::open(0)?;
-        let device = dev.context().name().unwrap_or_else(|_| "a CUDA GPU".into());
-        let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
-            .stream(FrameFormat::nv12(w, h))
-            .frames(4)
-            .timeout(Duration::from_millis(200))
-            .producer(Engine::Cuda(dev.clone()))
-            .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
-            .build()?;
-        let (mut camera, mut consumers) = ring.split()?;
-        let stream = camera.stream().ok_or("no camera stream")?.clone();
-        let picture = vec![0x80u8; camera.layout().size as usize];
-        for _ in 0..4 {
-            // Every slot holds a picture once, written on the camera's stream.
-            let f = camera.acquire()?;
-            stream.memcpy_htod(&picture, camera.cuda_buffer(&f)?)?;
-            camera.present(f)?;
-        }
-        stream.synchronize()?;
-        let mut consumer = consumers.remove(0);
-        // The raw floor: copies of a frame's own mapping (held meanwhile), then of device memory
-        // of the same size, on the consumer's stream, into cacheable pinned memory as the
-        // bridge's.
-        let n = run.samples.max(100);
-        let (raw_frame, raw_device, bytes) = {
+    impl Gpu {
+        /// Opens GPU 0 and measures the raw floor: copies of a frame's own mapping (held
+        /// meanwhile), then of device memory of the same size, on a CUDA consumer's stream, into
+        /// cacheable pinned memory as the bridge's.
+        pub fn new(w: u32, h: u32, samples: usize) -> Res<Self> {
+            let dev = CudaGpu::open(0)?;
+            let device = dev.context().name().unwrap_or_else(|_| "a CUDA GPU".into());
+            let (_camera, mut consumer) = Self::cuda_stream(&dev, w, h)?;
+            let n = samples.max(100);
             let f = consumer.acquire()?;
             let cs = consumer.stream().ok_or("no consumer stream")?.clone();
             let buffer = consumer.cuda_buffer(&f)?;
@@ -374,14 +478,75 @@ mod cuda_run {
             let warm = raw_copies(&cs, buffer.device_address(), &mut pinned, 10)?;
             drop(warm);
             let raw_frame = raw_copies(&cs, buffer.device_address(), &mut pinned, n)?;
-            let device = cs.alloc_zeros::<u8>(len)?;
-            let (dptr, _sync) = device.device_ptr(&cs);
+            let device_mem = cs.alloc_zeros::<u8>(len)?;
+            let (dptr, sync) = device_mem.device_ptr(&cs);
             let raw_device = raw_copies(&cs, dptr, &mut pinned, n)?;
-            drop(_sync);
+            drop(sync);
             consumer.release(f)?;
-            (raw_frame, raw_device, len)
-        };
-        let bridge = run.bridge(&mut camera, consumer)?;
-        Ok(Gpu { bridge, bytes, device, raw_frame, raw_device })
+            Ok(Self { dev, bytes: len, device, raw_frame, raw_device })
+        }
+
+        /// A CUDA camera's stream and its CUDA mailbox consumer, every slot holding a picture
+        /// once, written on the camera's stream.
+        fn cuda_stream(dev: &CudaGpu, w: u32, h: u32) -> Res<(Producer, Consumer)> {
+            let ring = Backend::with_library_on(nvsci::NvSci::mock(), dev)
+                .stream(FrameFormat::nv12(w, h))
+                .frames(4)
+                .timeout(Duration::from_millis(200))
+                .producer(Engine::Cuda(dev.clone()))
+                .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
+                .build()?;
+            let (mut camera, mut consumers) = ring.split()?;
+            let stream = camera.stream().ok_or("no camera stream")?.clone();
+            let picture = vec![0x80u8; camera.layout().size as usize];
+            for _ in 0..4 {
+                let f = camera.acquire()?;
+                stream.memcpy_htod(&picture, camera.cuda_buffer(&f)?)?;
+                camera.present(f)?;
+            }
+            stream.synchronize()?;
+            Ok((camera, consumers.remove(0)))
+        }
+
+        /// Another CUDA camera's stream for a bridge.
+        pub fn stream(&self, w: u32, h: u32) -> Res<(Producer, Consumer)> {
+            Self::cuda_stream(&self.dev, w, h)
+        }
+
+        /// The raw copies against the CUDA bridges' (`stats`: each bridge's name and counters).
+        pub fn report(&mut self, stats: &[(&str, PublishStats)]) {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+            let (f_mean, d_mean) = (mean(&self.raw_frame), mean(&self.raw_device));
+            println!(
+                "device -> host copy of a {}-byte frame on {} (microseconds per frame):",
+                self.bytes, self.device
+            );
+            println!("{:<56} {:>10} {:>10}", "", "mean", "p50");
+            println!(
+                "{:<56} {f_mean:>10.1} {:>10.1}",
+                "raw cuMemcpyDtoHAsync, the frame's mapping",
+                pct(&mut self.raw_frame, 0.5)
+            );
+            println!(
+                "{:<56} {d_mean:>10.1} {:>10.1}",
+                "raw cuMemcpyDtoHAsync, device memory",
+                pct(&mut self.raw_device, 0.5)
+            );
+            for (name, st) in stats {
+                let n = st.readbacks.max(1) as f64;
+                let (all, copy) = (st.readback_ns as f64 / 1e3 / n, st.readback_copy_ns as f64 / 1e3 / n);
+                println!(
+                    "{:<56} {all:>10.1} {:>10}",
+                    format!("{name}, {} frames: enqueue to done", st.readbacks),
+                    "-"
+                );
+                println!("{:<56} {copy:>10.1} {:>10}", format!("{name}: the copies on the device"), "-");
+                println!(
+                    "{name}: copy / raw copy of the frame's mapping {:.2}x (the copies alone {:.2}x)",
+                    all / f_mean,
+                    copy / f_mean
+                );
+            }
+        }
     }
 }

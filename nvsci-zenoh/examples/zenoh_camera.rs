@@ -9,7 +9,9 @@
 //! Frame `s` carries the pattern of `support/nv12_pattern.rs` for `s`. With `--stamp-base B`,
 //! its capture time (and so `header.stamp`) is `B + s * 1 000 000` ns, unchanged (the tests
 //! read the sequence back from the stamp); without, the stream's CLOCK_MONOTONIC capture time
-//! moved to the system clock. Prints the bridge's tokens, then its counters at the end.
+//! moved to the system clock. `--rows packed` publishes rows of `width` bytes (default: the
+//! frames' rows as stored, `step` = their pitch). Prints the bridge's tokens, then its counters
+//! at the end.
 
 #[path = "support/args.rs"]
 mod args;
@@ -18,7 +20,7 @@ mod nv12_pattern;
 
 use args::{arg, args};
 use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat};
-use nvsci_zenoh::{BridgeConfig, BridgeConsumer, StampClock};
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, Rows, StampClock};
 use std::time::{Duration, Instant};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -36,6 +38,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     for e in args("--listen") {
         config = config.listen(e);
+    }
+    match arg("--rows", "stored".to_string()).as_str() {
+        "stored" => {}
+        "packed" => config = config.rows(Rows::Packed),
+        other => return Err(format!("--rows {other}: stored or packed").into()),
     }
     if arg("--reliable", 0u8) == 1 {
         config = config.reliable();
@@ -76,6 +83,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::thread::sleep(Duration::from_millis(arg("--linger-ms", 500u64)));
     let st = bridge.stop();
-    println!("STATS published={} skipped={} publish_errors={}", st.published, st.skipped, st.publish_errors);
+    println!(
+        "STATS published={} skipped={} publish_errors={} copied={}",
+        st.published, st.skipped, st.publish_errors, st.copied
+    );
     Ok(())
 }

@@ -39,12 +39,31 @@ pub enum StampClock {
     AsIs,
 }
 
+/// How a frame's rows become the image's `data` and `step` (`sensor_msgs/msg/Image`: `step` is
+/// the full row length in bytes, which may exceed a row of pixels).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Rows {
+    /// `step` is the frame's pitch: the rows as the frame stores them, padding included (a
+    /// 1920-pixel NV12 row of the mock's frames is 2048 bytes). A CPU frame's pixels are then
+    /// published straight from its mapping, without a copy; a CUDA frame's are copied device ->
+    /// host once, straight into the message. Frames whose planes have different pitches, and
+    /// block-linear frames (which have no rows of bytes), are published [`Packed`](Self::Packed).
+    Stored,
+    /// `step` is one row of pixels (`width` bytes for `nv12`, `4 * width` for `rgba8`), for
+    /// receivers that ignore `step`. Where the frame's pitch is wider, a CPU frame's rows are
+    /// copied once into a message buffer the bridge reuses (no allocation per frame), and a CUDA
+    /// frame's are packed by the device -> host copy itself.
+    Packed,
+}
+
 /// A bridge's configuration. Start from [`BridgeConfig::new`] (the topic) and change what
 /// differs; the fields are public to read, and new ones may come (`#[non_exhaustive]`).
 ///
 /// The defaults work between two machines on one network: a Zenoh peer that listens on every
 /// interface on a port the system picks and finds its peers by multicast scouting, domain 0,
-/// best-effort keep-last 1 (a camera's newest frame), blocking congestion control.
+/// best-effort keep-last 1 (a camera's newest frame), blocking congestion control, each frame's
+/// rows as it stores them ([`Rows::Stored`]).
 ///
 /// ```
 /// use nvsci_zenoh::{BridgeConfig, Mode};
@@ -92,6 +111,9 @@ pub struct BridgeConfig {
     /// How long the bridge's thread waits for one frame or message before it looks whether it
     /// was asked to stop (default 50 ms).
     pub poll: Duration,
+    /// How the bridge consumer lays a frame's rows out in its messages (default
+    /// [`Rows::Stored`]).
+    pub rows: Rows,
 }
 
 /// A configuration that cannot work: what is wrong with it.
@@ -142,6 +164,7 @@ impl BridgeConfig {
             congestion: Congestion::Block,
             stamp_clock: StampClock::Monotonic,
             poll: Duration::from_millis(50),
+            rows: Rows::Stored,
         }
     }
 
@@ -209,6 +232,12 @@ impl BridgeConfig {
     /// How long the bridge's thread waits before it looks whether it should stop.
     pub fn poll(mut self, poll: Duration) -> Self {
         self.poll = poll;
+        self
+    }
+
+    /// How the bridge consumer lays a frame's rows out in its messages.
+    pub fn rows(mut self, rows: Rows) -> Self {
+        self.rows = rows;
         self
     }
 
@@ -286,6 +315,7 @@ mod tests {
         assert_eq!(c.mode, Mode::Peer);
         assert!(c.multicast_scouting);
         assert_eq!((c.domain, c.depth, c.reliability), (0, 1, Reliability::BestEffort));
+        assert_eq!(c.rows, Rows::Stored);
         assert_eq!(c.validate(), Ok(()));
         assert!(c.zenoh_config().is_ok());
     }

@@ -6,14 +6,17 @@ use crate::attachment::Attachment;
 use crate::cdr::{Image, Time};
 use crate::clock::{monotonic_to_realtime, realtime_ns};
 use crate::config::{BridgeConfig, Congestion, StampClock};
-use crate::encoding::Encoding;
 use crate::error::BridgeError;
 use crate::graph::{gid, EntityKind, NodeName, Reliability};
-use nvsci::pipeline::{Attacher, Consumer, ConsumerDesc, ConsumerFrame, Engine, FrameLayout, QueueMode};
+use crate::payload::{HeldFrame, Pool};
+use crate::rows::Plan;
+use nvsci::pipeline::{Attacher, Consumer, ConsumerDesc, ConsumerFrame, Engine, QueueMode};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
+use zenoh::bytes::ZBytes;
 use zenoh::Wait;
 
 /// The bridge consumer's counters.
@@ -31,11 +34,21 @@ pub struct PublishStats {
     pub stream_errors: u64,
     /// The stream sequence of the last frame published.
     pub last_sequence: Option<u64>,
+    /// Frames whose pixels the bridge copied on the CPU into a message buffer (a CPU frame
+    /// whose rows are published packed narrower than its pitch, [`Rows::Packed`]); the others
+    /// are published from the frame's mapping, or (CUDA) from the pinned memory their copy to
+    /// the host filled.
+    ///
+    /// [`Rows::Packed`]: crate::Rows::Packed
+    pub copied: u64,
     /// CUDA frames copied device -> pinned host memory (0 for a CPU consumer).
     pub readbacks: u64,
-    /// The time those copies took, in total: from enqueueing each (on the consumer's stream,
-    /// after the frame's present wait) until the CPU saw it done, in nanoseconds.
+    /// The time those copies took, in total: from enqueueing them (on the consumer's stream,
+    /// after the frame's present wait) until the CPU saw them done, in nanoseconds.
     pub readback_ns: u64,
+    /// The part of `readback_ns` the device spent on the copies themselves (CUDA events
+    /// recorded before and after them, after the present wait), in nanoseconds.
+    pub readback_copy_ns: u64,
 }
 
 #[derive(Default)]
@@ -46,8 +59,10 @@ struct Counters {
     stream_errors: AtomicU64,
     /// Last sequence + 1 (0: none yet).
     last: AtomicU64,
+    copied: AtomicU64,
     readbacks: AtomicU64,
     readback_ns: AtomicU64,
+    readback_copy_ns: AtomicU64,
 }
 
 impl Counters {
@@ -59,8 +74,10 @@ impl Counters {
             publish_errors: self.publish_errors.load(Ordering::Acquire),
             stream_errors: self.stream_errors.load(Ordering::Acquire),
             last_sequence: last.checked_sub(1),
+            copied: self.copied.load(Ordering::Acquire),
             readbacks: self.readbacks.load(Ordering::Acquire),
             readback_ns: self.readback_ns.load(Ordering::Acquire),
+            readback_copy_ns: self.readback_copy_ns.load(Ordering::Acquire),
         }
     }
 }
@@ -68,13 +85,29 @@ impl Counters {
 /// A stream's frames on Zenoh, as ROS 2 (rmw_zenoh) sees a `sensor_msgs/msg/Image` publisher.
 ///
 /// A thread acquires each frame from the bridge's mailbox consumer (the newest frame: a slow
-/// link makes the bridge skip frames, never the camera wait), reads it, releases it, and
-/// publishes its rows as the message. A CPU consumer's rows are copied once from the frame's
-/// mapping; a CUDA consumer's frame is first copied device -> pinned host memory on its stream,
-/// ordered by the ring's fences (after the present wait that `acquire` enqueues, before the
-/// release signal). Dropping the bridge stops the thread (its waits for a frame are slices of
+/// link makes the bridge skip frames, never the camera wait) and publishes its rows as the
+/// message, with no copy into a new allocation:
+///
+/// * a CPU frame whose rows the message takes as they lie in the frame ([`Rows::Stored`], or
+///   rows without padding) is published from the frame's mapping: the bridge holds the frame
+///   until Zenoh drops the message (over the network, when `put` returns, having serialised it
+///   into its batches; later if a subscriber in the same session keeps the sample), then
+///   releases it. Meanwhile the stream offers the bridge newer frames up to its consumer's
+///   limit, and skips it beyond that: the camera never waits for it;
+/// * a CPU frame whose rows are packed narrower than its pitch ([`Rows::Packed`]) is copied once
+///   into a message buffer the bridge reuses when Zenoh drops it, and released at once;
+/// * a CUDA frame is copied device -> pinned host memory on the consumer's stream, ordered by
+///   the ring's fences (after the present wait that `acquire` enqueues, before the release
+///   signal), straight into the buffers the message is published from (reused likewise);
+///   block-linear frames from their planes' CUDA arrays, laid out as rows by the copy.
+///
+/// Dropping the bridge stops the thread (its waits for a frame are slices of
 /// [`BridgeConfig::poll()`]; a put held by a congested link with blocking congestion control is
-/// waited for) and undeclares its tokens and publisher.
+/// waited for) and undeclares its tokens and publisher; a frame a subscriber of the same session
+/// still holds is released when that subscriber drops it.
+///
+/// [`Rows::Stored`]: crate::Rows::Stored
+/// [`Rows::Packed`]: crate::Rows::Packed
 pub struct BridgeConsumer {
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
@@ -98,50 +131,6 @@ impl std::fmt::Debug for BridgeConsumer {
     }
 }
 
-/// What the thread needs to turn a frame into a message.
-struct Frames {
-    layout: FrameLayout,
-    encoding: Encoding,
-    width: u32,
-    height: u32,
-}
-
-impl Frames {
-    fn new(layout: FrameLayout) -> Result<Self, BridgeError> {
-        let Some((encoding, width, height)) = Encoding::of_format(&layout.format) else {
-            return Err(BridgeError::Format { format: layout.format });
-        };
-        if layout.format.image_layout() != Some(nvsci::buf::ImageLayout::PitchLinear) {
-            return Err(BridgeError::Format { format: layout.format });
-        }
-        let rows_ok = match encoding {
-            Encoding::Nv12 => layout.nv12_fits(layout.size as usize, "frame").is_ok(),
-            _ => layout.planes.first().is_some_and(|p| {
-                p.pitch as u64 >= encoding.min_step(width)
-                    && p.offset + p.pitch as u64 * (height as u64 - 1) + encoding.min_step(width)
-                        <= layout.size
-            }),
-        };
-        if !rows_ok {
-            return Err(BridgeError::Format { format: layout.format });
-        }
-        Ok(Self { layout, encoding, width, height })
-    }
-
-    /// The rows of each plane (offset, pitch, rows) and the bytes of one row.
-    fn planes(&self) -> (nvsci::heapless::Vec<(usize, usize, usize), 2>, usize) {
-        let row = self.encoding.min_step(self.width) as usize;
-        let h = self.height as usize;
-        let p = &self.layout.planes;
-        let mut v = nvsci::heapless::Vec::new();
-        let _ = v.push((p[0].offset as usize, p[0].pitch as usize, h));
-        if self.encoding == Encoding::Nv12 {
-            let _ = v.push((p[1].offset as usize, p[1].pitch as usize, h / 2));
-        }
-        (v, row)
-    }
-}
-
 impl BridgeConsumer {
     /// Attaches a CPU mailbox consumer to a running stream (a seat reserved with
     /// `StreamBuilder::reserve(ConsumerDesc::cpu(), 1)`) and starts publishing it.
@@ -152,8 +141,8 @@ impl BridgeConsumer {
 
     /// Starts publishing the frames of `consumer`: a consumer in mailbox mode of a stream of
     /// pitch-linear NV12 or RGBA frames, on the CPU or (feature `cuda`) on a CUDA engine, whose
-    /// frames are copied device -> pinned host memory on [`Consumer::stream`]. Opens a Zenoh
-    /// session from `config`.
+    /// frames are copied device -> pinned host memory on [`Consumer::stream`]; a CUDA consumer
+    /// also takes block-linear NV12 frames. Opens a Zenoh session from `config`.
     pub fn spawn(consumer: Consumer, config: &BridgeConfig) -> Result<Self, BridgeError> {
         let session = zenoh::open(config.zenoh_config()?)
             .wait()
@@ -177,7 +166,9 @@ impl BridgeConsumer {
         if consumer.mode() != QueueMode::Mailbox {
             return Err(BridgeError::NotMailbox { mode: consumer.mode() });
         }
-        let frames = Frames::new(consumer.layout().clone())?;
+        // A CUDA consumer reads a block-linear frame's planes from their CUDA arrays.
+        let arrays = !matches!(reader, Reader::Cpu);
+        let plan = Plan::new(consumer.layout(), config.rows, arrays)?;
         let zid = session.zid().to_string();
         let node = NodeName {
             domain: config.domain,
@@ -213,11 +204,16 @@ impl BridgeConsumer {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(Counters::default());
+        let (back, returned) = mpsc::channel();
         let worker = Worker {
             consumer,
             reader,
             publisher,
-            encoder: Encoder { frames, frame_id: config.frame_id.clone(), stamp_clock: config.stamp_clock },
+            encoder: Encoder { plan, frame_id: config.frame_id.clone(), stamp_clock: config.stamp_clock },
+            buffers: Pool::new(BUFFERS),
+            back,
+            returned,
+            lent: 0,
             gid: gid(&publisher_token),
             poll: config.poll,
             next_message: 1,
@@ -289,6 +285,9 @@ impl Drop for BridgeConsumer {
     }
 }
 
+/// Message buffers kept for reuse (CPU frames copied packed): the one Zenoh is sending, the next.
+const BUFFERS: usize = 2;
+
 /// How the thread reads a frame's bytes.
 enum Reader {
     /// A CPU consumer: from the frame's mapping, after the CPU waited for its present fence.
@@ -296,6 +295,16 @@ enum Reader {
     /// A CUDA consumer: copied device -> pinned host memory on its stream.
     #[cfg(feature = "cuda")]
     Cuda(crate::readback::Readback),
+}
+
+/// What a CPU frame's read gave.
+enum CpuRead {
+    /// The frame's mapping (its bytes are the message's pixels, in place).
+    Mapped(*const u8, usize),
+    /// The message's pixels, copied out of the mapping.
+    Copied(Vec<u8>),
+    /// The mapping is shorter than the frame's layout.
+    Short,
 }
 
 /// Why a frame was not turned into a message.
@@ -319,43 +328,41 @@ impl std::fmt::Display for Unread {
     }
 }
 
-/// Turns a frame's bytes into a message.
+/// Turns a frame's pixels into a message.
 struct Encoder {
-    frames: Frames,
+    plan: Plan,
     frame_id: String,
     stamp_clock: StampClock,
 }
 
 impl Encoder {
-    /// The message of a frame captured at `capture_time` whose bytes (the whole frame, as its
-    /// layout describes it) are `bytes`: its rows copied once.
-    fn message(&self, bytes: &[u8], capture_time: u64) -> Result<Vec<u8>, Unread> {
-        let f = &self.frames;
+    /// The message of a frame captured at `capture_time` whose pixels (the message's `data`,
+    /// as the plan lays them out) are `pixels`: the CDR prefix, then the pixels' slices as
+    /// they are.
+    fn message(&self, pixels: impl IntoIterator<Item = ZBytes>, capture_time: u64) -> Result<ZBytes, Unread> {
+        let p = &self.plan;
         let stamp_ns = match self.stamp_clock {
             StampClock::Monotonic => monotonic_to_realtime(capture_time),
             StampClock::AsIs => capture_time,
         };
-        let (planes, row) = f.planes();
-        let data_len: usize = planes.iter().map(|&(_, _, rows)| rows * row).sum();
         let img = Image {
             stamp: Time::from_nanos(stamp_ns).unwrap_or_default(),
             frame_id: &self.frame_id,
-            height: f.height,
-            width: f.width,
-            encoding: f.encoding.ros_name(),
+            height: p.height,
+            width: p.width,
+            encoding: p.encoding.ros_name(),
             is_bigendian: 0,
-            step: row as u32,
+            step: p.step,
             data: &[],
         };
-        let mut out = Vec::with_capacity(img.encoded_len() + data_len);
-        img.encode_prefix(data_len, &mut out).map_err(Unread::Encode)?;
-        for (offset, pitch, rows) in planes {
-            for r in 0..rows {
-                let at = offset + r * pitch;
-                out.extend_from_slice(bytes.get(at..at + row).ok_or(Unread::Short)?);
-            }
+        let mut prefix = Vec::with_capacity(img.encoded_len());
+        img.encode_prefix(p.data_len(), &mut prefix).map_err(Unread::Encode)?;
+        let mut w = ZBytes::writer();
+        w.append(ZBytes::from(prefix));
+        for z in pixels {
+            w.append(z);
         }
-        Ok(out)
+        Ok(w.finish())
     }
 }
 
@@ -364,6 +371,13 @@ struct Worker {
     reader: Reader,
     publisher: zenoh::pubsub::Publisher<'static>,
     encoder: Encoder,
+    /// Message buffers of frames copied on the CPU.
+    buffers: Arc<Pool<Vec<u8>>>,
+    /// Frames published from their mapping come back here when Zenoh drops them.
+    back: Sender<ConsumerFrame>,
+    returned: Receiver<ConsumerFrame>,
+    /// Frames published from their mapping and not back yet.
+    lent: usize,
     gid: [u8; 16],
     poll: Duration,
     next_message: i64,
@@ -374,6 +388,7 @@ struct Worker {
 impl Worker {
     fn run(mut self) {
         while !self.stop.load(Ordering::Acquire) {
+            self.reclaim();
             // Short slices, so a stop request is seen within one of them.
             let frame = match self.consumer.acquire_within(self.poll) {
                 Ok(f) => f,
@@ -388,8 +403,7 @@ impl Worker {
             };
             self.counters.skipped.store(self.consumer.stats().skipped, Ordering::Release);
             let sequence = frame.sequence();
-            let message = self.read(frame);
-            let payload = match message {
+            let payload = match self.read(frame) {
                 Ok(p) => p,
                 Err(e) => {
                     self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
@@ -414,38 +428,91 @@ impl Worker {
                 }
             }
         }
+        self.reclaim();
+        if self.lent > 0 {
+            // Held by a subscriber of this session: released when it drops them (`HeldFrame`).
+            log::debug!("bridge consumer: stopped with {} frames still in Zenoh", self.lent);
+        }
     }
 
-    /// Reads a held frame into its message and releases it (a failed release is counted and
-    /// logged; the message still goes out).
-    fn read(&mut self, frame: ConsumerFrame) -> Result<Vec<u8>, Unread> {
+    /// Releases the frames Zenoh dropped.
+    fn reclaim(&mut self) {
+        while let Ok(frame) = self.returned.try_recv() {
+            self.lent -= 1;
+            release(&mut self.consumer, &self.counters, frame);
+        }
+    }
+
+    /// Turns a held frame into its message. A CPU frame published from its mapping stays held
+    /// (until Zenoh drops the message); any other frame is released here (a failed release is
+    /// counted and logged; the message still goes out).
+    fn read(&mut self, frame: ConsumerFrame) -> Result<ZBytes, Unread> {
         let capture_time = frame.capture_time();
         let (consumer, counters, encoder) = (&mut self.consumer, &*self.counters, &self.encoder);
+        let plan = &encoder.plan;
         #[cfg(feature = "cuda")]
         let (stop, poll) = (&*self.stop, self.poll);
         match &mut self.reader {
             Reader::Cpu => {
-                let message = match consumer.cpu_read(&frame) {
-                    Ok(bytes) => encoder.message(&bytes, capture_time),
+                let read = match consumer.cpu_read(&frame) {
+                    Ok(bytes) if bytes.len() >= plan.frame_bytes() => Ok(if plan.zero_copy() {
+                        CpuRead::Mapped(bytes.as_ptr(), bytes.len())
+                    } else {
+                        // Rows packed narrower than the pitch: one copy into a reused buffer.
+                        let len = plan.data_len();
+                        let mut buf = self.buffers.take(|b| b.len() == len).unwrap_or_else(|| vec![0; len]);
+                        match plan.copy_rows(&bytes, &mut buf) {
+                            Some(()) => CpuRead::Copied(buf),
+                            None => CpuRead::Short,
+                        }
+                    }),
+                    Ok(_) => Ok(CpuRead::Short),
                     Err(e) => Err(Unread::Stream(e)),
                 };
-                release(consumer, counters, frame);
-                message
+                match read {
+                    Ok(CpuRead::Mapped(ptr, len)) => {
+                        // SAFETY: `ptr` and `len` are this frame's CPU mapping, just read through
+                        // `cpu_read`; the mapping is the ring's (made once per slot, kept while
+                        // any handle of the ring lives, the frame included), and the producer does
+                        // not write the slot while the frame is held, which it is until Zenoh
+                        // drops the last slice of it.
+                        let frame = unsafe { HeldFrame::lend(frame, ptr, len, self.back.clone()) };
+                        self.lent += 1;
+                        encoder.message(
+                            plan.planes.iter().map(|p| ZBytes::from(frame.slice(p.range()))),
+                            capture_time,
+                        )
+                    }
+                    Ok(CpuRead::Copied(buf)) => {
+                        release(consumer, counters, frame);
+                        counters.copied.fetch_add(1, Ordering::AcqRel);
+                        encoder.message([self.buffers.lend(buf)], capture_time)
+                    }
+                    Ok(CpuRead::Short) => {
+                        release(consumer, counters, frame);
+                        Err(Unread::Short)
+                    }
+                    Err(e) => {
+                        release(consumer, counters, frame);
+                        Err(e)
+                    }
+                }
             }
             #[cfg(feature = "cuda")]
             Reader::Cuda(readback) => {
                 let start = std::time::Instant::now();
-                // The copy goes on the stream after the present wait; the release signal
-                // follows it there; then the CPU waits for the copy and encodes from host
-                // memory.
-                let enqueued = readback.enqueue(consumer, &frame);
+                // The copies go on the stream after the present wait; the release signal
+                // follows them there; then the CPU waits for the copies and publishes the
+                // pinned memory they filled.
+                let enqueued = readback.enqueue(consumer, &frame, plan);
                 release(consumer, counters, frame);
                 let timeout = consumer.timeout();
-                let bytes =
+                let copied =
                     enqueued.and_then(|()| readback.finish(stop, poll, timeout)).map_err(Unread::Stream)?;
                 counters.readback_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
+                counters.readback_copy_ns.fetch_add(copied.copy_ns, Ordering::AcqRel);
                 counters.readbacks.fetch_add(1, Ordering::AcqRel);
-                encoder.message(bytes, capture_time)
+                encoder.message(copied.planes, capture_time)
             }
         }
     }

@@ -39,11 +39,13 @@ mod consumer;
 pub mod encoding;
 mod error;
 pub mod graph;
+mod payload;
 mod producer;
 #[cfg(feature = "cuda")]
 mod readback;
+mod rows;
 
-pub use config::{BridgeConfig, ConfigError, Congestion, Mode, StampClock};
+pub use config::{BridgeConfig, ConfigError, Congestion, Mode, Rows, StampClock};
 pub use consumer::{BridgeConsumer, PublishStats};
 pub use error::BridgeError;
 pub use graph::Reliability;

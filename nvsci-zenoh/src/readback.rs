@@ -1,96 +1,254 @@
-//! The bytes of a CUDA consumer's frame on the host: one device -> pinned host copy per frame on
-//! the consumer's stream, between the present wait that `acquire` enqueued and the release
-//! signal that `release` enqueues, so the ring's fences order it on both sides.
+//! The pixels of a CUDA consumer's frame on the host: copied device -> page-locked host memory on
+//! the consumer's stream, straight into the buffers the message is published from, between the
+//! present wait that `acquire` enqueued and the release signal that `release` enqueues, so the
+//! ring's fences order them on both sides.
+//!
+//! One copy per plane, of exactly the message's rows: a pitch-linear plane whose rows the
+//! message takes as stored is one `cuMemcpyDtoHAsync` of its bytes; a plane whose rows are
+//! packed narrower than its pitch is one `cuMemcpy2DAsync` from the frame's mapping; a
+//! block-linear plane is one `cuMemcpy2DAsync` from its CUDA array (the copy engine lays the
+//! tiles out as rows). The host buffers come from a pool and go back to it when Zenoh drops the
+//! message, so no frame allocates or copies on the CPU.
 
-use nvsci::cuda::cudarc::driver::{CudaEvent, DeviceSlice, PinnedHostSlice};
+use crate::payload::{Lendable, Pool};
+use crate::rows::{Plan, PlaneRows};
+use nvsci::cuda::cudarc::driver::{result, sys, CudaEvent, CudaStream, PinnedHostSlice};
 use nvsci::pipeline::{Consumer, ConsumerFrame};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use zenoh::bytes::ZBytes;
 
-/// Page-locked host memory the frames of one CUDA consumer are copied into, allocated at the
-/// first frame (the size of the frame's mapping) and reused for every later one, and the event
-/// recorded after each copy.
-#[derive(Default)]
+/// Page-locked host memory of one plane's rows, and where it is.
+pub(crate) struct Pinned {
+    /// Owned: freed (`cuMemFreeHost`) when dropped.
+    _mem: PinnedHostSlice<u8>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: `PinnedHostSlice` is `Send` and `Sync` (cudarc); `ptr` points into it and is only
+// written by copies enqueued while the bridge's thread owns it, and only read once those copies
+// completed (`Readback::finish`), by whichever thread holds it then.
+unsafe impl Send for Pinned {}
+
+impl Lendable for Pinned {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes of page-locked memory at `ptr`, alive as long as `mem`; lent only
+        // after the copy that filled them completed.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Pinned {
+    fn alloc(stream: &CudaStream, len: usize) -> nvsci::Result<Self> {
+        // Flags 0: cacheable page-locked memory, which the CPU (Zenoh's serialisation) reads at
+        // full speed (cudarc's `alloc_pinned` asks for write-combined memory, which the CPU reads
+        // uncached: right for uploads, slow for a read-back).
+        // SAFETY: `alloc_pinned_with_flags` is unsafe because the memory is left uninitialised;
+        // every byte is written by a copy before anything reads it (`Readback::finish` lends it
+        // only after the copies completed), and u8 has no invalid bit patterns.
+        let mut mem = unsafe { stream.context().alloc_pinned_with_flags::<u8>(len, 0) }?;
+        // No work was recorded on the slice's event yet: this does not wait.
+        let ptr = mem.as_mut_slice()?.as_mut_ptr();
+        Ok(Self { _mem: mem, ptr, len })
+    }
+}
+
+/// Buffers kept for reuse: two frames' planes (the one Zenoh is sending, the next one).
+const POOL: usize = 4;
+
+/// The copies of one CUDA consumer's frames, and the events recorded around them.
 pub(crate) struct Readback {
-    pinned: Option<PinnedHostSlice<u8>>,
+    pool: Arc<Pool<Pinned>>,
+    /// The buffers the copies enqueued last write into, one per plane.
+    pending: nvsci::heapless::Vec<Pinned, 2>,
+    /// Recorded before and after the copies (timing enabled).
+    start: Option<CudaEvent>,
     done: Option<CudaEvent>,
-    /// Slot and sequence of the frame whose copy was enqueued last.
+    /// Slot and sequence of the frame whose copies were enqueued last.
     frame: (usize, u64),
+}
+
+impl Default for Readback {
+    fn default() -> Self {
+        Self { pool: Pool::new(POOL), pending: Default::default(), start: None, done: None, frame: (0, 0) }
+    }
 }
 
 /// Polls of the copy's event with a yield before the waits turn into sleeps of `NAP`.
 const SPINS: u32 = 2000;
 const NAP: Duration = Duration::from_micros(100);
 
+/// What the copies of one frame produced: the message's pixels, one slice per plane, and the
+/// time the device spent on the copies.
+pub(crate) struct Copied {
+    pub planes: nvsci::heapless::Vec<ZBytes, 2>,
+    pub copy_ns: u64,
+}
+
+fn no_stream() -> nvsci::Error {
+    nvsci::Error::InvalidArgument {
+        name: "consumer",
+        reason: "a device -> host copy needs a consumer on a CUDA engine".into(),
+    }
+}
+
+fn cuda(function: &'static str, r: sys::CUresult) -> nvsci::Result<()> {
+    r.result().map_err(|e| {
+        log::debug!("bridge consumer: {function} failed: {e:?}");
+        nvsci::Error::from(e)
+    })
+}
+
 impl Readback {
-    /// Enqueues the copy of the whole of a held frame's mapping into the pinned memory on the
-    /// consumer's stream (after the frame's present wait, which `acquire` enqueued there).
-    /// Release the frame after this (its release signal then follows the copy on the stream),
-    /// then [`finish`](Self::finish).
-    pub(crate) fn enqueue(&mut self, consumer: &Consumer, frame: &ConsumerFrame) -> nvsci::Result<()> {
-        let stream = consumer.stream().ok_or_else(|| nvsci::Error::InvalidArgument {
-            name: "consumer",
-            reason: "a device -> host copy needs a consumer on a CUDA engine".into(),
-        })?;
-        let buffer = consumer.cuda_buffer(frame)?;
-        let len = buffer.len();
-        let pinned = match &mut self.pinned {
-            Some(p) if p.len() == len => p,
-            slot => {
-                // Flags 0: cacheable page-locked memory, which the CPU reads at full speed
-                // (cudarc's `alloc_pinned` asks for write-combined memory, which the CPU reads
-                // uncached: right for uploads, slow for a read-back).
-                // SAFETY: `alloc_pinned_with_flags` is unsafe because the memory is left
-                // uninitialised; every byte is written by the copy below before the CPU reads
-                // any (`finish` reads only after the stream finished that copy), and u8 has no
-                // invalid bit patterns.
-                let p = unsafe { stream.context().alloc_pinned_with_flags::<u8>(len, 0) }?;
-                slot.insert(p)
-            }
-        };
-        stream.memcpy_dtoh(buffer, pinned)?;
-        let done = match &mut self.done {
-            Some(e) => e,
-            slot => slot.insert(stream.context().new_event(None)?),
-        };
-        done.record(stream)?;
+    /// Enqueues on the consumer's stream (after the frame's present wait, which `acquire`
+    /// enqueued there) the copies of a held frame's rows, as `plan` lays them out, into pinned
+    /// buffers. Release the frame after this (its release signal then follows the copies on
+    /// the stream), then [`finish`](Self::finish).
+    pub(crate) fn enqueue(
+        &mut self,
+        consumer: &Consumer,
+        frame: &ConsumerFrame,
+        plan: &Plan,
+    ) -> nvsci::Result<()> {
+        let stream = consumer.stream().ok_or_else(no_stream)?;
         self.frame = (frame.index(), frame.sequence());
+        let refuse = |reason: String| nvsci::Error::InvalidArgument { name: "frame", reason };
+        // Where each plane's rows come from, checked against the plan before anything is
+        // enqueued.
+        let mut sources = nvsci::heapless::Vec::<Src, 2>::new();
+        if plan.block_linear {
+            let arrays = consumer.cuda_planes(frame)?;
+            let fits = arrays.len() == plan.planes.len()
+                && arrays.iter().zip(&plan.planes).all(|(a, p)| {
+                    let d = a.array().desc();
+                    d.width * d.bytes_per_texel as usize == p.step && d.height == p.rows
+                });
+            if !fits {
+                let descs: Vec<_> = arrays.iter().map(|a| a.array().desc()).collect();
+                return Err(refuse(format!("plane arrays {descs:?} for rows {:?}", plan.planes)));
+            }
+            for a in arrays {
+                let _ = sources.push(Src::Array(a.array().level0()));
+            }
+        } else {
+            let buffer = consumer.cuda_buffer(frame)?;
+            let len = nvsci::cuda::cudarc::driver::DeviceSlice::len(buffer);
+            if plan.frame_bytes() > len {
+                return Err(refuse(format!(
+                    "a mapping of {len} bytes for rows up to {}",
+                    plan.frame_bytes()
+                )));
+            }
+            for p in &plan.planes {
+                let _ = sources.push(Src::Device(buffer.device_address() + p.offset as u64, p.pitch));
+            }
+        }
+        let ctx = stream.context();
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        if self.start.is_none() {
+            self.start = Some(ctx.new_event(timing)?);
+        }
+        if self.done.is_none() {
+            self.done = Some(ctx.new_event(timing)?);
+        }
+        // The buffers, from the pool where it has them.
+        debug_assert!(self.pending.is_empty());
+        for p in &plan.planes {
+            let len = p.len();
+            let buf = match self.pool.take(|b| b.len == len) {
+                Some(b) => b,
+                None => match Pinned::alloc(stream, len) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        self.unused();
+                        return Err(e);
+                    }
+                },
+            };
+            let _ = self.pending.push(buf);
+        }
+        let (Some(start), Some(done)) = (&self.start, &self.done) else {
+            self.unused();
+            return Err(no_stream());
+        };
+        if let Err(e) = start.record(stream).and_then(|()| ctx.bind_to_thread()) {
+            self.unused();
+            return Err(e.into());
+        }
+        let mut copied = Ok(());
+        for ((p, dst), src) in plan.planes.iter().zip(&self.pending).zip(sources) {
+            // SAFETY: the source rows are the held frame's: inside its mapping (checked above;
+            // the consumer keeps it mapped while the ring lives) or level 0 of its plane's CUDA
+            // array of exactly these rows (checked above; the consumer's, dropped only after
+            // the context's queued work); the frame's release is enqueued after these copies, so
+            // the producer does not rewrite it meanwhile. `dst` holds `p.len()` bytes that
+            // nothing reads or frees before the copy completed (`finish`, or leaked). The
+            // context is current (bound above).
+            copied = unsafe { copy_2d(stream, src, dst, p) };
+            if copied.is_err() {
+                break;
+            }
+        }
+        if let Err(e) = copied.and_then(|()| done.record(stream).map_err(Into::into)) {
+            // A copy may have been enqueued into these buffers: never free them under it.
+            self.forget_pending();
+            return Err(e);
+        }
         Ok(())
     }
 
-    /// Waits until the copy that [`enqueue`](Self::enqueue) queued is done, and returns the
-    /// frame's bytes. The wait is bounded, so a present fence that never expires cannot hold the
-    /// bridge's thread (and a drop of the bridge) forever: it gives up after `timeout`, or
-    /// `grace` after `stop` is set, with [`nvsci::Error::Timeout`] naming the frame's present
-    /// fence; the pinned memory the copy still targets is then leaked (freeing it under a pending
-    /// copy would be undefined), and the next frame allocates anew.
+    /// Buffers taken for copies that were never enqueued: back to the pool.
+    fn unused(&mut self) {
+        for b in self.pending.drain(..) {
+            self.pool.give_back(b);
+        }
+    }
+
+    fn forget_pending(&mut self) {
+        for b in self.pending.drain(..) {
+            std::mem::forget(b);
+        }
+    }
+
+    /// Waits until the copies that [`enqueue`](Self::enqueue) queued are done and returns the
+    /// planes' bytes as message slices (their buffers back in the pool when Zenoh drops them).
+    /// The wait is bounded, so a present fence that never expires cannot hold the bridge's
+    /// thread (and a drop of the bridge) forever: it gives up after `timeout`, or `grace` after
+    /// `stop` is set, with [`nvsci::Error::Timeout`] naming the frame's present fence; the
+    /// buffers the copies still target are then leaked (freeing them under a pending copy would
+    /// be undefined), and the next frame takes others.
     pub(crate) fn finish(
         &mut self,
         stop: &AtomicBool,
         grace: Duration,
         timeout: Duration,
-    ) -> nvsci::Result<&[u8]> {
-        let Some(done) = &self.done else {
+    ) -> nvsci::Result<Copied> {
+        let (Some(start), Some(done)) = (&self.start, &self.done) else {
             return Err(nvsci::Error::InvalidArgument {
                 name: "consumer",
                 reason: "no device -> host copy was enqueued".into(),
             });
         };
-        let start = Instant::now();
+        let began = Instant::now();
         let mut stopping: Option<Instant> = None;
         let mut polls = 0u32;
-        while !done.try_is_complete()? {
+        loop {
+            match done.try_is_complete() {
+                Ok(true) => break,
+                Ok(false) => {}
+                Err(e) => {
+                    self.forget_pending();
+                    return Err(e.into());
+                }
+            }
             if stopping.is_none() && stop.load(Ordering::Acquire) {
                 stopping = Some(Instant::now());
             }
-            let limit = match stopping {
-                Some(at) => at.elapsed() >= grace,
-                None => false,
-            };
-            if limit || start.elapsed() >= timeout {
-                if let Some(p) = self.pinned.take() {
-                    std::mem::forget(p);
-                }
+            let limit = stopping.is_some_and(|at| at.elapsed() >= grace);
+            if limit || began.elapsed() >= timeout {
+                self.forget_pending();
                 let (slot, sequence) = self.frame;
                 return Err(nvsci::Error::Timeout {
                     waited_for: nvsci::Wait::PresentFence { slot, sequence },
@@ -104,12 +262,75 @@ impl Readback {
                 std::thread::sleep(NAP);
             }
         }
-        match &self.pinned {
-            Some(p) => Ok(p.as_slice()?),
-            None => Err(nvsci::Error::InvalidArgument {
-                name: "consumer",
-                reason: "no device -> host copy was enqueued".into(),
-            }),
+        let copy_ns = start.elapsed_ms(done).map_or(0, |ms| (ms as f64 * 1e6) as u64);
+        let mut planes = nvsci::heapless::Vec::new();
+        for b in self.pending.drain(..) {
+            let _ = planes.push(self.pool.lend(b));
+        }
+        Ok(Copied { planes, copy_ns })
+    }
+}
+
+impl Drop for Readback {
+    fn drop(&mut self) {
+        // Only between `enqueue` and `finish`, which the bridge's thread never leaves apart.
+        self.forget_pending();
+    }
+}
+
+/// Where a plane's rows come from.
+enum Src {
+    /// The frame's mapping: the first row's device address, and the pitch.
+    Device(sys::CUdeviceptr, usize),
+    /// Level 0 of a block-linear plane's CUDA array.
+    Array(sys::CUarray),
+}
+
+/// Enqueues on `stream` the copy of `p.rows` rows of `p.step` bytes from `src` into `dst`, rows
+/// packed: `cuMemcpyDtoHAsync` where the rows lie back to back, else `cuMemcpy2DAsync`.
+///
+/// # Safety
+/// `src` holds the rows and stays valid until the copy completed; `dst` holds `p.len()` bytes
+/// and nothing reads or frees it before the copy completed; `stream`'s context is current.
+unsafe fn copy_2d(stream: &CudaStream, src: Src, dst: &Pinned, p: &PlaneRows) -> nvsci::Result<()> {
+    debug_assert_eq!(dst.len, p.len());
+    match src {
+        Src::Device(at, pitch) if pitch == p.step => {
+            // SAFETY: caller contract; the slice covers exactly `dst`'s bytes, handed to the
+            // driver and not touched by Rust until the copy completed.
+            let d = unsafe { std::slice::from_raw_parts_mut(dst.ptr, dst.len) };
+            // SAFETY: caller contract: `src` holds `dst.len` bytes.
+            unsafe { result::memcpy_dtoh_async(d, at, stream.cu_stream()) }.map_err(Into::into)
+        }
+        src => {
+            let (src_type, src_device, src_array, src_pitch) = match src {
+                Src::Device(at, pitch) => {
+                    (sys::CUmemorytype::CU_MEMORYTYPE_DEVICE, at, std::ptr::null_mut(), pitch)
+                }
+                Src::Array(a) => (sys::CUmemorytype::CU_MEMORYTYPE_ARRAY, 0, a, 0),
+            };
+            let copy = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: src_type,
+                srcHost: std::ptr::null(),
+                srcDevice: src_device,
+                srcArray: src_array,
+                srcPitch: src_pitch,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+                dstHost: dst.ptr.cast(),
+                dstDevice: 0,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: p.step,
+                WidthInBytes: p.step,
+                Height: p.rows,
+            };
+            // SAFETY: caller contract; the descriptor names `p.rows` rows of `p.step` bytes on
+            // both sides, the source rows `src_pitch` apart (or the array's level 0), the
+            // destination rows packed in `dst`.
+            cuda("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&copy, stream.cu_stream()) })
         }
     }
 }

@@ -11,7 +11,7 @@ use nvsci::pipeline::{Backend, ConsumerDesc, FrameFormat, FrameLayout};
 use nvsci_zenoh::attachment::Attachment;
 use nvsci_zenoh::cdr::Image;
 use nvsci_zenoh::graph::{IMAGE_TYPE_HASH, IMAGE_TYPE_NAME};
-use nvsci_zenoh::{BridgeConfig, BridgeConsumer, BridgeProducer, Congestion, StampClock};
+use nvsci_zenoh::{BridgeConfig, BridgeConsumer, BridgeProducer, Congestion, Rows, StampClock};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -44,13 +44,17 @@ fn sequence_of(capture_ns: u64) -> u64 {
     (capture_ns - BASE) / STEP
 }
 
-/// Whether `pixels` (packed NV12 rows, as a message carries them) are frame `seq` of the
-/// pattern: compared with the pattern written into a packed layout of the same size.
-fn is_pattern(w: u32, h: u32, seq: u64, pixels: &[u8]) -> bool {
+/// Whether `pixels` (NV12 rows of `step` bytes, as a message carries them) are frame `seq` of
+/// the pattern: each row's first `w` bytes compared with the pattern written into a packed
+/// layout.
+fn is_pattern(w: u32, h: u32, step: u32, seq: u64, pixels: &[u8]) -> bool {
     let layout = FrameLayout::packed(FrameFormat::nv12(w, h), 1, 1).unwrap();
     let mut expected = vec![0u8; layout.size as usize];
     fill_test_pattern(&layout, seq, &mut expected).unwrap();
-    pixels == expected
+    let (w, step) = (w as usize, step as usize);
+    step >= w
+        && pixels.len() == step * h as usize * 3 / 2
+        && expected.chunks(w).zip(pixels.chunks(step)).all(|(e, r)| e == &r[..w])
 }
 
 /// The receiving process, this binary started again.
@@ -192,9 +196,17 @@ fn run_camera(
 
 #[test]
 fn frames_cross_two_processes() {
+    // Rows as stored (published from the frames' mappings, padding included) and packed (copied
+    // into rows of `w` bytes): the receiving side takes either.
+    for rows in [Rows::Stored, Rows::Packed] {
+        frames_cross(rows);
+    }
+}
+
+fn frames_cross(rows: Rows) {
     let (w, h, n) = (320, 240, 40);
     let port = free_port();
-    let cfg = config().listen(format!("tcp/127.0.0.1:{port}"));
+    let cfg = config().listen(format!("tcp/127.0.0.1:{port}")).rows(rows);
     let session = zenoh::open(cfg.zenoh_config().unwrap()).wait().unwrap();
     let (receiver, child_zid) = Receiver::start("bridge", &format!("tcp/127.0.0.1:{port}"), w, h);
     // The receiver's node and subscription tokens, as rmw_zenoh writes them (reliable,
@@ -212,11 +224,13 @@ fn frames_cross_two_processes() {
     );
     let (cam, stats) = run_camera(&session, &cfg, w, h, n, Duration::from_millis(25));
     let r = receiver.finish();
-    eprintln!("camera presented {}, bridge {stats:?}, receiver {r:?}", cam.presented);
+    eprintln!("{rows:?}: camera presented {}, bridge {stats:?}, receiver {r:?}", cam.presented);
     assert_eq!((cam.presented, cam.acquire_errors), (n, 0));
     assert_eq!(stats.published + stats.skipped, n, "every frame published or skipped by the mailbox");
     assert_eq!((stats.publish_errors, stats.stream_errors), (0, 0));
     assert!(stats.published > 0);
+    // 320-pixel rows are 512 bytes in the mock's frames: packed rows are copies.
+    assert_eq!(stats.copied, if rows == Rows::Packed { stats.published } else { 0 }, "{stats:?}");
     // Reliable and blocking on loopback: every message published arrived.
     assert_eq!(r["received"], stats.published);
     assert_eq!(r["presented"] + r["replaced"], r["received"]);
@@ -242,6 +256,8 @@ fn slow_receiver_drops_frames_at_the_bridge_not_the_camera() {
     let (cam, stats) = run_camera(&session, &cfg, w, h, n, Duration::from_millis(10));
     let r = receiver.finish();
     eprintln!("camera presented {}, bridge {stats:?}, receiver {r:?}", cam.presented);
+    // Published from the frames' mappings: each frame held while its put was blocked.
+    assert_eq!(stats.copied, 0, "{stats:?}");
     // The camera presented every frame, never held back by the link.
     assert_eq!((cam.presented, cam.acquire_errors), (n, 0));
     // The bridge skipped frames (its mailbox kept the newest while a put was blocked) ...
@@ -335,7 +351,13 @@ fn receiver_process() {
                     let ok = sample.attachment().is_some_and(|a| Attachment::parse(&a.to_bytes()).is_ok())
                         && Image::decode(&payload).is_ok_and(|img| {
                             (img.width, img.height, img.encoding) == (w, h, "nv12")
-                                && is_pattern(w, h, sequence_of(img.stamp.to_nanos().unwrap()), img.data)
+                                && is_pattern(
+                                    w,
+                                    h,
+                                    img.step,
+                                    sequence_of(img.stamp.to_nanos().unwrap()),
+                                    img.data,
+                                )
                         });
                     if ok {
                         vc.fetch_add(1, Ordering::AcqRel);

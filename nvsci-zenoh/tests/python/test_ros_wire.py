@@ -82,7 +82,15 @@ def example(name):
     return str(path)
 
 
-def test_a_ros_subscriber_reads_the_bridge():
+def rows_of(msg, w, h):
+    """The pixels of an nv12 message, its rows cut to `w` bytes (`step` may be wider)."""
+    data = np.asarray(msg.data, dtype=np.uint8)
+    assert data.size == msg.step * h * 3 // 2
+    return data.reshape(h * 3 // 2, msg.step)[:, :w].tobytes()
+
+
+@pytest.mark.parametrize("rows", ["stored", "packed"])
+def test_a_ros_subscriber_reads_the_bridge(rows):
     w, h, frames = 64, 48, 20
     port = free_port()
     s = session(f"tcp/127.0.0.1:{port}")
@@ -94,7 +102,7 @@ def test_a_ros_subscriber_reads_the_bridge():
         [example("zenoh_camera"), "--connect", f"tcp/127.0.0.1:{port}", "--scouting", "0", "--reliable", "1",
          "--width", str(w), "--height", str(h), "--frames", str(frames), "--period-ms", "30",
          "--stamp-base", str(STAMP_BASE), "--topic", topic, "--frame-id", "cam0", "--settle-ms", "1000",
-         "--linger-ms", "1500"],
+         "--linger-ms", "1500", "--rows", rows],
         capture_output=True, text=True, timeout=60, check=False,
         stdin=subprocess.DEVNULL,
     )
@@ -112,15 +120,23 @@ def test_a_ros_subscriber_reads_the_bridge():
     assert out["PUBLISHER"] == publisher
     assert out["KEY"] == key_expr(topic)
 
+    # The camera's frames have rows wider than 64 bytes (the mock pads them to 256): as stored,
+    # they are published from the frames themselves (no copy) with their padding; packed, each
+    # is copied once into rows of `w` bytes.
+    stats = dict(kv.split("=") for kv in out["STATS"].split())
+    published = int(stats["published"])
+    assert 0 < len(received) <= published
+    assert int(stats["copied"]) == (0 if rows == "stored" else published)
     sequences = []
     for payload, attachment in received:
         msg = TYPESTORE.deserialize_cdr(payload, IMAGE)
-        assert (msg.width, msg.height, msg.encoding, msg.step, msg.is_bigendian) == (w, h, "nv12", w, 0)
+        assert (msg.width, msg.height, msg.encoding, msg.is_bigendian) == (w, h, "nv12", 0)
+        assert msg.step > w if rows == "stored" else msg.step == w
         assert msg.header.frame_id == "cam0"
         stamp = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
         t, rest = divmod(stamp - STAMP_BASE, 1_000_000)
         assert rest == 0 and 0 <= t < frames
-        assert bytes(msg.data) == nv12_pattern(w, h, t), f"frame {t}"
+        assert rows_of(msg, w, h) == nv12_pattern(w, h, t), f"frame {t}"
         # The attachment, read with Zenoh's own deserializer: sequence, timestamp, GID.
         assert attachment is not None
         seq, ts, g = z_deserialize(tuple[Int64, Int64, list[UInt8]], attachment)
