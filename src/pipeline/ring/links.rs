@@ -72,7 +72,7 @@ pub(super) enum Sender {
     /// unless another reader is at it, which then detaches the consumer; it never waits.
     Producer,
     /// The seat's sender thread: it waits for the seat's reader to finish its read.
-    SeatSender,
+    SeatThread,
     /// A thread that holds the seat's reader (answering a mailbox consumer's request).
     Reader,
 }
@@ -245,7 +245,7 @@ impl Inner {
                     Sender::Reader => drain(),
                     // The seat's reader is at most one read (the service's step) away from
                     // letting go, and a gone peer ends its read at once.
-                    Sender::SeatSender => {
+                    Sender::SeatThread => {
                         let _reading = r.reader.lock().unwrap_or_else(|e| e.into_inner());
                         drain();
                     }

@@ -229,7 +229,7 @@ fn send(inner: &Inner, k: usize, stop: &AtomicBool) {
     let r = &inner.remotes[k];
     inner
         .outbox
-        .run_sender(k, stop, |o| inner.send_frame_to(r, o.slot, &o.meta, o.session, Sender::SeatSender));
+        .run_sender(k, stop, |o| inner.send_frame_to(r, o.slot, &o.meta, o.session, Sender::SeatThread));
 }
 
 /// Reads seat `k` of `inner.remotes` and attaches its consumers, until `stop`.
