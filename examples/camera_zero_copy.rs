@@ -84,9 +84,13 @@ usage: camera_zero_copy [options]
   --buffers N                 frames in the ring, 2 to 16 (default 4)
   --layout pitch-linear|block-linear
                               how the ring's NV12 planes lie in memory (default pitch-linear);
-                              block-linear needs an NvSci backend (nvsci, or mock): the camera puts
-                              pixels with put_pixels, the CPU reads them with get_pixels, CUDA reads
-                              each plane as a read-only array through a texture
+                              block-linear needs an NvSci backend (nvsci, or mock): with a CUDA
+                              engine the camera renders pitch-linear into pinned host memory and the
+                              producer's CUDA stream lays it out (Producer::upload_planes), else it
+                              puts pixels with put_pixels; the CPU reads them with get_pixels, CUDA
+                              reads each plane as a read-only array through a texture
+  --put-pixels                block-linear: write with put_pixels (NvSciBuf restricts it to debug
+                              software) even where a CUDA engine could lay the frame out
   --input clip.y4m            play a YUV4MPEG2 clip (8-bit 4:2:0 or mono) instead of the test pattern
   --loop                      repeat the clip until --frames frames ran (without it the run stops at
                               the clip's end)
@@ -126,6 +130,7 @@ struct Args {
     recorder: bool,
     compare_copy: bool,
     block_linear: bool,
+    put_pixels: bool,
     /// A deliberately broken CPU converter (the tests show that verification fails on it).
     #[cfg(test)]
     fault: Option<bt601::Fault>,
@@ -159,6 +164,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Option<Args>, String>
             "--contact-sheet" => a.sheet = Some(PathBuf::from(value()?)),
             "--recorder" => a.recorder = true,
             "--compare-copy" => a.compare_copy = true,
+            "--put-pixels" => a.put_pixels = true,
             "--layout" => {
                 a.block_linear = match value()?.as_str() {
                     "pitch-linear" => false,
@@ -205,6 +211,8 @@ struct Plan {
     compare_copy: bool,
     /// Block-linear frames (`--layout block-linear`).
     block_linear: bool,
+    /// Block-linear frames written with `put_pixels` even where a CUDA engine could upload them.
+    put_pixels: bool,
     input: Input,
     capture: Option<Capture>,
     /// A deliberately broken converter: set by the tests only, on the CPU converter.
@@ -318,6 +326,7 @@ impl Plan {
             recorder: a.recorder,
             compare_copy: a.compare_copy,
             block_linear: a.block_linear,
+            put_pixels: a.put_pixels,
             input: clip.map_or(Input::Pattern, Input::Clip),
             capture,
             #[cfg(test)]
@@ -552,6 +561,8 @@ struct Outcome {
     last: (u64, Vec<u8>),
     captures: Vec<(u64, Vec<u8>)>,
     mismatches: Mismatches,
+    /// How the camera wrote its frames.
+    writer: Writer,
 }
 
 /// Frames that failed a check, per check.
@@ -653,32 +664,83 @@ fn spawn_camera(
     mut producer: nvsci::pipeline::Producer,
     mut source: Source,
     n: u64,
+    writer: Writer,
 ) -> std::thread::JoinHandle<Result<(), String>> {
     std::thread::spawn(move || {
         let layout = producer.layout().clone();
-        let mut scratch = match layout.format.image_layout() {
-            Some(ImageLayout::BlockLinear) => {
-                Some(Scratch::new(layout.planes[0].width, layout.planes[0].height)?)
-            }
-            _ => None,
+        let (w, h) = (layout.planes[0].width, layout.planes[0].height);
+        let mut out = match writer {
+            Writer::InPlace => CameraOut::InPlace,
+            Writer::PutPixels => CameraOut::PutPixels(Box::new(Scratch::new(w, h)?)),
+            #[cfg(feature = "cuda")]
+            Writer::Upload => CameraOut::Upload(gpu::Staging::new(&producer, w, h)?),
+            #[cfg(not(feature = "cuda"))]
+            Writer::Upload => return Err("the block-linear upload needs the cuda feature".into()),
         };
         for _ in 0..n {
             let f = producer.acquire().map_err(|e| e.to_string())?;
-            match &mut scratch {
+            match &mut out {
+                CameraOut::InPlace => {
+                    let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;
+                    source.write_frame(f.sequence(), &layout, &mut frame)?;
+                }
                 // Block-linear planes are tiled: render pitch-linear, then put the pixels.
-                Some(s) => {
+                CameraOut::PutPixels(s) => {
                     source.write_frame(f.sequence(), &s.layout, &mut s.frame)?;
                     s.put(&producer, &f)?;
                 }
-                None => {
-                    let mut frame = producer.cpu_write(&f).map_err(|e| e.to_string())?;
-                    source.write_frame(f.sequence(), &layout, &mut frame)?;
+                // Render pitch-linear into pinned memory; the producer's stream lays it out.
+                #[cfg(feature = "cuda")]
+                CameraOut::Upload(s) => {
+                    s.write(&producer, &f, |l, dst| source.write_frame(f.sequence(), l, dst))?
                 }
             }
             producer.present(f).map_err(|e| e.to_string())?;
         }
         Ok(())
     })
+}
+
+/// How the camera writes its frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Writer {
+    /// Renders into the ring's slot in place (pitch-linear frames).
+    InPlace,
+    /// Renders a tight frame and writes it with `put_pixels` (block-linear frames; NvSciBuf
+    /// restricts the call to debug software).
+    PutPixels,
+    /// Renders into pinned host memory; the producer's CUDA stream lays it out
+    /// (`Producer::upload_planes`, block-linear frames).
+    Upload,
+}
+
+impl Writer {
+    /// The writer for `plan` on a backend whose producer can (`cuda`) be a CUDA one.
+    fn choose(plan: &Plan, cuda: bool) -> Self {
+        match (plan.block_linear, cuda && !plan.put_pixels) {
+            (false, _) => Writer::InPlace,
+            (true, true) => Writer::Upload,
+            (true, false) => Writer::PutPixels,
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Writer::InPlace => "renders into the ring's slot in place",
+            Writer::PutPixels => "renders a packed frame and writes it with put_pixels (debug-only in NvSciBuf)",
+            Writer::Upload => {
+                "renders into pinned host memory, the producer's CUDA stream lays it out (upload_planes)"
+            }
+        }
+    }
+}
+
+/// The camera's side of a [`Writer`].
+enum CameraOut {
+    InPlace,
+    PutPixels(Box<Scratch>),
+    #[cfg(feature = "cuda")]
+    Upload(gpu::Staging),
 }
 
 /// The recorder, a CPU consumer reading every frame in place and checksumming it: (frame,
@@ -731,10 +793,13 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     };
     // A broken converter (the fault tests) is a CPU converter, on a GPU backend too.
     let engine = if plan.fault.is_some() { Engine::Cpu } else { backend.gpu_engine() };
+    let writer = Writer::choose(plan, !backend.gpu_engine().is_cpu());
+    let producer_engine = if writer == Writer::Upload { backend.gpu_engine() } else { Engine::Cpu };
     let mut stream = backend
         .stream(format)
         .frames(plan.buffers)
         .timeout(Duration::from_secs(10))
+        .producer(producer_engine)
         .consumer(ConsumerDesc::new(engine.clone()));
     if plan.recorder {
         stream = stream.consumer(ConsumerDesc::cpu());
@@ -753,6 +818,7 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
         layout.planes[1].pitch,
         if engine.is_cpu() { "the CPU" } else { "a CUDA stream (fence waits and signals on the stream)" }
     );
+    println!("camera: {}", writer.describe());
     // Where the CPU sees the pixels: in place (pitch-linear), or in a tight frame from get_pixels.
     let cpu_layout = if plan.block_linear { tight_layout(plan.width, plan.height)? } else { layout.clone() };
     let planes = Nv12Planes::of(&cpu_layout, plan.width, plan.height, cpu_layout.size as usize)?;
@@ -780,7 +846,7 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
     let recorder = cons.next().map(|rec| spawn_recorder(rec, planes, n));
     let start = Instant::now();
     let cpu0 = rusage::cpu_time(rusage::PROCESS);
-    let camera = spawn_camera(producer, source, n);
+    let camera = spawn_camera(producer, source, n, writer);
     let mut latencies = Vec::with_capacity(n as usize);
     let mut immediate = Vec::with_capacity(n as usize);
     let mut failed = None;
@@ -862,7 +928,7 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
             _ => println!("note: --compare-copy needs a CUDA converter; skipped"),
         }
     }
-    Ok(Outcome { stats, last: (last_seq, converted.last_rgba), captures: converted.captures, mismatches })
+    Ok(Outcome { stats, last: (last_seq, converted.last_rgba), captures: converted.captures, mismatches, writer })
 }
 
 #[cfg(feature = "cuda")]
@@ -871,11 +937,88 @@ mod gpu {
     use super::*;
     use nvsci::convert::Nv12ToRgba;
     use nvsci::cuda::cudarc::driver::{
-        CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+        CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, HostSlice, LaunchConfig, PinnedHostSlice,
+        PushKernelArg, SyncOnDrop,
     };
     use nvsci::cuda::cudarc::nvrtc::Ptx;
     use nvsci::cuda::{CudaGpu, MemSync};
     use std::sync::Arc;
+
+    /// Staging frames in flight: the camera renders the next while the GPU copies the last.
+    const STAGING_SLOTS: usize = 3;
+
+    /// Tight pitch-linear NV12 frames in pinned host memory that the camera renders into and
+    /// the producer's CUDA stream lays out into the ring's block-linear frames
+    /// (`Producer::upload_planes`: one copy per NvSciBuf plane, ordered by the ring's fences).
+    /// The slots are used in turn; an event per slot, recorded after its copies, keeps the CPU
+    /// from rendering into a slot the GPU has not finished reading.
+    pub struct Staging {
+        slots: Vec<(PinnedHostSlice<u8>, CudaEvent)>,
+        next: usize,
+        layout: FrameLayout,
+    }
+
+    impl Staging {
+        /// Staging for a CUDA producer's `width` x `height` NV12 frames.
+        pub fn new(producer: &nvsci::pipeline::Producer, width: u32, height: u32) -> Result<Self, String> {
+            let stream = producer.stream().ok_or("the block-linear upload needs a CUDA producer")?;
+            let ctx = stream.context();
+            let layout = tight_layout(width, height)?;
+            let slots = (0..STAGING_SLOTS)
+                .map(|_| {
+                    // SAFETY: the memory starts uninitialised; it is zeroed below before any
+                    // read, and only ever used as bytes.
+                    let mut mem = unsafe { ctx.alloc_pinned::<u8>(layout.size as usize) }
+                        .map_err(|e| format!("pinned staging frame: {e}"))?;
+                    mem.as_mut_slice().map_err(|e| format!("pinned staging frame: {e}"))?.fill(0);
+                    let copied = ctx.new_event(None).map_err(|e| format!("staging event: {e}"))?;
+                    Ok((mem, copied))
+                })
+                .collect::<Result<_, String>>()?;
+            Ok(Self { slots, next: 0, layout })
+        }
+
+        /// Renders a frame with `render` (into the tight layout) and enqueues its upload into
+        /// the held `frame` on the producer's stream.
+        pub fn write(
+            &mut self,
+            producer: &nvsci::pipeline::Producer,
+            frame: &nvsci::pipeline::ProducerFrame,
+            render: impl FnOnce(&FrameLayout, &mut [u8]) -> Result<(), String>,
+        ) -> Result<(), String> {
+            let (mem, copied) = &mut self.slots[self.next];
+            self.next = (self.next + 1) % STAGING_SLOTS;
+            // The copies of the frame this slot held last have run.
+            copied.synchronize().map_err(|e| format!("staging event: {e}"))?;
+            let bytes = mem.as_mut_slice().map_err(|e| format!("pinned staging frame: {e}"))?;
+            render(&self.layout, bytes)?;
+            let (y, uv) = bytes.split_at_mut(self.layout.planes[1].offset as usize);
+            let (y, uv) = (Plane { bytes: y, copied }, Plane { bytes: uv, copied });
+            producer.upload_planes(frame, &[&y, &uv]).map_err(|e| format!("upload_planes: {e}"))
+        }
+    }
+
+    /// One plane of a staging slot as the copy's host source: the copy records the slot's
+    /// event after it (as cudarc's own pinned slices do), so the call returns at once.
+    struct Plane<'a> {
+        bytes: &'a mut [u8],
+        copied: &'a CudaEvent,
+    }
+
+    impl HostSlice<u8> for Plane<'_> {
+        fn len(&self) -> usize {
+            self.bytes.len()
+        }
+        unsafe fn stream_synced_slice<'b>(&'b self, stream: &'b CudaStream) -> (&'b [u8], SyncOnDrop<'b>) {
+            (self.bytes, SyncOnDrop::Record(Some((self.copied, stream))))
+        }
+        unsafe fn stream_synced_mut_slice<'b>(
+            &'b mut self,
+            stream: &'b CudaStream,
+        ) -> (&'b mut [u8], SyncOnDrop<'b>) {
+            (self.bytes, SyncOnDrop::Record(Some((self.copied, stream))))
+        }
+    }
 
     /// The NV12 -> RGBA kernel and its outputs: the RGBA image, and per frame its statistic and
     /// the digest of its pixels (the digest kernel runs after the conversion, on its stream).
@@ -1131,6 +1274,8 @@ struct Report {
     last_identical: bool,
     /// "CPU" or "CUDA".
     converter: &'static str,
+    /// How the camera wrote its frames.
+    writer: Writer,
     width: u32,
     height: u32,
     frames: u64,
@@ -1242,6 +1387,7 @@ fn run(a: &Args) -> Result<Report, String> {
         mismatches: m,
         last_identical: last_ok,
         converter,
+        writer: outcome.writer,
         width: plan.width,
         height: plan.height,
         frames: plan.frames,

@@ -597,6 +597,7 @@ fn the_docs_pictures_are_the_pattern_as_converted() {
         recorder: false,
         compare_copy: false,
         block_linear: false,
+        put_pixels: false,
         input: Input::Pattern,
         capture: None,
         fault: None,
@@ -688,6 +689,43 @@ fn a_broken_converter_fails_the_verification() {
 fn block_linear_frames_are_verified_on_the_mock_cpu_path() {
     let _serial = serial();
     // Sizes that fill GOBs (64 bytes x 8 rows) partly, with the recorder reading every frame too.
-    let r = run_ok(&Args { block_linear: true, ..args("mock", 200, 70, 6) }, None);
+    // `--put-pixels`: the writer a camera without a CUDA producer has (on a GPU host too).
+    let r = run_ok(&Args { block_linear: true, put_pixels: true, ..args("mock", 200, 70, 6) }, None);
     assert!(r.ok, "{r:?}");
+    assert_eq!(r.writer, Writer::PutPixels);
+}
+
+#[test]
+fn the_camera_uploads_block_linear_frames_where_a_cuda_producer_can() {
+    let plan = |block_linear, put_pixels| {
+        let a = Args { block_linear, put_pixels, ..args("mock", 64, 48, 2) };
+        Plan::new(&a, None, false).unwrap()
+    };
+    assert!(parse(["--put-pixels".to_string()]).unwrap().unwrap().put_pixels);
+    for cuda in [false, true] {
+        assert_eq!(Writer::choose(&plan(false, false), cuda), Writer::InPlace);
+        assert_eq!(Writer::choose(&plan(false, true), cuda), Writer::InPlace);
+        assert_eq!(Writer::choose(&plan(true, true), cuda), Writer::PutPixels);
+    }
+    assert_eq!(Writer::choose(&plan(true, false), false), Writer::PutPixels);
+    assert_eq!(Writer::choose(&plan(true, false), true), Writer::Upload);
+}
+
+/// Block-linear frames written by the production path (pinned host memory, the producer's
+/// CUDA stream lays them out) and by `put_pixels`, each frame verified on the CUDA converter,
+/// with odd sizes whose planes end inside GOBs.
+#[cfg(feature = "cuda")]
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn block_linear_frames_uploaded_by_a_cuda_producer_gpu() {
+    let Some(kind) = gpu_backend("mock") else { return };
+    let _serial = serial();
+    for (w, h) in [(200, 70), (1920, 1080)] {
+        for put_pixels in [false, true] {
+            let a = Args { block_linear: true, put_pixels, buffers: Some(4), ..args(kind, w, h, 40) };
+            let r = run_ok(&a, Some("CUDA"));
+            assert_eq!(r.writer, if put_pixels { Writer::PutPixels } else { Writer::Upload }, "{w}x{h}");
+            assert_eq!((r.frames, r.mismatches), (40, Mismatches::default()), "{w}x{h}");
+        }
+    }
 }
