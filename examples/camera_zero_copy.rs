@@ -727,7 +727,9 @@ impl Writer {
     fn describe(self) -> &'static str {
         match self {
             Writer::InPlace => "renders into the ring's slot in place",
-            Writer::PutPixels => "renders a packed frame and writes it with put_pixels (debug-only in NvSciBuf)",
+            Writer::PutPixels => {
+                "renders a packed frame and writes it with put_pixels (debug-only in NvSciBuf)"
+            }
             Writer::Upload => {
                 "renders into pinned host memory, the producer's CUDA stream lays it out (upload_planes)"
             }
@@ -928,7 +930,13 @@ fn run_ring(backend: &Backend, plan: &Plan) -> Result<Outcome, String> {
             _ => println!("note: --compare-copy needs a CUDA converter; skipped"),
         }
     }
-    Ok(Outcome { stats, last: (last_seq, converted.last_rgba), captures: converted.captures, mismatches, writer })
+    Ok(Outcome {
+        stats,
+        last: (last_seq, converted.last_rgba),
+        captures: converted.captures,
+        mismatches,
+        writer,
+    })
 }
 
 #[cfg(feature = "cuda")]
