@@ -870,30 +870,46 @@ fn block_linear_rgba_pixels_round_trip_whole_and_partial() {
     let sizes: &[(u32, u32)] =
         if cfg!(miri) { &[(37, 23), (64, 16)] } else { &[(37, 23), (64, 16), (130, 67)] };
     for &(w, h) in sizes {
-        let obj =
-            BufObj::alloc(&BufAttrList::reconcile(&[&rgba(&m, ImageLayout::BlockLinear, w, h)]).unwrap())
-                .unwrap();
-        let whole = PixelRect::new(0, 0, w, h);
-        put(&obj, None, &frame(&obj, whole, 3, 7)).unwrap();
-        let mut back = frame(&obj, whole, 0, 0);
-        get(&obj, None, &mut back).unwrap();
-        assert_eq!(back, frame(&obj, whole, 3, 0), "{w}x{h} whole frame");
-        // An odd rectangle: only it changes.
-        let part = PixelRect::new(5, 3, w - 4, h - 2);
-        put(&obj, Some(part), &frame(&obj, part, 200, 1)).unwrap();
-        get(&obj, None, &mut back).unwrap();
-        let (data, pitch) = &back[0];
-        for y in 0..h {
-            for x in 0..w * 4 {
-                let inside = (part.y0..part.y1).contains(&y) && (part.x0 * 4..part.x1 * 4).contains(&x);
-                let want = px(if inside { 200 } else { 3 }, 0, x, y);
-                assert_eq!(data[(y * pitch + x) as usize], want, "{w}x{h} byte {x} row {y}");
-            }
-        }
-        let mut only = frame(&obj, part, 0, 0);
-        get(&obj, Some(part), &mut only).unwrap();
-        assert_eq!(only, frame(&obj, part, 200, 0));
+        rgba_round_trip_whole_and_partial(&m, ImageLayout::BlockLinear, w, h);
     }
+}
+
+/// Puts of 4 MiB or more write the object with non-temporal stores (x86_64): whole GOBs laid
+/// out first and streamed, partial GOB rows and rectangle edges stored as usual, pitch-linear
+/// rows streamed from their first 16-byte boundary. Every byte read back, in both layouts.
+#[test]
+#[cfg_attr(miri, ignore = "an 8 MB frame byte by byte is hours under Miri")]
+fn large_rgba_puts_round_trip_in_both_layouts() {
+    let m = module();
+    for layout in [ImageLayout::BlockLinear, ImageLayout::PitchLinear] {
+        rgba_round_trip_whole_and_partial(&m, layout, 1920, 1080);
+    }
+}
+
+/// A whole RGBA frame put and read back, then an odd rectangle put over it: only the rectangle
+/// changes, and reading the rectangle alone gives what was put.
+fn rgba_round_trip_whole_and_partial(m: &BufModule, layout: ImageLayout, w: u32, h: u32) {
+    let obj = BufObj::alloc(&BufAttrList::reconcile(&[&rgba(m, layout, w, h)]).unwrap()).unwrap();
+    let whole = PixelRect::new(0, 0, w, h);
+    put(&obj, None, &frame(&obj, whole, 3, 7)).unwrap();
+    let mut back = frame(&obj, whole, 0, 0);
+    get(&obj, None, &mut back).unwrap();
+    assert!(back == frame(&obj, whole, 3, 0), "{layout:?} {w}x{h} whole frame");
+    // An odd rectangle: only it changes.
+    let part = PixelRect::new(5, 3, w - 4, h - 2);
+    put(&obj, Some(part), &frame(&obj, part, 200, 1)).unwrap();
+    get(&obj, None, &mut back).unwrap();
+    let (data, pitch) = &back[0];
+    for y in 0..h {
+        for x in 0..w * 4 {
+            let inside = (part.y0..part.y1).contains(&y) && (part.x0 * 4..part.x1 * 4).contains(&x);
+            let want = px(if inside { 200 } else { 3 }, 0, x, y);
+            assert_eq!(data[(y * pitch + x) as usize], want, "{layout:?} {w}x{h} byte {x} row {y}");
+        }
+    }
+    let mut only = frame(&obj, part, 0, 0);
+    get(&obj, Some(part), &mut only).unwrap();
+    assert!(only == frame(&obj, part, 200, 0), "{layout:?} {w}x{h} rectangle");
 }
 
 #[test]
@@ -997,7 +1013,14 @@ fn bad_pixel_requests_are_named() {
 #[test]
 fn block_linear_bytes_follow_the_gob_layout() {
     let m = module();
-    let (w, h) = (100, 70);
+    // 1920x1080: a put of 4 MiB or more, whose whole GOBs are streamed (not under Miri).
+    let sizes: &[(u32, u32)] = if cfg!(miri) { &[(100, 70)] } else { &[(100, 70), (1920, 1080)] };
+    for &(w, h) in sizes {
+        gob_layout_of_a_put(&m, w, h);
+    }
+}
+
+fn gob_layout_of_a_put(m: &BufModule, w: u32, h: u32) {
     let mut l = m.attr_list().unwrap();
     l.set(&[
         BufAttr::Types(&[BufType::IMAGE]),
@@ -1017,10 +1040,13 @@ fn block_linear_bytes_follow_the_gob_layout() {
     let p = obj.planes().unwrap()[0];
     let pitch = u64::from(p.pitch);
     // The block height is not an NvSciBuf output: the mock's documented rule (docs/mock.md),
-    // 2^ceil(log2(GOB rows)) GOBs, at most 16: 70 rows = 9 GOB rows -> 16 GOBs.
+    // 2^ceil(log2(GOB rows)) GOBs, at most 16: 70 rows = 9 GOB rows -> 16 GOBs (1080 rows too).
     let gobs = 16u64;
     let mem = obj.cpu_read().unwrap();
-    for (x, y) in [(0u64, 0u64), (15, 0), (16, 0), (3, 7), (4, 8), (99, 69), (50, 33), (17, 64)] {
+    let (xe, ye) = (u64::from(w) - 1, u64::from(h) - 1);
+    for (x, y) in
+        [(0u64, 0u64), (15, 0), (16, 0), (3, 7), (4, 8), (xe, ye), (50, 33), (17, 64), (xe, 0), (0, ye)]
+    {
         for c in 0..4 {
             let xb = x * 4 + c;
             let block_rows = 8 * gobs;

@@ -434,10 +434,12 @@ trait Mover {
     ) -> Res;
 }
 
-/// A put: caller rows into the object.
+/// A put: caller rows into the object, with non-temporal stores when `stream` (see
+/// [`STREAM_MIN_BYTES`]).
 struct Put<'a> {
     mem: ObjMem,
     rows: [&'a [u8]; GOB_HEIGHT as usize],
+    stream: bool,
 }
 
 /// A get: the object into caller rows.
@@ -459,6 +461,59 @@ fn copy_bytes(dst: &mut [u8], src: &[u8]) {
     d.into_remainder().copy_from_slice(s.remainder());
 }
 
+/// Writes bytes `col..col + 64` of each of `rows` into GOB `dst`, row `i`'s four 16-byte pieces
+/// at `row_offsets[i] + pieces[q]`.
+fn lay_out_gob(dst: &mut [u8], rows: &[&[u8]], col: usize, row_offsets: &[usize; 8], pieces: &[usize; 4]) {
+    for (row, &ro) in rows.iter().zip(row_offsets) {
+        let src = &row[col..col + GOB_WIDTH as usize];
+        for (piece, &po) in src.chunks_exact(16).zip(pieces) {
+            dst[ro + po..ro + po + 16].copy_from_slice(piece);
+        }
+    }
+}
+
+/// Puts of at least this many bytes write the object with non-temporal stores (x86_64): a
+/// frame that large does not stay in the caches anyway, and a cached store first reads each
+/// line it fills (a block-linear put of a 4K RGBA frame ran at a sixth of `memcpy`'s speed,
+/// which streams).
+const STREAM_MIN_BYTES: usize = 4 << 20;
+
+/// `dst.copy_from_slice(src)` with non-temporal 16-byte stores from `dst`'s first 16-byte
+/// boundary on (the bytes before it and after the last whole 16 stored as usual). The caller
+/// orders the stores with [`store_fence`] before anyone else may read `dst`.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+fn copy_streaming(dst: &mut [u8], src: &[u8]) {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_stream_si128};
+    let head = dst.as_ptr().align_offset(16).min(dst.len());
+    let (dh, db) = dst.split_at_mut(head);
+    let (sh, sb) = src.split_at(head);
+    dh.copy_from_slice(sh);
+    let mut d = db.chunks_exact_mut(16);
+    let mut s = sb.chunks_exact(16);
+    for (d, s) in d.by_ref().zip(s.by_ref()) {
+        // SAFETY: SSE2 is part of every x86_64 CPU; `s` is 16 readable bytes (an unaligned
+        // load), `d` 16 writable bytes starting on a 16-byte boundary (after the head).
+        unsafe { _mm_stream_si128(d.as_mut_ptr().cast::<__m128i>(), _mm_loadu_si128(s.as_ptr().cast())) };
+    }
+    d.into_remainder().copy_from_slice(s.remainder());
+}
+
+/// [`copy_bytes`] where non-temporal stores are not available.
+#[cfg(not(all(target_arch = "x86_64", not(miri))))]
+fn copy_streaming(dst: &mut [u8], src: &[u8]) {
+    copy_bytes(dst, src);
+}
+
+/// Orders the non-temporal stores of [`copy_streaming`] before the stores that follow (the
+/// call's return, a fence's signal).
+fn store_fence() {
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    // SAFETY: SSE2 is part of every x86_64 CPU; `sfence` touches no memory.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+}
+
 const GOB_BYTES: usize = super::image::GOB_SIZE as usize;
 
 impl Mover for Put<'_> {
@@ -466,7 +521,12 @@ impl Mover for Put<'_> {
         // SAFETY: a put writes the object's memory, which the caller's buffers do not overlap
         // (`prepare`); the slice lives for this copy only.
         let dst = unsafe { self.mem.bytes_mut(at, len) }?;
-        copy_bytes(dst, &self.rows[row][col..col + len]);
+        let src = &self.rows[row][col..col + len];
+        if self.stream {
+            copy_streaming(dst, src);
+        } else {
+            copy_bytes(dst, src);
+        }
         Ok(())
     }
 
@@ -480,11 +540,15 @@ impl Mover for Put<'_> {
     ) -> Res {
         // SAFETY: as in `span`.
         let dst = unsafe { self.mem.bytes_mut(gob, GOB_BYTES) }?;
-        for (row, &ro) in self.rows[..rows].iter().zip(row_offsets) {
-            let src = &row[col..col + GOB_WIDTH as usize];
-            for (piece, &po) in src.chunks_exact(16).zip(pieces) {
-                dst[ro + po..ro + po + 16].copy_from_slice(piece);
-            }
+        if self.stream && rows == GOB_HEIGHT as usize {
+            // The whole GOB: laid out in a scratch GOB first, then streamed in whole lines (a
+            // line filled by non-temporal stores from different rows at different times would
+            // be written out in parts).
+            let mut whole = [0u8; GOB_BYTES];
+            lay_out_gob(&mut whole, &self.rows[..rows], col, row_offsets, pieces);
+            copy_streaming(dst, &whole);
+        } else {
+            lay_out_gob(dst, &self.rows[..rows], col, row_offsets, pieces);
         }
         Ok(())
     }
@@ -645,6 +709,21 @@ impl Transfer {
     /// object), a batch of rows at a time ([`copy_batch`]); an interleaved chroma plane's rows
     /// go through a scratch batch interleaved from (or split into) its two user planes.
     fn copy(&self, write: bool) -> Res {
+        let bytes: u64 = self
+            .planes
+            .iter()
+            .map(|(p, (x0, y0, x1, y1), _)| (x1 - x0) * p.bytes_per_pixel * (y1 - y0))
+            .sum();
+        let stream = write && bytes >= STREAM_MIN_BYTES as u64;
+        let r = self.copy_planes(write, stream);
+        if stream {
+            store_fence();
+        }
+        r
+    }
+
+    /// [`copy`](Self::copy)'s planes, a put with non-temporal stores when `stream`.
+    fn copy_planes(&self, write: bool, stream: bool) -> Res {
         let mem = ObjMem { base: self.base, len: self.mem_len };
         for (p, (x0, y0, x1, y1), side) in &self.planes {
             let bpp = p.bytes_per_pixel;
@@ -660,7 +739,7 @@ impl Transfer {
                     // reads it.
                     let user = unsafe { std::slice::from_raw_parts(ptr.cast_const(), size) };
                     for b in &batches {
-                        let mut m = Put { mem, rows: [&[][..]; 8] };
+                        let mut m = Put { mem, rows: [&[][..]; 8], stream };
                         for (i, row) in m.rows[..b.rows].iter_mut().enumerate() {
                             *row = &user[(b.y + i as u64 * b.step - y0) as usize * pitch(u)..][..row_len];
                         }
@@ -702,7 +781,7 @@ impl Transfer {
                             let (ra, rb) = (user_row(i) * pitch(first), user_row(i) * pitch(second));
                             interleave(comp as usize, row, &a[ra..ra + half], &b[rb..rb + half]);
                         }
-                        let mut m = Put { mem, rows: [&[][..]; 8] };
+                        let mut m = Put { mem, rows: [&[][..]; 8], stream };
                         for (row, s) in m.rows.iter_mut().zip(scratch.chunks_exact(row_len)).take(bt.rows) {
                             *row = s;
                         }
