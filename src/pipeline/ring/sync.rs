@@ -118,12 +118,28 @@ impl Futex {
 /// `LOOM_MAX_PREEMPTIONS` set, that bound holds for every model instead, and loom's own
 /// `loom::model` runs it, which also prints loom's log (`LOOM_LOG=trace`, `LOOM_LOCATION=1`):
 /// for a deeper run or a failure's trace, by hand.
+///
+/// Each model names itself on the process's standard error when it starts and when it passed,
+/// outside the test harness's capture: a deadlock that loom reports by aborting the whole binary
+/// (a panic while panicking) leaves the model it happened in started and never passed.
 #[cfg(all(test, loom))]
 pub(super) fn model(preemptions: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
+    let me = std::thread::current();
+    let name = me.name().unwrap_or("(unnamed)");
+    say(format_args!("loom model started: {name}"));
     if std::env::var_os("LOOM_MAX_PREEMPTIONS").is_some() {
-        return loom::model(f);
+        loom::model(f);
+    } else {
+        let mut builder = loom::model::Builder::new();
+        builder.preemption_bound = preemptions;
+        builder.check(f);
     }
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = preemptions;
-    builder.check(f);
+    say(format_args!("loom model passed: {name}"));
+}
+
+/// One line on standard error, past the test harness's capture of `eprintln!`.
+#[cfg(all(test, loom))]
+fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
