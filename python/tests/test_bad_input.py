@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import nvsci
+from fake_arrays import CudaArrayInterface, DlpackCuda
 
 W, H = 64, 32
 
@@ -217,30 +218,7 @@ def test_block_linear_frames_have_no_array_views():
         assert e.value.name == "frame"
 
 
-class _CudaArrayInterface:
-    """An object that says it is a CUDA array (its pointer is never read here)."""
-
-    def __init__(self, shape):
-        self.__cuda_array_interface__ = {
-            "shape": shape,
-            "typestr": "|u1",
-            "data": (0x1000, False),
-            "strides": None,
-            "version": 3,
-        }
-
-
-class _DlpackCuda:
-    """An object whose DLPack device is CUDA device 0 (never exported here)."""
-
-    def __dlpack_device__(self):
-        return (2, 0)
-
-    def __dlpack__(self, **kwargs):
-        raise AssertionError("a CPU producer must refuse a CUDA array before exporting it")
-
-
-@pytest.mark.parametrize("array", [_CudaArrayInterface((H + H // 2, W)), _DlpackCuda()])
+@pytest.mark.parametrize("array", [CudaArrayInterface((H + H // 2, W)), DlpackCuda()])
 def test_a_cpu_producer_refuses_cuda_arrays(array):
     producer, (consumer,) = mock_stream(timeout=0.05)
     assert producer.engine == "cpu"

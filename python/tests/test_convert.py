@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import nvsci
+from fake_arrays import CudaArrayInterface, DlpackCuda
 
 W, H = 64, 32
 ROWS = H + H // 2
@@ -99,29 +100,6 @@ def test_numpy_images_are_converted():
     check(out, small)
 
 
-class _CudaArrayInterface:
-    """An object that says it is a CUDA array (its pointer is never read here)."""
-
-    def __init__(self, shape, typestr="|u1"):
-        self.__cuda_array_interface__ = {
-            "shape": shape,
-            "typestr": typestr,
-            "data": (0x1000, False),
-            "strides": None,
-            "version": 3,
-        }
-
-
-class _DlpackCuda:
-    """An object whose DLPack device is CUDA device 0 (never exported here)."""
-
-    def __dlpack_device__(self):
-        return (2, 0)
-
-    def __dlpack__(self, **kwargs):
-        raise AssertionError("the CPU conversion must refuse a CUDA array before importing it")
-
-
 def _refused(name, call, cls=nvsci.InvalidArgument):
     with pytest.raises(cls) as e:
         call()
@@ -147,14 +125,14 @@ def test_refusals_name_the_argument():
         ("out", {"out": np.asfortranarray(rgba())}),
         ("out", {"out": ro}),
         ("out", {"out": [[0] * 4] * (W * H)}),
-        ("out", {"out": _CudaArrayInterface((H, W, 4))}),  # a CPU frame converts into host memory
-        ("out", {"out": _DlpackCuda()}),
+        ("out", {"out": CudaArrayInterface((H, W, 4))}),  # a CPU frame converts into host memory
+        ("out", {"out": DlpackCuda()}),
         ("stream", {"out": rgba(), "stream": 1}),  # the CPU takes no stream
         ("sum", {"out": rgba(), "sum": np.zeros((), np.float64)}),
         ("sum", {"out": rgba(), "sum": np.zeros(2, np.uint64)}),
         ("sum", {"out": rgba(), "sum": np.zeros((), np.uint32)}),
         ("sum", {"out": rgba(), "sum": np.zeros((1, 1), np.uint64)}),
-        ("sum", {"out": rgba(), "sum": _CudaArrayInterface((), "<u8")}),
+        ("sum", {"out": rgba(), "sum": CudaArrayInterface((), "<u8")}),
     ]:
         out = kwargs.pop("out")
         _refused(name, lambda: nvsci.nv12_to_rgba(f, out, **kwargs))
@@ -198,11 +176,11 @@ def test_images_that_are_not_nv12_are_refused():
         img[::-1],  # rows backwards
         img.reshape(-1),
         "not an image",
-        _CudaArrayInterface((ROWS, W)).__cuda_array_interface__,  # a dict is no array
+        CudaArrayInterface((ROWS, W)).__cuda_array_interface__,  # a dict is no array
     ]:
         _refused("src", lambda: nvsci.nv12_to_rgba(bad, rgba()))
     _refused("out", lambda: nvsci.nv12_to_rgba(img, rgba(W, H + 2)))
-    _refused("out", lambda: nvsci.nv12_to_rgba(img, _CudaArrayInterface((H, W, 4))))
+    _refused("out", lambda: nvsci.nv12_to_rgba(img, CudaArrayInterface((H, W, 4))))
     _refused("stream", lambda: nvsci.nv12_to_rgba(img, rgba(), stream=0))
     # `out` over the image's own bytes.
     buf = np.zeros(ROWS * W + H * W * 4, np.uint8)
