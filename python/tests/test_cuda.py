@@ -219,15 +219,10 @@ class _Unordered:
         return self.plane.__dlpack_device__()
 
 
-@pytest.mark.parametrize("write", ["send", "in_place"])
-def test_a_frame_presented_just_before_is_read_fresh_on_torchs_stream(gpu, torch, write):
-    """The producer writes each frame on a CUDA stream just before presenting it, behind a long
-    kernel on that stream (`send` of a tensor made there, or in place through DLPack); the
-    consumer, right after `acquire` and with no host synchronisation, runs torch kernels on its
-    own non-default stream that compare the frame with that frame's bytes. Every frame must
-    compare equal: the present fence is waited before torch's stream reads. The last frames
-    read the luma plane unordered (`stream=-1`) beside the ordered chroma plane: the unordered
-    reads see old bytes, which shows the late write is late enough for a missing wait to show."""
+def late_write_stream(gpu, torch):
+    """What the stale-frame tests share: a CUDA producer and a CUDA consumer of NV12 frames
+    (three slots), torch streams to write and to read on, and the base image that `distinct`
+    varies per frame (made on the reader's stream)."""
     producer, (consumer,) = gpu.stream(
         nvsci.FrameFormat.nv12(W, H),
         consumers=[nvsci.ConsumerDesc(engine="cuda")],
@@ -238,6 +233,19 @@ def test_a_frame_presented_just_before_is_read_fresh_on_torchs_stream(gpu, torch
     with torch.cuda.stream(reader):
         base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
     reader.synchronize()
+    return producer, consumer, writer, reader, base
+
+
+@pytest.mark.parametrize("write", ["send", "in_place"])
+def test_a_frame_presented_just_before_is_read_fresh_on_torchs_stream(gpu, torch, write):
+    """The producer writes each frame on a CUDA stream just before presenting it, behind a long
+    kernel on that stream (`send` of a tensor made there, or in place through DLPack); the
+    consumer, right after `acquire` and with no host synchronisation, runs torch kernels on its
+    own non-default stream that compare the frame with that frame's bytes. Every frame must
+    compare equal: the present fence is waited before torch's stream reads. The last frames
+    read the luma plane unordered (`stream=-1`) beside the ordered chroma plane: the unordered
+    reads see old bytes, which shows the late write is late enough for a missing wait to show."""
+    producer, consumer, writer, reader, base = late_write_stream(gpu, torch)
     n, controls = 200, 20
     wrong = torch.zeros(n + controls, 2, dtype=torch.int64, device="cuda")
 
@@ -530,16 +538,7 @@ def test_the_crate_kernel_reads_a_frame_presented_just_before(gpu, torch):
     synchronisation, the conversion is enqueued on torch's reader stream and compared there
     with the frame's reference. Every frame must match: the present fence is waited on the
     caller's stream before the kernel."""
-    producer, (consumer,) = gpu.stream(
-        nvsci.FrameFormat.nv12(W, H),
-        consumers=[nvsci.ConsumerDesc(engine="cuda")],
-        producer="cuda",
-        frames=3,
-    )
-    writer, reader = torch.cuda.Stream(), torch.cuda.Stream()
-    with torch.cuda.stream(reader):
-        base = torch.arange(ROWS * W, device="cuda", dtype=torch.int64).reshape(ROWS, W) * 7
-    reader.synchronize()
+    producer, consumer, writer, reader, base = late_write_stream(gpu, torch)
     n = 100
     wrong = torch.zeros(n, dtype=torch.int64, device="cuda")
     out = torch.empty(H, W, 4, dtype=torch.uint8, device="cuda")
