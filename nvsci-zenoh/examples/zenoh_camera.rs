@@ -83,9 +83,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     std::thread::sleep(Duration::from_millis(arg("--linger-ms", 500u64)));
     let st = bridge.stop();
-    println!(
-        "STATS published={} skipped={} publish_errors={} copied={}",
-        st.published, st.skipped, st.publish_errors, st.copied
-    );
+    println!("STATS published={} skipped={} publish_errors={}", st.published, st.skipped, st.publish_errors);
     Ok(())
 }

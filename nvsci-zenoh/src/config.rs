@@ -51,9 +51,9 @@ pub enum Rows {
     /// block-linear frames (which have no rows of bytes), are published [`Packed`](Self::Packed).
     Stored,
     /// `step` is one row of pixels (`width` bytes for `nv12`, `4 * width` for `rgba8`), for
-    /// receivers that ignore `step`. Where the frame's pitch is wider, a CPU frame's rows are
-    /// copied once into a message buffer the bridge reuses (no allocation per frame), and a CUDA
-    /// frame's are packed by the device -> host copy itself.
+    /// receivers that ignore `step`. Where the frame's pitch is wider, a CPU frame's message is
+    /// still its mapping, one slice per row (each row's first `step` bytes; no copy), and a
+    /// CUDA frame's rows are packed by the device -> host copy itself.
     Packed,
 }
 

@@ -8,7 +8,7 @@ use crate::clock::{monotonic_to_realtime, realtime_ns};
 use crate::config::{BridgeConfig, Congestion, StampClock};
 use crate::error::BridgeError;
 use crate::graph::{gid, EntityKind, NodeName, Reliability};
-use crate::payload::{HeldFrame, Pool};
+use crate::payload::HeldFrame;
 use crate::rows::Plan;
 use nvsci::pipeline::{Attacher, Consumer, ConsumerDesc, ConsumerFrame, Engine, QueueMode};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,13 +34,6 @@ pub struct PublishStats {
     pub stream_errors: u64,
     /// The stream sequence of the last frame published.
     pub last_sequence: Option<u64>,
-    /// Frames whose pixels the bridge copied on the CPU into a message buffer (a CPU frame
-    /// whose rows are published packed narrower than its pitch, [`Rows::Packed`]); the others
-    /// are published from the frame's mapping, or (CUDA) from the pinned memory their copy to
-    /// the host filled.
-    ///
-    /// [`Rows::Packed`]: crate::Rows::Packed
-    pub copied: u64,
     /// CUDA frames copied device -> pinned host memory (0 for a CPU consumer).
     pub readbacks: u64,
     /// The time those copies took, in total: from enqueueing them (on the consumer's stream,
@@ -49,6 +42,10 @@ pub struct PublishStats {
     /// The part of `readback_ns` the device spent on the copies themselves (CUDA events
     /// recorded before and after them, after the present wait), in nanoseconds.
     pub readback_copy_ns: u64,
+    /// The part of `readback_ns` the bridge's thread spent waiting for the copies, in
+    /// nanoseconds. A frame's copies are enqueued before the previous frame's message is put
+    /// (when the frame is there by then), so the rest of `readback_ns` overlapped that put.
+    pub readback_wait_ns: u64,
 }
 
 #[derive(Default)]
@@ -59,10 +56,10 @@ struct Counters {
     stream_errors: AtomicU64,
     /// Last sequence + 1 (0: none yet).
     last: AtomicU64,
-    copied: AtomicU64,
     readbacks: AtomicU64,
     readback_ns: AtomicU64,
     readback_copy_ns: AtomicU64,
+    readback_wait_ns: AtomicU64,
 }
 
 impl Counters {
@@ -74,10 +71,10 @@ impl Counters {
             publish_errors: self.publish_errors.load(Ordering::Acquire),
             stream_errors: self.stream_errors.load(Ordering::Acquire),
             last_sequence: last.checked_sub(1),
-            copied: self.copied.load(Ordering::Acquire),
             readbacks: self.readbacks.load(Ordering::Acquire),
             readback_ns: self.readback_ns.load(Ordering::Acquire),
             readback_copy_ns: self.readback_copy_ns.load(Ordering::Acquire),
+            readback_wait_ns: self.readback_wait_ns.load(Ordering::Acquire),
         }
     }
 }
@@ -88,18 +85,21 @@ impl Counters {
 /// link makes the bridge skip frames, never the camera wait) and publishes its rows as the
 /// message, with no copy into a new allocation:
 ///
-/// * a CPU frame whose rows the message takes as they lie in the frame ([`Rows::Stored`], or
-///   rows without padding) is published from the frame's mapping: the bridge holds the frame
+/// * a CPU frame is published from the frame's mapping, with no copy: its planes as they lie
+///   in the frame ([`Rows::Stored`], or rows without padding), or one slice per row where the
+///   rows are packed narrower than the pitch ([`Rows::Packed`]). The bridge holds the frame
 ///   until Zenoh drops the message (over the network, when `put` returns, having serialised it
 ///   into its batches; later if a subscriber in the same session keeps the sample), then
 ///   releases it. Meanwhile the stream offers the bridge newer frames up to its consumer's
 ///   limit, and skips it beyond that: the camera never waits for it;
-/// * a CPU frame whose rows are packed narrower than its pitch ([`Rows::Packed`]) is copied once
-///   into a message buffer the bridge reuses when Zenoh drops it, and released at once;
 /// * a CUDA frame is copied device -> pinned host memory on the consumer's stream, ordered by
 ///   the ring's fences (after the present wait that `acquire` enqueues, before the release
-///   signal), straight into the buffers the message is published from (reused likewise);
-///   block-linear frames from their planes' CUDA arrays, laid out as rows by the copy.
+///   signal), straight into the buffers the message is published from (reused when Zenoh drops it);
+///   block-linear frames from their planes' CUDA arrays, laid out as rows by the copy. The
+///   frame is released as soon as its copies are enqueued (its release signal follows them on
+///   the stream). The copies of the next frame, when the mailbox has one, are enqueued before
+///   the current frame's message is put, so they run while it is published; a frame whose
+///   copies are pending when the bridge stops is waited for and not published.
 ///
 /// Dropping the bridge stops the thread (its waits for a frame are slices of
 /// [`BridgeConfig::poll()`]; a put held by a congested link with blocking congestion control is
@@ -210,7 +210,6 @@ impl BridgeConsumer {
             reader,
             publisher,
             encoder: Encoder { plan, frame_id: config.frame_id.clone(), stamp_clock: config.stamp_clock },
-            buffers: Pool::new(BUFFERS),
             back,
             returned,
             lent: 0,
@@ -219,6 +218,8 @@ impl BridgeConsumer {
             next_message: 1,
             stop: stop.clone(),
             counters: counters.clone(),
+            #[cfg(feature = "cuda")]
+            enqueued: None,
         };
         let thread = std::thread::Builder::new()
             .name("nvsci-zenoh-pub".into())
@@ -285,9 +286,6 @@ impl Drop for BridgeConsumer {
     }
 }
 
-/// Message buffers kept for reuse (CPU frames copied packed): the one Zenoh is sending, the next.
-const BUFFERS: usize = 2;
-
 /// How the thread reads a frame's bytes.
 enum Reader {
     /// A CPU consumer: from the frame's mapping, after the CPU waited for its present fence.
@@ -295,16 +293,6 @@ enum Reader {
     /// A CUDA consumer: copied device -> pinned host memory on its stream.
     #[cfg(feature = "cuda")]
     Cuda(crate::readback::Readback),
-}
-
-/// What a CPU frame's read gave.
-enum CpuRead {
-    /// The frame's mapping (its bytes are the message's pixels, in place).
-    Mapped(*const u8, usize),
-    /// The message's pixels, copied out of the mapping.
-    Copied(Vec<u8>),
-    /// The mapping is shorter than the frame's layout.
-    Short,
 }
 
 /// Why a frame was not turned into a message.
@@ -371,8 +359,6 @@ struct Worker {
     reader: Reader,
     publisher: zenoh::pubsub::Publisher<'static>,
     encoder: Encoder,
-    /// Message buffers of frames copied on the CPU.
-    buffers: Arc<Pool<Vec<u8>>>,
     /// Frames published from their mapping come back here when Zenoh drops them.
     back: Sender<ConsumerFrame>,
     returned: Receiver<ConsumerFrame>,
@@ -383,55 +369,87 @@ struct Worker {
     next_message: i64,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
+    /// A CUDA frame whose copies were enqueued before the last put: the next to publish.
+    #[cfg(feature = "cuda")]
+    enqueued: Option<Enqueued>,
+}
+
+/// A CUDA frame whose device -> host copies are enqueued (the frame released behind them on the
+/// stream) and not waited for yet.
+#[cfg(feature = "cuda")]
+struct Enqueued {
+    sequence: u64,
+    capture_time: u64,
+    /// When the copies were enqueued.
+    at: std::time::Instant,
 }
 
 impl Worker {
     fn run(mut self) {
         while !self.stop.load(Ordering::Acquire) {
             self.reclaim();
-            // Short slices, so a stop request is seen within one of them.
-            let frame = match self.consumer.acquire_within(self.poll) {
-                Ok(f) => f,
-                Err(nvsci::Error::Timeout { .. }) => continue,
-                Err(e) => {
-                    self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-                    log::warn!("bridge consumer: acquire failed: {e}");
-                    // Not a busy loop on a stream that fails at once every time.
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                }
-            };
-            self.counters.skipped.store(self.consumer.stats().skipped, Ordering::Release);
-            let sequence = frame.sequence();
-            let payload = match self.read(frame) {
-                Ok(p) => p,
-                Err(e) => {
-                    self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
-                    log::warn!("bridge consumer: frame {sequence} {e}");
-                    continue;
-                }
-            };
-            let attachment = Attachment {
-                sequence: self.next_message,
-                source_timestamp: realtime_ns() as i64,
-                gid: self.gid,
-            };
-            match self.publisher.put(payload).attachment(attachment.to_bytes().to_vec()).wait() {
-                Ok(()) => {
-                    self.next_message += 1;
-                    self.counters.published.fetch_add(1, Ordering::AcqRel);
-                    self.counters.last.store(sequence + 1, Ordering::Release);
-                }
-                Err(e) => {
-                    self.counters.publish_errors.fetch_add(1, Ordering::AcqRel);
-                    log::warn!("bridge consumer: frame {sequence} not published: {e}");
-                }
-            }
+            let Some((sequence, payload)) = self.next_payload() else { continue };
+            // A CUDA frame's successor starts its copies now, so they run while this one is
+            // published.
+            #[cfg(feature = "cuda")]
+            self.prefetch();
+            self.publish(sequence, payload);
         }
+        #[cfg(feature = "cuda")]
+        self.drain();
         self.reclaim();
         if self.lent > 0 {
             // Held by a subscriber of this session: released when it drops them (`HeldFrame`).
             log::debug!("bridge consumer: stopped with {} frames still in Zenoh", self.lent);
+        }
+    }
+
+    /// The next frame's message and stream sequence: the CUDA frame whose copies the previous
+    /// round enqueued, else the newest frame of the mailbox (waited for one poll slice, so a
+    /// stop request is seen within one of them). `None`: no frame came, or it could not be read
+    /// (counted and logged).
+    fn next_payload(&mut self) -> Option<(u64, ZBytes)> {
+        #[cfg(feature = "cuda")]
+        if let Some(e) = self.enqueued.take() {
+            let sequence = e.sequence;
+            return self.finish(e).map_err(|e| self.unread(sequence, &e)).ok().map(|p| (sequence, p));
+        }
+        let frame = match self.consumer.acquire_within(self.poll) {
+            Ok(f) => f,
+            Err(nvsci::Error::Timeout { .. }) => return None,
+            Err(e) => {
+                self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+                log::warn!("bridge consumer: acquire failed: {e}");
+                // Not a busy loop on a stream that fails at once every time.
+                std::thread::sleep(Duration::from_millis(10));
+                return None;
+            }
+        };
+        self.counters.skipped.store(self.consumer.stats().skipped, Ordering::Release);
+        let sequence = frame.sequence();
+        self.read(frame).map_err(|e| self.unread(sequence, &e)).ok().map(|p| (sequence, p))
+    }
+
+    /// Counts and logs a frame that was not turned into a message.
+    fn unread(&self, sequence: u64, e: &Unread) {
+        self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+        log::warn!("bridge consumer: frame {sequence} {e}");
+    }
+
+    /// Puts a frame's message, with the attachment of the next message number.
+    fn publish(&mut self, sequence: u64, payload: ZBytes) {
+        let attachment =
+            Attachment { sequence: self.next_message, source_timestamp: realtime_ns() as i64, gid: self.gid };
+        match self.publisher.put(payload).attachment(attachment.to_bytes().to_vec()).wait() {
+            Ok(()) => {
+                self.next_message += 1;
+                self.counters.published.fetch_add(1, Ordering::AcqRel);
+                self.counters.last.store(sequence + 1, Ordering::Release);
+            }
+            Err(e) => {
+                self.counters.publish_errors.fetch_add(1, Ordering::AcqRel);
+                log::warn!("bridge consumer: frame {sequence} not published: {e}");
+            }
         }
     }
 
@@ -444,75 +462,125 @@ impl Worker {
     }
 
     /// Turns a held frame into its message. A CPU frame published from its mapping stays held
-    /// (until Zenoh drops the message); any other frame is released here (a failed release is
-    /// counted and logged; the message still goes out).
+    /// (until Zenoh drops the message); a CUDA frame, and a frame that could not be read, is
+    /// released here (a failed release is counted and logged; the message still goes out).
     fn read(&mut self, frame: ConsumerFrame) -> Result<ZBytes, Unread> {
         let capture_time = frame.capture_time();
         let (consumer, counters, encoder) = (&mut self.consumer, &*self.counters, &self.encoder);
         let plan = &encoder.plan;
-        #[cfg(feature = "cuda")]
-        let (stop, poll) = (&*self.stop, self.poll);
         match &mut self.reader {
             Reader::Cpu => {
-                let read = match consumer.cpu_read(&frame) {
-                    Ok(bytes) if bytes.len() >= plan.frame_bytes() => Ok(if plan.zero_copy() {
-                        CpuRead::Mapped(bytes.as_ptr(), bytes.len())
-                    } else {
-                        // Rows packed narrower than the pitch: one copy into a reused buffer.
-                        let len = plan.data_len();
-                        let mut buf = self.buffers.take(|b| b.len() == len).unwrap_or_else(|| vec![0; len]);
-                        match plan.copy_rows(&bytes, &mut buf) {
-                            Some(()) => CpuRead::Copied(buf),
-                            None => CpuRead::Short,
-                        }
-                    }),
-                    Ok(_) => Ok(CpuRead::Short),
+                let mapped = match consumer.cpu_read(&frame) {
+                    Ok(bytes) if bytes.len() >= plan.frame_bytes() => Ok((bytes.as_ptr(), bytes.len())),
+                    Ok(_) => Err(Unread::Short),
                     Err(e) => Err(Unread::Stream(e)),
                 };
-                match read {
-                    Ok(CpuRead::Mapped(ptr, len)) => {
-                        // SAFETY: `ptr` and `len` are this frame's CPU mapping, just read through
-                        // `cpu_read`; the mapping is the ring's (made once per slot, kept while
-                        // any handle of the ring lives, the frame included), and the producer does
-                        // not write the slot while the frame is held, which it is until Zenoh
-                        // drops the last slice of it.
-                        let frame = unsafe { HeldFrame::lend(frame, ptr, len, self.back.clone()) };
-                        self.lent += 1;
-                        encoder.message(
-                            plan.planes.iter().map(|p| ZBytes::from(frame.slice(p.range()))),
-                            capture_time,
-                        )
-                    }
-                    Ok(CpuRead::Copied(buf)) => {
-                        release(consumer, counters, frame);
-                        counters.copied.fetch_add(1, Ordering::AcqRel);
-                        encoder.message([self.buffers.lend(buf)], capture_time)
-                    }
-                    Ok(CpuRead::Short) => {
-                        release(consumer, counters, frame);
-                        Err(Unread::Short)
-                    }
+                let (ptr, len) = match mapped {
+                    Ok(m) => m,
                     Err(e) => {
                         release(consumer, counters, frame);
-                        Err(e)
+                        return Err(e);
                     }
-                }
+                };
+                // SAFETY: `ptr` and `len` are this frame's CPU mapping, just read through
+                // `cpu_read`; the mapping is the ring's (made once per slot, kept while any
+                // handle of the ring lives, the frame included), and the producer does not write
+                // the slot while the frame is held, which it is until Zenoh drops the last slice
+                // of it.
+                let frame = unsafe { HeldFrame::lend(frame, ptr, len, self.back.clone()) };
+                self.lent += 1;
+                // The message's rows as they lie in the mapping: one slice per plane where its
+                // rows are back to back, else one per row (`Plan::ranges`, inside `len`: checked
+                // against `frame_bytes` above).
+                encoder.message(plan.ranges().map(|r| ZBytes::from(frame.slice(r))), capture_time)
             }
             #[cfg(feature = "cuda")]
-            Reader::Cuda(readback) => {
-                let start = std::time::Instant::now();
-                // The copies go on the stream after the present wait; the release signal
-                // follows them there; then the CPU waits for the copies and publishes the
-                // pinned memory they filled.
-                let enqueued = readback.enqueue(consumer, &frame, plan);
-                release(consumer, counters, frame);
-                let timeout = consumer.timeout();
-                let copied =
-                    enqueued.and_then(|()| readback.finish(stop, poll, timeout)).map_err(Unread::Stream)?;
-                counters.readback_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::AcqRel);
-                counters.readback_copy_ns.fetch_add(copied.copy_ns, Ordering::AcqRel);
-                counters.readbacks.fetch_add(1, Ordering::AcqRel);
-                encoder.message(copied.planes, capture_time)
+            Reader::Cuda(_) => {
+                let e = self.enqueue(frame)?;
+                self.finish(e)
+            }
+        }
+    }
+}
+
+/// The CUDA reader's pipeline: a frame's copies are enqueued before the previous frame's put,
+/// and waited for after it.
+#[cfg(feature = "cuda")]
+impl Worker {
+    /// Enqueues the copies of a held CUDA frame's rows on the consumer's stream (after the
+    /// present wait that `acquire` enqueued there), then releases the frame (its release signal
+    /// follows the copies on the stream). Either way the frame is released here.
+    fn enqueue(&mut self, frame: ConsumerFrame) -> Result<Enqueued, Unread> {
+        let e = Enqueued {
+            sequence: frame.sequence(),
+            capture_time: frame.capture_time(),
+            at: std::time::Instant::now(),
+        };
+        let Reader::Cuda(readback) = &mut self.reader else {
+            release(&mut self.consumer, &self.counters, frame);
+            return Err(Unread::Stream(crate::readback::no_stream()));
+        };
+        let enqueued = readback.enqueue(&self.consumer, &frame, &self.encoder.plan);
+        release(&mut self.consumer, &self.counters, frame);
+        enqueued.map(|()| e).map_err(Unread::Stream)
+    }
+
+    /// Waits for the copies of `e` (bounded: `Readback::finish`) and returns its message.
+    fn finish(&mut self, e: Enqueued) -> Result<ZBytes, Unread> {
+        let (stop, poll, timeout) = (&*self.stop, self.poll, self.consumer.timeout());
+        let counters = &*self.counters;
+        let Reader::Cuda(readback) = &mut self.reader else {
+            return Err(Unread::Stream(crate::readback::no_stream()));
+        };
+        let waiting = std::time::Instant::now();
+        let copied = readback.finish(stop, poll, timeout).map_err(Unread::Stream)?;
+        counters.readback_wait_ns.fetch_add(waiting.elapsed().as_nanos() as u64, Ordering::AcqRel);
+        counters.readback_ns.fetch_add(e.at.elapsed().as_nanos() as u64, Ordering::AcqRel);
+        counters.readback_copy_ns.fetch_add(copied.copy_ns, Ordering::AcqRel);
+        counters.readbacks.fetch_add(1, Ordering::AcqRel);
+        self.encoder.message(copied.planes, e.capture_time)
+    }
+
+    /// A CUDA consumer: takes the newest frame if one is there now (no wait: the message in
+    /// hand goes out first) and enqueues its copies, to be waited for after that message's put.
+    /// The frame is released at once (behind its copies), so the camera never waits for the
+    /// bridge; a newer frame replaces it in the mailbox as before.
+    fn prefetch(&mut self) {
+        if matches!(self.reader, Reader::Cpu) || self.enqueued.is_some() {
+            return;
+        }
+        let frame = match self.consumer.acquire_within(Duration::ZERO) {
+            Ok(f) => f,
+            Err(nvsci::Error::Timeout { .. }) => return,
+            Err(e) => {
+                self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+                log::warn!("bridge consumer: acquire failed: {e}");
+                return;
+            }
+        };
+        self.counters.skipped.store(self.consumer.stats().skipped, Ordering::Release);
+        let sequence = frame.sequence();
+        match self.enqueue(frame) {
+            Ok(e) => self.enqueued = Some(e),
+            Err(e) => self.unread(sequence, &e),
+        }
+    }
+
+    /// On stop: the frame whose copies were enqueued is not published; its copies are waited
+    /// for (within the stop's grace, `Readback::finish`), so its buffers go back to the pool and
+    /// are freed with it, not freed under a pending copy.
+    fn drain(&mut self) {
+        let (stop, poll, timeout) = (&*self.stop, self.poll, self.consumer.timeout());
+        let Some(e) = self.enqueued.take() else { return };
+        let Reader::Cuda(readback) = &mut self.reader else { return };
+        match readback.finish(stop, poll, timeout) {
+            Ok(copied) => {
+                drop(copied);
+                log::debug!("bridge consumer: stopped; frame {} copied, not published", e.sequence);
+            }
+            Err(err) => {
+                self.counters.stream_errors.fetch_add(1, Ordering::AcqRel);
+                log::warn!("bridge consumer: frame {} at the stop: {err}", e.sequence);
             }
         }
     }

@@ -40,6 +40,8 @@ pub mod encoding;
 mod error;
 pub mod graph;
 mod payload;
+#[cfg(feature = "cuda")]
+mod pool;
 mod producer;
 #[cfg(feature = "cuda")]
 mod readback;

@@ -9,8 +9,15 @@
 //! block-linear plane is one `cuMemcpy2DAsync` from its CUDA array (the copy engine lays the
 //! tiles out as rows). The host buffers come from a pool and go back to it when Zenoh drops the
 //! message, so no frame allocates or copies on the CPU.
+//!
+//! The bridge pipelines frames: once a frame's copies are done, it enqueues the next frame's
+//! (if the mailbox has one) before it puts the done frame's message, then waits for them after
+//! the put, so a frame's copies run while the previous one is published. One frame's copies are
+//! pending at a time (`enqueue` after `finish`); the done frame's buffers are lent to Zenoh
+//! meanwhile, the pending frame's taken from the pool (four buffers kept: two frames of two
+//! planes).
 
-use crate::payload::{Lendable, Pool};
+use crate::pool::{Lendable, Pool};
 use crate::rows::{Plan, PlaneRows};
 use nvsci::cuda::cudarc::driver::{result, sys, CudaEvent, CudaStream, PinnedHostSlice};
 use nvsci::pipeline::{Consumer, ConsumerFrame};
@@ -87,7 +94,7 @@ pub(crate) struct Copied {
     pub copy_ns: u64,
 }
 
-fn no_stream() -> nvsci::Error {
+pub(crate) fn no_stream() -> nvsci::Error {
     nvsci::Error::InvalidArgument {
         name: "consumer",
         reason: "a device -> host copy needs a consumer on a CUDA engine".into(),
@@ -273,7 +280,9 @@ impl Readback {
 
 impl Drop for Readback {
     fn drop(&mut self) {
-        // Only between `enqueue` and `finish`, which the bridge's thread never leaves apart.
+        // Buffers of copies enqueued and never waited for (the bridge's thread waits for them
+        // before it ends, `Worker::drain`, so only if it unwound): leaked, never freed under a
+        // copy that may still be pending.
         self.forget_pending();
     }
 }

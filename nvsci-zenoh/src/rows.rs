@@ -6,7 +6,8 @@
 //! rows (`image_encodings.hpp`). `step` may exceed a row of pixels (`Image.msg`: "full row length
 //! in bytes"). A pitch-linear frame whose planes share one pitch holds exactly such rows, padding
 //! included ([`Rows::Stored`]); the plane's rows are then one range of the frame's bytes, which the
-//! message can take as it is.
+//! message can take as it is. Rows packed narrower than the pitch ([`Rows::Packed`]) are one range
+//! per row, the first `step` bytes of each: the message takes those ranges as they are too.
 
 use crate::config::Rows;
 use crate::encoding::Encoding;
@@ -35,15 +36,16 @@ impl PlaneRows {
         self.step * self.rows
     }
 
-    /// Whether the message's rows of this plane lie back to back in the frame (as one range).
-    pub fn contiguous(&self) -> bool {
-        self.pitch == self.step
-    }
-
-    /// The frame's bytes that hold this plane's rows, for a [`contiguous`](Self::contiguous)
-    /// plane.
-    pub fn range(&self) -> Range<usize> {
-        self.offset..self.offset + self.len()
+    /// The frame's bytes that hold the message's rows of this plane (pitch-linear frames), in
+    /// as few ranges as they lie in: one where the rows lie back to back (`pitch == step`), else
+    /// one per row (its first `step` bytes; the padding up to the pitch left out).
+    pub fn ranges(&self) -> impl Iterator<Item = Range<usize>> {
+        let p = *self;
+        let (count, len) = if p.pitch == p.step { (1, p.len()) } else { (p.rows, p.step) };
+        (0..count).map(move |r| {
+            let at = p.offset + r * p.pitch;
+            at..at + len
+        })
     }
 }
 
@@ -128,32 +130,16 @@ impl Plan {
         self.planes.iter().map(PlaneRows::len).sum()
     }
 
-    /// Whether every plane's rows lie back to back in the frame, so a CPU frame's `data` is
-    /// ranges of its mapping, with no copy.
-    pub fn zero_copy(&self) -> bool {
-        !self.block_linear && self.planes.iter().all(PlaneRows::contiguous)
+    /// The frame's bytes that make the message's `data`, in order: each plane's
+    /// [`ranges`](PlaneRows::ranges) (pitch-linear frames; a CPU frame's message is these ranges
+    /// of its mapping, with no copy).
+    pub fn ranges(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.planes.iter().flat_map(PlaneRows::ranges)
     }
 
     /// Frame bytes the plan reads (the end of its last row).
     pub fn frame_bytes(&self) -> usize {
         self.planes.iter().map(|p| p.offset + p.pitch * (p.rows - 1) + p.step).max().unwrap_or(0)
-    }
-
-    /// Copies the message's rows out of `frame` (the frame's bytes) into `out`, which holds
-    /// exactly [`data_len`](Self::data_len) bytes. `None` if `frame` is too short.
-    pub fn copy_rows(&self, frame: &[u8], out: &mut [u8]) -> Option<()> {
-        if frame.len() < self.frame_bytes() || out.len() != self.data_len() || self.block_linear {
-            return None;
-        }
-        let mut at = 0;
-        for p in &self.planes {
-            for r in 0..p.rows {
-                let src = p.offset + r * p.pitch;
-                out[at..at + p.step].copy_from_slice(&frame[src..src + p.step]);
-                at += p.step;
-            }
-        }
-        Some(())
     }
 }
 
@@ -178,15 +164,20 @@ mod tests {
         assert_eq!(stored.planes[..], [plane(0, 2048, 1080, 2048), plane(2_211_840, 2048, 540, 2048)]);
         // 1620 rows of 2048 bytes: the whole frame, taken as it is.
         assert_eq!(stored.data_len(), 3_317_760);
-        assert!(stored.zero_copy());
-        assert_eq!(stored.planes[1].range(), 2_211_840..3_317_760);
+        assert_eq!(stored.ranges().collect::<Vec<_>>(), [0..2_211_840, 2_211_840..3_317_760]);
 
         let packed = Plan::new(&layout, Rows::Packed, false).unwrap();
         assert_eq!(packed.step, 1920);
         assert_eq!(packed.planes[..], [plane(0, 2048, 1080, 1920), plane(2_211_840, 2048, 540, 1920)]);
-        // 1620 rows of 1920 bytes, copied.
+        // 1620 rows of 1920 bytes, each its own range: the first 1920 bytes of every 2048.
         assert_eq!(packed.data_len(), 3_110_400);
-        assert!(!packed.zero_copy());
+        let ranges: Vec<_> = packed.ranges().collect();
+        assert_eq!(ranges.len(), 1620);
+        assert_eq!(ranges[..2], [0..1920, 2048..3968]);
+        assert_eq!(ranges[1079], 1079 * 2048..1079 * 2048 + 1920);
+        assert_eq!(ranges[1080], 2_211_840..2_211_840 + 1920);
+        assert_eq!(ranges[1619], 2_211_840 + 539 * 2048..2_211_840 + 539 * 2048 + 1920);
+        assert_eq!(ranges.iter().map(|r| r.len()).sum::<usize>(), packed.data_len());
         assert_eq!(packed.frame_bytes(), 2_211_840 + 2048 * 539 + 1920);
     }
 
@@ -198,12 +189,13 @@ mod tests {
             let p = Plan::new(&layout, rows, false).unwrap();
             assert_eq!(p.step, 1280);
             assert_eq!(p.planes[..], [plane(0, 1280, 720, 1280), plane(921_600, 1280, 360, 1280)]);
-            assert!(p.zero_copy());
+            assert_eq!(p.ranges().collect::<Vec<_>>(), [0..921_600, 921_600..1_382_400]);
         }
         // RGBA 1920 wide: 7680-byte rows, a multiple of 256.
         let layout = FrameLayout::packed(FrameFormat::Rgba { width: 1920, height: 4 }, 256, 1).unwrap();
         let p = Plan::new(&layout, Rows::Packed, false).unwrap();
-        assert_eq!((p.step, p.data_len(), p.zero_copy()), (7680, 4 * 7680, true));
+        assert_eq!((p.step, p.data_len()), (7680, 4 * 7680));
+        assert_eq!(p.ranges().map(|r| (r.start, r.end)).collect::<Vec<_>>(), [(0, 4 * 7680)]);
         assert_eq!(p.planes[..], [plane(0, 7680, 4, 7680)]);
     }
 
@@ -214,7 +206,7 @@ mod tests {
         assert_eq!(layout.planes[1].offset, 393_216); // 768 * 480 = 368 640, up to 64 KiB
         let p = Plan::new(&layout, Rows::Stored, false).unwrap();
         assert_eq!(p.planes[..], [plane(0, 768, 480, 768), plane(393_216, 768, 240, 768)]);
-        assert!(p.zero_copy());
+        assert_eq!(p.ranges().collect::<Vec<_>>(), [0..368_640, 393_216..577_536]);
         assert_eq!(p.data_len(), 768 * 720);
     }
 
@@ -228,7 +220,9 @@ mod tests {
         let p = Plan::new(&l, Rows::Stored, false).unwrap();
         assert_eq!(p.step, 64);
         assert_eq!(p.planes[..], [plane(0, 256, 4, 64), plane(1024, 512, 2, 64)]);
-        assert!(!p.zero_copy());
+        // One range per row: luma rows 256 bytes apart, chroma rows 512 apart from 1024.
+        let r: Vec<_> = p.ranges().collect();
+        assert_eq!(r, [0..64, 256..320, 512..576, 768..832, 1024..1088, 1536..1600]);
         // The last chroma row's padding past the end of the frame: its pixels are inside.
         let mut l = base.clone();
         l.size = 1024 + 256 + 64;
@@ -268,7 +262,7 @@ mod tests {
         ));
         for rows in [Rows::Stored, Rows::Packed] {
             let p = Plan::new(&l, rows, true).unwrap();
-            assert!(p.block_linear && !p.zero_copy());
+            assert!(p.block_linear);
             assert_eq!(p.step, 64);
             assert_eq!(p.planes[..], [plane(0, 64, 32, 64), plane(0, 64, 16, 64)]);
             assert_eq!(p.data_len(), 64 * 48);
@@ -276,16 +270,14 @@ mod tests {
     }
 
     #[test]
-    fn rows_are_copied_out_of_their_pitch() {
+    fn packed_rows_are_the_first_step_bytes_of_each_row() {
         // 4x2 NV12 in rows of 8 bytes: luma rows at 0 and 8, chroma at 16.
         let mut l = FrameLayout::packed(FrameFormat::nv12(4, 2), 8, 1).unwrap();
         l.size = 24;
         let frame: Vec<u8> = (0..24).collect();
         let p = Plan::new(&l, Rows::Packed, false).unwrap();
-        let mut out = vec![0u8; p.data_len()];
-        assert_eq!(p.copy_rows(&frame, &mut out), Some(()));
-        assert_eq!(out, [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19]);
-        assert_eq!(p.copy_rows(&frame[..19], &mut out), None, "a frame shorter than its rows");
-        assert_eq!(p.copy_rows(&frame, &mut out[..11]), None, "a buffer of another size");
+        let data: Vec<u8> = p.ranges().flat_map(|r| frame[r].to_vec()).collect();
+        assert_eq!(data, [0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19]);
+        assert_eq!(p.frame_bytes(), 20);
     }
 }

@@ -179,7 +179,7 @@ fn a_cuda_camera_through_a_cuda_bridge_consumer_every_frame_verified() {
         let seqs = check_received(&rx, w, h, step, FRAMES);
         let stats = bridge.stop();
         assert_eq!(seqs, (0..FRAMES).collect::<Vec<_>>(), "{rows:?}: {stats:?}");
-        assert_eq!((stats.published, stats.readbacks, stats.copied), (FRAMES, FRAMES, 0), "{stats:?}");
+        assert_eq!((stats.published, stats.readbacks), (FRAMES, FRAMES), "{stats:?}");
         assert_eq!((stats.skipped, stats.stream_errors, stats.publish_errors), (0, 0, 0), "{stats:?}");
         assert!(stats.readback_copy_ns > 0 && stats.readback_copy_ns <= stats.readback_ns, "{stats:?}");
     }
@@ -275,4 +275,55 @@ fn the_copy_waits_for_a_late_present_fence_and_the_camera_for_the_copy() {
     assert_eq!(stats.published + stats.skipped, frames, "{stats:?}");
     assert_eq!(stats.readbacks, stats.published, "{stats:?}");
     assert_eq!((stats.stream_errors, stats.publish_errors), (0, 0), "{stats:?}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn a_stop_with_the_next_frames_copies_pending_publishes_nothing_twice() {
+    // The bridge enqueues a frame's copies before it puts the previous frame's message. A CUDA
+    // camera presents as fast as the ring lets it (3 slots), so the bridge mostly has a frame's
+    // copies pending when it is stopped: that frame is waited for and dropped, never published,
+    // and every frame the bridge took is published once (in increasing order, each verified) or
+    // is that last one.
+    let Some(dev) = gpu() else { return };
+    let (w, h) = (640u32, 480u32);
+    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
+        .stream(FrameFormat::nv12(w, h))
+        .frames(3)
+        .timeout(Duration::from_secs(10))
+        .producer(Engine::Cuda(dev.clone()))
+        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
+        .build()
+        .unwrap();
+    let (mut camera, mut consumers) = ring.split().unwrap();
+    let layout = camera.layout().clone();
+    let config = config("/cuda/stop");
+    let (tx, rx) = sessions(&config);
+    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
+    let stream = camera.stream().unwrap().clone();
+    let mut host = vec![0u8; layout.size as usize];
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seq = 0u64;
+    while bridge.stats().published < 40 {
+        assert!(Instant::now() < deadline, "{:?}", bridge.stats());
+        let mut f = camera.acquire().unwrap();
+        f.set_capture_time(BASE + seq * STEP);
+        fill_test_pattern(&layout, seq, &mut host).unwrap();
+        stream.memcpy_htod(&host, camera.cuda_buffer(&f).unwrap()).unwrap();
+        camera.present(f).unwrap();
+        seq += 1;
+    }
+    let stats = bridge.stop();
+    let taken = camera.consumer_stats(0).unwrap().delivered;
+    let seqs = check_received(&rx, w, h, layout.planes[0].pitch, stats.published);
+    assert_eq!(seqs.len() as u64, stats.published, "{stats:?}");
+    assert_eq!((stats.stream_errors, stats.publish_errors), (0, 0), "{stats:?}");
+    // Each frame taken was copied and published once, but for at most one whose copies were
+    // pending at the stop (copied, not counted as published nor as a read-back).
+    assert_eq!(stats.readbacks, stats.published, "{stats:?}");
+    assert!(taken == stats.published || taken == stats.published + 1, "taken {taken}, {stats:?}");
+    assert!(stats.readback_wait_ns <= stats.readback_ns, "{stats:?}");
+    // Nothing more arrives: no frame was published after the stop.
+    assert!(rx.recv.recv_timeout(Duration::from_millis(500)).is_err());
+    drop(camera);
 }
