@@ -241,6 +241,8 @@ fn dropping_a_future_that_waits_for_a_frame_loses_nothing_and_keeps_no_waker() {
             let Poll::Ready(Ok(f)) = poll_once(fut.as_mut(), &waker) else { panic!("woken without a frame") };
             f
         };
+        // The consumer keeps its deadline timer for the next wait, but not the task's waker.
+        assert_eq!(Arc::strong_count(&counter), 2, "a wait that got its frame holds no waker");
         assert_eq!(f.sequence(), 1);
         check(&c.cpu_read(&f).unwrap(), 1, "woken");
         c.release(f).unwrap();
@@ -367,6 +369,79 @@ fn timeouts_name_the_frame_or_the_present_fence() {
         assert_eq!((f.sequence(), f.index()), (0, slot), "the frame stayed first in line");
         c.release(f).unwrap();
     });
+    drop((p, c, rt));
+    ledger_is_clean();
+}
+
+/// The consumer's one deadline timer, kept across waits: after waits that each got their frame
+/// (the timer reset to a later deadline each time), a wait with no frame still ends at its own
+/// deadline with the typed timeout, and the next wait after that timeout gets its frame. Then on
+/// a second runtime, after the first was shut down (the timer kept there belonged to it): the
+/// same again.
+#[test]
+fn the_kept_deadline_timer_times_out_each_wait_on_every_runtime() {
+    let _g = common::serial();
+    let timeout = Duration::from_millis(150);
+    let (mut p, mut cs) = stream(4, timeout, &[ConsumerDesc::cpu()]).split().unwrap();
+    let mut c = cs.remove(0);
+    let mut next = 0u64;
+    for round in 0..2 {
+        let rt = current_thread();
+        rt.block_on(async {
+            for _ in 0..5 {
+                let producer = async {
+                    // Presented while the consumer waits (its timer armed).
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    present(&mut p)
+                };
+                let consumer = async { c.next_frame().await.unwrap() };
+                let (f, seq) = join(consumer, producer).await;
+                assert_eq!((f.sequence(), seq), (next, next), "round {round}");
+                check(&c.cpu_read(&f).unwrap(), next, "kept timer");
+                c.release(f).unwrap();
+                next += 1;
+            }
+            let t = Instant::now();
+            // An outer timer of its own: a kept timer that never fired would hang the wait.
+            match tokio::time::timeout(timeout * 20, c.next_frame()).await {
+                Ok(Err(Error::Timeout { waited_for: Wait::Frame, timeout: t_out })) => {
+                    assert_eq!(t_out, timeout)
+                }
+                Ok(r) => panic!("round {round}: expected a frame timeout, got {:?}", r.map(|f| f.sequence())),
+                Err(_) => panic!("round {round}: the wait outlived its deadline twentyfold"),
+            }
+            assert!(t.elapsed() >= timeout, "round {round}: not before the timeout");
+            let producer = async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                present(&mut p)
+            };
+            let (f, seq) = join(async { c.next_frame().await.unwrap() }, producer).await;
+            assert_eq!((f.sequence(), seq), (next, next), "round {round}: the wait after the timeout");
+            c.release(f).unwrap();
+            next += 1;
+        });
+        drop(rt);
+    }
+    assert_eq!(c.stats().delivered, 12);
+    drop((p, c));
+    ledger_is_clean();
+}
+
+/// A frame that is there already is returned without touching a timer: even on a runtime with
+/// no time driver, where a timer would make tokio panic ("timers are disabled").
+#[test]
+fn a_frame_already_there_is_returned_without_a_timer() {
+    let _g = common::serial();
+    let (mut p, mut cs) = stream(4, TIMEOUT, &[ConsumerDesc::cpu()]).split().unwrap();
+    let mut c = cs.remove(0);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    for n in 0..3u64 {
+        assert_eq!(present(&mut p), n);
+        let f = rt.block_on(c.next_frame()).unwrap();
+        assert_eq!(f.sequence(), n);
+        check(&c.cpu_read(&f).unwrap(), n, "no timer");
+        c.release(f).unwrap();
+    }
     drop((p, c, rt));
     ledger_is_clean();
 }

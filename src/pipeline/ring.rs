@@ -108,11 +108,11 @@ mod links;
 #[cfg(feature = "tokio")]
 mod next_frame;
 #[cfg(feature = "tokio")]
-use next_frame::Reactor;
+use next_frame::Registrations;
 /// Nothing to keep without the `tokio` feature.
 #[cfg(not(feature = "tokio"))]
 #[derive(Default)]
-pub(crate) struct Reactor;
+pub(crate) struct Registrations;
 mod seats;
 mod sync;
 // Also in the loom build, which has no tokio (its model tests use the real registry).
@@ -412,7 +412,7 @@ impl FrameRing {
                 continue;
             }
             let engine = ConsumerEngine::new(&inner.backend, inner.config, e, id)?;
-            consumers.push(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id });
+            consumers.push(Consumer { registrations: Default::default(), engine, inner: inner.clone(), id });
         }
         Ok((producer, consumers))
     }
@@ -423,7 +423,7 @@ impl FrameRing {
     pub(crate) fn into_consumer(self) -> Result<Consumer> {
         let inner = &self.inner;
         let engine = ConsumerEngine::new(&inner.backend, inner.config, &inner.consumer_engines[0], 0)?;
-        Ok(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id: 0 })
+        Ok(Consumer { registrations: Default::default(), engine, inner: inner.clone(), id: 0 })
     }
 }
 
@@ -1005,7 +1005,7 @@ impl Attacher {
         match ConsumerEngine::new(&inner.backend, inner.config, &desc.engine, id) {
             Ok(engine) => {
                 log::debug!("frame ring {}: consumer {id} attached ({:?})", inner.id, desc.mode);
-                Ok(Consumer { reactor: Default::default(), engine, inner: inner.clone(), id })
+                Ok(Consumer { registrations: Default::default(), engine, inner: inner.clone(), id })
             }
             Err(e) => {
                 inner.shared().st.detach(id);
@@ -1033,10 +1033,11 @@ impl Attacher {
 /// One consuming side of a ring, on the engine the ring was built for.
 pub struct Consumer {
     // Field order is teardown order (see `Producer`).
-    /// A consumer in another process: its endpoint's event descriptor as registered with a
-    /// tokio runtime by `next_frame` (feature `tokio`; nothing otherwise).
+    /// What `next_frame` keeps registered with a tokio runtime between calls: its deadline
+    /// timer and, in another process, its endpoint's event descriptor (feature `tokio`;
+    /// nothing otherwise).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) reactor: Reactor,
+    pub(crate) registrations: Registrations,
     pub(crate) engine: ConsumerEngine,
     pub(crate) inner: Arc<Inner>,
     pub(crate) id: usize,

@@ -12,6 +12,10 @@
 //!   calls on the same runtime, and reads the endpoint whenever it becomes readable; a mailbox
 //!   consumer sends its request for a frame the same way, when the channel has room.
 //!
+//! The ring's timeout is kept by one tokio timer per consumer and runtime, armed only when the
+//! first look finds no frame and reset from one wait to the next rather than made anew
+//! ([`by_deadline`]).
+//!
 //! Then the consumer's engine waits for the frame's present fence, as
 //! [`Consumer::acquire`] does, without blocking the executor: a CUDA consumer enqueues the wait
 //! on its stream (no CPU wait at all); a CPU consumer first looks at the fence without waiting
@@ -26,12 +30,15 @@ use crate::pipeline::backend::Point;
 use crate::pipeline::party::ConsumerEngine;
 use crate::pipeline::state::FrameMeta;
 use crate::pipeline::Consumer;
+use std::future::Future;
 use std::os::fd::OwnedFd;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
+use tokio::time::Sleep;
 
 impl Consumer {
     /// [`acquire`](Self::acquire) as a future: the next frame offered to this consumer (a FIFO
@@ -50,7 +57,15 @@ impl Consumer {
     /// Poll it on a tokio runtime with I/O and time enabled (`Builder::enable_all`), current-thread
     /// or multi-thread; outside any runtime it fails with [`Error::Unsupported`]
     /// ([`UnsupportedReason::NoTokioRuntime`]), and a runtime without the time or I/O driver
-    /// makes tokio panic.
+    /// makes tokio panic (a frame that is there at the first look needs no timer, so only a
+    /// wait needs the time driver).
+    ///
+    /// The consumer keeps what it registers with a runtime for its next call there: one timer
+    /// for the ring's timeout (armed only by a wait, and reset from one wait to the next, so
+    /// that a wait does not file a timer into tokio's wheel and take it out again) and, in
+    /// another process, its endpoint's event descriptor. A call on another runtime replaces
+    /// them. Between waits the timer holds no waker of the task; if the consumer does not wait
+    /// again before the last wait's deadline, the timer fires once into nothing.
     ///
     /// # Errors
     ///
@@ -65,16 +80,18 @@ impl Consumer {
     /// from the queue while its present fence was still being waited for is put back first in
     /// line (or, in a mailbox that a newer frame reached meanwhile, handed back unread), as a
     /// failed [`acquire`](Self::acquire) puts it back, so the next `next_frame` or `acquire`
-    /// gets it. Its waker goes with it (the event descriptor's registration stays with the
-    /// consumer, for its next call on the same runtime). A mailbox
+    /// gets it. Its waker goes with it: the ring's copy and the timer's (the timer is dropped
+    /// then, and the next wait makes another; the event descriptor's registration stays with
+    /// the consumer, for its next call on the same runtime). A mailbox
     /// consumer in another process that had asked for a frame gets the frame answering that
     /// request at its next call. A fence wait running on the blocking pool ends by itself when
     /// the fence expires or the deadline passes; what it holds (a reference to the ring, a CPU
     /// wait context) goes then.
     pub async fn next_frame(&mut self) -> Result<ConsumerFrame> {
-        if tokio::runtime::Handle::try_current().is_err() {
-            return Err(no_runtime());
-        }
+        let runtime = match tokio::runtime::Handle::try_current() {
+            Ok(h) => h.id(),
+            Err(_) => return Err(no_runtime()),
+        };
         // A frame that is there already completes the future at once: take a unit of the task's
         // budget, as tokio's own resources do, so that a consumer catching up yields to the
         // other tasks of its thread now and then.
@@ -82,16 +99,11 @@ impl Consumer {
         let deadline = deadline_after(self.inner.config.timeout);
         let id = self.id;
         let inner = &self.inner;
-        let reactor = &mut self.reactor;
-        let arrival = async {
-            match &inner.upstream {
-                None => arrive_here(inner, id).await,
-                Some(up) => arrive_from(inner, up, id, reactor).await,
-            }
-        };
-        let (index, meta) = match tokio::time::timeout_at(deadline.into(), arrival).await {
-            Ok(got) => got?,
-            Err(_elapsed) => return Err(inner.timeout(Wait::Frame)),
+        let kept = self.registrations.on(runtime);
+        let timer = &mut kept.timer;
+        let (index, meta) = match &inner.upstream {
+            None => by_deadline(arrive_here(inner, id), timer, deadline, inner).await?,
+            Some(up) => by_deadline(arrive_from(inner, up, id, &mut kept.fd), timer, deadline, inner).await?,
         };
         // Taken from the queue: until it is handed out, a drop of this future or a failed wait
         // puts it back.
@@ -200,22 +212,127 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// A consumer in another process: its endpoint's event descriptor (a duplicate the consumer
-/// owns) registered with one tokio runtime's reactor, kept across `next_frame` calls on that
-/// runtime. A registration per wait would cost two `epoll_ctl` calls and tokio's bookkeeping
-/// per frame; a call on another runtime replaces it.
+/// What a consumer keeps registered with one tokio runtime across its `next_frame` calls there:
+/// its deadline timer and, in another process, its endpoint's event descriptor (a duplicate the
+/// consumer owns) with the runtime's reactor. Made anew per wait, they would cost the timer
+/// wheel's lock twice per wait that finds no frame (filing the timer and taking it out again)
+/// and, for the descriptor, two `epoll_ctl` calls and tokio's bookkeeping per frame. A call on
+/// another runtime replaces them (what the earlier runtime had goes, deregistered from it if it
+/// still runs).
 #[derive(Default)]
-pub(crate) struct Reactor(Option<Registration>);
+pub(crate) struct Registrations(Option<Kept>);
 
-struct Registration {
+struct Kept {
     runtime: tokio::runtime::Id,
-    fd: AsyncFd<OwnedFd>,
+    /// Made at the first wait on this runtime that finds no frame at its first look.
+    timer: Option<Pin<Box<Sleep>>>,
+    /// A consumer in another process: made at its first call on this runtime.
+    fd: Option<AsyncFd<OwnedFd>>,
+}
+
+impl Registrations {
+    /// What is kept for `runtime` (nothing yet if the last call was on another runtime).
+    fn on(&mut self, runtime: tokio::runtime::Id) -> &mut Kept {
+        if self.0.as_ref().is_none_or(|k| k.runtime != runtime) {
+            // Another runtime's (or none): that goes first.
+            self.0 = None;
+        }
+        self.0.get_or_insert_with(|| Kept { runtime, timer: None, fd: None })
+    }
+}
+
+/// `arrival`, which looks for the frame at each poll, given up at `deadline` with the frame
+/// timeout.
+///
+/// One timer per consumer and runtime (`timer`) serves every wait. It is armed only once a look
+/// found no frame (a frame that is there already touches no timer), by a `reset` rather than a
+/// new timer: reset to a later deadline while it is still in tokio's timer wheel (as it is from
+/// one frame to the next), it only records the new deadline (the wheel files the entry again
+/// when its earlier time comes), where a new timer per wait would be filed into the wheel and
+/// taken out again under the time driver's lock. A wait that ends with its arrival takes the
+/// task's waker back out of the timer (a look at it with a no-op waker, no lock), so the timer
+/// holds no reference to the task: if the consumer does not wait again before the deadline, it
+/// fires once into nothing. A future dropped while the timer holds its waker drops the timer
+/// (the next wait makes another).
+async fn by_deadline<T>(
+    arrival: impl Future<Output = Result<T>>,
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    deadline: Instant,
+    inner: &Inner,
+) -> Result<T> {
+    let mut arrival = pin!(arrival);
+    let mut armed = Armed { timer, armed: false };
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(got) = arrival.as_mut().poll(cx) {
+            armed.disarm();
+            return Poll::Ready(got);
+        }
+        match armed.arm(deadline).poll(cx) {
+            Poll::Ready(()) => {
+                // Fired: the timer woke the task and holds no waker.
+                armed.armed = false;
+                Poll::Ready(Err(inner.timeout(Wait::Frame)))
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// A consumer's timer during one wait. `armed`: reset to this wait's deadline, and holding the
+/// waiting task's waker until the wait ends.
+struct Armed<'a> {
+    timer: &'a mut Option<Pin<Box<Sleep>>>,
+    armed: bool,
+}
+
+impl Armed<'_> {
+    /// The timer, set to `deadline` at the first call of this wait.
+    fn arm(&mut self, deadline: Instant) -> Pin<&mut Sleep> {
+        let deadline = tokio::time::Instant::from_std(deadline);
+        let first = !std::mem::replace(&mut self.armed, true);
+        match self.timer {
+            Some(t) => {
+                if first {
+                    t.as_mut().reset(deadline);
+                }
+                t.as_mut()
+            }
+            // Filed into the wheel at its first poll.
+            None => self.timer.insert(Box::pin(tokio::time::sleep_until(deadline))).as_mut(),
+        }
+    }
+
+    /// The wait ended with its arrival, on the runtime of the timer (it is polling this wait):
+    /// the task's waker is taken out of the timer, which stays filed.
+    fn disarm(&mut self) {
+        if !std::mem::replace(&mut self.armed, false) {
+            return;
+        }
+        if let Some(t) = self.timer {
+            // Unconstrained: with the task's budget spent, a timer's poll would return at once
+            // without taking the no-op waker in.
+            let mut look = pin!(tokio::task::unconstrained(t.as_mut()));
+            let _ = look.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        }
+    }
+}
+
+impl Drop for Armed<'_> {
+    /// Dropped while waiting (the future was dropped): the timer goes with the task's waker.
+    /// Not a look as in `disarm`: the timer's runtime may have shut down by now, and a look
+    /// would panic then; a drop takes the wheel's lock once, and works on a runtime shut down.
+    fn drop(&mut self) {
+        if self.armed {
+            *self.timer = None;
+        }
+    }
 }
 
 /// A consumer in another process: the next frame from the producer's process, read whenever
 /// the endpoint's event descriptor is readable.
 ///
-/// The registration in `reactor` outlives each call, and readiness that tokio saw carries over
+/// The registration in `kept` outlives each call, and readiness that tokio saw carries over
 /// to the next. Readiness is cleared only after a look that found the endpoint empty
 /// (`receive` reads it until there is nothing) and only if no event came since that readiness
 /// was taken, so the edge-triggered registration misses no frame: one that arrives during or
@@ -224,7 +341,7 @@ async fn arrive_from(
     inner: &Inner,
     up: &Upstream,
     id: usize,
-    reactor: &mut Reactor,
+    kept: &mut Option<AsyncFd<OwnedFd>>,
 ) -> Result<(usize, FrameMeta)> {
     let registration_failed = |e: std::io::Error| {
         Error::Ipc(IpcError::Endpoint {
@@ -233,24 +350,20 @@ async fn arrive_from(
             code: None,
         })
     };
-    let runtime = tokio::runtime::Handle::try_current().map_err(|_| no_runtime())?.id();
-    let fd = match &mut reactor.0 {
-        Some(r) if r.runtime == runtime => &r.fd,
-        slot => {
-            // Another runtime's (or none): that one goes (deregistered from its reactor, if it
-            // still runs), and the endpoint's descriptor is registered with this one. A
-            // duplicate (nvsciipc.h, NvSciIpcGetLinuxEventFd: "Returns the NvSciIpc file
-            // descriptor for a given endpoint"; one open file, so its readiness is the
-            // endpoint's): owned by the consumer, it is closed with it, before the ring and
-            // its endpoint.
-            *slot = None;
+    let fd = match kept {
+        Some(fd) => &*fd,
+        None => {
+            // The endpoint's descriptor registered with this runtime. A duplicate (nvsciipc.h,
+            // NvSciIpcGetLinuxEventFd: "Returns the NvSciIpc file descriptor for a given
+            // endpoint"; one open file, so its readiness is the endpoint's): owned by the
+            // consumer, it is closed with it, before the ring and its endpoint.
             let dup = up.ep.event_fd().try_clone_to_owned().map_err(registration_failed)?;
             // SAFETY: `register_with_interest` needs the descriptor open, and the same, for as
             // long as the registration lives: it is the `OwnedFd` the `AsyncFd` owns, closed
             // only when that drops, and `OwnedFd::as_raw_fd` always returns it.
             let fd = unsafe { AsyncFd::register_with_interest(dup, Interest::READABLE) }
                 .map_err(|e| registration_failed(e.into()))?;
-            &slot.insert(Registration { runtime, fd }).fd
+            &*kept.insert(fd)
         }
     };
     // The readiness tokio holds now (left by an earlier call, say), taken without waiting
