@@ -35,8 +35,8 @@ fn gate(dev: &cuda::CudaGpu, m: &SyncModule) -> (SyncObj, CudaSyncObj) {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
+    let _s = common::serial_alone();
     let Some(dev) = common::gpu() else { return };
-    let _s = common::serial();
     // No destroy of an earlier test may be pending while a stream is held behind a fence this
     // thread signals later: the teardown thread's destroy would wait for the held stream, and
     // this thread's next driver call for the destroy.
@@ -93,8 +93,8 @@ fn timestamp_fences_are_for_cpu_waiters_and_signalled_one_after_another() {
 fn drive_os_6_0_10_timestamps_let_a_cuda_producer_present_before_the_gpu_ran_the_last_signal() {
     use nvsci::pipeline::{Backend, ConsumerDesc, Engine, FrameFormat};
     use nvsci_mock::rules::{set_timestamp_rule, TimestampRule};
+    let _s = common::serial_alone();
     let Some(dev) = common::gpu() else { return };
-    let _s = common::serial();
     // As above: nothing of an earlier test left to destroy while a stream is held.
     common::settle(&dev);
     let lib = NvSci::mock();
@@ -154,11 +154,11 @@ fn nv12(m: &BufModule, layout: ImageLayout, gpu: nvsci::buf::GpuId) -> BufObj {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn pitch_linear_planes_are_mapped_as_buffers_not_arrays() {
-    let Some(dev) = common::gpu() else { return };
     // Alone, as the other tests: importing mock memory (`cuMemHostRegister`) waits for the
     // context's work in flight, and the timestamp test holds a stream behind a fence that its
     // own thread signals only after its next driver calls, which then wait for this import.
-    let _s = common::serial();
+    let _s = common::serial_alone();
+    let Some(dev) = common::gpu() else { return };
     let lib = NvSci::mock();
     let m = BufModule::open(&lib).unwrap();
     let obj = nv12(&m, ImageLayout::PitchLinear, dev.gpu_id());
@@ -183,8 +183,8 @@ fn pitch_linear_planes_are_mapped_as_buffers_not_arrays() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn streams_of_another_context_are_refused() {
+    let _s = common::serial_alone();
     let Some(dev) = common::gpu() else { return };
-    let _s = common::serial();
     let lib = NvSci::mock();
     let m = SyncModule::open(&lib).unwrap();
     let mut s = m.attr_list().unwrap();

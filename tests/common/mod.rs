@@ -23,6 +23,46 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Threads that held [`serial_alone`]'s lock and may still be ending.
+static SERIAL_THREADS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// A hold on [`serial`]'s lock from [`serial_alone`]; its thread is recorded when it lets go.
+pub struct AloneGuard(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+impl Drop for AloneGuard {
+    fn drop(&mut self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        SERIAL_THREADS.lock().unwrap_or_else(|e| e.into_inner()).push(tid);
+    }
+}
+
+/// [`serial`]'s lock, taken once every thread that held it through this function before has
+/// ended (at most 10 s): for a test that holds a CUDA stream behind a fence its own thread
+/// signals later, whose driver calls meanwhile must not queue behind the exit of another test's
+/// thread that made CUDA calls (such a test hung in about one parallel run of 20 on an H200,
+/// driver 580, and never when the tests ran one after another on one thread).
+#[allow(dead_code)]
+pub fn serial_alone() -> AloneGuard {
+    let guard = serial();
+    let threads = std::mem::take(&mut *SERIAL_THREADS.lock().unwrap_or_else(|e| e.into_inner()));
+    wait_for_threads_to_end(threads);
+    AloneGuard(guard)
+}
+
+/// Waits until none of `threads` (ids of this process's threads, the caller's left out) is
+/// alive, at most 10 s.
+fn wait_for_threads_to_end(mut threads: Vec<i32>) {
+    // SAFETY: gettid has no preconditions.
+    let me = unsafe { libc::gettid() };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    threads.retain(|&t| t != me);
+    while !threads.is_empty() && std::time::Instant::now() < deadline {
+        threads.retain(|t| std::path::Path::new(&format!("/proc/self/task/{t}")).exists());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Lets Vulkan tests run in parallel (read side), or alone where they destroy a device or count
 /// the process's descriptors (write side). With the NVIDIA driver 580, `vkDestroyDevice` can
 /// deadlock when it overlaps the exit of another thread that made Vulkan calls (docs/vulkan.md),
@@ -59,15 +99,7 @@ pub fn vulkan_shared() -> VulkanGuard<std::sync::RwLockReadGuard<'static, ()>> {
 #[cfg(feature = "vulkan")]
 pub fn vulkan_exclusive() -> VulkanGuard<std::sync::RwLockWriteGuard<'static, ()>> {
     let guard = VULKAN_TESTS.write().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut threads = std::mem::take(&mut *VULKAN_THREADS.lock().unwrap_or_else(|e| e.into_inner()));
-    threads.retain(|&t| t != me);
-    while !threads.is_empty() && std::time::Instant::now() < deadline {
-        threads.retain(|t| std::path::Path::new(&format!("/proc/self/task/{t}")).exists());
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
+    wait_for_threads_to_end(std::mem::take(&mut *VULKAN_THREADS.lock().unwrap_or_else(|e| e.into_inner())));
     VulkanGuard(guard)
 }
 
