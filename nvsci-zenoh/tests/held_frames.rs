@@ -43,6 +43,15 @@ fn stamp_of(sample: &Sample) -> u64 {
 /// as `rows` asks, to a subscriber of the bridge's own session that keeps the first sample.
 /// Returns, per frame, the slot the camera wrote it into, the bridge's counters, and checks the
 /// kept sample against frame 0 before and after the stream's parties are gone.
+/// Waits until `bridge` has published frame `seq` (its `seq + 1`-th message), at most until
+/// `deadline`.
+fn wait_published(bridge: &BridgeConsumer, seq: u64, deadline: Instant) {
+    while bridge.stats().published <= seq {
+        assert!(Instant::now() < deadline, "{:?}", bridge.stats());
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn run(rows: Rows) -> (Vec<usize>, nvsci_zenoh::PublishStats) {
     let (w, h) = (64u32, 16u32);
     let ring = Backend::with_library(nvsci::NvSci::mock())
@@ -84,10 +93,7 @@ fn run(rows: Rows) -> (Vec<usize>, nvsci_zenoh::PublishStats) {
         f.set_capture_time(BASE + seq * STEP);
         camera.present(f).unwrap();
         // One frame at a time: the bridge publishes each (its mailbox replaces none).
-        while bridge.stats().published <= seq {
-            assert!(Instant::now() < deadline, "{:?}", bridge.stats());
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_published(&bridge, seq, deadline);
     }
     let stats = bridge.stop();
     let check_kept = |when: &str| {
@@ -188,10 +194,7 @@ fn packed_rows_are_slices_of_the_frames_mapping() {
         }
         f.set_capture_time(BASE + seq * STEP);
         camera.present(f).unwrap();
-        while bridge.stats().published <= seq {
-            assert!(Instant::now() < deadline, "{:?}", bridge.stats());
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_published(&bridge, seq, deadline);
     }
     let stats = bridge.stop();
     assert_eq!((stats.published, stats.stream_errors, stats.publish_errors), (2, 0, 0), "{stats:?}");
