@@ -24,11 +24,9 @@
 //! The floors beside them, the same pacing with no frame at all: a thread that only waits on a
 //! condition variable, woken once per period (what a blocking `acquire` does besides the ring's
 //! work), and a task on a current-thread tokio runtime (I/O and time enabled) that only waits
-//! for a waker another thread calls once per period: without a deadline, with a tokio timeout
-//! per wait (a timer filed into tokio's wheel and taken out each time), and with one timer kept
-//! across waits and reset to each wait's deadline (what `next_frame` does besides the ring's
-//! work). The figures over the floors (the thread's, the kept timer's) are the ring's own part
-//! of each.
+//! for a waker another thread calls once per period, with no tokio timer pending (as none is
+//! during `next_frame`'s waits: the crate keeps the deadline on a thread of its own). The figures
+//! over the floors are the ring's own part of each.
 //!
 //! What it verifies (exit status non-zero on a mismatch): every frame carries its sequence in its
 //! first 8 bytes and `sequence as u8` in its last byte, as the camera wrote them, and the FIFO
@@ -239,27 +237,13 @@ fn thread_floor(frames: u64, period: Duration) -> f64 {
     waiter.join().unwrap_or(f64::NAN)
 }
 
-/// How the async floor's task keeps a deadline on each wait.
-#[derive(Clone, Copy)]
-enum Deadline {
-    /// None at all.
-    Without,
-    /// A tokio timeout per wait (`timeout_at`: a timer filed into the wheel at the wait's
-    /// first pending poll and taken out when it ends).
-    PerWait,
-    /// One timer kept across waits, reset to each wait's deadline when its first look finds
-    /// nothing, its waker taken back out when the wait ends: what `next_frame` does.
-    Kept,
-}
-
-/// The async floor: a task on a current-thread runtime (I/O and time enabled, as
-/// `next_frame` needs) woken once per period by a waker another thread calls; its thread's CPU
-/// time per wake-up, with each wait's deadline kept as `deadline` says.
-fn async_floor(frames: u64, period: Duration, deadline: Deadline) -> f64 {
-    use std::future::Future;
-    use std::pin::{pin, Pin};
+/// The async floor: a task on a current-thread runtime (I/O and time enabled, as the benchmark's
+/// `next_frame` runtime) woken once per period by a waker another thread calls; its thread's CPU
+/// time per wake-up. No tokio timer is pending during its waits, as none is during
+/// `next_frame`'s (the crate keeps the deadline on a thread of its own).
+fn async_floor(frames: u64, period: Duration) -> f64 {
     use std::sync::{Arc, Mutex};
-    use std::task::{Context, Poll, Waker};
+    use std::task::{Poll, Waker};
     #[derive(Default)]
     struct Slot {
         ready: u64,
@@ -273,9 +257,8 @@ fn async_floor(frames: u64, period: Duration, deadline: Deadline) -> f64 {
         let t0 = rusage::cpu_time(rusage::THREAD);
         let n = rt.block_on(async {
             let mut n = 0u64;
-            let mut kept: Option<Pin<Box<tokio::time::Sleep>>> = None;
             loop {
-                let mut wait = pin!(std::future::poll_fn(|cx| {
+                let got = std::future::poll_fn(|cx| {
                     let mut g = s.lock().unwrap();
                     if g.ready > 0 {
                         g.ready -= 1;
@@ -286,36 +269,8 @@ fn async_floor(frames: u64, period: Duration, deadline: Deadline) -> f64 {
                     }
                     g.waker = Some(cx.waker().clone());
                     Poll::Pending
-                }));
-                let until = tokio::time::Instant::now() + TIMEOUT;
-                let got = match deadline {
-                    Deadline::Without => wait.await,
-                    Deadline::PerWait => tokio::time::timeout_at(until, wait).await.unwrap_or(false),
-                    Deadline::Kept => {
-                        let mut armed = false;
-                        std::future::poll_fn(|cx| {
-                            if let Poll::Ready(got) = wait.as_mut().poll(cx) {
-                                if let (true, Some(t)) = (armed, kept.as_mut()) {
-                                    let mut look = pin!(tokio::task::unconstrained(t.as_mut()));
-                                    let _ = look.as_mut().poll(&mut Context::from_waker(Waker::noop()));
-                                }
-                                return Poll::Ready(got);
-                            }
-                            let t = match kept.as_mut() {
-                                Some(t) => {
-                                    if !armed {
-                                        t.as_mut().reset(until);
-                                    }
-                                    t
-                                }
-                                None => kept.insert(Box::pin(tokio::time::sleep_until(until))),
-                            };
-                            armed = true;
-                            t.as_mut().poll(cx).map(|()| false)
-                        })
-                        .await
-                    }
-                };
+                })
+                .await;
                 if !got {
                     return n;
                 }
@@ -460,13 +415,11 @@ fn main() -> ExitCode {
             SIZE / 1024
         );
         let thread = thread_floor(a.frames, a.period);
-        let task = async_floor(a.frames, a.period, Deadline::Without);
-        let per_wait = async_floor(a.frames, a.period, Deadline::PerWait);
-        let timed = async_floor(a.frames, a.period, Deadline::Kept);
+        let task = async_floor(a.frames, a.period);
         println!(
             "floors (no frame at all, one wake-up per period): a thread on a condition variable {thread:.2} us; \
-             a tokio task woken by a waker {task:.2} us, with a tokio timeout per wait {per_wait:.2} us, \
-             with one kept timer reset per wait (as next_frame) {timed:.2} us"
+             a tokio task woken by a waker {task:.2} us ({:.2}x)",
+            task / thread
         );
         let mut met = true;
         let places = [
@@ -479,11 +432,11 @@ fn main() -> ExitCode {
             met &= ratio <= 1.2;
             println!(
                 "{place}: CPU per frame of the consuming thread: acquire {b:.2} us ({:+.2} over the thread \
-                 floor), next_frame {x:.2} us ({:+.2} over the task floor with a kept timer); async / blocking \
+                 floor), next_frame {x:.2} us ({:+.2} over the task floor); async / blocking \
                  {ratio:.2}x (goal <= 1.2x: {}); medians of the {BLOCK}-frame blocks: acquire {:.2} us, \
                  next_frame {:.2} us, {:.2}x",
                 b - thread,
-                x - timed,
+                x - task,
                 if ratio <= 1.2 { "met" } else { "not met" },
                 f.median_blocking,
                 f.median_async,

@@ -269,7 +269,8 @@ impl fmt::Display for UnsupportedReason {
             FeatureDisabled(feature) => write!(f, "built without the `{feature}` feature"),
             NoTokioRuntime => f.write_str(
                 "no tokio runtime runs this future (or it is shutting down): poll it on a tokio \
-                 runtime built with I/O and time enabled (`enable_all()`)",
+                 runtime (a consumer in another process needs its I/O driver: `enable_io()` or
+                 `enable_all()`)",
             ),
         }
     }
@@ -513,6 +514,15 @@ pub enum RingError {
         endpoint: String,
         /// What did not fit.
         field: AttachField,
+    },
+    /// A thread the stream needs could not be started (`std::thread::Builder::spawn` failed:
+    /// the process's thread limit, or memory).
+    #[error("the stream's {thread} thread could not be started: {reason}")]
+    NoThread {
+        /// Which thread.
+        thread: &'static str,
+        /// What the system answered.
+        reason: String,
     },
 }
 

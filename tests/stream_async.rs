@@ -222,7 +222,7 @@ fn dropping_a_future_that_waits_for_a_frame_loses_nothing_and_keeps_no_waker() {
         {
             let mut fut = pin!(c.next_frame());
             assert!(poll_once(fut.as_mut(), &waker).is_pending(), "no frame yet");
-            // The ring's copy, and the deadline timer's.
+            // The ring's copy, and the deadline entry's.
             assert!(Arc::strong_count(&counter) > 2, "the waiting task's waker is kept");
         }
         assert_eq!(Arc::strong_count(&counter), 2, "the dropped future's wakers are let go");
@@ -241,7 +241,7 @@ fn dropping_a_future_that_waits_for_a_frame_loses_nothing_and_keeps_no_waker() {
             let Poll::Ready(Ok(f)) = poll_once(fut.as_mut(), &waker) else { panic!("woken without a frame") };
             f
         };
-        // The consumer keeps its deadline timer for the next wait, but not the task's waker.
+        // The consumer keeps its deadline entry for the next wait, but not the task's waker.
         assert_eq!(Arc::strong_count(&counter), 2, "a wait that got its frame holds no waker");
         assert_eq!(f.sequence(), 1);
         check(&c.cpu_read(&f).unwrap(), 1, "woken");
@@ -373,13 +373,12 @@ fn timeouts_name_the_frame_or_the_present_fence() {
     ledger_is_clean();
 }
 
-/// The consumer's one deadline timer, kept across waits: after waits that each got their frame
-/// (the timer reset to a later deadline each time), a wait with no frame still ends at its own
-/// deadline with the typed timeout, and the next wait after that timeout gets its frame. Then on
-/// a second runtime, after the first was shut down (the timer kept there belonged to it): the
-/// same again.
+/// The consumer's deadline entry, kept across waits: after waits that each got their frame (the
+/// entry given a later deadline each time), a wait with no frame still ends at its own deadline
+/// with the typed timeout, and the next wait after that timeout gets its frame. Then on a second
+/// runtime, after the first was shut down: the same again.
 #[test]
-fn the_kept_deadline_timer_times_out_each_wait_on_every_runtime() {
+fn the_kept_deadline_times_out_each_wait_on_every_runtime() {
     let _g = common::serial();
     let timeout = Duration::from_millis(150);
     let (mut p, mut cs) = stream(4, timeout, &[ConsumerDesc::cpu()]).split().unwrap();
@@ -390,19 +389,19 @@ fn the_kept_deadline_timer_times_out_each_wait_on_every_runtime() {
         rt.block_on(async {
             for _ in 0..5 {
                 let producer = async {
-                    // Presented while the consumer waits (its timer armed).
+                    // Presented while the consumer waits (its deadline armed).
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     present(&mut p)
                 };
                 let consumer = async { c.next_frame().await.unwrap() };
                 let (f, seq) = join(consumer, producer).await;
                 assert_eq!((f.sequence(), seq), (next, next), "round {round}");
-                check(&c.cpu_read(&f).unwrap(), next, "kept timer");
+                check(&c.cpu_read(&f).unwrap(), next, "kept deadline");
                 c.release(f).unwrap();
                 next += 1;
             }
             let t = Instant::now();
-            // An outer timer of its own: a kept timer that never fired would hang the wait.
+            // An outer timer of its own: a deadline that never fired would hang the wait.
             match tokio::time::timeout(timeout * 20, c.next_frame()).await {
                 Ok(Err(Error::Timeout { waited_for: Wait::Frame, timeout: t_out })) => {
                     assert_eq!(t_out, timeout)
@@ -427,10 +426,59 @@ fn the_kept_deadline_timer_times_out_each_wait_on_every_runtime() {
     ledger_is_clean();
 }
 
-/// A frame that is there already is returned without touching a timer: even on a runtime with
-/// no time driver, where a timer would make tokio panic ("timers are disabled").
+/// A consumer in this process needs no driver of the runtime: on a current-thread runtime with
+/// neither the I/O nor the time driver, a wait gets the frame a producer thread presents during
+/// it, and a wait with no frame ends at its deadline with the typed timeout (the deadline is kept
+/// by the crate's watcher thread, not a tokio timer). Once the consumer is gone, the watcher
+/// thread ends.
 #[test]
-fn a_frame_already_there_is_returned_without_a_timer() {
+fn a_consumer_in_this_process_waits_and_times_out_on_a_runtime_without_drivers() {
+    let _g = common::serial();
+    let timeout = Duration::from_millis(120);
+    let (p, mut cs) = stream(4, timeout, &[ConsumerDesc::cpu()]).split().unwrap();
+    let mut c = cs.remove(0);
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let cam = std::thread::spawn(move || {
+        let mut p = p;
+        std::thread::sleep(Duration::from_millis(30));
+        present(&mut p);
+        p
+    });
+    let f = rt.block_on(c.next_frame()).unwrap();
+    assert_eq!(f.sequence(), 0);
+    check(&c.cpu_read(&f).unwrap(), 0, "no drivers");
+    c.release(f).unwrap();
+    let p = cam.join().unwrap();
+    let t = Instant::now();
+    match rt.block_on(c.next_frame()) {
+        Err(Error::Timeout { waited_for: Wait::Frame, timeout: t_out }) => assert_eq!(t_out, timeout),
+        r => panic!("expected a frame timeout, got {:?}", r.map(|f| f.sequence())),
+    }
+    let waited = t.elapsed();
+    assert!(waited >= timeout, "ended {waited:?} into a {timeout:?} timeout");
+    assert!(watcher_threads() >= 1, "the deadline watcher runs while a consumer that waited lives");
+    drop((p, c, rt));
+    let end = Instant::now() + Duration::from_secs(5);
+    while watcher_threads() > 0 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(watcher_threads(), 0, "the deadline watcher outlived every consumer");
+    ledger_is_clean();
+}
+
+/// This process's threads named as the crate's deadline watcher.
+fn watcher_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim_end() == "nvsci-deadlines")
+        .count()
+}
+
+/// A frame that is there already is returned without a wait: on a runtime with no time driver,
+/// where a tokio timer would make tokio panic ("timers are disabled").
+#[test]
+fn a_frame_already_there_is_returned_without_waiting() {
     let _g = common::serial();
     let (mut p, mut cs) = stream(4, TIMEOUT, &[ConsumerDesc::cpu()]).split().unwrap();
     let mut c = cs.remove(0);

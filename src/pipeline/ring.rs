@@ -104,6 +104,8 @@ pub(crate) struct Links {
     pub(crate) hub: Option<Arc<AttachHub>>,
 }
 
+#[cfg(feature = "tokio")]
+mod deadlines;
 mod links;
 #[cfg(feature = "tokio")]
 mod next_frame;
@@ -1033,9 +1035,9 @@ impl Attacher {
 /// One consuming side of a ring, on the engine the ring was built for.
 pub struct Consumer {
     // Field order is teardown order (see `Producer`).
-    /// What `next_frame` keeps registered with a tokio runtime between calls: its deadline
-    /// timer and, in another process, its endpoint's event descriptor (feature `tokio`;
-    /// nothing otherwise).
+    /// What `next_frame` keeps between calls: its entry with the deadline watcher and, in
+    /// another process, its endpoint's event descriptor registered with a tokio runtime
+    /// (feature `tokio`; nothing otherwise).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) registrations: Registrations,
     pub(crate) engine: ConsumerEngine,

@@ -12,9 +12,10 @@
 //!   calls on the same runtime, and reads the endpoint whenever it becomes readable; a mailbox
 //!   consumer sends its request for a frame the same way, when the channel has room.
 //!
-//! The ring's timeout is kept by one tokio timer per consumer and runtime, armed only when the
-//! first look finds no frame and reset from one wait to the next rather than made anew
-//! ([`by_deadline`]).
+//! The ring's timeout is not a tokio timer: a wait leaves its deadline and waker in its
+//! consumer's entry of the process's deadline watcher ([`super::deadlines`]), which wakes the task
+//! only if the deadline passes ([`by_deadline`]). A pending tokio timer would cost every wake-up of
+//! the task, not only the rare one that times out.
 //!
 //! Then the consumer's engine waits for the frame's present fence, as
 //! [`Consumer::acquire`] does, without blocking the executor: a CUDA consumer enqueues the wait
@@ -23,8 +24,9 @@
 //! and only a fence that has not (another engine's: a CUDA producer's, or one given to
 //! `present_after`) is waited for on tokio's blocking pool, up to the acquire's deadline.
 
+use super::deadlines::Deadline;
 use super::{deadline_after, ConsumerFrame, Inner};
-use crate::error::{Error, IpcError, Result, UnsupportedReason, Wait};
+use crate::error::{Error, IpcError, Result, RingError, UnsupportedReason, Wait};
 use crate::pipeline::backend::ipc::Upstream;
 use crate::pipeline::backend::Point;
 use crate::pipeline::party::ConsumerEngine;
@@ -32,13 +34,12 @@ use crate::pipeline::state::FrameMeta;
 use crate::pipeline::Consumer;
 use std::future::Future;
 use std::os::fd::OwnedFd;
-use std::pin::{pin, Pin};
+use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
-use tokio::time::Sleep;
 
 impl Consumer {
     /// [`acquire`](Self::acquire) as a future: the next frame offered to this consumer (a FIFO
@@ -54,18 +55,20 @@ impl Consumer {
     /// waited for on tokio's blocking pool, never on the executor's thread; a CUDA consumer
     /// enqueues the wait on its stream.
     ///
-    /// Poll it on a tokio runtime with I/O and time enabled (`Builder::enable_all`), current-thread
-    /// or multi-thread; outside any runtime it fails with [`Error::Unsupported`]
-    /// ([`UnsupportedReason::NoTokioRuntime`]), and a runtime without the time or I/O driver
-    /// makes tokio panic (a frame that is there at the first look needs no timer, so only a
-    /// wait needs the time driver).
+    /// Poll it on a tokio runtime, current-thread or multi-thread; outside any runtime it fails
+    /// with [`Error::Unsupported`] ([`UnsupportedReason::NoTokioRuntime`]). A consumer in this
+    /// process needs no driver of the runtime; one in another process needs the I/O driver
+    /// (`Builder::enable_io` or `enable_all`; without it tokio panics). The time driver is not
+    /// used.
     ///
-    /// The consumer keeps what it registers with a runtime for its next call there: one timer
-    /// for the ring's timeout (armed only by a wait, and reset from one wait to the next, so
-    /// that a wait does not file a timer into tokio's wheel and take it out again) and, in
-    /// another process, its endpoint's event descriptor. A call on another runtime replaces
-    /// them. Between waits the timer holds no waker of the task; if the consumer does not wait
-    /// again before the last wait's deadline, the timer fires once into nothing.
+    /// The ring's timeout is kept by one thread per process (`nvsci-deadlines`, started at the
+    /// first wait of any consumer, ended once no consumer that waited is left), not by a tokio
+    /// timer: a wait stores its deadline and its task's waker in the consumer's entry there, and
+    /// the thread wakes the task only if the deadline passes. A wait that ends in time costs no
+    /// system call and no lock shared with other consumers, and the runtime parks with no timer
+    /// pending. Between waits the entry holds no waker of the task. A consumer in another process
+    /// also keeps its endpoint's event descriptor registered with the runtime of its last call,
+    /// for its next call there (a call on another runtime registers it there instead).
     ///
     /// # Errors
     ///
@@ -80,9 +83,9 @@ impl Consumer {
     /// from the queue while its present fence was still being waited for is put back first in
     /// line (or, in a mailbox that a newer frame reached meanwhile, handed back unread), as a
     /// failed [`acquire`](Self::acquire) puts it back, so the next `next_frame` or `acquire`
-    /// gets it. Its waker goes with it: the ring's copy and the timer's (the timer is dropped
-    /// then, and the next wait makes another; the event descriptor's registration stays with
-    /// the consumer, for its next call on the same runtime). A mailbox
+    /// gets it. Its waker goes with it: the ring's copy and the deadline's (the event
+    /// descriptor's registration stays with the consumer, for its next call on the same
+    /// runtime). A mailbox
     /// consumer in another process that had asked for a frame gets the frame answering that
     /// request at its next call. A fence wait running on the blocking pool ends by itself when
     /// the fence expires or the deadline passes; what it holds (a reference to the ring, a CPU
@@ -99,11 +102,12 @@ impl Consumer {
         let deadline = deadline_after(self.inner.config.timeout);
         let id = self.id;
         let inner = &self.inner;
-        let kept = self.registrations.on(runtime);
-        let timer = &mut kept.timer;
+        let Registrations { deadline: entry, fd } = &mut self.registrations;
         let (index, meta) = match &inner.upstream {
-            None => by_deadline(arrive_here(inner, id), timer, deadline, inner).await?,
-            Some(up) => by_deadline(arrive_from(inner, up, id, &mut kept.fd), timer, deadline, inner).await?,
+            None => by_deadline(arrive_here(inner, id), entry, deadline, inner).await?,
+            Some(up) => {
+                by_deadline(arrive_from(inner, up, id, fd.on(runtime)), entry, deadline, inner).await?
+            }
         };
         // Taken from the queue: until it is handed out, a drop of this future or a failed wait
         // puts it back.
@@ -212,120 +216,102 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// What a consumer keeps registered with one tokio runtime across its `next_frame` calls there:
-/// its deadline timer and, in another process, its endpoint's event descriptor (a duplicate the
-/// consumer owns) with the runtime's reactor. Made anew per wait, they would cost the timer
-/// wheel's lock twice per wait that finds no frame (filing the timer and taking it out again)
-/// and, for the descriptor, two `epoll_ctl` calls and tokio's bookkeeping per frame. A call on
-/// another runtime replaces them (what the earlier runtime had goes, deregistered from it if it
-/// still runs).
+/// What a consumer keeps across its `next_frame` calls: its entry with the deadline watcher
+/// (made at its first wait) and, in another process, its endpoint's event descriptor (a
+/// duplicate the consumer owns) registered with a runtime's reactor. Made anew per wait, the
+/// descriptor's registration would cost two `epoll_ctl` calls and tokio's bookkeeping per frame.
 #[derive(Default)]
-pub(crate) struct Registrations(Option<Kept>);
-
-struct Kept {
-    runtime: tokio::runtime::Id,
-    /// Made at the first wait on this runtime that finds no frame at its first look.
-    timer: Option<Pin<Box<Sleep>>>,
-    /// A consumer in another process: made at its first call on this runtime.
-    fd: Option<AsyncFd<OwnedFd>>,
+pub(crate) struct Registrations {
+    deadline: Option<Deadline>,
+    fd: KeptFd,
 }
 
-impl Registrations {
-    /// What is kept for `runtime` (nothing yet if the last call was on another runtime).
-    fn on(&mut self, runtime: tokio::runtime::Id) -> &mut Kept {
-        if self.0.as_ref().is_none_or(|k| k.runtime != runtime) {
+/// The event descriptor registered with one runtime; a call on another runtime replaces it
+/// (deregistered from the earlier runtime if that still runs).
+#[derive(Default)]
+struct KeptFd(Option<(tokio::runtime::Id, Option<AsyncFd<OwnedFd>>)>);
+
+impl KeptFd {
+    /// The registration kept for `runtime` (none yet if the last call was on another runtime).
+    fn on(&mut self, runtime: tokio::runtime::Id) -> &mut Option<AsyncFd<OwnedFd>> {
+        if self.0.as_ref().is_none_or(|(r, _)| *r != runtime) {
             // Another runtime's (or none): that goes first.
             self.0 = None;
         }
-        self.0.get_or_insert_with(|| Kept { runtime, timer: None, fd: None })
+        &mut self.0.get_or_insert((runtime, None)).1
     }
 }
 
 /// `arrival`, which looks for the frame at each poll, given up at `deadline` with the frame
 /// timeout.
 ///
-/// One timer per consumer and runtime (`timer`) serves every wait. It is armed only once a look
-/// found no frame (a frame that is there already touches no timer), by a `reset` rather than a
-/// new timer: reset to a later deadline while it is still in tokio's timer wheel (as it is from
-/// one frame to the next), it only records the new deadline (the wheel files the entry again
-/// when its earlier time comes), where a new timer per wait would be filed into the wheel and
-/// taken out again under the time driver's lock. A wait that ends with its arrival takes the
-/// task's waker back out of the timer (a look at it with a no-op waker, no lock), so the timer
-/// holds no reference to the task: if the consumer does not wait again before the deadline, it
-/// fires once into nothing. A future dropped while the timer holds its waker drops the timer
-/// (the next wait makes another).
+/// A frame there at the first look touches no deadline. Otherwise each poll that finds no frame
+/// with the deadline still ahead leaves the deadline and the task's waker in the consumer's
+/// entry with the deadline watcher (`entry`, made when the consumer's first look finds no
+/// frame); the watcher
+/// wakes the task once the deadline passes, and the next poll sees that it has. A wait that
+/// ends (or whose future is dropped) takes the waker back out.
 async fn by_deadline<T>(
     arrival: impl Future<Output = Result<T>>,
-    timer: &mut Option<Pin<Box<Sleep>>>,
+    entry: &mut Option<Deadline>,
     deadline: Instant,
     inner: &Inner,
 ) -> Result<T> {
     let mut arrival = pin!(arrival);
-    let mut armed = Armed { timer, armed: false };
+    let entry: &Deadline = match entry {
+        Some(d) => d,
+        None => {
+            // The consumer's first wait, perhaps: its entry (and, for the process's first, the
+            // watcher thread) made only if the frame is not there at the first look.
+            let first = std::future::poll_fn(|cx| match arrival.as_mut().poll(cx) {
+                Poll::Ready(got) => Poll::Ready(Some(got)),
+                Poll::Pending => Poll::Ready(None),
+            })
+            .await;
+            if let Some(got) = first {
+                return got;
+            }
+            let made = Deadline::new().map_err(|e| {
+                Error::Ring(RingError::NoThread { thread: "deadline watcher", reason: e.to_string() })
+            })?;
+            entry.insert(made)
+        }
+    };
+    let mut armed = Armed { entry, armed: false };
     std::future::poll_fn(|cx| {
         if let Poll::Ready(got) = arrival.as_mut().poll(cx) {
             armed.disarm();
             return Poll::Ready(got);
         }
-        match armed.arm(deadline).poll(cx) {
-            Poll::Ready(()) => {
-                // Fired: the timer woke the task and holds no waker.
-                armed.armed = false;
-                Poll::Ready(Err(inner.timeout(Wait::Frame)))
-            }
-            Poll::Pending => Poll::Pending,
+        if Instant::now() >= deadline {
+            armed.disarm();
+            return Poll::Ready(Err(inner.timeout(Wait::Frame)));
         }
+        armed.armed = true;
+        entry.arm(deadline, cx.waker());
+        Poll::Pending
     })
     .await
 }
 
-/// A consumer's timer during one wait. `armed`: reset to this wait's deadline, and holding the
-/// waiting task's waker until the wait ends.
+/// A consumer's deadline entry during one wait; `armed`: it holds this wait's deadline and the
+/// task's waker, taken back when the wait ends or its future is dropped.
 struct Armed<'a> {
-    timer: &'a mut Option<Pin<Box<Sleep>>>,
+    entry: &'a Deadline,
     armed: bool,
 }
 
 impl Armed<'_> {
-    /// The timer, set to `deadline` at the first call of this wait.
-    fn arm(&mut self, deadline: Instant) -> Pin<&mut Sleep> {
-        let deadline = tokio::time::Instant::from_std(deadline);
-        let first = !std::mem::replace(&mut self.armed, true);
-        match self.timer {
-            Some(t) => {
-                if first {
-                    t.as_mut().reset(deadline);
-                }
-                t.as_mut()
-            }
-            // Filed into the wheel at its first poll.
-            None => self.timer.insert(Box::pin(tokio::time::sleep_until(deadline))).as_mut(),
-        }
-    }
-
-    /// The wait ended with its arrival, on the runtime of the timer (it is polling this wait):
-    /// the task's waker is taken out of the timer, which stays filed.
     fn disarm(&mut self) {
-        if !std::mem::replace(&mut self.armed, false) {
-            return;
-        }
-        if let Some(t) = self.timer {
-            // Unconstrained: with the task's budget spent, a timer's poll would return at once
-            // without taking the no-op waker in.
-            let mut look = pin!(tokio::task::unconstrained(t.as_mut()));
-            let _ = look.as_mut().poll(&mut Context::from_waker(Waker::noop()));
+        if std::mem::replace(&mut self.armed, false) {
+            self.entry.disarm();
         }
     }
 }
 
 impl Drop for Armed<'_> {
-    /// Dropped while waiting (the future was dropped): the timer goes with the task's waker.
-    /// Not a look as in `disarm`: the timer's runtime may have shut down by now, and a look
-    /// would panic then; a drop takes the wheel's lock once, and works on a runtime shut down.
     fn drop(&mut self) {
-        if self.armed {
-            *self.timer = None;
-        }
+        self.disarm();
     }
 }
 
