@@ -70,6 +70,21 @@ pub fn spawn_child(scenario_env: &str, scenario: &str, dir: &Path, env: &[(&str,
     for (k, v) in env {
         cmd.env(k, v);
     }
+    // The child is killed when the thread that started it ends (prctl(2), PR_SET_PDEATHSIG: "the
+    // parent death signal is sent upon subsequent termination of the parent thread"): each test
+    // runs on a thread of its own, so a test that fails before it waited for its child does not
+    // leave the child running.
+    // SAFETY: only prctl(2) runs between fork and exec, which is async-signal-safe; it touches
+    // no memory of the parent.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
     let mut child = cmd.spawn().unwrap();
     let out = child.stdout.take().unwrap();
     let tag = format!("[child {scenario}]");
