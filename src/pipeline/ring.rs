@@ -104,7 +104,8 @@ pub(crate) struct Links {
     pub(crate) hub: Option<Arc<AttachHub>>,
 }
 
-#[cfg(feature = "tokio")]
+// Also in the loom build, which has no tokio (its model tests run the watcher's own code).
+#[cfg(any(feature = "tokio", all(test, loom)))]
 mod deadlines;
 mod links;
 #[cfg(feature = "tokio")]

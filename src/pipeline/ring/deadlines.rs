@@ -20,9 +20,21 @@
 //! The watcher starts with the first entry and ends once every entry is gone (their consumers
 //! dropped), so a process that no longer waits keeps no thread.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
+#[cfg(all(test, loom))]
+use loom::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Arc, Condvar, Mutex, MutexGuard,
+};
+#[cfg(all(test, loom))]
+use loom::thread;
+#[cfg(not(all(test, loom)))]
+use std::sync::{
+    atomic::{AtomicBool, AtomicU64, Ordering},
+    Arc, Condvar, Mutex, MutexGuard,
+};
 use std::task::Waker;
+#[cfg(not(all(test, loom)))]
+use std::thread;
 use std::time::{Duration, Instant};
 
 /// Not waiting: the entry's deadline between waits, and the watcher's time when it has nothing
@@ -42,7 +54,7 @@ struct Entry {
     gone: AtomicBool,
 }
 
-/// The watcher's state: every live entry (weakly: a consumer's drop removes its own).
+/// The watcher's state: every entry whose consumer has not dropped it.
 struct Watch {
     entries: Mutex<Entries>,
     /// Signalled when a deadline earlier than `target` comes, or an entry goes.
@@ -52,31 +64,94 @@ struct Watch {
 }
 
 struct Entries {
-    list: Vec<Weak<Entry>>,
+    /// Forgotten by the watcher once `gone`.
+    list: Vec<Arc<Entry>>,
     /// The watcher thread runs (it clears this, under the lock, when it ends).
     running: bool,
+    /// The model's watcher thread, which the model joins before it ends.
+    #[cfg(all(test, loom))]
+    thread: Option<thread::JoinHandle<()>>,
 }
 
-static WATCH: Watch = Watch {
-    entries: Mutex::new(Entries { list: Vec::new(), running: false }),
-    changed: Condvar::new(),
-    target: AtomicU64::new(NEVER),
-};
+impl Watch {
+    fn new() -> Self {
+        Self {
+            entries: Mutex::new(Entries {
+                list: Vec::new(),
+                running: false,
+                #[cfg(all(test, loom))]
+                thread: None,
+            }),
+            changed: Condvar::new(),
+            target: AtomicU64::new(NEVER),
+        }
+    }
+}
+
+/// The process's watcher.
+#[cfg(not(all(test, loom)))]
+fn watcher() -> &'static Watch {
+    static WATCH: std::sync::OnceLock<Watch> = std::sync::OnceLock::new();
+    WATCH.get_or_init(Watch::new)
+}
+
+/// The model's watcher, made anew for each execution loom explores.
+#[cfg(all(test, loom))]
+fn watcher() -> &'static Watch {
+    loom::lazy_static! {
+        static ref WATCH: Watch = Watch::new();
+    }
+    &WATCH
+}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The instant deadlines are counted from (the first use in the process).
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 fn origin() -> Instant {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    static ORIGIN: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
     *ORIGIN.get_or_init(Instant::now)
 }
 
 /// `t` as nanoseconds since [`origin`] (0 for an earlier instant; [`NEVER`] - 1 at most, so a
 /// deadline is never taken for "not waiting").
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))]
 fn nanos(t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(origin()).as_nanos()).unwrap_or(NEVER - 1).min(NEVER - 1)
+}
+
+/// The time now, as [`nanos`] counts it.
+#[cfg(not(all(test, loom)))]
+fn now() -> u64 {
+    nanos(Instant::now())
+}
+
+/// The model's clock, which the model moves ([`loom_tests`]).
+#[cfg(all(test, loom))]
+fn now() -> u64 {
+    loom_tests::now()
+}
+
+/// Sleeps on `changed` until woken or `left` has passed.
+#[cfg(not(all(test, loom)))]
+fn sleep<'a>(w: &Watch, entries: MutexGuard<'a, Entries>, left: Option<Duration>) -> MutexGuard<'a, Entries> {
+    match left {
+        None => w.changed.wait(entries).unwrap_or_else(|e| e.into_inner()),
+        Some(left) => w.changed.wait_timeout(entries, left).unwrap_or_else(|e| e.into_inner()).0,
+    }
+}
+
+/// The model's sleep: until woken (loom has no time; the model's clock wakes the watcher when it
+/// passes the time the watcher sleeps until, as the timeout would).
+#[cfg(all(test, loom))]
+fn sleep<'a>(
+    w: &Watch,
+    entries: MutexGuard<'a, Entries>,
+    _left: Option<Duration>,
+) -> MutexGuard<'a, Entries> {
+    w.changed.wait(entries).unwrap_or_else(|e| e.into_inner())
 }
 
 impl Deadline {
@@ -87,19 +162,30 @@ impl Deadline {
             waker: Mutex::new(None),
             gone: AtomicBool::new(false),
         });
-        let mut entries = lock(&WATCH.entries);
+        let w = watcher();
+        let mut entries = lock(&w.entries);
         if !entries.running {
-            std::thread::Builder::new().name("nvsci-deadlines".into()).spawn(watch)?;
+            let _handle = thread::Builder::new().name("nvsci-deadlines".into()).spawn(run)?;
+            #[cfg(all(test, loom))]
+            {
+                entries.thread = Some(_handle);
+            }
             entries.running = true;
         }
-        entries.list.push(Arc::downgrade(&entry));
+        entries.list.push(entry.clone());
         Ok(Self(entry))
     }
 
     /// A wait until `deadline` for the task of `waker`: the watcher wakes it once `deadline`
     /// has passed, unless [`disarm`](Self::disarm) came first. Called at each poll of the wait
     /// that returns pending (a waker that would wake the same task is not replaced).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn arm(&self, deadline: Instant, waker: &Waker) {
+        self.arm_at(nanos(deadline), waker)
+    }
+
+    /// [`arm`](Self::arm) with the deadline as [`nanos`] counts it.
+    fn arm_at(&self, at: u64, waker: &Waker) {
         {
             let mut w = lock(&self.0.waker);
             match &*w {
@@ -107,15 +193,15 @@ impl Deadline {
                 _ => *w = Some(waker.clone()),
             }
         }
-        let at = nanos(deadline);
         if self.0.at.swap(at, Ordering::SeqCst) == at {
             return;
         }
-        if at < WATCH.target.load(Ordering::SeqCst) {
+        let w = watcher();
+        if at < w.target.load(Ordering::SeqCst) {
             // Earlier than the watcher sleeps until: woken under its lock (see the module's
             // doc), so the wake cannot fall between its look and its sleep.
-            let _entries = lock(&WATCH.entries);
-            WATCH.changed.notify_one();
+            let _entries = lock(&w.entries);
+            w.changed.notify_one();
         }
     }
 
@@ -131,46 +217,45 @@ impl Drop for Deadline {
     fn drop(&mut self) {
         // The watcher forgets the entry at its next look, and ends if it was the last: tell it.
         self.0.gone.store(true, Ordering::SeqCst);
-        let _entries = lock(&WATCH.entries);
-        WATCH.changed.notify_one();
+        drop(lock(&self.0.waker).take());
+        let w = watcher();
+        let _entries = lock(&w.entries);
+        w.changed.notify_one();
     }
 }
 
 /// The watcher thread: wakes the tasks whose deadlines passed, sleeps until the earliest of the
 /// others, ends when no entry is left.
-fn watch() {
-    let mut entries = lock(&WATCH.entries);
+fn run() {
+    let w = watcher();
+    let mut entries = lock(&w.entries);
     loop {
-        entries.list.retain(|e| e.upgrade().is_some_and(|e| !e.gone.load(Ordering::SeqCst)));
+        entries.list.retain(|e| !e.gone.load(Ordering::SeqCst));
         if entries.list.is_empty() {
-            WATCH.target.store(NEVER, Ordering::SeqCst);
+            w.target.store(NEVER, Ordering::SeqCst);
             entries.running = false;
             return;
         }
         let (now, earliest) = loop {
-            let now = Instant::now();
-            let earliest = expire(&entries.list, nanos(now));
-            WATCH.target.store(earliest, Ordering::SeqCst);
+            let now = now();
+            let earliest = expire(&entries.list, now);
+            w.target.store(earliest, Ordering::SeqCst);
             // The second look (see the module's doc): a deadline stored before `target` was
             // published, earlier than it, is seen here; one stored after sees `target`.
             if pending(&entries.list) >= earliest {
                 break (now, earliest);
             }
         };
-        entries = if earliest == NEVER {
-            WATCH.changed.wait(entries).unwrap_or_else(|e| e.into_inner())
-        } else {
-            let left = Duration::from_nanos(earliest.saturating_sub(nanos(now)));
-            WATCH.changed.wait_timeout(entries, left).unwrap_or_else(|e| e.into_inner()).0
-        };
+        let left = (earliest != NEVER).then(|| Duration::from_nanos(earliest.saturating_sub(now)));
+        entries = sleep(w, entries, left);
     }
 }
 
 /// Wakes the task of every entry whose deadline is at or before `now` (its deadline cleared,
 /// unless its consumer stored another meanwhile); the earliest deadline left.
-fn expire(list: &[Weak<Entry>], now: u64) -> u64 {
+fn expire(list: &[Arc<Entry>], now: u64) -> u64 {
     let mut earliest = NEVER;
-    for entry in list.iter().filter_map(Weak::upgrade) {
+    for entry in list {
         let at = entry.at.load(Ordering::SeqCst);
         if at > now {
             earliest = earliest.min(at);
@@ -186,11 +271,14 @@ fn expire(list: &[Weak<Entry>], now: u64) -> u64 {
 }
 
 /// The earliest deadline of all entries.
-fn pending(list: &[Weak<Entry>]) -> u64 {
-    list.iter().filter_map(Weak::upgrade).map(|e| e.at.load(Ordering::SeqCst)).min().unwrap_or(NEVER)
+fn pending(list: &[Arc<Entry>]) -> u64 {
+    list.iter().map(|e| e.at.load(Ordering::SeqCst)).min().unwrap_or(NEVER)
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
