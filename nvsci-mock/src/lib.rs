@@ -96,8 +96,9 @@
 //!   `BufObjGetHostMemory` reports the CPU mapping. Its planes follow the GOB layout and the
 //!   block height that the GPU's arrays of the plane's size use ([`desktop_gob_offset`],
 //!   [`desktop_block_linear_log2_gobs`], measured on an H100). [`gpu_memory_stats`] counts the
-//!   live allocations of this kind (and their bytes) in the process. Such objects cannot be exported
-//!   to another process (`NotSupported`). Anywhere else (no driver, no such GPU, no host-NUMA
+//!   live allocations of this kind (and their bytes) in the process. Such an object crosses
+//!   processes as the allocation's POSIX fd, which the importing process maps for the same GPU
+//!   (`cuMemImportFromShareableHandle`; `NotSupported` where it cannot: `buf::ipc`). Anywhere else (no driver, no such GPU, no host-NUMA
 //!   VMM memory) the allocation is host pages as below, `BufObjExportGpuMemory` answers
 //!   `NotSupported`, and the planes follow the Tegra layout. Either way, block-linear planes of
 //!   a list that names a GPU start on [`GPU_ARRAY_PLANE_ALIGN`].
