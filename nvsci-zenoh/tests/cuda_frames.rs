@@ -139,6 +139,41 @@ fn config(topic: &str) -> BridgeConfig {
     BridgeConfig::new(topic).multicast_scouting(false).reliable().stamp_clock(StampClock::AsIs)
 }
 
+/// A stream of three `format` frames whose one consumer, a mailbox one on `dev`'s CUDA engine,
+/// is handed to a bridge publishing on `config`'s topic, and the receiving side of that topic.
+/// The producer (the camera) is on `dev`'s CUDA engine where `cuda_camera`, else the CPU.
+fn bridged(
+    dev: &CudaGpu,
+    format: FrameFormat,
+    cuda_camera: bool,
+    config: &BridgeConfig,
+) -> (Producer, BridgeConsumer, Receiver) {
+    let mut b = Backend::with_library_on(nvsci::NvSci::mock(), dev)
+        .stream(format)
+        .frames(3)
+        .timeout(Duration::from_secs(10));
+    if cuda_camera {
+        b = b.producer(Engine::Cuda(dev.clone()));
+    }
+    let ring = b.consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox()).build().unwrap();
+    let (camera, mut consumers) = ring.split().unwrap();
+    let (tx, rx) = sessions(config);
+    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), config).unwrap();
+    (camera, bridge, rx)
+}
+
+/// A CUDA camera's frame `seq`: its pattern (rendered in `host`) written on the camera's stream,
+/// after the release waits its acquire enqueued there, and presented with a signal after it.
+fn present_pattern(camera: &mut Producer, host: &mut [u8], seq: u64) {
+    let layout = camera.layout().clone();
+    let stream = camera.stream().unwrap().clone();
+    let mut f = camera.acquire().unwrap();
+    f.set_capture_time(BASE + seq * STEP);
+    fill_test_pattern(&layout, seq, host).unwrap();
+    stream.memcpy_htod(host, camera.cuda_buffer(&f).unwrap()).unwrap();
+    camera.present(f).unwrap();
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn a_cuda_camera_through_a_cuda_bridge_consumer_every_frame_verified() {
@@ -147,32 +182,15 @@ fn a_cuda_camera_through_a_cuda_bridge_consumer_every_frame_verified() {
     // its rows with their padding; packed, one 2D copy into rows of 640 bytes.
     for rows in [Rows::Stored, Rows::Packed] {
         let (w, h) = (640u32, 480u32);
-        let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
-            .stream(FrameFormat::nv12(w, h))
-            .frames(3)
-            .timeout(Duration::from_secs(10))
-            .producer(Engine::Cuda(dev.clone()))
-            .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
-            .build()
-            .unwrap();
-        let (mut camera, mut consumers) = ring.split().unwrap();
+        let config = config(&format!("/cuda/image/{rows:?}").to_lowercase()).rows(rows);
+        let (mut camera, bridge, rx) = bridged(&dev, FrameFormat::nv12(w, h), true, &config);
         let layout = camera.layout().clone();
         let pitch = layout.planes[0].pitch;
         assert!(pitch > w && layout.planes[1].pitch == pitch, "{layout:?}");
-        let config = config(&format!("/cuda/image/{rows:?}").to_lowercase()).rows(rows);
-        let (tx, rx) = sessions(&config);
-        let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
-        let stream = camera.stream().unwrap().clone();
         let mut host = vec![0u8; layout.size as usize];
         for seq in 0..FRAMES {
-            // Each frame written on the camera's stream (after the release waits its acquire
-            // enqueued), presented with a signal after the write; the next one once the bridge
-            // took it, so its mailbox replaces none.
-            let mut f = camera.acquire().unwrap();
-            f.set_capture_time(BASE + seq * STEP);
-            fill_test_pattern(&layout, seq, &mut host).unwrap();
-            stream.memcpy_htod(&host, camera.cuda_buffer(&f).unwrap()).unwrap();
-            camera.present(f).unwrap();
+            // The next frame once the bridge took this one, so its mailbox replaces none.
+            present_pattern(&mut camera, &mut host, seq);
             wait_delivered(&camera, seq);
         }
         let step = if rows == Rows::Stored { pitch } else { w };
@@ -196,18 +214,8 @@ fn block_linear_frames_are_published_as_nv12_rows_every_pixel_verified() {
     // frame has none: packed).
     let Some(dev) = gpu() else { return };
     let (w, h) = (1000u32, 562u32);
-    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
-        .stream(FrameFormat::nv12_block_linear(w, h))
-        .frames(3)
-        .timeout(Duration::from_secs(10))
-        .producer(Engine::Cuda(dev.clone()))
-        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
-        .build()
-        .unwrap();
-    let (mut camera, mut consumers) = ring.split().unwrap();
     let config = config("/cuda/block_linear");
-    let (tx, rx) = sessions(&config);
-    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
+    let (mut camera, bridge, rx) = bridged(&dev, FrameFormat::nv12_block_linear(w, h), true, &config);
     for seq in 0..FRAMES {
         let frame = packed_pattern(w, h, seq);
         let (y, uv) = frame.split_at((w * h) as usize);
@@ -234,18 +242,9 @@ fn the_copy_waits_for_a_late_present_fence_and_the_camera_for_the_copy() {
     // slots): the bridge's mailbox skips frames, and every frame published must be intact.
     let Some(dev) = gpu() else { return };
     let (w, h) = (320u32, 240u32);
-    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
-        .stream(FrameFormat::nv12(w, h))
-        .frames(3)
-        .timeout(Duration::from_secs(10))
-        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
-        .build()
-        .unwrap();
-    let (mut camera, mut consumers) = ring.split().unwrap();
-    let layout = camera.layout().clone();
     let config = config("/cuda/late");
-    let (tx, rx) = sessions(&config);
-    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
+    let (mut camera, bridge, rx) = bridged(&dev, FrameFormat::nv12(w, h), false, &config);
+    let layout = camera.layout().clone();
     let frames = 300u64;
     let mut host = vec![0u8; layout.size as usize];
     for seq in 0..frames {
@@ -287,30 +286,15 @@ fn a_stop_with_the_next_frames_copies_pending_publishes_nothing_twice() {
     // is that last one.
     let Some(dev) = gpu() else { return };
     let (w, h) = (640u32, 480u32);
-    let ring = Backend::with_library_on(nvsci::NvSci::mock(), &dev)
-        .stream(FrameFormat::nv12(w, h))
-        .frames(3)
-        .timeout(Duration::from_secs(10))
-        .producer(Engine::Cuda(dev.clone()))
-        .consumer(ConsumerDesc::new(Engine::Cuda(dev.clone())).mailbox())
-        .build()
-        .unwrap();
-    let (mut camera, mut consumers) = ring.split().unwrap();
-    let layout = camera.layout().clone();
     let config = config("/cuda/stop");
-    let (tx, rx) = sessions(&config);
-    let bridge = BridgeConsumer::spawn_on(tx, consumers.remove(0), &config).unwrap();
-    let stream = camera.stream().unwrap().clone();
+    let (mut camera, bridge, rx) = bridged(&dev, FrameFormat::nv12(w, h), true, &config);
+    let layout = camera.layout().clone();
     let mut host = vec![0u8; layout.size as usize];
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut seq = 0u64;
     while bridge.stats().published < 40 {
         assert!(Instant::now() < deadline, "{:?}", bridge.stats());
-        let mut f = camera.acquire().unwrap();
-        f.set_capture_time(BASE + seq * STEP);
-        fill_test_pattern(&layout, seq, &mut host).unwrap();
-        stream.memcpy_htod(&host, camera.cuda_buffer(&f).unwrap()).unwrap();
-        camera.present(f).unwrap();
+        present_pattern(&mut camera, &mut host, seq);
         seq += 1;
     }
     let stats = bridge.stop();
