@@ -10,6 +10,11 @@
 //! * raw (packed rows): the same with rows of 1920 bytes (3 110 448 bytes);
 //! * raw + copy (packed): with one copy of the message into a new buffer per put (what a copy
 //!   into a fresh allocation per frame costs, without the stream);
+//! * raw (stored, cold): the stored rows' message from enough buffers, put in turn, to fill
+//!   twice the last-level cache, so each put reads its bytes from memory; the other raw variants
+//!   put one buffer again and again, which stays in the cache, where a bridge's message is a
+//!   frame the camera or a device -> host copy has just written (the benchmark's CPU cameras
+//!   write each slot once, so their frames may be cached too);
 //! * bridge (stored rows): a camera (mock NvSci stream, CPU producer) presents 1080p NV12 frames;
 //!   the bridge consumer (a mailbox) publishes each from the frame's mapping (no copy) on the same
 //!   session;
@@ -155,6 +160,27 @@ fn cpu_stream(w: u32, h: u32) -> Res<(Producer, Consumer)> {
     Ok((camera, consumers.remove(0)))
 }
 
+/// How many messages of `len` bytes the cold raw variant puts in turn: enough for twice the
+/// last-level cache (`/sys/devices/system/cpu/cpu0/cache/index3/size`; 64 MiB where it is not
+/// given), so that each put reads its bytes from memory, as a bridge's put of a frame a camera or
+/// a copy has just written does, where one buffer put again and again stays in the cache.
+fn cold_buffers(len: usize) -> usize {
+    let llc = std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cache/index3/size")
+        .ok()
+        .and_then(|s| {
+            let s = s.trim();
+            let (n, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+            let n: usize = n.parse().ok()?;
+            Some(match unit {
+                "K" => n << 10,
+                "M" => n << 20,
+                _ => n,
+            })
+        })
+        .unwrap_or(64 << 20);
+    (2 * llc).div_ceil(len.max(1)).max(2)
+}
+
 /// A message of `h` NV12 rows (and `h / 2` chroma rows) of `step` bytes, `w` pixels wide.
 fn message(w: u32, h: u32, step: u32) -> Res<Vec<u8>> {
     let pixels = vec![0x80u8; (step * h * 3 / 2) as usize];
@@ -173,8 +199,14 @@ fn message(w: u32, h: u32, step: u32) -> Res<Vec<u8>> {
 
 /// How one variant sends a message.
 enum Sender {
-    /// A raw put of `payload` (or, `copy`, of a new copy of `message`).
-    Raw { publisher: zenoh::pubsub::Publisher<'static>, payload: ZBytes, message: Vec<u8>, copy: bool },
+    /// A raw put of the next of `payloads` in turn (or, `copy`, of a new copy of `message`).
+    Raw {
+        publisher: zenoh::pubsub::Publisher<'static>,
+        payloads: Vec<ZBytes>,
+        next: usize,
+        message: Vec<u8>,
+        copy: bool,
+    },
     /// A frame presented to the bridge's stream.
     Bridge { camera: Producer, bridge: BridgeConsumer },
 }
@@ -219,10 +251,11 @@ impl Variant {
     /// Sends one message stamped `sent`; a bridge's once the bridge took the frame.
     fn send(&mut self, sent: u64, wait_taken: bool) -> Res<()> {
         match &mut self.sender {
-            Sender::Raw { publisher, payload, message, copy } => {
+            Sender::Raw { publisher, payloads, next, message, copy } => {
                 let mut attachment = vec![0u8; 33];
                 attachment[..8].copy_from_slice(&sent.to_le_bytes());
-                let p = if *copy { ZBytes::from(message.clone()) } else { payload.clone() };
+                *next = (*next + 1) % payloads.len();
+                let p = if *copy { ZBytes::from(message.clone()) } else { payloads[*next].clone() };
                 publisher.put(p).attachment(attachment).wait()?;
             }
             Sender::Bridge { camera, .. } => {
@@ -317,11 +350,13 @@ fn main() -> Res<()> {
     let pitch = cpu_stream(w, h)?.1.layout().planes[0].pitch;
     let (stored, packed) = (message(w, h, pitch)?, message(w, h, w)?);
     let sizes = (stored.len(), packed.len());
+    let cold = cold_buffers(stored.len());
     let mut variants = Vec::new();
-    for (i, (name, m, copy)) in [
-        ("raw (stored rows)", stored, false),
-        ("raw (packed rows)", packed.clone(), false),
-        ("raw + copy (packed)", packed, true),
+    for (i, (name, m, copy, buffers)) in [
+        ("raw (stored rows)", stored.clone(), false, 1),
+        ("raw (packed rows)", packed.clone(), false, 1),
+        ("raw + copy (packed)", packed, true, 1),
+        ("raw (stored, cold)", stored, false, cold),
     ]
     .into_iter()
     .enumerate()
@@ -333,8 +368,10 @@ fn main() -> Res<()> {
             .reliability(zenoh::qos::Reliability::Reliable)
             .wait()?;
         let sub = subscribe(&rx, key, raw_sent)?;
-        let payload = ZBytes::from(m.clone());
-        variants.push(Variant::new(name, Sender::Raw { publisher, payload, message: m, copy }, sub));
+        // Each its own copy of the message (the cold variant's, more than the last-level cache
+        // holds, put in turn).
+        let payloads = (0..buffers).map(|_| ZBytes::from(m.clone())).collect();
+        variants.push(Variant::new(name, Sender::Raw { publisher, payloads, next: 0, message: m, copy }, sub));
     }
     // The bridges, on the CPU, both ways (and on the GPU).
     let mut streams = Vec::new();
@@ -389,10 +426,10 @@ fn main() -> Res<()> {
         figures.push(f);
     }
     // Each bridge against the raw put of the same bytes; the stored rows also against the packed
-    // message (the same image in fewer bytes).
-    let mut pairs = vec![(3, 0), (4, 1), (3, 1)];
-    if variants.len() > 5 {
-        pairs.extend([(5, 0), (6, 1)]);
+    // message (the same image in fewer bytes) and against the cold raw put.
+    let mut pairs = vec![(4, 0), (5, 1), (4, 1), (4, 3)];
+    if variants.len() > 6 {
+        pairs.extend([(6, 0), (7, 1), (6, 3)]);
     }
     for (b, r) in pairs {
         let (fb, fr) = (figures[b], figures[r]);
@@ -419,7 +456,7 @@ fn main() -> Res<()> {
     }
     #[cfg(feature = "cuda")]
     if let Some(g) = &mut gpu {
-        let stats: Vec<_> = variants[5..].iter().filter_map(|v| v.stats().map(|s| (v.name, s))).collect();
+        let stats: Vec<_> = variants[6..].iter().filter_map(|v| v.stats().map(|s| (v.name, s))).collect();
         g.report(&stats);
     }
     Ok(())
