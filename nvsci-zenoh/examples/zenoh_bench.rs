@@ -24,7 +24,8 @@
 //!   camera (producer on the GPU) and the bridge consumer on the GPU too, which copies each
 //!   frame's rows device -> pinned host memory on its stream (ordered by the ring's fences)
 //!   straight into the buffers it publishes, the next frame's copies running while the current
-//!   frame is put; and beside it the raw floor of that copy:
+//!   frame is put (the mock's frames are host memory, so the copies are the bridge's kernel's:
+//!   a copy engine's would hold the bridge's thread); and beside it the raw floor of that copy:
 //!   `cuMemcpyDtoHAsync` of the same bytes (the frame's own mapping, and device memory of the
 //!   same size) into pinned memory, then a stream synchronise, timed one copy at a time against
 //!   the bridge's copy time (`PublishStats::readback_ns`: enqueue until the bridge saw them done,
@@ -371,7 +372,11 @@ fn main() -> Res<()> {
         // Each its own copy of the message (the cold variant's, more than the last-level cache
         // holds, put in turn).
         let payloads = (0..buffers).map(|_| ZBytes::from(m.clone())).collect();
-        variants.push(Variant::new(name, Sender::Raw { publisher, payloads, next: 0, message: m, copy }, sub));
+        variants.push(Variant::new(
+            name,
+            Sender::Raw { publisher, payloads, next: 0, message: m, copy },
+            sub,
+        ));
     }
     // The bridges, on the CPU, both ways (and on the GPU).
     let mut streams = Vec::new();
@@ -591,10 +596,12 @@ mod cuda_run {
                 );
                 println!(
                     "{name}: copy / raw copy of the frame's mapping {:.2}x (the copies alone {:.2}x, \
-                     waited for {:.2}x)",
+                     waited for {:.2}x); planes copied by the bridge's kernel {} of {}",
                     all / f_mean,
                     copy / f_mean,
-                    wait / f_mean
+                    wait / f_mean,
+                    st.readback_kernel_planes,
+                    2 * st.readbacks
                 );
             }
         }

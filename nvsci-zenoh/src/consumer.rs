@@ -46,6 +46,10 @@ pub struct PublishStats {
     /// nanoseconds. A frame's copies are enqueued before the previous frame's message is put
     /// (when the frame is there by then), so the rest of `readback_ns` overlapped that put.
     pub readback_wait_ns: u64,
+    /// Planes of those frames copied by the bridge's copy kernel rather than a copy engine:
+    /// frames in host memory mapped for the device (the mock NvSci's), where a copy engine's
+    /// copy into page-locked memory would hold the bridge's thread until it completed.
+    pub readback_kernel_planes: u64,
 }
 
 #[derive(Default)]
@@ -60,6 +64,7 @@ struct Counters {
     readback_ns: AtomicU64,
     readback_copy_ns: AtomicU64,
     readback_wait_ns: AtomicU64,
+    readback_kernel_planes: AtomicU64,
 }
 
 impl Counters {
@@ -75,6 +80,7 @@ impl Counters {
             readback_ns: self.readback_ns.load(Ordering::Acquire),
             readback_copy_ns: self.readback_copy_ns.load(Ordering::Acquire),
             readback_wait_ns: self.readback_wait_ns.load(Ordering::Acquire),
+            readback_kernel_planes: self.readback_kernel_planes.load(Ordering::Acquire),
         }
     }
 }
@@ -522,7 +528,9 @@ impl Worker {
         };
         let enqueued = readback.enqueue(&self.consumer, &frame, &self.encoder.plan);
         release(&mut self.consumer, &self.counters, frame);
-        enqueued.map(|()| e).map_err(Unread::Stream)
+        let by_kernel = enqueued.map_err(Unread::Stream)?;
+        self.counters.readback_kernel_planes.fetch_add(by_kernel, Ordering::AcqRel);
+        Ok(e)
     }
 
     /// Waits for the copies of `e` (bounded: `Readback::finish`) and returns its message.

@@ -36,6 +36,8 @@ pub mod cdr;
 mod clock;
 pub mod config;
 mod consumer;
+#[cfg(feature = "cuda")]
+mod copy_kernel;
 pub mod encoding;
 mod error;
 pub mod graph;

@@ -7,7 +7,10 @@
 //! message takes as stored is one `cuMemcpyDtoHAsync` of its bytes; a plane whose rows are
 //! packed narrower than its pitch is one `cuMemcpy2DAsync` from the frame's mapping; a
 //! block-linear plane is one `cuMemcpy2DAsync` from its CUDA array (the copy engine lays the
-//! tiles out as rows). The host buffers come from a pool and go back to it when Zenoh drops the
+//! tiles out as rows). A pitch-linear frame in host memory mapped for the device (the mock
+//! NvSci's frames) is copied by a kernel instead ([`crate::copy_kernel`]): a copy engine's copy
+//! from host memory into page-locked host memory is synchronous with respect to the host, so it
+//! would hold the bridge's thread for the whole copy and undo the pipelining below. The host buffers come from a pool and go back to it when Zenoh drops the
 //! message, so no frame allocates or copies on the CPU.
 //!
 //! The bridge pipelines frames: once a frame's copies are done, it enqueues the next frame's
@@ -17,6 +20,7 @@
 //! meanwhile, the pending frame's taken from the pool (four buffers kept: two frames of two
 //! planes).
 
+use crate::copy_kernel::{self, CopyRows, RowCopy};
 use crate::pool::{Lendable, Pool};
 use crate::rows::{Plan, PlaneRows};
 use nvsci::cuda::cudarc::driver::{result, sys, CudaEvent, CudaStream, PinnedHostSlice};
@@ -32,6 +36,8 @@ pub(crate) struct Pinned {
     _mem: PinnedHostSlice<u8>,
     ptr: *mut u8,
     len: usize,
+    /// The same memory's device address (for the copy kernel).
+    dev: sys::CUdeviceptr,
 }
 
 // SAFETY: `PinnedHostSlice` is `Send` and `Sync` (cudarc); `ptr` points into it and is only
@@ -58,7 +64,13 @@ impl Pinned {
         let mut mem = unsafe { stream.context().alloc_pinned_with_flags::<u8>(len, 0) }?;
         // No work was recorded on the slice's event yet: this does not wait.
         let ptr = mem.as_mut_slice()?.as_mut_ptr();
-        Ok(Self { _mem: mem, ptr, len })
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: `ptr` is page-locked memory of this context (allocated above; the context is
+        // bound by the allocation); flags must be 0.
+        cuda("cuMemHostGetDevicePointer", unsafe {
+            sys::cuMemHostGetDevicePointer_v2(&mut dev, ptr.cast(), 0)
+        })?;
+        Ok(Self { _mem: mem, ptr, len, dev })
     }
 }
 
@@ -75,11 +87,20 @@ pub(crate) struct Readback {
     done: Option<CudaEvent>,
     /// Slot and sequence of the frame whose copies were enqueued last.
     frame: (usize, u64),
+    /// The copy kernel, loaded at the first frame in host memory.
+    kernel: Option<CopyRows>,
 }
 
 impl Default for Readback {
     fn default() -> Self {
-        Self { pool: Pool::new(POOL), pending: Default::default(), start: None, done: None, frame: (0, 0) }
+        Self {
+            pool: Pool::new(POOL),
+            pending: Default::default(),
+            start: None,
+            done: None,
+            frame: (0, 0),
+            kernel: None,
+        }
     }
 }
 
@@ -112,13 +133,14 @@ impl Readback {
     /// Enqueues on the consumer's stream (after the frame's present wait, which `acquire`
     /// enqueued there) the copies of a held frame's rows, as `plan` lays them out, into pinned
     /// buffers. Release the frame after this (its release signal then follows the copies on
-    /// the stream), then [`finish`](Self::finish).
+    /// the stream), then [`finish`](Self::finish). Returns how many planes the copy kernel
+    /// copies (a frame in host memory), the others a copy engine.
     pub(crate) fn enqueue(
         &mut self,
         consumer: &Consumer,
         frame: &ConsumerFrame,
         plan: &Plan,
-    ) -> nvsci::Result<()> {
+    ) -> nvsci::Result<u64> {
         let stream = consumer.stream().ok_or_else(no_stream)?;
         self.frame = (frame.index(), frame.sequence());
         let refuse = |reason: String| nvsci::Error::InvalidArgument { name: "frame", reason };
@@ -184,6 +206,21 @@ impl Readback {
             self.unused();
             return Err(e.into());
         }
+        // A frame in host memory: copied by the kernel (see the module's doc).
+        let host = sources
+            .first()
+            .is_some_and(|s| matches!(s, Src::Device(at, _) if copy_kernel::is_host_memory(*at)));
+        if host && self.kernel.is_none() {
+            match CopyRows::load(ctx) {
+                Ok(k) => self.kernel = Some(k),
+                Err(e) => {
+                    self.unused();
+                    return Err(e);
+                }
+            }
+        }
+        let kernel = if host { self.kernel.as_ref() } else { None };
+        let by_kernel = if kernel.is_some() { plan.planes.len() as u64 } else { 0 };
         let mut copied = Ok(());
         for ((p, dst), src) in plan.planes.iter().zip(&self.pending).zip(sources) {
             // SAFETY: the source rows are the held frame's: inside its mapping (checked above;
@@ -193,7 +230,7 @@ impl Readback {
             // the producer does not rewrite it meanwhile. `dst` holds `p.len()` bytes that
             // nothing reads or frees before the copy completed (`finish`, or leaked). The
             // context is current (bound above).
-            copied = unsafe { copy_2d(stream, src, dst, p) };
+            copied = unsafe { copy_2d(stream, kernel, src, dst, p) };
             if copied.is_err() {
                 break;
             }
@@ -203,7 +240,7 @@ impl Readback {
             self.forget_pending();
             return Err(e);
         }
-        Ok(())
+        Ok(by_kernel)
     }
 
     /// Buffers taken for copies that were never enqueued: back to the pool.
@@ -296,13 +333,45 @@ enum Src {
 }
 
 /// Enqueues on `stream` the copy of `p.rows` rows of `p.step` bytes from `src` into `dst`, rows
-/// packed: `cuMemcpyDtoHAsync` where the rows lie back to back, else `cuMemcpy2DAsync`.
+/// packed: with `kernel` where given (rows in the frame's mapping only), else
+/// `cuMemcpyDtoHAsync` where the rows lie back to back and `cuMemcpy2DAsync` otherwise.
 ///
 /// # Safety
 /// `src` holds the rows and stays valid until the copy completed; `dst` holds `p.len()` bytes
 /// and nothing reads or frees it before the copy completed; `stream`'s context is current.
-unsafe fn copy_2d(stream: &CudaStream, src: Src, dst: &Pinned, p: &PlaneRows) -> nvsci::Result<()> {
+unsafe fn copy_2d(
+    stream: &CudaStream,
+    kernel: Option<&CopyRows>,
+    src: Src,
+    dst: &Pinned,
+    p: &PlaneRows,
+) -> nvsci::Result<()> {
     debug_assert_eq!(dst.len, p.len());
+    match (src, kernel) {
+        (Src::Device(at, pitch), Some(k)) => {
+            let (step, rows) = (p.step as u64, p.rows as u64);
+            let copy = RowCopy {
+                src: at,
+                src_pitch: pitch as u64,
+                dst: dst.dev,
+                dst_pitch: step,
+                width: step,
+                rows,
+            };
+            // SAFETY: caller contract: `src` holds `rows` rows `pitch` apart of at least `step`
+            // bytes; `dst` (its device address) holds `rows * step` bytes.
+            unsafe { k.enqueue(stream, &copy) }
+        }
+        // SAFETY: caller contract, the same as `copy_engine`'s.
+        (src, _) => unsafe { copy_engine(stream, src, dst, p) },
+    }
+}
+
+/// [`copy_2d`] by a copy engine.
+///
+/// # Safety
+/// As [`copy_2d`].
+unsafe fn copy_engine(stream: &CudaStream, src: Src, dst: &Pinned, p: &PlaneRows) -> nvsci::Result<()> {
     match src {
         Src::Device(at, pitch) if pitch == p.step => {
             // SAFETY: caller contract; the slice covers exactly `dst`'s bytes, handed to the

@@ -200,6 +200,8 @@ fn a_cuda_camera_through_a_cuda_bridge_consumer_every_frame_verified() {
         assert_eq!((stats.published, stats.readbacks), (FRAMES, FRAMES), "{stats:?}");
         assert_eq!((stats.skipped, stats.stream_errors, stats.publish_errors), (0, 0, 0), "{stats:?}");
         assert!(stats.readback_copy_ns > 0 && stats.readback_copy_ns <= stats.readback_ns, "{stats:?}");
+        // The mock's frames are host memory: both planes of every frame copied by the kernel.
+        assert_eq!(stats.readback_kernel_planes, 2 * FRAMES, "{stats:?}");
     }
 }
 
@@ -230,6 +232,8 @@ fn block_linear_frames_are_published_as_nv12_rows_every_pixel_verified() {
     assert_eq!(seqs, (0..FRAMES).collect::<Vec<_>>(), "{stats:?}");
     assert_eq!((stats.published, stats.readbacks), (FRAMES, FRAMES), "{stats:?}");
     assert_eq!((stats.skipped, stats.stream_errors, stats.publish_errors), (0, 0, 0), "{stats:?}");
+    // Out of the planes' CUDA arrays: a copy engine's copies.
+    assert_eq!(stats.readback_kernel_planes, 0, "{stats:?}");
 }
 
 #[test]
@@ -274,6 +278,7 @@ fn the_copy_waits_for_a_late_present_fence_and_the_camera_for_the_copy() {
     assert_eq!(stats.published + stats.skipped, frames, "{stats:?}");
     assert_eq!(stats.readbacks, stats.published, "{stats:?}");
     assert_eq!((stats.stream_errors, stats.publish_errors), (0, 0), "{stats:?}");
+    assert_eq!(stats.readback_kernel_planes, 2 * stats.readbacks, "{stats:?}");
 }
 
 #[test]
