@@ -10,8 +10,9 @@
 //! tiles out as rows). A pitch-linear frame in host memory mapped for the device (the mock
 //! NvSci's frames) is copied by a kernel instead ([`crate::copy_kernel`]): a copy engine's copy
 //! from host memory into page-locked host memory is synchronous with respect to the host, so it
-//! would hold the bridge's thread for the whole copy and undo the pipelining below. The host buffers come from a pool and go back to it when Zenoh drops the
-//! message, so no frame allocates or copies on the CPU.
+//! would hold the bridge's thread for the whole copy and undo the pipelining below. The host
+//! buffers come from a pool and go back to it when Zenoh drops the message, so no frame
+//! allocates or copies on the CPU.
 //!
 //! The bridge pipelines frames: once a frame's copies are done, it enqueues the next frame's
 //! (if the mailbox has one) before it puts the done frame's message, then waits for them after
@@ -89,6 +90,9 @@ pub(crate) struct Readback {
     frame: (usize, u64),
     /// The copy kernel, loaded at the first frame in host memory.
     kernel: Option<CopyRows>,
+    /// Whether the consumer's frames are host memory, asked of the driver at its first
+    /// pitch-linear frame: every frame of one stream comes from the same reconciled attributes.
+    host_memory: Option<bool>,
 }
 
 impl Default for Readback {
@@ -100,6 +104,7 @@ impl Default for Readback {
             done: None,
             frame: (0, 0),
             kernel: None,
+            host_memory: None,
         }
     }
 }
@@ -207,9 +212,12 @@ impl Readback {
             return Err(e.into());
         }
         // A frame in host memory: copied by the kernel (see the module's doc).
-        let host = sources
-            .first()
-            .is_some_and(|s| matches!(s, Src::Device(at, _) if copy_kernel::is_host_memory(*at)));
+        let host = match sources.first() {
+            Some(Src::Device(at, _)) => {
+                *self.host_memory.get_or_insert_with(|| copy_kernel::is_host_memory(*at))
+            }
+            _ => false,
+        };
         if host && self.kernel.is_none() {
             match CopyRows::load(ctx) {
                 Ok(k) => self.kernel = Some(k),
