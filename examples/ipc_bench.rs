@@ -21,7 +21,11 @@
 //! each reading and checking every frame; beside the hand-off, the producer's present alone
 //! (p50) and the producer thread's CPU time per frame (its own work, which should not grow with
 //! the number of consumer processes, where the hand-off on a machine with fewer cores than
-//! processes does).
+//! processes does). Beside each count, in the same run, the raw floor of that round trip: one
+//! thread writes 8 bytes into one Unix socket per process and reads the 8 bytes each process
+//! echoes, with no crate code (`--child echo`), once with blocking reads on both sides and once
+//! with reads that first look again for up to 30 us (yielding the CPU between looks, as the
+//! crate's endpoint waits do on machines with 4 or more CPUs) before they block.
 
 use nvsci::ipc::{Ipc, IpcEndpoint};
 use nvsci::pipeline::{Backend, Consumer, ConsumerDesc, FrameFormat, Producer};
@@ -45,6 +49,7 @@ fn fanout(lib: &NvSci, ipc: &Ipc, dir: &Path, a: &Args, fan: &[(String, String)]
         "hand-off (round trip)", "p50 us", "p99 us", "frames/s", "present p50", "producer CPU"
     );
     let mut first = None;
+    let mut raw_first = [None, None];
     for &n in &a.fan {
         let children: Vec<_> = fan[..n].iter().map(|(_, y)| spawn_on(dir, a, "ipc", a.buffers, y)).collect();
         let mut stream = Backend::with_library(lib.clone()).stream(format(a)).frames(a.buffers).timeout(T);
@@ -66,10 +71,130 @@ fn fanout(lib: &NvSci, ipc: &Ipc, dir: &Path, a: &Args, fan: &[(String, String)]
             st.present_p50,
             st.cpu_per_frame
         );
+        for spin in [false, true] {
+            let raw = raw_round_trips(dir, a, n, spin);
+            println!(
+                "{:<44} {:>10.1} {:>10.1} {:>10.1}",
+                format!(
+                    "  raw floor, {}",
+                    if spin { "reads spin 30 us, then block" } else { "blocking reads" }
+                ),
+                raw.p50,
+                raw.p99,
+                raw.fps
+            );
+            let one = *raw_first[spin as usize].get_or_insert(raw.p50);
+            if n != a.fan[0] {
+                println!("  raw floor p50 at {n} / at {}: {:.2}x", a.fan[0], raw.p50 / one);
+            }
+        }
         let (one, n1) = *first.get_or_insert((st.p50, n));
         if n != n1 {
             println!("p50 at {n} consumers / p50 at {n1}: {:.2}x (goal at 16 / 1: <= 1.5x)", st.p50 / one);
         }
+    }
+}
+
+/// How long a raw floor's read looks again before it blocks (the crate's endpoint wait spins as
+/// long, on machines with 4 or more CPUs).
+const RAW_SPIN: Duration = Duration::from_micros(30);
+
+/// Reads exactly `buf.len()` bytes from `s`. A non-blocking `s` is read again (yielding the CPU
+/// between looks) for up to [`RAW_SPIN`] after it last gave bytes, then waited for in `poll`.
+/// Returns false at the end of the stream.
+fn raw_read(s: &mut UnixStream, buf: &mut [u8]) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut got = 0;
+    let mut since = Instant::now();
+    while got < buf.len() {
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return false,
+            Ok(k) => {
+                got += k;
+                since = Instant::now();
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if since.elapsed() < RAW_SPIN {
+                    std::thread::yield_now();
+                } else {
+                    let mut p = libc::pollfd { fd: s.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+                    // SAFETY: one valid pollfd for the duration of the call.
+                    unsafe { libc::poll(&mut p, 1, -1) };
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("raw floor read: {e}"),
+        }
+    }
+    true
+}
+
+/// The raw floor of the fan-out round trip: `n` processes (`--child echo`) each echo 8 bytes on
+/// their own Unix socket; one thread writes the frame's number to every socket and then reads
+/// every answer, `a.frames` times after 20 warm-up rounds. Checks each answer.
+fn raw_round_trips(dir: &Path, a: &Args, n: usize, spin: bool) -> Stats {
+    let sock = dir.join("echo.sock");
+    let _ = std::fs::remove_file(&sock);
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let children: Vec<_> =
+        (0..n).map(|_| spawn_on(dir, a, if spin { "echo-spin" } else { "echo" }, 1, "none")).collect();
+    let mut socks: Vec<UnixStream> = (0..n).map(|_| listener.accept().expect("accept").0).collect();
+    for s in &socks {
+        s.set_nonblocking(spin).expect("non-blocking");
+    }
+    let warm = 20;
+    let mut lat = Vec::with_capacity(a.frames);
+    let mut start = Instant::now();
+    for i in 0..warm + a.frames {
+        if i == warm {
+            start = Instant::now();
+        }
+        let t0 = Instant::now();
+        let msg = (i as u64).to_le_bytes();
+        for s in &mut socks {
+            write_all_raw(s, &msg);
+        }
+        for s in &mut socks {
+            let mut back = [0u8; 8];
+            assert!(raw_read(s, &mut back), "an echo process ended early");
+            assert_eq!(back, msg, "an echo process answered another round");
+        }
+        if i >= warm {
+            lat.push(t0.elapsed());
+        }
+    }
+    let total = start.elapsed();
+    drop(socks);
+    for mut c in children {
+        assert!(c.wait().expect("child").success(), "an echo process failed");
+    }
+    let _ = std::fs::remove_file(&sock);
+    stats(lat, total)
+}
+
+/// Writes all of `msg` into `s`, blocking or not.
+fn write_all_raw(s: &mut UnixStream, mut msg: &[u8]) {
+    while !msg.is_empty() {
+        match s.write(msg) {
+            Ok(k) => msg = &msg[k..],
+            Err(e)
+                if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) =>
+            {
+                std::thread::yield_now()
+            }
+            Err(e) => panic!("raw floor write: {e}"),
+        }
+    }
+}
+
+/// An echo process of the raw floor: answers every 8-byte message on its socket until the end
+/// of the stream.
+fn echo(dir: &Path, spin: bool) {
+    let mut s = UnixStream::connect(dir.join("echo.sock")).expect("connect");
+    s.set_nonblocking(spin).expect("non-blocking");
+    let mut msg = [0u8; 8];
+    while raw_read(&mut s, &mut msg) {
+        write_all_raw(&mut s, &msg);
     }
 }
 
@@ -266,6 +391,10 @@ fn main() {
                     s.read_exact(&mut frame).expect("read frame");
                     s.write_all(&frame[..1]).expect("answer");
                 }
+            }
+            "echo" | "echo-spin" => {
+                let dir = PathBuf::from(std::env::var_os(nvsci_mock::IPC_DIR_ENV).expect("dir"));
+                echo(&dir, child == "echo-spin");
             }
             other => panic!("unknown child {other}"),
         }
