@@ -17,6 +17,9 @@
 //!
 //! 1. **The consumer in this process**, woken by the present (a waker for the task, a condition
 //!    variable for the thread).
+//!    The same again with the consuming thread's runtime built without drivers (no
+//!    `enable_all`: all a consumer in this process needs), which parks its thread on a
+//!    condition variable instead of in its reactor.
 //! 2. **The consumer in another process** (this program again, attached through the mock's
 //!    endpoints), woken by its endpoint's event descriptor: registered with tokio's reactor for
 //!    the task, `poll` for the blocking thread.
@@ -25,8 +28,9 @@
 //! condition variable, woken once per period (what a blocking `acquire` does besides the ring's
 //! work), and a task on a current-thread tokio runtime (I/O and time enabled) that only waits
 //! for a waker another thread calls once per period, with no tokio timer pending (as none is
-//! during `next_frame`'s waits: the crate keeps the deadline on a thread of its own). The figures
-//! over the floors are the ring's own part of each.
+//! during `next_frame`'s waits: the crate keeps the deadline on a thread of its own), and the
+//! same task on a runtime without drivers. The figures over the floors are the ring's own part
+//! of each.
 //!
 //! What it verifies (exit status non-zero on a mismatch): every frame carries its sequence in its
 //! first 8 bytes and `sequence as u8` in its last byte, as the camera wrote them, and the FIFO
@@ -105,6 +109,30 @@ struct Split {
     blocks_async: Vec<f64>,
     frames_each: u64,
     last: Option<u64>,
+    /// The consuming thread's runtime's drivers.
+    drivers: Drivers,
+}
+
+/// Which drivers the consuming thread's current-thread runtime has.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Drivers {
+    /// I/O and time (`enable_all`): the runtime parks in its reactor (`epoll_wait`) and is woken
+    /// through its event descriptor.
+    #[default]
+    All,
+    /// None: the runtime parks its thread on a condition variable, as a blocking `acquire` does.
+    /// A consumer in this process needs no driver.
+    None,
+}
+
+impl Drivers {
+    fn runtime(self) -> std::io::Result<tokio::runtime::Runtime> {
+        let mut b = tokio::runtime::Builder::new_current_thread();
+        if self == Drivers::All {
+            b.enable_all();
+        }
+        b.build()
+    }
 }
 
 /// One place's figures, microseconds per frame: each way over all its frames, and the median of
@@ -145,7 +173,7 @@ impl Split {
     /// Takes `2 * frames_each` frames in alternating blocks; `Ok(false)`: the stream ended
     /// before.
     fn run(&mut self, c: &mut Consumer, frames_each: u64) -> Res<bool> {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(e)?;
+        let rt = self.drivers.runtime().map_err(e)?;
         self.frames_each = frames_each;
         for block in 0..2 * frames_each / BLOCK {
             let t0 = rusage::cpu_time(rusage::THREAD);
@@ -241,7 +269,7 @@ fn thread_floor(frames: u64, period: Duration) -> f64 {
 /// `next_frame` runtime) woken once per period by a waker another thread calls; its thread's CPU
 /// time per wake-up. No tokio timer is pending during its waits, as none is during
 /// `next_frame`'s (the crate keeps the deadline on a thread of its own).
-fn async_floor(frames: u64, period: Duration) -> f64 {
+fn async_floor(frames: u64, period: Duration, drivers: Drivers) -> f64 {
     use std::sync::{Arc, Mutex};
     use std::task::{Poll, Waker};
     #[derive(Default)]
@@ -253,7 +281,7 @@ fn async_floor(frames: u64, period: Duration) -> f64 {
     let slot = Arc::new(Mutex::new(Slot::default()));
     let s = slot.clone();
     let waiter = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = drivers.runtime().unwrap();
         let t0 = rusage::cpu_time(rusage::THREAD);
         let n = rt.block_on(async {
             let mut n = 0u64;
@@ -305,7 +333,7 @@ fn async_floor(frames: u64, period: Duration) -> f64 {
     waiter.join().unwrap_or(f64::NAN)
 }
 
-fn in_process(a: &Args) -> Res<Figures> {
+fn in_process(a: &Args, drivers: Drivers) -> Res<Figures> {
     let ring = Backend::with_library(NvSci::mock())
         .stream(FORMAT)
         .frames(4)
@@ -319,7 +347,7 @@ fn in_process(a: &Args) -> Res<Figures> {
     let consumer = std::thread::Builder::new()
         .name("consumer".into())
         .spawn(move || {
-            let mut s = Split::default();
+            let mut s = Split { drivers, ..Split::default() };
             s.run(&mut c, frames_each).map(|_| s.per_frame())
         })
         .map_err(e)?;
@@ -415,18 +443,22 @@ fn main() -> ExitCode {
             SIZE / 1024
         );
         let thread = thread_floor(a.frames, a.period);
-        let task = async_floor(a.frames, a.period);
+        let task = async_floor(a.frames, a.period, Drivers::All);
+        let bare = async_floor(a.frames, a.period, Drivers::None);
         println!(
             "floors (no frame at all, one wake-up per period): a thread on a condition variable {thread:.2} us; \
-             a tokio task woken by a waker {task:.2} us ({:.2}x)",
-            task / thread
+             a tokio task woken by a waker {task:.2} us ({:.2}x); the same on a runtime without drivers \
+             {bare:.2} us ({:.2}x)",
+            task / thread,
+            bare / thread
         );
         let mut met = true;
         let places = [
-            ("consumer in this process", in_process(&a)?),
-            ("consumer in another process", other_process(&a)?),
+            ("consumer in this process", in_process(&a, Drivers::All)?, task),
+            ("consumer in this process, runtime without drivers", in_process(&a, Drivers::None)?, bare),
+            ("consumer in another process", other_process(&a)?, task),
         ];
-        for (place, f) in places {
+        for (place, f, floor) in places {
             let (b, x) = (f.blocking, f.asynchronous);
             let ratio = x / b;
             met &= ratio <= 1.2;
@@ -436,7 +468,7 @@ fn main() -> ExitCode {
                  {ratio:.2}x (goal <= 1.2x: {}); medians of the {BLOCK}-frame blocks: acquire {:.2} us, \
                  next_frame {:.2} us, {:.2}x",
                 b - thread,
-                x - task,
+                x - floor,
                 if ratio <= 1.2 { "met" } else { "not met" },
                 f.median_blocking,
                 f.median_async,
