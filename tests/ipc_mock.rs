@@ -1395,6 +1395,93 @@ fn connection_events_are_reported_once_and_fifo_events_while_they_hold() {
     ledger_is_clean();
 }
 
+/// Whether `ep`'s event descriptor is readable within `ms` milliseconds.
+fn fd_ready(ep: &IpcEndpoint, ms: i32) -> bool {
+    let mut p = libc::pollfd {
+        fd: std::os::fd::AsRawFd::as_raw_fd(&ep.event_fd()),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, ms) == 1 }
+}
+
+/// The event descriptor is readable exactly while something waits to be collected: a frame to
+/// read, or room in a FIFO that was full (nvsciipc.h, NvSciIpcGetEventSafe: a WRITE event occurs
+/// "each time the endpoint's sending FIFO ceases to be full"), and quiet once the events said so.
+/// Then 20,000 frames each way between two threads that sleep only in `poll` on the descriptor:
+/// a wake-up lost between the peer's write and the reader's last look would leave a reader
+/// asleep with a frame waiting, which the 5 s poll turns into a failure.
+#[test]
+fn the_event_descriptor_is_readable_exactly_while_something_waits() {
+    let dir = ipc_dir_sized("ready", &[("r_0", "r_1")], 4, 64);
+    let _g = use_dir(&dir);
+    let ipc = Ipc::mock().unwrap();
+    let a = IpcEndpoint::open(&ipc, "r_0").unwrap();
+    let b = IpcEndpoint::open(&ipc, "r_1").unwrap();
+    b.wait_connected(T).unwrap();
+    events_until(&a, |e| e.connected());
+    b.events().unwrap();
+    assert!(!fd_ready(&a, 0) && !fd_ready(&b, 0), "nothing waits, yet a descriptor is readable");
+    b.write(b"one", T).unwrap();
+    assert!(fd_ready(&a, 5000), "a frame waits, the reader's descriptor stays quiet");
+    assert!(!fd_ready(&b, 0), "the writer's descriptor is readable after a write into room");
+    let mut got = [0u8; 3];
+    a.read(&mut got, T).unwrap();
+    assert_eq!(&got, b"one");
+    a.events().unwrap();
+    assert!(!fd_ready(&a, 0), "the only frame was read, the descriptor is still readable");
+    // Fill the FIFO from `a` to `b` (4 frames): `a` is told only once `b` makes room.
+    for i in 0..4u8 {
+        a.write(&[i], T).unwrap();
+    }
+    assert!(!a.events().unwrap().writable(), "a full FIFO reports WRITE");
+    assert!(!fd_ready(&a, 0), "the full writer's descriptor is readable before the reader read");
+    let mut one = [0u8; 1];
+    b.read(&mut one, T).unwrap();
+    assert_eq!(one, [0]);
+    assert!(fd_ready(&a, 5000), "room was made, the writer's descriptor stays quiet");
+    assert!(a.events().unwrap().writable());
+    assert!(!fd_ready(&a, 0), "room was reported, the descriptor is still readable");
+    for i in 1..4u8 {
+        b.read(&mut one, T).unwrap();
+        assert_eq!(one, [i]);
+    }
+    b.events().unwrap();
+    assert!(!fd_ready(&b, 0));
+
+    const N: u32 = 20_000;
+    // Each side writes N numbered frames and reads the peer's N, sleeping only in poll.
+    let run = |ep: &IpcEndpoint| {
+        let (mut sent, mut seen) = (0u32, 0u32);
+        while sent < N || seen < N {
+            let ev = ep.events().unwrap();
+            let mut progressed = false;
+            if ev.readable() {
+                let mut f = [0u8; 4];
+                ep.read(&mut f, T).unwrap();
+                assert_eq!(u32::from_le_bytes(f), seen, "{}: frames out of order", ep.name());
+                seen += 1;
+                progressed = true;
+            }
+            if sent < N && ev.writable() {
+                ep.write(&sent.to_le_bytes(), T).unwrap();
+                sent += 1;
+                progressed = true;
+            }
+            if !progressed {
+                assert!(fd_ready(ep, 5000), "{}: asleep with sent {sent}, seen {seen}", ep.name());
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| run(&a));
+        run(&b);
+    });
+    drop((a, b, ipc));
+    ledger_is_clean();
+}
+
 /// A peer that connected, wrote and closed before this endpoint first looked at its events: the
 /// connection is reported (CONN_EST), what the peer wrote reads back, and the reset follows, as
 /// for a peer that goes away after this endpoint saw it (nvsciipc.h: CONN_EST and CONN_RESET are

@@ -7,8 +7,9 @@
 //!
 //! * [`buf_fns`] / [`sync_fns`]: the tables. `NvSciSyncFenceWaitWithMode` and
 //!   `NvSciSyncFenceUpdateFence` are left `None`.
-//! * [`ipc_fns`]: NvSciIpc over Unix domain sockets, and with it the IPC export/import entry
-//!   points of both libraries across processes (see [`ipc`] and [`ipc::config`]).
+//! * [`ipc_fns`]: NvSciIpc over Unix domain sockets and shared-memory rings, and with it the
+//!   IPC export/import entry points of both libraries across processes (see [`ipc`] and
+//!   [`ipc::config`]).
 //! * [`Ledger`]: live-handle accounting per module ([`buf_module_ledger`],
 //!   [`sync_module_ledger`]) and per process ([`global_ledger`]).
 //! * [`set_cpu_need_sw_cache_coherency`]: test hook for the one output the mock cannot derive.

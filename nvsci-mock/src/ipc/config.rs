@@ -8,7 +8,8 @@
 //! INTER_PROCESS  camera_0       camera_1       16      4096
 //! ```
 //!
-//! `INTER_PROCESS` and `INTER_THREAD` lines are both served by Unix domain sockets; other backends
+//! `INTER_PROCESS` and `INTER_THREAD` lines are both served by Unix domain sockets (the
+//! connection) and shared-memory rings (the frames); other backends
 //! (`INTER_VM`, `INTER_CHIP`) and malformed lines are ignored. Blank lines and `#` comments are
 //! skipped. The file and the sockets live in one directory: the one given to
 //! [`crate::set_ipc_dir`], else `$NVSCI_MOCK_IPC_DIR`. The first endpoint of a line listens on

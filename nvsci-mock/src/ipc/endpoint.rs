@@ -1,17 +1,21 @@
-//! Emulated NvSciIpc endpoints: one Unix domain socket (`SOCK_SEQPACKET`) per connected pair.
+//! Emulated NvSciIpc endpoints: one Unix domain socket (`SOCK_SEQPACKET`) per connected pair for
+//! the connection itself, and the pair's frames in shared memory ([`super::channel`]).
 //!
 //! Messages on the socket start with a tag byte: the connector's greeting (carrying the link id
-//! both ends stamp into descriptors), an application frame (`NvSciIpcWrite`), or a file
-//! descriptor passed with `SCM_RIGHTS` by an object export. Whatever arrives is moved into the
-//! endpoint's queues whenever the endpoint is used ("pumped"), so frames and descriptors can
-//! arrive in any order. The event fd handed out is an epoll descriptor that becomes readable
-//! when the socket has data, a connection is pending, a connection attempt should be retried,
-//! or queued frames or events wait to be collected with `NvSciIpcGetEvent`.
+//! both ends stamp into descriptors, and the descriptors of the pair's shared memory and wake-ups)
+//! or a file descriptor passed with `SCM_RIGHTS` by an object export. The socket's end (the peer
+//! closed or died) ends the connection. Application frames (`NvSciIpcWrite`) never touch the
+//! socket: they are copied into the pair's ring, and the peer is woken only when it had nothing
+//! left to read. The event fd handed out is an epoll descriptor that becomes readable when the
+//! socket has data or closed, a connection is pending, a connection attempt should be retried, the
+//! peer wrote frames or made room, or connection events wait to be collected with
+//! `NvSciIpcGetEvent`.
 
+use super::channel::{Channel, Full};
 use super::config::{self, EndpointConfig};
 use crate::ffi::{guard, guard_void, lock, non_null, write_out, Res};
 use nvsci_sys::*;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::raw::{c_char, c_void};
@@ -19,11 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// The connector's greeting: the link id (`u64`), with the pair's shared memory and wake-up
+/// descriptors ([`Channel::for_listener`]).
 const TAG_HELLO: u8 = 1;
-const TAG_FRAME: u8 = 2;
+/// A descriptor exported through the endpoint: its transfer id (`u64`) and the descriptor.
 const TAG_FD: u8 = 3;
-/// The reader took frames off its queue: the writer may post that many more (`u32` count).
-const TAG_ACK: u8 = 4;
 
 /// The NvSciIpc version the emulation reports (the DRIVE OS 6.0.10 header: 1.4).
 const MAJOR: u32 = 1;
@@ -125,19 +129,14 @@ struct State {
     local_reset: bool,
     /// The connection was lost with frames still queued: `reset_edge` follows once they are read.
     reset_after_drain: bool,
-    /// Frames posted to the peer that it has not read yet (at most `nframes`).
-    in_flight: u32,
-    /// The sending FIFO ceased to be full and `NvSciIpcGetEvent` has not reported it yet.
-    write_edge: bool,
-    /// Frames this endpoint read whose acknowledgement has not reached the socket yet.
-    acks_owed: u32,
+    /// The frames of the connection (or of the lost one, until they were read). The listening
+    /// end gets it with the connector's greeting.
+    chan: Option<Channel>,
+    /// A write found the sending FIFO full (or filled it) and `NvSciIpcGetEvent` has not
+    /// reported room since.
+    was_full: bool,
     notified: bool,
-    frames: VecDeque<Vec<u8>>,
-    /// Buffers of frames read, for the next frames that arrive (at most `nframes`).
-    spare: Vec<Vec<u8>>,
     fds: HashMap<u64, OwnedFd>,
-    /// The receive buffer, kept between calls.
-    scratch: Vec<u8>,
     next_transfer: u64,
 }
 
@@ -240,47 +239,34 @@ fn random_link() -> u64 {
     crate::ipc::codec::fnv1a(&seed.to_le_bytes()) | 1
 }
 
-/// Sends one message made of `head` then `body` (one datagram, gathered from both: nothing is
-/// copied or allocated to join them).
-fn send_parts(sock: &OwnedFd, head: &[u8], body: &[u8]) -> Result<(), i32> {
-    let mut iov = [
-        libc::iovec { iov_base: head.as_ptr().cast_mut().cast(), iov_len: head.len() },
-        libc::iovec { iov_base: body.as_ptr().cast_mut().cast(), iov_len: body.len() },
-    ];
-    // SAFETY: msghdr is plain old data; all zeroes is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_mut_ptr();
-    msg.msg_iovlen = iov.len() as _;
-    // SAFETY: `msg` points to two live buffers for the duration of the call (sendmsg only reads
-    // them).
-    let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-    if n < 0 {
-        Err(errno())
-    } else {
-        Ok(())
-    }
-}
+/// The most descriptors one message carries (the greeting's three).
+const MAX_FDS: usize = 3;
 
-fn send(sock: &OwnedFd, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<(), i32> {
+fn send(sock: &OwnedFd, bytes: &[u8], fds: &[BorrowedFd<'_>]) -> Result<(), i32> {
     let mut iov = libc::iovec { iov_base: bytes.as_ptr().cast_mut().cast(), iov_len: bytes.len() };
     // SAFETY: msghdr is plain old data; all zeroes is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     let mut cbuf = [0u64; 8];
-    if let Some(fd) = fd {
+    if !fds.is_empty() {
+        let fds = &fds[..fds.len().min(MAX_FDS)];
+        let bytes = (std::mem::size_of::<RawFd>() * fds.len()) as u32;
         // SAFETY: CMSG_SPACE is a pure computation.
-        let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+        let space = unsafe { libc::CMSG_SPACE(bytes) } as usize;
         msg.msg_control = cbuf.as_mut_ptr().cast();
         msg.msg_controllen = space as _;
         // SAFETY: the control buffer is 64 bytes, 8-aligned, and holds one SCM_RIGHTS header with
-        // one descriptor (CMSG_SPACE of 4 bytes is 24 here); the header pointer is inside it.
+        // at most three descriptors (CMSG_SPACE of 12 bytes is 32 here); the header pointer and
+        // the descriptors written are inside it.
         unsafe {
             let c = libc::CMSG_FIRSTHDR(&msg);
             (*c).cmsg_level = libc::SOL_SOCKET;
             (*c).cmsg_type = libc::SCM_RIGHTS;
-            (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
-            libc::CMSG_DATA(c).cast::<RawFd>().write_unaligned(fd.as_raw_fd());
+            (*c).cmsg_len = libc::CMSG_LEN(bytes) as _;
+            for (i, fd) in fds.iter().enumerate() {
+                libc::CMSG_DATA(c).cast::<RawFd>().add(i).write_unaligned(fd.as_raw_fd());
+            }
         }
     }
     // SAFETY: `msg` points to live buffers for the duration of the call.
@@ -293,8 +279,9 @@ fn send(sock: &OwnedFd, bytes: &[u8], fd: Option<BorrowedFd<'_>>) -> Result<(), 
 }
 
 enum Received {
-    /// A message of this many bytes, now at the start of the receive buffer.
-    Message(usize, Option<OwnedFd>),
+    /// A message of this many bytes, now at the start of the receive buffer, and the
+    /// descriptors it carried.
+    Message(usize, Vec<OwnedFd>),
     Empty,
     Closed,
 }
@@ -323,7 +310,7 @@ fn recv(sock: &OwnedFd, buf: &mut [u8]) -> Received {
     if n == 0 {
         return Received::Closed;
     }
-    let mut fd = None;
+    let mut fds = Vec::new();
     // SAFETY: the kernel filled `msg_control`; the CMSG macros walk inside `msg_controllen`.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(&msg);
@@ -333,29 +320,45 @@ fn recv(sock: &OwnedFd, buf: &mut [u8]) -> Received {
                     ((*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / std::mem::size_of::<RawFd>();
                 for i in 0..count {
                     let raw = libc::CMSG_DATA(c).cast::<RawFd>().add(i).read_unaligned();
-                    let o = OwnedFd::from_raw_fd(raw);
-                    // Keep the first; any extra descriptor is closed by dropping it.
-                    if fd.is_none() {
-                        fd = Some(o);
-                    }
+                    fds.push(OwnedFd::from_raw_fd(raw));
                 }
             }
             c = libc::CMSG_NXTHDR(&msg, c);
         }
     }
-    Received::Message(n as usize, fd)
+    Received::Message(n as usize, fds)
 }
 
 impl Endpoint {
     /// A new connection replaces whatever the last one left: its frames are discarded
     /// (nvsciipc.h, `NvSciIpcResetEndpointSafe`: "all existing data in channel will be
     /// discarded") and the peer's FIFO starts empty.
-    fn new_connection(st: &mut State) {
+    fn new_connection(&self, st: &mut State, chan: Option<Channel>) {
         st.closed = false;
-        st.frames.clear();
-        st.in_flight = 0;
-        st.acks_owed = 0;
-        st.write_edge = false;
+        st.was_full = false;
+        self.set_channel(st, chan);
+    }
+
+    /// Replaces the frames of the connection, keeping the epoll set in step: the wake-up
+    /// descriptor is shared with the peer, so closing it would not take it out of the set.
+    fn set_channel(&self, st: &mut State, chan: Option<Channel>) {
+        if let Some(old) = st.chan.take() {
+            epoll_del(&self.epoll, old.event_fd().as_raw_fd());
+        }
+        if let Some(c) = &chan {
+            epoll_add(&self.epoll, c.event_fd().as_raw_fd());
+        }
+        st.chan = chan;
+    }
+
+    /// Frames from the peer wait to be read.
+    fn readable(st: &State) -> bool {
+        st.chan.as_ref().is_some_and(Channel::readable)
+    }
+
+    /// Frames this endpoint wrote that the peer has not read (none without a connection).
+    fn in_flight(st: &State) -> u32 {
+        st.chan.as_ref().map_or(0, Channel::in_flight)
     }
 
     /// The connection is gone: this endpoint was reset, or the peer closed, died or reset.
@@ -373,18 +376,22 @@ impl Endpoint {
         st.reset_after_drain = true;
     }
 
-    /// Takes in what arrived ([`drain`](Self::drain)) and brings the peer and the event
-    /// descriptor up to date ([`settle`](Self::settle)).
-    fn pump(&self, st: &mut State) {
-        self.drain(st);
+    /// Takes in what arrived ([`drain`](Self::drain)) and brings the event descriptor up to date
+    /// ([`settle`](Self::settle)). `socket`: read the socket even where the connection's frames
+    /// give no reason to (see `drain`).
+    fn pump(&self, st: &mut State, socket: bool) {
+        self.drain(st, socket);
         self.settle(st);
     }
 
-    /// Connects (again) where there is no connection, and moves whatever arrived on the socket
-    /// into the endpoint's queues. Once per call is enough: what arrives later is taken in by
-    /// the next call (its arrival makes the event descriptor readable).
-    fn drain(&self, st: &mut State) {
-        if st.reset_after_drain && st.frames.is_empty() {
+    /// Connects (again) where there is no connection, and moves what arrived on the socket into
+    /// the endpoint's state. The socket carries the greeting, exported descriptors and the end of
+    /// the connection, none of them per frame: it is read before the greeting and where `socket`
+    /// asks for it (`NvSciIpcGetEvent` with no frame waiting: a peer that died writes nothing
+    /// more, so the end of its socket is seen once its last frames were read). Once per call is
+    /// enough: what arrives later makes the event descriptor readable.
+    fn drain(&self, st: &mut State, socket: bool) {
+        if st.reset_after_drain && !Self::readable(st) {
             st.reset_after_drain = false;
             st.reset_edge = true;
         }
@@ -414,25 +421,31 @@ impl Endpoint {
                         )
                     };
                     if let Ok(sock) = owned(fd) {
-                        // The connector's greeting (with the link id) is already queued on the
-                        // socket: it is read below, which establishes the connection here.
+                        // The connector's greeting (with the link id and the frames' memory) is
+                        // already queued on the socket: it is read below, which establishes the
+                        // connection here.
                         epoll_add(&self.epoll, sock.as_raw_fd());
                         if let Some(l) = st.listener.take() {
                             epoll_del(&self.epoll, l.as_raw_fd());
                         }
                         let _ = std::fs::remove_file(&self.cfg.socket);
                         st.sock = Some(sock);
-                        Self::new_connection(st);
+                        self.new_connection(st, None);
                     }
                 }
             } else if let Some(sock) = try_connect(&self.cfg.socket) {
                 // Connected as soon as the listener's backlog took us (as the real channel is
                 // established without the peer calling in): greet the listener with the link id
-                // both ends stamp into descriptors.
+                // both ends stamp into descriptors and the pair's frames.
                 let link = random_link();
                 let mut hello = vec![TAG_HELLO];
                 hello.extend_from_slice(&link.to_le_bytes());
-                if send(&sock, &hello, None).is_ok() {
+                let chan = Channel::create(self.cfg.nframes, self.cfg.frame_size).ok();
+                let sent = chan
+                    .as_ref()
+                    .and_then(Channel::for_listener)
+                    .is_some_and(|fds| send(&sock, &hello, &fds).is_ok());
+                if sent {
                     epoll_add(&self.epoll, sock.as_raw_fd());
                     if let Some(t) = st.retry.take() {
                         epoll_del(&self.epoll, t.as_raw_fd());
@@ -440,7 +453,7 @@ impl Endpoint {
                     st.sock = Some(sock);
                     st.link = Some(link);
                     st.est_edge = true;
-                    Self::new_connection(st);
+                    self.new_connection(st, chan);
                 }
             }
         }
@@ -449,64 +462,53 @@ impl Endpoint {
             // SAFETY: reading 8 bytes from a non-blocking timerfd into a u64.
             unsafe { libc::read(t.as_raw_fd(), (&mut expirations as *mut u64).cast(), 8) };
         }
-        let mut scratch = std::mem::take(&mut st.scratch);
-        scratch.resize(self.cfg.frame_size as usize + 16, 0);
+        if !socket && st.link.is_some() {
+            return;
+        }
+        let mut buf = [0u8; 16];
         while let Some(sock) = &st.sock {
-            match recv(sock, &mut scratch) {
+            match recv(sock, &mut buf) {
                 Received::Empty => break,
                 Received::Closed => self.lost(st),
-                Received::Message(n, fd) => match (scratch[..n].first().copied(), fd) {
-                    (Some(TAG_HELLO), _) if n == 9 => {
-                        st.link = scratch[1..9].try_into().ok().map(u64::from_le_bytes);
-                        st.est_edge = true;
-                    }
-                    (Some(TAG_FRAME), _) => {
-                        // A buffer of a frame read before, when there is one: a steady stream
-                        // of frames allocates nothing.
-                        let mut frame = st.spare.pop().unwrap_or_default();
-                        frame.clear();
-                        frame.extend_from_slice(&scratch[1..n]);
-                        st.frames.push_back(frame);
-                    }
-                    (Some(TAG_ACK), _) if n == 5 => {
-                        let k = scratch[1..5].try_into().map_or(0, u32::from_le_bytes);
-                        let was_full = st.in_flight >= self.cfg.nframes;
-                        st.in_flight = st.in_flight.saturating_sub(k);
-                        // nvsciipc.h, NvSciIpcGetEventSafe: a WRITE event occurs "each time
-                        // the endpoint's sending FIFO ceases to be full".
-                        if was_full && st.in_flight < self.cfg.nframes {
-                            st.write_edge = true;
+                Received::Message(n, fds) => match buf[..n].first().copied() {
+                    Some(TAG_HELLO) if n == 9 && st.link.is_none() => {
+                        match Channel::open(self.cfg.nframes, self.cfg.frame_size, fds) {
+                            Ok(chan) => {
+                                st.link = buf[1..9].try_into().ok().map(u64::from_le_bytes);
+                                st.est_edge = true;
+                                self.set_channel(st, Some(chan));
+                            }
+                            // A greeting without usable frames: not a peer of this channel.
+                            Err(_) => self.lost(st),
                         }
                     }
-                    (Some(TAG_FD), Some(fd)) if n == 9 => {
-                        if let Ok(id) = <[u8; 8]>::try_from(&scratch[1..9]) {
+                    Some(TAG_FD) if n == 9 && fds.len() == 1 => {
+                        if let (Ok(id), Some(fd)) = (<[u8; 8]>::try_from(&buf[1..9]), fds.into_iter().next())
+                        {
                             st.fds.insert(u64::from_le_bytes(id), fd);
                         }
                     }
+                    // Anything else is dropped, with the descriptors it carried.
                     _ => {}
                 },
             }
         }
-        st.scratch = scratch;
     }
 
-    /// Sends the acknowledgements owed for the frames read, and makes the event descriptor
-    /// readable exactly while something waits to be collected. No reading from the socket.
+    /// Makes the event descriptor readable exactly while something waits to be collected:
+    /// connection events through this endpoint's own eventfd, frames and room through the
+    /// channel's wake-up (cleared here once nothing is left for it). No reading from the socket.
     fn settle(&self, st: &mut State) {
-        if st.reset_after_drain && st.frames.is_empty() {
+        if st.reset_after_drain && !Self::readable(st) {
             st.reset_after_drain = false;
             st.reset_edge = true;
         }
-        if st.acks_owed > 0 {
-            if let Some(sock) = &st.sock {
-                let mut m = [TAG_ACK, 0, 0, 0, 0];
-                m[1..].copy_from_slice(&st.acks_owed.to_le_bytes());
-                if send(sock, &m, None).is_ok() {
-                    st.acks_owed = 0;
-                }
-            }
+        if let Some(chan) = &st.chan {
+            let was_full = st.was_full;
+            let nframes = self.cfg.nframes;
+            chan.settle(|c| c.readable() || (was_full && c.in_flight() < nframes));
         }
-        let level = !st.frames.is_empty() || st.est_edge || st.reset_edge || st.write_edge;
+        let level = st.est_edge || st.reset_edge;
         if level != st.notified {
             let mut v = 1u64;
             // SAFETY: 8-byte read/write of a u64 on a non-blocking eventfd.
@@ -573,7 +575,7 @@ fn initialized() -> Res {
 pub(crate) fn link(h: NvSciIpcEndpoint) -> Res<u64> {
     let ep = get(h)?;
     let mut st = lock(&ep.st);
-    ep.pump(&mut st);
+    ep.pump(&mut st, false);
     if st.closed {
         return Err(NvSciError_ConnectionReset);
     }
@@ -584,7 +586,7 @@ pub(crate) fn link(h: NvSciIpcEndpoint) -> Res<u64> {
 pub(crate) fn send_fd(h: NvSciIpcEndpoint, fd: BorrowedFd<'_>) -> Res<(u64, u64)> {
     let ep = get(h)?;
     let mut st = lock(&ep.st);
-    ep.pump(&mut st);
+    ep.pump(&mut st, false);
     if st.closed {
         return Err(NvSciError_ConnectionReset);
     }
@@ -594,7 +596,7 @@ pub(crate) fn send_fd(h: NvSciIpcEndpoint, fd: BorrowedFd<'_>) -> Res<(u64, u64)
     let mut m = vec![TAG_FD];
     m.extend_from_slice(&id.to_le_bytes());
     let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
-    match send(sock, &m, Some(fd)) {
+    match send(sock, &m, &[fd]) {
         Ok(()) => Ok((link, id)),
         Err(e) if e == libc::EAGAIN => Err(NvSciError_InsufficientMemory),
         Err(_) => Err(NvSciError_ConnectionReset),
@@ -609,7 +611,7 @@ pub(crate) fn take_fd(h: NvSciIpcEndpoint, id: u64, timeout_us: i64) -> Res<Owne
     loop {
         let sock_fd = {
             let mut st = lock(&ep.st);
-            ep.pump(&mut st);
+            ep.pump(&mut st, true);
             if let Some(fd) = st.fds.remove(&id) {
                 return Ok(fd);
             }
@@ -698,7 +700,7 @@ pub(crate) unsafe extern "C" fn open_endpoint(name: *const c_char, out: *mut NvS
         });
         {
             let mut st = lock(&ep.st);
-            ep.pump(&mut st);
+            ep.pump(&mut st, true);
         }
         let h = NEXT_HANDLE.fetch_add(1, Ordering::Relaxed);
         registry(|m| m.insert(h, ep));
@@ -772,10 +774,10 @@ fn reset(h: NvSciIpcEndpoint) -> Res {
     if st.app_up && Endpoint::connected(&st) {
         ep.lost(&mut st);
         // "all existing data in channel will be discarded".
-        st.frames.clear();
+        ep.set_channel(&mut st, None);
         st.local_reset = true;
     }
-    ep.pump(&mut st);
+    ep.pump(&mut st, true);
     Ok(())
 }
 
@@ -796,39 +798,27 @@ fn read_frame(h: NvSciIpcEndpoint, buf: *mut c_void, size: usize) -> Res<usize> 
         return Err(NvSciError_BadParameter);
     }
     let mut st = lock(&ep.st);
-    ep.pump(&mut st);
+    ep.pump(&mut st, false);
     if !st.app_up {
         // Not established through NvSciIpcGetEventSafe (see `State::app_up`), or reset and
         // reported: InvalidState ("an invalid operation state") or ConnectionReset ("the
         // endpoint is being reset"), not an empty channel.
         return Err(Endpoint::not_usable(&st));
     }
-    let Some(frame) = st.frames.pop_front() else {
+    // SAFETY: the caller provides `size` writable bytes at `buf`.
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), size) };
+    // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
+    // copy from the frame", NvSciIpcReadSafe, nvsciipc.h) and reports them all as read. Bytes the
+    // writer did not fill read as `UNWRITTEN`.
+    if st.chan.as_ref().and_then(|c| c.read(out, UNWRITTEN)).is_none() {
         return Err(if st.closed {
             NvSciError_ConnectionReset
         } else {
             // "read channel is empty and the read operation aborted" (NvSciIpcReadSafe).
             NvSciError_InsufficientMemory
         });
-    };
-    // The frame leaves the peer's FIFO: tell it (the ack goes out now or with the next pump).
-    st.acks_owed += 1;
+    }
     ep.settle(&mut st);
-    // Frames carry no length: a read copies the `size` bytes asked for ("the number of bytes to
-    // copy from the frame", NvSciIpcReadSafe, nvsciipc.h) and reports them all as read. Bytes the
-    // writer did not fill are undefined ("If size is less than the frame size, then the remaining
-    // bytes of the frame are undefined", NvSciIpcWriteSafe): the mock fills them with
-    // `UNWRITTEN`, not zero, so nothing comes to rely on their value.
-    let n = frame.len().min(size);
-    // SAFETY: the caller provides `size` writable bytes at `buf`; `n <= size`, and the fill
-    // covers the remaining `size - n` bytes.
-    unsafe {
-        std::ptr::copy_nonoverlapping(frame.as_ptr(), buf.cast::<u8>(), n);
-        std::ptr::write_bytes(buf.cast::<u8>().add(n), UNWRITTEN, size - n);
-    }
-    if st.spare.len() < ep.cfg.nframes as usize {
-        st.spare.push(frame);
-    }
     Ok(size)
 }
 
@@ -844,27 +834,25 @@ fn write_frame(h: NvSciIpcEndpoint, buf: *const c_void, size: usize) -> Res<usiz
         return Err(NvSciError_BadParameter);
     }
     let mut st = lock(&ep.st);
-    ep.pump(&mut st);
+    ep.pump(&mut st, false);
     if !st.app_up || !Endpoint::connected(&st) {
         return Err(Endpoint::not_usable(&st));
     }
-    if st.in_flight >= ep.cfg.nframes {
-        // The channel holds `nframes` frames per direction (NvSciIpcEndpointInfo): "write
-        // channel is full and the write operation aborted" (NvSciIpcWriteSafe, nvsciipc.h).
-        return Err(NvSciError_InsufficientMemory);
-    }
     // SAFETY: the caller provides `size` readable bytes at `buf`.
     let payload = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
-    let sock = st.sock.as_ref().ok_or(NvSciError_InvalidState)?;
-    match send_parts(sock, &[TAG_FRAME], payload) {
+    let chan = st.chan.as_ref().ok_or(NvSciError_InvalidState)?;
+    match chan.write(payload) {
         Ok(()) => {
-            st.in_flight += 1;
+            if chan.in_flight() >= ep.cfg.nframes {
+                st.was_full = true;
+            }
             Ok(size)
         }
-        Err(e) if e == libc::EAGAIN => Err(NvSciError_InsufficientMemory),
-        Err(_) => {
-            ep.lost(&mut st);
-            Err(NvSciError_ConnectionReset)
+        Err(Full) => {
+            // The channel holds `nframes` frames per direction (NvSciIpcEndpointInfo): "write
+            // channel is full and the write operation aborted" (NvSciIpcWriteSafe, nvsciipc.h).
+            st.was_full = true;
+            Err(NvSciError_InsufficientMemory)
         }
     }
 }
@@ -951,7 +939,9 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
     initialized()?;
     let ep = get(h)?;
     let mut st = lock(&ep.st);
-    ep.pump(&mut st);
+    // The socket only when no frame waits (see `Endpoint::drain`).
+    let socket = !Endpoint::readable(&st);
+    ep.pump(&mut st, socket);
     let mut ev = 0;
     // nvsciipc.h, NvSciIpcGetEventSafe: "NV_SCI_IPC_EVENT_CONN_EST and
     // NV_SCI_IPC_EVENT_CONN_RESET events are connection event. They're edge-triggered events
@@ -964,21 +954,25 @@ fn events(h: NvSciIpcEndpoint) -> Res<u32> {
         ev |= NV_SCI_IPC_EVENT_CONN_EST;
         // A peer that wrote and went away before this endpoint's first look: what it wrote is
         // readable first, and the reset follows once it was read (see `lost`).
-        st.app_up = Endpoint::connected(&st) || (st.reset_after_drain && !st.frames.is_empty());
+        st.app_up = Endpoint::connected(&st) || (st.reset_after_drain && Endpoint::readable(&st));
     }
-    st.write_edge = false;
+    let in_flight = Endpoint::in_flight(&st);
+    // Room is reported below (WRITE): the edge of the FIFO ceasing to be full is collected.
+    if in_flight < ep.cfg.nframes {
+        st.was_full = false;
+    }
     // "NV_SCI_IPC_EVENT_WRITE, NV_SCI_IPC_EVENT_READ and NV_SCI_IPC_EVENT_WRITE_EMPTY events are
     // FIFO status event. As long as free buffer is available on write FIFO or data are
     // available in read FIFO, API keeps reporting same events."
     if st.app_up && Endpoint::connected(&st) {
-        if st.in_flight < ep.cfg.nframes {
+        if in_flight < ep.cfg.nframes {
             ev |= NV_SCI_IPC_EVENT_WRITE;
         }
-        if st.in_flight == 0 {
+        if in_flight == 0 {
             ev |= NV_SCI_IPC_EVENT_WRITE_EMPTY;
         }
     }
-    if st.app_up && !st.frames.is_empty() {
+    if st.app_up && Endpoint::readable(&st) {
         ev |= NV_SCI_IPC_EVENT_READ;
     }
     ep.settle(&mut st);

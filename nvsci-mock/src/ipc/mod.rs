@@ -1,7 +1,9 @@
-//! NvSciIpc emulation: endpoint pairs connected through Unix domain sockets (see [`config`] for
-//! the configuration file and the crate-private `endpoint` module for the transport), and the plumbing the NvSciBuf and
+//! NvSciIpc emulation: endpoint pairs connected through Unix domain sockets, their frames in
+//! shared-memory rings (see [`config`] for the configuration file and the crate-private
+//! `endpoint` and `channel` modules for the transport), and the plumbing the NvSciBuf and
 //! NvSciSync export/import entry points use to hand memory and counters to the peer process.
 
+pub(crate) mod channel;
 pub(crate) mod codec;
 pub mod config;
 pub(crate) mod endpoint;
