@@ -1352,13 +1352,7 @@ fn events_until(ep: &IpcEndpoint, want: impl Fn(nvsci::ipc::IpcEvents) -> bool) 
             return ev;
         }
         assert!(Instant::now() < until, "{} never reported the event", ep.name());
-        let mut p = libc::pollfd {
-            fd: std::os::fd::AsRawFd::as_raw_fd(&ep.event_fd()),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut p, 1, 10) };
+        fd_ready(ep, 10);
     }
 }
 

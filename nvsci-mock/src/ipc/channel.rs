@@ -77,7 +77,6 @@ impl Channel {
     pub(crate) fn create(nframes: u32, frame_size: u32) -> Res<Channel> {
         let len = size(nframes, frame_size).ok_or(NvSciError_InsufficientMemory)?;
         let mem = Pages::zeroed(len, 0)?;
-        mem.fd().ok_or(NvSciError_ResourceError)?;
         let kick_listener = eventfd()?;
         let kick_connector = eventfd()?;
         let ch = Channel {
@@ -100,7 +99,8 @@ impl Channel {
         Ok(ch)
     }
 
-    /// The descriptors the listening end needs, in the order [`open`](Self::open) takes them.
+    /// The descriptors the listening end needs, in the order [`open`](Self::open) takes them;
+    /// `None` where the memory is not shareable (no memfd).
     pub(crate) fn for_listener(&self) -> Option<[BorrowedFd<'_>; 3]> {
         Some([self.mem.fd()?, self.kick_peer.as_fd(), self.kick_mine.as_fd()])
     }
